@@ -42,9 +42,7 @@ class InputError(Exception):
             return f"{', '.join(place)}: {self.message}"
         return self.message
 
-    def located(
-        self, *, source: str | None = None, line: int | None = None
-    ) -> InputError:
+    def located(self, *, source: str | None = None, line: int | None = None) -> InputError:
         """A copy of this error with the file (and line) filled in where missing."""
         return InputError(
             self.message,

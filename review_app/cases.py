@@ -1,0 +1,288 @@
+"""Reading and validating case files (SPEC §1).
+
+A case file is JSON (one case object, or a list of them) or JSONL (one case per
+line; blank lines are skipped). Reading is streamed: a JSONL file of any size is
+read one line at a time, and a single record larger than ``max_record_bytes`` is
+refused without being read whole.
+
+Two levels of trouble:
+
+* the input cannot be stored (not JSON, not UTF-8, a field of the wrong type, a
+  turn missing or repeated, ...): :class:`~review_app.errors.InputError` naming the
+  file, the line and the field; the caller stores nothing from that file;
+* the input is a well-formed record of a broken fixture (an unknown action, an
+  untrusted role change, turns out of order, ...): it is stored and shown in the
+  ``invalid`` lane with the evaluator's fixture errors.
+
+Turns must be unique within a case even then, because labels address an event by
+its ``(case_id, turn)``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import orjson
+
+from review_app.errors import InputError
+from review_app.evaluator import evaluate_case
+
+DEFAULT_MAX_RECORD_BYTES = 16 * 1024 * 1024
+CASE_FILE_SUFFIXES = (".json", ".jsonl", ".ndjson")
+CASE_ID_PATTERN = re.compile(r"[^\s\x00-\x1f\x7f]{1,200}")
+_BOM = b"\xef\xbb\xbf"
+_READ_CHUNK = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class CaseRecord:
+    """One validated case, where it came from, its findings and its content hash."""
+
+    case: dict[str, Any]
+    source: str
+    line: int | None
+    result: dict[str, Any]
+    sha256: str
+
+
+def canonical_json(value: Any) -> bytes:
+    """Compact JSON with sorted keys: the same content always gives the same bytes."""
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+
+
+def content_sha256(value: Any) -> str:
+    return hashlib.sha256(canonical_json(value)).hexdigest()
+
+
+def is_case_file(path: Path) -> bool:
+    return path.suffix.lower() in CASE_FILE_SUFFIXES
+
+
+def discover_case_files(paths: Iterable[str | Path]) -> list[Path]:
+    """The files to import: each file as given, and case files found under directories.
+
+    Files under a directory are taken in sorted order, so an import is repeatable.
+    """
+    found: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found.extend(sorted(p for p in path.rglob("*") if p.is_file() and is_case_file(p)))
+        elif path.exists():
+            found.append(path)
+        else:
+            raise InputError("no such file or directory", source=str(raw))
+    return found
+
+
+_NON_JSON_NUMBERS = (b"NaN", b"Infinity", b"-Infinity")
+
+
+def _decode_error(error: orjson.JSONDecodeError, data: bytes) -> str:
+    message = error.msg
+    if "UTF-8" in message and "BOM" not in message:
+        return "not valid UTF-8 text"
+    if "depth limit" in message:
+        return "JSON nested too deeply (more than 1024 levels)"
+    if "empty document" in message:
+        return "an empty record"
+    if data[error.pos : error.pos + 9].startswith(_NON_JSON_NUMBERS):
+        return f"not valid JSON: NaN and Infinity are not JSON numbers (column {error.colno})"
+    return f"not valid JSON ({message}, column {error.colno})"
+
+
+def parse_json_bytes(data: bytes, *, source: str, line: int | None = None) -> Any:
+    """Parse strict JSON (RFC 8259: UTF-8, no NaN, no BOM) or raise ``InputError``."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as error:
+        where = line if line is not None else error.lineno
+        raise InputError(_decode_error(error, data), source=source, line=where) from None
+
+
+def _iter_jsonl(
+    stream: BinaryIO,
+    *,
+    source: str,
+    max_record_bytes: int,
+    progress: Callable[[int], None] | None,
+) -> Iterator[tuple[int, Any]]:
+    line_number = 0
+    while True:
+        raw = stream.readline(max_record_bytes + 1)
+        if not raw:
+            return
+        line_number += 1
+        if len(raw) > max_record_bytes and not raw.endswith(b"\n"):
+            raise InputError(
+                f"a record is longer than {max_record_bytes} bytes "
+                "(raise the limit with --max-record-bytes if this is intended)",
+                source=source,
+                line=line_number,
+            )
+        if progress is not None:
+            progress(len(raw))
+        if line_number == 1 and raw.startswith(_BOM):
+            raise InputError(
+                "the file starts with a UTF-8 byte-order mark; save it as UTF-8 without BOM",
+                source=source,
+                line=1,
+            )
+        if not raw.strip():
+            continue
+        yield line_number, parse_json_bytes(raw, source=source, line=line_number)
+
+
+def iter_json_records(
+    path: Path,
+    *,
+    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+    progress: Callable[[int], None] | None = None,
+) -> Iterator[tuple[int | None, str | None, Any]]:
+    """Yield ``(line, path_prefix, value)`` for every record of a JSON or JSONL file.
+
+    For JSONL the line is the file line; for a JSON file holding a list the prefix
+    is ``[i]`` and the line is ``None`` (the JSON path names the place).
+    """
+    source = str(path)
+    try:
+        size = path.stat().st_size
+        stream = path.open("rb")
+    except OSError as error:
+        raise InputError(f"cannot be read ({error.strerror})", source=source) from None
+    with stream:
+        if size == 0:
+            raise InputError("the file is empty", source=source)
+        if path.suffix.lower() in (".jsonl", ".ndjson"):
+            seen_any = False
+            for line, value in _iter_jsonl(
+                stream, source=source, max_record_bytes=max_record_bytes, progress=progress
+            ):
+                seen_any = True
+                yield line, None, value
+            if not seen_any:
+                raise InputError("the file holds no records, only blank lines", source=source)
+            return
+        if size > max_record_bytes * 64:
+            raise InputError(
+                f"a JSON file over {max_record_bytes * 64} bytes must be JSONL "
+                "(one case per line) so it can be streamed",
+                source=source,
+            )
+        data = stream.read()
+    if progress is not None:
+        progress(len(data))
+    if data.startswith(_BOM):
+        raise InputError(
+            "the file starts with a UTF-8 byte-order mark; save it as UTF-8 without BOM",
+            source=source,
+            line=1,
+        )
+    value = parse_json_bytes(data, source=source)
+    if isinstance(value, list):
+        if not value:
+            raise InputError("the file holds an empty list", source=source)
+        for position, item in enumerate(value):
+            yield None, f"[{position}]", item
+    else:
+        yield None, None, value
+
+
+def _join(prefix: str | None, field: str) -> str:
+    if not prefix:
+        return field
+    return prefix if field == "(case)" else f"{prefix}.{field}"
+
+
+def validate_case(
+    case: Any, *, source: str, line: int | None = None, prefix: str | None = None
+) -> CaseRecord:
+    """Check one parsed record can be stored; its findings and hash come along.
+
+    Raises ``InputError`` (file, line, field) when it cannot be stored. A record
+    that is a well-formed but broken fixture passes: its fixture errors are in
+    ``record.result``.
+    """
+    if not isinstance(case, dict):
+        raise InputError(
+            "expected a JSON object (one case)", source=source, line=line, field=prefix
+        )
+    result = evaluate_case(case)
+    for error in result["fixture_errors"]:
+        code = error["code"]
+        if code == "malformed_case" or (code == "invalid_event_order" and error["turn"] is None):
+            raise InputError(
+                error["message"], source=source, line=line, field=_join(prefix, error["field"])
+            )
+    case_id = case["case_id"]
+    if not CASE_ID_PATTERN.fullmatch(case_id):
+        raise InputError(
+            "a case id is 1 to 200 characters without spaces or control characters",
+            source=source,
+            line=line,
+            field=_join(prefix, "case_id"),
+        )
+    seen: dict[int, int] = {}
+    for index, event in enumerate(case["transcript"]):
+        turn = event["turn"]
+        if turn in seen:
+            raise InputError(
+                f"turn {turn} is used twice (also by transcript[{seen[turn]}]); labels "
+                "address events by turn, so turns must be unique within a case",
+                source=source,
+                line=line,
+                field=_join(prefix, f"transcript[{index}].turn"),
+            )
+        seen[turn] = index
+        text = event.get("text")
+        if text is not None and type(text) is not str:
+            raise InputError(
+                "expected a string",
+                source=source,
+                line=line,
+                field=_join(prefix, f"transcript[{index}].text"),
+            )
+    return CaseRecord(case, source, line, result, content_sha256(case))
+
+
+def read_case_file(
+    path: Path,
+    *,
+    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+    progress: Callable[[int], None] | None = None,
+) -> Iterator[CaseRecord]:
+    """Validated cases of one file, streamed; a case id used twice in it is an error."""
+    source = str(path)
+    lines_by_case: dict[str, int | str | None] = {}
+    for line, prefix, value in iter_json_records(
+        path, max_record_bytes=max_record_bytes, progress=progress
+    ):
+        record = validate_case(value, source=source, line=line, prefix=prefix)
+        case_id = record.case["case_id"]
+        if case_id in lines_by_case:
+            earlier = lines_by_case[case_id]
+            where = f"line {earlier}" if isinstance(earlier, int) else f"record {earlier}"
+            raise InputError(
+                f"case id {case_id} appears twice in this file (first at {where})",
+                source=source,
+                line=line,
+                field=_join(prefix, "case_id"),
+            )
+        lines_by_case[case_id] = line if line is not None else prefix
+        yield record
+
+
+def load_case_file(path: Path) -> Any:
+    """The parsed content of one JSON case file, for ``review-app inspect``."""
+    records = list(iter_json_records(path))
+    if len(records) != 1 or records[0][1] is not None:
+        raise InputError(
+            "inspect takes a file holding one case object; this one holds several",
+            source=str(path),
+        )
+    return records[0][2]

@@ -1,0 +1,329 @@
+"""The ``review-app`` command line: thin commands over the services.
+
+Each command opens the database (migrating it on first use) and calls one service
+function. Bad input gives one sentence on stderr naming the file, line or field,
+and exit code 2; never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import typer
+
+from review_app import __version__
+from review_app.errors import InputError, NotFound, PermissionDenied
+
+app = typer.Typer(
+    name="review-app",
+    help=(
+        "Role Review: human review of chatbot conversations for role adherence. "
+        "Deterministic role-contract findings, per-turn labels against versioned rubrics, "
+        "inter-rater agreement, LLM-judge calibration and regression-fixture export."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+cases_app = typer.Typer(help="List and show imported cases.", no_args_is_help=True)
+app.add_typer(cases_app, name="cases")
+
+DbOption = Annotated[
+    str | None,
+    typer.Option(
+        "--db",
+        help=(
+            "Database URL (any SQLAlchemy URL). Default: $REVIEW_APP_DATABASE_URL, else the "
+            "SQLite file ~/.local/share/role-review/review.db."
+        ),
+        show_default=False,
+    ),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+EXIT_BAD_INPUT = 2
+EXIT_FORBIDDEN = 3
+T = TypeVar("T")
+
+
+def _fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code)
+
+
+def _engine(db: str | None) -> Any:
+    from storage.engine import shared_engine
+
+    try:
+        return shared_engine(db)
+    except Exception as error:  # an unreachable server or a bad URL is the user's input
+        if isinstance(error, InputError):
+            raise
+        raise InputError(f"cannot open the database: {_short(error)}", field="--db") from None
+
+
+def _short(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return text[0] if text else type(error).__name__
+
+
+def _print_json(value: Any) -> None:
+    typer.echo(json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False))
+
+
+def terminal_safe(text: str) -> str:
+    """Untrusted text for a terminal: control characters (escape sequences) made visible."""
+    return "".join(
+        ch if ch in "\n\t" or (ord(ch) >= 32 and ord(ch) != 127) else f"\\x{ord(ch):02x}"
+        for ch in text
+    )
+
+
+def _run(action: Callable[[], T]) -> T:
+    try:
+        return action()
+    except InputError as error:
+        raise _fail(str(error)) from None
+    except NotFound as error:
+        raise _fail(str(error)) from None
+    except PermissionDenied as error:
+        raise _fail(str(error), EXIT_FORBIDDEN) from None
+
+
+def version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"review-app {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=version_callback, is_eager=True, help="Show the version."
+        ),
+    ] = False,
+) -> None:
+    """Role Review command line."""
+
+
+# --- inspect -----------------------------------------------------------------
+
+
+@app.command()
+def inspect(
+    case_file: Annotated[Path, typer.Argument(metavar="CASE.json", help="One case (JSON).")],
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print only the result JSON (no diagnostic line).")
+    ] = False,
+) -> None:
+    """Deterministic findings for one case file; no database needed.
+
+    Prints the one-line diagnostic, then the result as JSON. Exit code 0: pass;
+    1: a violation; 2: an invalid fixture or unreadable input.
+    """
+    from review_app.cases import load_case_file
+    from review_app.evaluator import diagnostic, evaluate_case
+
+    case = _run(lambda: load_case_file(case_file))
+    result = evaluate_case(case)
+    if not as_json:
+        typer.echo(diagnostic(result))
+    _print_json(result)
+    status = result["status"]
+    if status == "invalid":
+        first = result["fixture_errors"][0]
+        if first["code"] == "malformed_case":
+            typer.echo(f"error: {case_file}, field {first['field']}: {first['message']}", err=True)
+        raise typer.Exit(EXIT_BAD_INPUT)
+    if status == "no_contract":
+        typer.echo(
+            f"error: {case_file}, field contract: the case has no role contract; "
+            "it can only be reviewed semantically",
+            err=True,
+        )
+        raise typer.Exit(EXIT_BAD_INPUT)
+    raise typer.Exit(1 if status == "fail" else 0)
+
+
+# --- import ------------------------------------------------------------------
+
+
+_PROGRESS_MIN_BYTES = 8 * 1024 * 1024
+
+
+@app.command("import")
+def import_(
+    paths: Annotated[
+        list[Path],
+        typer.Argument(metavar="PATH...", help="Case files (JSON, JSONL) or directories of them."),
+    ],
+    replace: Annotated[
+        bool, typer.Option("--replace", help="Overwrite stored cases whose content changed.")
+    ] = False,
+    max_record_bytes: Annotated[
+        int, typer.Option("--max-record-bytes", help="Largest accepted single case, in bytes.")
+    ] = 16 * 1024 * 1024,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
+    db: DbOption = None,
+) -> None:
+    """Import cases: one transaction per file; identical cases are skipped.
+
+    A changed case under a stored case id is refused unless --replace; a contract
+    version stored with a different body is refused. Findings are computed at import.
+    """
+    from review_app.services.importing import ImportSummary, import_paths
+
+    done = ImportSummary()
+    engine = _run(lambda: _engine(db))
+    with _progress_factory() as progress:
+        try:
+            _run(
+                lambda: import_paths(
+                    engine,
+                    paths,
+                    replace=replace,
+                    max_record_bytes=max_record_bytes,
+                    progress=progress,
+                    on_file_done=done.files.append,
+                )
+            )
+        except typer.Exit:
+            if done.files:
+                typer.echo(f"before the error: {done.line()}", err=True)
+            raise
+    if as_json:
+        _print_json(done.to_dict())
+    else:
+        typer.echo(done.line())
+
+
+class _progress_factory:
+    """A progress bar per large file, on a terminal only (CI logs stay clean)."""
+
+    def __enter__(self) -> Callable[[Path, int], Callable[[int], None] | None] | None:
+        if not sys.stderr.isatty():
+            return None
+        from rich.progress import (
+            BarColumn,
+            DownloadColumn,
+            Progress,
+            TextColumn,
+            TimeRemainingColumn,
+        )
+
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            DownloadColumn(),
+            TimeRemainingColumn(),
+            transient=True,
+        )
+        self.progress.start()
+
+        def factory(path: Path, size: int) -> Callable[[int], None] | None:
+            if size < _PROGRESS_MIN_BYTES:
+                return None
+            task = self.progress.add_task(path.name, total=size)
+            return lambda n: self.progress.advance(task, n)
+
+        return factory
+
+    def __exit__(self, *exc: object) -> None:
+        progress = getattr(self, "progress", None)
+        if progress is not None:
+            progress.stop()
+
+
+# --- cases -------------------------------------------------------------------
+
+
+@cases_app.command("list")
+def cases_list(
+    lane: Annotated[
+        str | None,
+        typer.Option(
+            "--lane",
+            help="Only cases in this lane: violation, invalid, missing-context, no-contract, pass.",
+        ),
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", help="At most this many (0: all).")] = 50,
+    offset: Annotated[int, typer.Option("--offset", help="Skip this many first.")] = 0,
+    as_json: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """Imported cases with their lane and first violation, ordered by case id."""
+    from review_app.services.cases import list_cases
+
+    engine = _run(lambda: _engine(db))
+    rows = _run(
+        lambda: list_cases(engine, lane=lane, offset=offset, limit=limit if limit > 0 else None)
+    )
+    if as_json:
+        _print_json([row_to_dict(row) for row in rows])
+        return
+    if not rows:
+        typer.echo("no cases" + (f" in lane {lane}" if lane else ""))
+        return
+    headers = ("case_id", "lane", "contract", "events", "first_violation", "diagnostic")
+    table = [
+        (
+            row.case_id,
+            row.lane or "-",
+            row.contract_version or "-",
+            str(row.n_events),
+            "-" if row.first_violation_turn is None else str(row.first_violation_turn),
+            row.diagnostic or "",
+        )
+        for row in rows
+    ]
+    typer.echo(_format_table(headers, table))
+
+
+def row_to_dict(row: Any) -> dict[str, Any]:
+    return {name: getattr(row, name) for name in row.__slots__}
+
+
+def _format_table(headers: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
+    widths = [max(len(h), *(len(terminal_safe(r[i])) for r in rows)) for i, h in enumerate(headers)]
+    widths[-1] = len(headers[-1])  # the last column is not padded
+    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
+    for r in rows:
+        lines.append(
+            "  ".join(terminal_safe(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+        )
+    return "\n".join(lines)
+
+
+@cases_app.command("show")
+def cases_show(
+    case_id: Annotated[str, typer.Argument(metavar="CASE_ID")],
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the case and its findings as JSON.")
+    ] = False,
+    db: DbOption = None,
+) -> None:
+    """One case turn by turn: actor, active role, text, actions and findings."""
+    from review_app.services.cases import load_case_view
+    from review_app.services.render import case_view_dict, render_case_text
+
+    engine = _run(lambda: _engine(db))
+    view = _run(lambda: load_case_view(engine, case_id=case_id))
+    if as_json:
+        _print_json(case_view_dict(view))
+        return
+    typer.echo(terminal_safe(render_case_text(view)))
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

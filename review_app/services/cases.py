@@ -1,0 +1,212 @@
+"""Cases as reviewers and engineers see them: listings by lane, one case turn by turn."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from sqlalchemy import Engine
+from sqlmodel import Session
+
+from review_app.errors import InputError, NotFound
+from review_app.evaluator import EVALUATOR_VERSION
+from storage import cases as case_queries
+from storage.engine import read_only
+
+LANES = ("violation", "invalid", "missing-context", "no-contract", "pass")
+
+# Phrases by which a user tries to hand the assistant a new role. Only a system
+# event changes the role; the page marks these so a reviewer sees it was ignored.
+_ROLE_CHANGE_CLAIM = re.compile(
+    r"\b(you are now|you're now|from now on,? you are|act as|pretend (?:to be|you are)|"
+    r"switch (?:to|into) (?:the )?\w+ mode|i am your (?:admin|administrator|manager|supervisor))\b",
+    re.IGNORECASE,
+)
+
+
+def claims_role_change(text: str | None) -> bool:
+    """Whether user text tries to change the assistant's role (which never works)."""
+    return bool(text) and bool(_ROLE_CHANGE_CLAIM.search(text or ""))
+
+
+def _loads(value: str | None) -> Any:
+    return None if value is None else orjson.loads(value)
+
+
+@dataclass(frozen=True)
+class TurnView:
+    seq: int
+    turn: int
+    actor: str
+    text: str | None
+    actions: list[str]
+    actions_recorded: bool
+    """Whether the event had an ``observed_actions`` field (possibly empty)."""
+    set_role: str | None
+    request: dict[str, Any] | None
+    active_role: str | None
+    transition: str | None
+    """``trusted`` for a system event that changed the role, ``ignored`` for a
+    ``set_role`` that did not (untrusted actor or unknown role)."""
+    role_change_claim: bool
+    violations: list[dict[str, Any]] = field(default_factory=list)
+    fixture_errors: list[dict[str, Any]] = field(default_factory=list)
+    harness_findings: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def is_assistant(self) -> bool:
+        return self.actor == "assistant"
+
+
+@dataclass(frozen=True)
+class CaseView:
+    case_id: str
+    chatbot_role: str | None
+    contract_version: str | None
+    contract: dict[str, Any] | None
+    status: str | None
+    lane: str | None
+    diagnostic: str | None
+    first_violation_turn: int | None
+    evaluator_version: str
+    turns: list[TurnView]
+    case_findings: list[dict[str, Any]]
+    """Findings that belong to no single event (contract problems)."""
+    source_format: str
+
+    @property
+    def assistant_turns(self) -> list[int]:
+        return [t.turn for t in self.turns if t.is_assistant]
+
+    def to_case_dict(self) -> dict[str, Any]:
+        """The case in the SPEC §1 shape, as it was imported (minus unknown top-level keys)."""
+        transcript = []
+        for t in self.turns:
+            event: dict[str, Any] = {"turn": t.turn, "actor": t.actor}
+            if t.text is not None:
+                event["text"] = t.text
+            if t.actions_recorded:
+                event["observed_actions"] = t.actions
+            if t.set_role is not None:
+                event["set_role"] = t.set_role
+            if t.request is not None:
+                event["request"] = t.request
+            transcript.append(event)
+        case: dict[str, Any] = {"case_id": self.case_id}
+        if self.chatbot_role is not None:
+            case["chatbot_role"] = self.chatbot_role
+        case["contract"] = self.contract
+        case["transcript"] = transcript
+        return case
+
+
+def case_view(
+    session: Session, *, case_id: str, evaluator_version: str = EVALUATOR_VERSION
+) -> CaseView:
+    case = case_queries.get_case(session, case_id=case_id)
+    if case is None:
+        raise NotFound(f"no case {case_id!r} in the database")
+    contract_row = (
+        case_queries.get_contract(session, version=case.contract_version)
+        if case.contract_version
+        else None
+    )
+    evaluation = case_queries.get_evaluation(
+        session, case_id=case_id, evaluator_version=evaluator_version
+    )
+    findings = case_queries.list_findings(
+        session, case_id=case_id, evaluator_version=evaluator_version
+    )
+    by_turn: dict[int, dict[str, list[dict[str, Any]]]] = {}
+    case_findings: list[dict[str, Any]] = []
+    for finding in findings:
+        detail = orjson.loads(finding.detail_json)
+        if finding.turn is None:
+            case_findings.append(detail)
+            continue
+        slot = by_turn.setdefault(
+            finding.turn, {"violation": [], "fixture_error": [], "harness": []}
+        )
+        slot[finding.kind].append(detail)
+
+    spans = _loads(evaluation.role_spans_json) if evaluation else []
+    span_index = 0
+    role = spans[0][1] if spans and contract_row else None
+    turns: list[TurnView] = []
+    for event in case_queries.list_events(session, case_id=case_id):
+        if span_index + 1 < len(spans) and spans[span_index + 1][0] == event.turn:
+            span_index += 1
+            role = spans[span_index][1]
+        marks = by_turn.get(event.turn, {"violation": [], "fixture_error": [], "harness": []})
+        transition = None
+        if event.set_role is not None:
+            trusted = event.actor == "system" and not any(
+                e["code"] in ("unknown_transition_role", "untrusted_role_transition")
+                for e in marks["fixture_error"]
+            )
+            transition = "trusted" if trusted else "ignored"
+        turns.append(
+            TurnView(
+                seq=event.seq,
+                turn=event.turn,
+                actor=event.actor,
+                text=event.text,
+                actions=_loads(event.actions_json) or [],
+                actions_recorded=event.actions_json is not None,
+                set_role=event.set_role,
+                request=_loads(event.request_json),
+                active_role=role,
+                transition=transition,
+                role_change_claim=event.actor == "user" and claims_role_change(event.text),
+                violations=marks["violation"],
+                fixture_errors=marks["fixture_error"],
+                harness_findings=marks["harness"],
+            )
+        )
+    return CaseView(
+        case_id=case.case_id,
+        chatbot_role=case.chatbot_role,
+        contract_version=case.contract_version,
+        contract=orjson.loads(contract_row.body_json) if contract_row else None,
+        status=evaluation.status if evaluation else None,
+        lane=evaluation.lane if evaluation else None,
+        diagnostic=evaluation.diagnostic if evaluation else None,
+        first_violation_turn=evaluation.first_violation_turn if evaluation else None,
+        evaluator_version=evaluator_version,
+        turns=turns,
+        case_findings=case_findings,
+        source_format=case.source_format,
+    )
+
+
+def load_case_view(engine: Engine, *, case_id: str) -> CaseView:
+    with Session(read_only(engine)) as session:
+        return case_view(session, case_id=case_id)
+
+
+def check_lane(lane: str | None) -> str | None:
+    if lane is not None and lane not in LANES:
+        raise InputError(f"unknown lane {lane!r}; choose one of {', '.join(LANES)}", field="--lane")
+    return lane
+
+
+def list_cases(
+    engine: Engine, *, lane: str | None = None, offset: int = 0, limit: int | None = None
+) -> list[case_queries.CaseSummaryRow]:
+    check_lane(lane)
+    with Session(read_only(engine)) as session:
+        return case_queries.list_case_summaries(
+            session,
+            evaluator_version=EVALUATOR_VERSION,
+            lanes=[lane] if lane else None,
+            offset=offset,
+            limit=limit,
+        )
+
+
+def lane_counts(engine: Engine) -> dict[str, int]:
+    with Session(read_only(engine)) as session:
+        counts = case_queries.count_cases_by_lane(session, evaluator_version=EVALUATOR_VERSION)
+    return {name: counts.get(name, 0) for name in LANES}

@@ -1,0 +1,1 @@
+"""Persistence for Role Review: SQLModel tables, engines, queries and migrations."""

@@ -1,0 +1,233 @@
+"""Queries on contracts, cases, events and deterministic findings."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, and_, delete, func, select
+from sqlmodel import Session, col
+
+from storage.bulk import insert_rows
+from storage.models import Case, Contract, Evaluation, Event, Finding
+
+CASE_COLUMNS = (
+    "case_id",
+    "chatbot_role",
+    "contract_version",
+    "n_events",
+    "n_assistant_turns",
+    "content_sha256",
+    "source",
+    "source_format",
+    "extra_json",
+    "imported_at",
+)
+EVENT_COLUMNS = (
+    "case_id",
+    "seq",
+    "turn",
+    "actor",
+    "text",
+    "actions_json",
+    "set_role",
+    "request_json",
+    "extra_json",
+)
+EVALUATION_COLUMNS = (
+    "case_id",
+    "evaluator_version",
+    "status",
+    "lane",
+    "first_violation_turn",
+    "diagnostic",
+    "role_spans_json",
+    "n_fixture_errors",
+    "n_violations",
+    "n_harness_findings",
+    "evaluated_at",
+)
+FINDING_COLUMNS = ("case_id", "evaluator_version", "kind", "code", "turn", "detail_json")
+
+
+# --- writing (bulk, inside the caller's transaction) -----------------------
+
+
+def stored_contract_hashes(connection: Connection) -> dict[str, str]:
+    rows = connection.execute(select(Contract.version, Contract.sha256))  # type: ignore[call-overload]
+    return {version: sha for version, sha in rows}
+
+
+def insert_contracts(
+    connection: Connection, *, rows: Sequence[tuple[str, str, str, datetime]]
+) -> None:
+    insert_rows(
+        connection,
+        table="contracts",
+        columns=("version", "sha256", "body_json", "created_at"),
+        rows=rows,
+    )
+
+
+def stored_case_hashes(connection: Connection, *, case_ids: Sequence[str]) -> dict[str, str]:
+    """``case_id -> content_sha256`` for those of ``case_ids`` already stored."""
+    found: dict[str, str] = {}
+    for start in range(0, len(case_ids), 500):
+        chunk = case_ids[start : start + 500]
+        rows = connection.execute(
+            select(col(Case.case_id), col(Case.content_sha256)).where(col(Case.case_id).in_(chunk))
+        )
+        found.update({case_id: sha for case_id, sha in rows})
+    return found
+
+
+def delete_case_content(connection: Connection, *, case_ids: Sequence[str]) -> None:
+    """Remove cases with their events and findings (before storing a replacement)."""
+    for start in range(0, len(case_ids), 500):
+        chunk = list(case_ids[start : start + 500])
+        for table in (Finding, Evaluation, Event, Case):
+            connection.execute(delete(table).where(col(table.case_id).in_(chunk)))
+
+
+@dataclass(slots=True)
+class CaseRows:
+    """Rows for a batch of cases, in the column order of the ``*_COLUMNS`` tuples."""
+
+    cases: list[tuple[Any, ...]]
+    events: list[tuple[Any, ...]]
+    evaluations: list[tuple[Any, ...]]
+    findings: list[tuple[Any, ...]]
+
+    @classmethod
+    def empty(cls) -> CaseRows:
+        return cls([], [], [], [])
+
+    def __len__(self) -> int:
+        return len(self.cases)
+
+
+def insert_case_rows(connection: Connection, *, rows: CaseRows) -> None:
+    insert_rows(connection, table="cases", columns=CASE_COLUMNS, rows=rows.cases)
+    insert_rows(connection, table="events", columns=EVENT_COLUMNS, rows=rows.events)
+    insert_rows(connection, table="evaluations", columns=EVALUATION_COLUMNS, rows=rows.evaluations)
+    insert_rows(connection, table="findings", columns=FINDING_COLUMNS, rows=rows.findings)
+
+
+# --- reading -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class CaseSummaryRow:
+    case_id: str
+    contract_version: str | None
+    n_events: int
+    n_assistant_turns: int
+    status: str | None
+    lane: str | None
+    first_violation_turn: int | None
+    n_fixture_errors: int
+    n_violations: int
+    n_harness_findings: int
+    diagnostic: str | None
+
+
+def _summary_query(evaluator_version: str) -> Any:
+    return select(  # type: ignore[call-overload]
+        Case.case_id,
+        Case.contract_version,
+        Case.n_events,
+        Case.n_assistant_turns,
+        Evaluation.status,
+        Evaluation.lane,
+        Evaluation.first_violation_turn,
+        func.coalesce(Evaluation.n_fixture_errors, 0),
+        func.coalesce(Evaluation.n_violations, 0),
+        func.coalesce(Evaluation.n_harness_findings, 0),
+        Evaluation.diagnostic,
+    ).outerjoin(
+        Evaluation,
+        and_(
+            col(Evaluation.case_id) == col(Case.case_id),
+            col(Evaluation.evaluator_version) == evaluator_version,
+        ),
+    )
+
+
+def list_case_summaries(
+    session: Session,
+    *,
+    evaluator_version: str,
+    lanes: Iterable[str] | None = None,
+    case_ids: Sequence[str] | None = None,
+    offset: int = 0,
+    limit: int | None = None,
+) -> list[CaseSummaryRow]:
+    query = _summary_query(evaluator_version)
+    if lanes is not None:
+        query = query.where(col(Evaluation.lane).in_(list(lanes)))
+    if case_ids is not None:
+        query = query.where(col(Case.case_id).in_(list(case_ids)))
+    query = query.order_by(Case.case_id).offset(offset)
+    if limit is not None:
+        query = query.limit(limit)
+    return [CaseSummaryRow(*row) for row in session.execute(query)]
+
+
+def count_cases_by_lane(session: Session, *, evaluator_version: str) -> dict[str, int]:
+    query = (
+        select(Evaluation.lane, func.count())  # type: ignore[call-overload]
+        .where(Evaluation.evaluator_version == evaluator_version)
+        .group_by(Evaluation.lane)
+    )
+    return {lane: count for lane, count in session.execute(query)}
+
+
+def count_cases(session: Session) -> int:
+    return int(session.execute(select(func.count()).select_from(Case)).scalar_one())
+
+
+def get_case(session: Session, *, case_id: str) -> Case | None:
+    return session.get(Case, case_id)
+
+
+def get_contract(session: Session, *, version: str) -> Contract | None:
+    return session.get(Contract, version)
+
+
+def list_events(session: Session, *, case_id: str) -> list[Event]:
+    query = select(Event).where(col(Event.case_id) == case_id).order_by(col(Event.seq))
+    return list(session.scalars(query))
+
+
+def get_evaluation(session: Session, *, case_id: str, evaluator_version: str) -> Evaluation | None:
+    return session.get(Evaluation, (case_id, evaluator_version))
+
+
+def list_findings(session: Session, *, case_id: str, evaluator_version: str) -> list[Finding]:
+    query = (
+        select(Finding)
+        .where(col(Finding.case_id) == case_id, col(Finding.evaluator_version) == evaluator_version)
+        .order_by(col(Finding.id))
+    )
+    return list(session.scalars(query))
+
+
+def case_ids_missing_evaluation(
+    session: Session, *, evaluator_version: str, limit: int = 1000
+) -> list[str]:
+    query = (
+        select(col(Case.case_id))
+        .outerjoin(
+            Evaluation,
+            and_(
+                col(Evaluation.case_id) == col(Case.case_id),
+                col(Evaluation.evaluator_version) == evaluator_version,
+            ),
+        )
+        .where(col(Evaluation.case_id).is_(None))
+        .order_by(Case.case_id)
+        .limit(limit)
+    )
+    return list(session.scalars(query))

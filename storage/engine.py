@@ -1,0 +1,126 @@
+"""Database engines: SQLite by default, PostgreSQL for teams.
+
+``REVIEW_APP_DATABASE_URL`` (or ``--db``) is any SQLAlchemy URL. Without one, the
+database is the SQLite file ``$XDG_DATA_HOME/role-review/review.db``.
+
+SQLite is tuned for several writers in one server process (each browser session
+is a thread): WAL journal, a busy timeout, and ``BEGIN IMMEDIATE`` for every
+transaction that may write, so a writer waits for the lock instead of failing
+with "database is locked" when its read transaction tries to write. Read-only
+work can ask for a deferred ``BEGIN`` with :func:`read_only`.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.pool import StaticPool
+
+DATABASE_URL_ENV = "REVIEW_APP_DATABASE_URL"
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+_BEGIN_OPTION = "review_app_sqlite_begin"
+
+
+def default_database_path() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "role-review" / "review.db"
+
+
+def database_url(explicit: str | None = None) -> str:
+    """The URL to use: ``--db``, else the environment, else the default SQLite file."""
+    if explicit:
+        return normalise_url(explicit)
+    from_env = os.environ.get(DATABASE_URL_ENV)
+    if from_env:
+        return normalise_url(from_env)
+    return f"sqlite:///{default_database_path()}"
+
+
+def normalise_url(url: str) -> str:
+    """Accept ``postgres://`` and ``postgresql://`` and use the psycopg 3 driver."""
+    if url.startswith("postgres://"):
+        url = "postgresql://" + url[len("postgres://") :]
+    if url.startswith("postgresql://"):
+        url = "postgresql+psycopg://" + url[len("postgresql://") :]
+    return url
+
+
+def is_sqlite(engine: Engine) -> bool:
+    return engine.dialect.name == "sqlite"
+
+
+def create_database_engine(url: str | None = None, **kwargs: Any) -> Engine:
+    """A new engine for ``url`` (see :func:`database_url`), tuned per dialect."""
+    url = database_url(url)
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        return _sqlite_engine(url, **kwargs)
+    kwargs.setdefault("pool_pre_ping", True)
+    return create_engine(url, **kwargs)
+
+
+def _sqlite_engine(url: str, **kwargs: Any) -> Engine:
+    parsed = make_url(url)
+    database = parsed.database
+    in_memory = not database or database == ":memory:" or parsed.query.get("mode") == "memory"
+    connect_args = kwargs.pop("connect_args", {})
+    connect_args.setdefault("check_same_thread", False)
+    connect_args.setdefault("timeout", SQLITE_BUSY_TIMEOUT_MS / 1000)
+    if in_memory:
+        kwargs.setdefault("poolclass", StaticPool)
+    elif database:
+        Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(url, connect_args=connect_args, **kwargs)
+
+    @event.listens_for(engine, "connect")
+    def _configure(dbapi_connection: Any, _record: Any) -> None:
+        # Let SQLAlchemy's "begin" event below issue BEGIN, not the sqlite3 module.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        if not in_memory:
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def _begin(connection: Any) -> None:
+        mode = connection.get_execution_options().get(_BEGIN_OPTION, "IMMEDIATE")
+        connection.exec_driver_sql(f"BEGIN {mode}")
+
+    return engine
+
+
+def read_only(engine: Engine) -> Engine:
+    """The same engine, but SQLite transactions start deferred (shared read lock only).
+
+    Use it for work that never writes; a transaction that reads and then writes
+    must use the plain engine (``BEGIN IMMEDIATE``).
+    """
+    if not is_sqlite(engine):
+        return engine
+    return engine.execution_options(**{_BEGIN_OPTION: "DEFERRED"})
+
+
+_engines: dict[str, Engine] = {}
+_engines_lock = threading.Lock()
+
+
+def shared_engine(url: str | None = None) -> Engine:
+    """One engine per URL for this process, created and migrated on first use."""
+    from storage.migrations import upgrade_database
+
+    resolved = database_url(url)
+    with _engines_lock:
+        engine = _engines.get(resolved)
+        if engine is None:
+            engine = create_database_engine(resolved)
+            upgrade_database(engine)
+            _engines[resolved] = engine
+        return engine

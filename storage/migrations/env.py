@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+from typing import Any
+
+from alembic import context
+from sqlmodel import SQLModel
+
+import storage.models  # noqa: F401  (registers the tables)
+
+config = context.config
+target_metadata = SQLModel.metadata
+
+
+def run_migrations() -> None:
+    connection = config.attributes.get("connection")
+    if connection is None:
+        from storage.engine import create_database_engine
+
+        engine = create_database_engine(config.get_main_option("sqlalchemy.url") or None)
+        with engine.begin() as connection:
+            _run(connection)
+        return
+    _run(connection)
+
+
+def _run(connection: Any) -> None:
+    context.configure(
+        connection=connection,
+        target_metadata=target_metadata,
+        render_as_batch=True,
+        compare_type=True,
+    )
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+run_migrations()
