@@ -334,6 +334,15 @@ def _index_nodes(node: yaml.Node, path: str, locations: _Locations, source: str)
 
 def _read_yaml(text: str, source: str) -> tuple[Any, _Locations]:
     try:
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(event, yaml.AliasEvent):
+                # Aliases would make one value appear under several fields (and can nest
+                # exponentially); a rubric spells every value out where it applies.
+                raise InputError(
+                    "YAML aliases (*name) are not allowed in rubric files; write the value out",
+                    source=source,
+                    line=event.start_mark.line + 1 if event.start_mark else None,
+                )
         node = yaml.compose(text, Loader=yaml.SafeLoader)
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
@@ -443,10 +452,13 @@ class _Validator:
         return self.text(mapping[key], _child_path(path, key))
 
     def choice(self, value: Any, field: str, choices: tuple[str, ...], what: str) -> str:
-        if not isinstance(value, str) or value not in choices:
+        if not isinstance(value, str):
             raise self.error(
-                f"unknown {what} {_describe(value)}; expected one of {', '.join(choices)}",
-                field,
+                f"expected a {what} (one of {', '.join(choices)}), got {_describe(value)}", field
+            )
+        if value not in choices:
+            raise self.error(
+                f"unknown {what} {_describe(value)}; expected one of {', '.join(choices)}", field
             )
         return value
 
@@ -531,7 +543,7 @@ class _Validator:
         if not any(label.verdict == "pass" for label in labels):
             raise self.error(
                 "a rubric needs at least one label with verdict pass, "
-                "otherwise no turn could ever be in order",
+                "otherwise no turn could ever pass",
                 "labels",
             )
         return tuple(labels)
