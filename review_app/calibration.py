@@ -47,6 +47,7 @@ from scipy.special import expit
 
 __all__ = [
     "BREAK",
+    "DEFAULT_THRESHOLDS",
     "DISAGREEMENT_KINDS",
     "NO_BREAK",
     "AgreementReport",
@@ -452,6 +453,7 @@ class ConfusionMatrix:
             "rows": "reference",
             "columns": "judge",
             "counts": [list(row) for row in self.counts],
+            "by_reference": self.as_nested_dict(),
         }
 
 
@@ -653,16 +655,19 @@ def compare_to_reference(
         if n_binary == 0
         else "TNR is undefined: the reference has no unit without a break",
     }
-    estimates = {
-        name: _estimate(
+    estimates: dict[str, Estimate] = {}
+    for name, values in point.items():
+        support = n if name in ("kappa", "accuracy") else n_binary
+        few = support < 2 and resampled is not None
+        estimates[name] = _estimate(
             float(values.reshape(-1)[0]),
-            n if name in ("kappa", "accuracy") else n_binary,
-            None if resampled is None else resampled[name],
+            support,
+            None if resampled is None or few else resampled[name],
             undefined_reason=undefined[name],
-            no_interval_reason=no_interval_reason,
+            no_interval_reason="no confidence interval from fewer than 2 units"
+            if few
+            else no_interval_reason,
         )
-        for name, values in point.items()
-    }
 
     warnings: list[str] = []
     if n_binary < MIN_RELIABLE_UNITS:

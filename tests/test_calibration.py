@@ -619,6 +619,16 @@ def test_ignore_codes_drops_units_and_counts_them() -> None:
     assert report.accuracy.ci95 is None
     assert report.accuracy.reason == "no confidence interval from fewer than 2 units"
 
+    one_binary = compare_to_reference(
+        reference={("a", 1): "borderline", ("b", 1): "scope_break"},
+        judged={("a", 1): "in_role", ("b", 1): "scope_break"},
+        break_mapping=BREAK_MAPPING,
+    )
+    assert one_binary.n_compared == 2 and one_binary.n_break_comparable == 1
+    assert one_binary.accuracy.ci95 is not None
+    assert one_binary.recall.value == 1.0 and one_binary.recall.ci95 is None
+    assert one_binary.recall.reason == "no confidence interval from fewer than 2 units"
+
 
 def test_small_and_dominated_samples_are_warned_about() -> None:
     units = [(f"c{i}", 2) for i in range(40)]
