@@ -117,3 +117,90 @@ class Finding(SQLModel, table=True):
     code: str = Field(max_length=60)
     turn: int | None = None
     detail_json: str = Field(sa_column=Column(Text, nullable=False))
+
+
+# --- reviewers, rubrics, assignments, labels -------------------------------
+
+REVIEWER_ROLES = ("reviewer", "policy_owner", "admin")
+
+
+class ReviewerBase(SQLModel):
+    name: str = Field(unique=True, index=True, max_length=200)
+    """The sign-in identity: an e-mail from OIDC, a proxy header value, or a local name."""
+    display_name: str | None = Field(default=None, max_length=200)
+    role: str = Field(default="reviewer", max_length=20)
+
+
+class Reviewer(ReviewerBase, table=True):
+    __tablename__ = "reviewers"
+    id: int | None = Field(default=None, primary_key=True)
+    active: bool = True
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class ReviewerPublic(ReviewerBase):
+    id: int
+    active: bool
+
+
+class RubricVersion(SQLModel, table=True):
+    """A rubric version as it was when labels were first recorded against it."""
+
+    __tablename__ = "rubric_versions"
+    rubric_id: str = Field(primary_key=True, max_length=100)
+    version: int = Field(primary_key=True)
+    sha256: str = Field(max_length=64)
+    title: str = Field(sa_column=Column(Text, nullable=False))
+    body_json: str = Field(sa_column=Column(Text, nullable=False))
+    source: str | None = Field(default=None, sa_column=Column(Text))
+    loaded_at: datetime = Field(default_factory=utcnow)
+
+
+class Assignment(SQLModel, table=True):
+    """A case in a reviewer's queue for one rubric version, with their progress on it."""
+
+    __tablename__ = "assignments"
+    __table_args__ = (
+        Index(
+            "ux_assignments_reviewer_rubric_case",
+            "reviewer_id",
+            "rubric_id",
+            "rubric_version",
+            "case_id",
+            unique=True,
+        ),
+        Index("ix_assignments_rubric_case", "rubric_id", "rubric_version", "case_id"),
+    )
+    id: int | None = Field(default=None, primary_key=True)
+    case_id: str = Field(foreign_key="cases.case_id", max_length=200)
+    reviewer_id: int = Field(foreign_key="reviewers.id")
+    rubric_id: str = Field(max_length=100)
+    rubric_version: int
+    assigned_by: int | None = Field(default=None, foreign_key="reviewers.id")
+    created_at: datetime = Field(default_factory=utcnow)
+    labeled_turns: int = 0
+    completed_at: datetime | None = None
+
+
+class LabelBase(SQLModel):
+    case_id: str = Field(foreign_key="cases.case_id", max_length=200)
+    turn: int
+    rubric_id: str = Field(max_length=100)
+    rubric_version: int
+    code: str = Field(max_length=100)
+    rationale: str | None = Field(default=None, sa_column=Column(Text))
+
+
+class Label(LabelBase, table=True):
+    """One labeling act. Append-only: a change adds a row and marks the old one not current."""
+
+    __tablename__ = "labels"
+    __table_args__ = (
+        Index("ix_labels_rubric_case_turn", "rubric_id", "rubric_version", "case_id", "turn"),
+        Index("ix_labels_reviewer_case", "reviewer_id", "rubric_id", "rubric_version", "case_id"),
+    )
+    id: int | None = Field(default=None, primary_key=True)
+    reviewer_id: int = Field(foreign_key="reviewers.id")
+    current: bool = True
+    source: str = Field(default="app", max_length=20)
+    created_at: datetime = Field(default_factory=utcnow)
