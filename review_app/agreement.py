@@ -193,8 +193,26 @@ def _factorize(array: np.ndarray) -> tuple[IntArray, list[Any]]:
     return codes.astype(np.int64, copy=False), np.asarray(uniques).tolist()
 
 
+def _encode(array: np.ndarray) -> tuple[IntArray, tuple[Any, ...]]:
+    """Codes (-1 for None/NaN) into the sorted distinct values (when they can be sorted)."""
+    if array.dtype.kind in "iu" and len(array):
+        low, high = int(array.min()), int(array.max())
+        if high - low <= 4 * len(array):  # dense integers: a lookup table beats hashing
+            offsets = (array - low).astype(np.int64, copy=False)
+            present = np.bincount(offsets, minlength=high - low + 1) > 0
+            code_of_offset = np.cumsum(present, dtype=np.int64) - 1
+            uniques = np.flatnonzero(present) + low
+            return code_of_offset[offsets], tuple(uniques.astype(array.dtype).tolist())
+    if array.dtype.kind in "biuf":
+        codes, uniques = pd.factorize(array, sort=True, use_na_sentinel=True)
+        return codes.astype(np.int64, copy=False), tuple(np.asarray(uniques).tolist())
+    return _canonical_order(*_factorize(array))
+
+
 def _canonical_order(codes: IntArray, uniques: list[Any]) -> tuple[IntArray, tuple[Any, ...]]:
     """Re-number codes so that the categories come out sorted (if they can be sorted)."""
+    if not uniques:
+        return codes, ()
     try:
         order = sorted(range(len(uniques)), key=uniques.__getitem__)
     except TypeError:
@@ -207,8 +225,11 @@ def _canonical_order(codes: IntArray, uniques: list[Any]) -> tuple[IntArray, tup
             order = list(range(len(uniques)))
     rank = np.empty(len(uniques), dtype=np.int64)
     rank[np.asarray(order, dtype=np.int64)] = np.arange(len(uniques), dtype=np.int64)
-    recoded = np.where(codes >= 0, rank[np.maximum(codes, 0)], -1) if len(uniques) else codes
-    return recoded.astype(np.int64, copy=False), tuple(uniques[i] for i in order)
+    if len(codes) and codes.min() < 0:
+        recoded = np.where(codes >= 0, rank[np.maximum(codes, 0)], -1)
+    else:
+        recoded = rank[codes]
+    return recoded, tuple([uniques[i] for i in order])
 
 
 def _drop_unused(
@@ -322,23 +343,19 @@ class RatingTable:
                 f"got {lengths[0]}, {lengths[1]} and {lengths[2]}"
             )
 
-        value_codes, value_uniques = _factorize(value_array)
+        value_codes, value_labels = _encode(value_array)
         present = value_codes >= 0
         if not present.all():
-            # Every distinct value factorize reports occurs in a present rating.
+            # Every distinct value that factorizing reports occurs in a present rating.
             unit_array = unit_array[present]
             rater_array = rater_array[present]
             value_codes = value_codes[present]
 
-        unit_codes, unit_uniques = _factorize(unit_array)
-        rater_codes, rater_uniques = _factorize(rater_array)
+        unit_codes, unit_labels = _encode(unit_array)
+        rater_codes, rater_labels = _encode(rater_array)
         for name, codes in (("units", unit_codes), ("raters", rater_codes)):
-            if (codes < 0).any():
+            if len(codes) and codes.min() < 0:
                 raise ValueError(f"{name} must not contain missing entries (None or NaN)")
-
-        unit_codes, unit_labels = _canonical_order(unit_codes, unit_uniques)
-        rater_codes, rater_labels = _canonical_order(rater_codes, rater_uniques)
-        value_codes, value_labels = _canonical_order(value_codes, value_uniques)
 
         table = cls(
             unit_idx=unit_codes,
@@ -355,6 +372,10 @@ class RatingTable:
         if self.n_ratings < 2:
             return
         keys = self.unit_idx * self.n_raters + self.rater_idx
+        n_keys = self.n_units * self.n_raters
+        # A dense key range is checked by counting; sorting finds the repeat to report.
+        if n_keys <= 4 * self.n_ratings + (1 << 20) and np.bincount(keys).max() < 2:
+            return
         order = np.argsort(keys, kind="stable")
         sorted_keys = keys[order]
         repeated = np.flatnonzero(sorted_keys[1:] == sorted_keys[:-1])

@@ -171,12 +171,37 @@ def test_from_arrays_matches_from_records() -> None:
     assert by_records.values == by_arrays.values
 
 
+@pytest.mark.parametrize("spread", [1, 10**12])
+def test_integer_columns_are_encoded_sorted(spread: int) -> None:
+    rng = np.random.default_rng(0)
+    units = rng.integers(-50, 50, size=400) * spread
+    raters = rng.integers(0, 3, size=400)
+    keys = {(int(u), int(r)) for u, r in zip(units, raters, strict=True)}
+    unique_units = np.array([u for u, _ in sorted(keys)])
+    unique_raters = np.array([r for _, r in sorted(keys)])
+    values = rng.integers(0, 2, size=len(unique_units)).astype(bool)
+    table = RatingTable.from_arrays(units=unique_units, raters=unique_raters, values=values)
+    assert list(table.units) == sorted(set(unique_units.tolist()))
+    assert table.raters == (0, 1, 2)
+    assert table.values == (False, True)
+    assert all(type(unit) is int for unit in table.units)
+    decoded = np.array(table.units)[table.unit_idx]
+    assert np.array_equal(decoded, unique_units)
+    assert np.array_equal(np.array(table.values)[table.value_idx], values)
+
+
 def test_duplicate_rating_is_an_error_with_exact_message() -> None:
     with pytest.raises(ValueError) as raised:
         RatingTable.from_records(
             [(("c1", 2), "ana", "in_role"), (("c1", 3), "ana", "in_role"), (("c1", 2), "ana", "x")]
         )
     assert str(raised.value) == "rater 'ana' rated unit ('c1', 2) more than once"
+    # Many units and raters but few ratings: the sparse check (by sorting) finds it too.
+    sparse = [(unit, f"r{unit}", "x") for unit in range(1500)]
+    RatingTable.from_records(sparse)
+    with pytest.raises(ValueError) as raised:
+        RatingTable.from_records([*sparse, (700, "r700", "y")])
+    assert str(raised.value) == "rater 'r700' rated unit 700 more than once"
 
 
 @pytest.mark.parametrize(
