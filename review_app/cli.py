@@ -321,6 +321,83 @@ def cases_show(
     typer.echo(terminal_safe(render_case_text(view)))
 
 
+# --- serving the app ------------------------------------------------------------------
+
+PortOption = Annotated[int, typer.Option("--port", help="Port to listen on.")]
+HostOption = Annotated[
+    str, typer.Option("--host", help="Address to listen on (127.0.0.1: this machine only).")
+]
+
+
+def _serve(db: str | None, port: int, host: str) -> None:
+    import os
+
+    from storage.engine import database_url
+
+    _run(lambda: _engine(db))  # migrate (and check the database) before the server starts
+    app_path = Path(__file__).resolve().parent / "ui" / "app.py"
+    env = dict(os.environ)
+    env["REVIEW_APP_DATABASE_URL"] = database_url(db)
+    command = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(app_path),
+        "--server.port",
+        str(port),
+        "--server.address",
+        host,
+        "--server.headless",
+        "true",
+        "--server.fileWatcherType",
+        "none",
+        "--browser.gatherUsageStats",
+        "false",
+        "--global.developmentMode",
+        "false",
+        "--client.toolbarMode",
+        "viewer",
+    ]
+    typer.echo(
+        f"Role Review on http://{host}:{port}/  (database: {env['REVIEW_APP_DATABASE_URL']})"
+    )
+    sys.stdout.flush()
+    os.execve(sys.executable, command, env)
+
+
+@app.command()
+def serve(port: PortOption = 8501, host: HostOption = "127.0.0.1", db: DbOption = None) -> None:
+    """Serve the review application (Streamlit)."""
+    _serve(db, port, host)
+
+
+@app.command()
+def demo(
+    port: PortOption = 8501,
+    host: HostOption = "127.0.0.1",
+    no_serve: Annotated[
+        bool, typer.Option("--no-serve", help="Only load the sample set; do not start the app.")
+    ] = False,
+    db: DbOption = None,
+) -> None:
+    """Load the bundled sample conversations into the database, then serve the app.
+
+    The sample set: 17 conversations over three products (support refunds, an
+    interview coach, a travel persona), reviewers ana, ben and chloe, policy owner
+    olivia. Loading is idempotent.
+    """
+    from review_app.services.demo import load_demo
+    from review_app.ui.auth import local_user_name
+
+    engine = _run(lambda: _engine(db))
+    report = _run(lambda: load_demo(engine, local_user=local_user_name()))
+    for line in report.lines():
+        typer.echo(line)
+    if not no_serve:
+        _serve(db, port, host)
+
+
 def main() -> None:
     app()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import and_, func, select, update
 from sqlmodel import Session, col
@@ -91,7 +92,9 @@ def save_rubric_version(
 ) -> RubricVersion:
     row = session.get(RubricVersion, (rubric_id, version))
     if row is None:
-        row = RubricVersion(rubric_id=rubric_id, version=version)
+        row = RubricVersion(
+            rubric_id=rubric_id, version=version, sha256=sha256, title=title, body_json=body_json
+        )
     row.sha256 = sha256
     row.title = title
     row.body_json = body_json
@@ -213,7 +216,7 @@ def _queue_query(
     evaluator_version: str,
     lane: str | None,
     only_unlabeled: bool,
-):  # type: ignore[no-untyped-def]
+) -> Any:
     query = (
         select(
             col(Assignment.case_id),
@@ -438,11 +441,11 @@ class LabelRow:
     source: str
 
 
-def _label_rows(session: Session, query) -> list[LabelRow]:  # type: ignore[no-untyped-def]
+def _label_rows(session: Session, query: Any) -> list[LabelRow]:
     return [LabelRow(*row) for row in session.execute(query)]
 
 
-def _label_select():  # type: ignore[no-untyped-def]
+def _label_select() -> Any:
     return select(
         col(Label.id),
         col(Label.case_id),
@@ -491,10 +494,12 @@ def current_label_tuples(
             col(Label.current),
         )
     )
-    return [tuple(row) for row in session.execute(query)]  # type: ignore[misc]
+    return [(row[0], row[1], row[2], row[3]) for row in session.execute(query)]
 
 
-def count_labels(session: Session, *, rubric_id: str | None = None, version: int | None = None) -> int:
+def count_labels(
+    session: Session, *, rubric_id: str | None = None, version: int | None = None
+) -> int:
     query = select(func.count()).select_from(Label)
     if rubric_id is not None:
         query = query.where(col(Label.rubric_id) == rubric_id)

@@ -1,0 +1,62 @@
+"""The bundled sample set behind ``review-app demo``: load it, idempotently."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlalchemy import Engine
+
+from review_app.services.importing import ImportSummary, import_paths
+from review_app.services.people import Actor, add_person, list_people
+from review_app.services.queue import AssignmentReport, assign_cases
+from review_app.services.rubric_catalog import sync_rubrics
+
+DEMO_DIR = Path(__file__).resolve().parents[1] / "demo_data"
+DEMO_CASES = DEMO_DIR / "cases"
+DEMO_REVIEWERS = ("ana", "ben", "chloe")
+DEMO_POLICY_OWNER = "olivia"
+DEMO_RUBRIC = "role-adherence@1"
+
+
+@dataclass
+class DemoReport:
+    cases: ImportSummary
+    assignments: AssignmentReport | None
+
+    def lines(self) -> list[str]:
+        lines = [f"cases: {self.cases.line()}"]
+        if self.assignments is not None:
+            lines.append(f"queues: {self.assignments.line()}")
+        return lines
+
+
+def load_demo(engine: Engine, *, local_user: str | None = None) -> DemoReport:
+    """Import the sample conversations, create the sample reviewers and fill their queues.
+
+    Running it again changes nothing that is already there.
+    """
+    operator = Actor.operator()
+    cases = import_paths(engine, [DEMO_CASES])
+    catalog = sync_rubrics(engine)
+    existing = {person.name for person in list_people(engine)}
+    for name in DEMO_REVIEWERS:
+        if name not in existing:
+            add_person(engine, operator, name=name, role="reviewer")
+    if DEMO_POLICY_OWNER not in existing:
+        add_person(engine, operator, name=DEMO_POLICY_OWNER, role="policy_owner")
+    reviewers = list(DEMO_REVIEWERS)
+    if local_user:
+        if local_user not in existing and local_user not in reviewers:
+            add_person(engine, operator, name=local_user, role="admin")
+        reviewers.append(local_user)
+    assignments = None
+    if DEMO_RUBRIC in catalog.usable:
+        assignments = assign_cases(
+            engine,
+            operator,
+            rubric=catalog.get(DEMO_RUBRIC),
+            reviewers=reviewers,
+            overlap=len(reviewers),
+        )
+    return DemoReport(cases, assignments)

@@ -1,0 +1,169 @@
+"""Per-turn labels against a rubric version, blind between reviewers.
+
+* A label is one code of the rubric version plus an optional rationale, on an event
+  the rubric applies to (assistant turns for role-adherence).
+* Append-only: changing a label adds a row; the reviewer's latest label counts.
+* Blind: a reviewer sees other reviewers' labels on a case only once they have
+  labeled every turn of it themselves. Policy owners adjudicating see everything
+  on the adjudication page; here they are reviewers like any other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sqlalchemy import Engine
+from sqlmodel import Session
+
+from review_app.errors import InputError, NotFound
+from review_app.rubrics import Rubric
+from review_app.services.people import Actor, require_reviewer_id, require_role
+from storage import reviewing
+from storage.cases import get_case
+from storage.engine import read_only
+from storage.reviewing import LabelRow
+
+MAX_RATIONALE_CHARS = 4000
+
+
+@dataclass(frozen=True)
+class SavedLabel:
+    label_id: int
+    case_id: str
+    turn: int
+    code: str
+    labeled_turns: int
+    total_turns: int
+
+    @property
+    def case_complete(self) -> bool:
+        return self.labeled_turns >= self.total_turns
+
+
+def _clean_rationale(rationale: str | None) -> str | None:
+    if rationale is None:
+        return None
+    text = rationale.strip()
+    if len(text) > MAX_RATIONALE_CHARS:
+        raise InputError(
+            f"a rationale is at most {MAX_RATIONALE_CHARS} characters", field="rationale"
+        )
+    return text or None
+
+
+def record_label(
+    engine: Engine,
+    actor: Actor,
+    *,
+    case_id: str,
+    turn: int,
+    rubric: Rubric,
+    code: str,
+    rationale: str | None = None,
+) -> SavedLabel:
+    """Store the actor's label for one turn (a new row; the previous one stops counting)."""
+    require_role(actor, "reviewer")
+    reviewer_id = require_reviewer_id(actor)
+    if code not in rubric.codes:
+        raise InputError(
+            f"{code!r} is not a code of {rubric.ref}; codes: {', '.join(rubric.codes)}",
+            field="label",
+        )
+    text = _clean_rationale(rationale)
+    with Session(engine) as session:
+        if get_case(session, case_id=case_id) is None:
+            raise NotFound(f"no case {case_id!r} in the database")
+        actors = reviewing.event_actors_by_turn(session, case_id=case_id)
+        if turn not in actors:
+            raise InputError(f"case {case_id} has no turn {turn}", field="turn")
+        if actors[turn] != rubric.applies_to:
+            raise InputError(
+                f"turn {turn} of {case_id} is a {actors[turn]} event; {rubric.ref} labels "
+                f"{rubric.applies_to} turns",
+                field="turn",
+            )
+        label = reviewing.add_label(
+            session,
+            case_id=case_id,
+            turn=turn,
+            reviewer_id=reviewer_id,
+            rubric_id=rubric.id,
+            version=rubric.version,
+            code=code,
+            rationale=text,
+        )
+        labeled = reviewing.count_current_labeled_turns(
+            session,
+            case_id=case_id,
+            reviewer_id=reviewer_id,
+            rubric_id=rubric.id,
+            version=rubric.version,
+        )
+        total = sum(1 for actor_name in actors.values() if actor_name == rubric.applies_to)
+        reviewing.record_progress(
+            session,
+            case_id=case_id,
+            reviewer_id=reviewer_id,
+            rubric_id=rubric.id,
+            version=rubric.version,
+            labeled_turns=labeled,
+            complete=labeled >= total,
+        )
+        session.commit()
+        assert label.id is not None
+        return SavedLabel(label.id, case_id, turn, code, labeled, total)
+
+
+@dataclass(frozen=True)
+class CaseLabels:
+    """What the actor may see of the labels on one case."""
+
+    mine: dict[int, LabelRow]
+    my_history: dict[int, list[LabelRow]]
+    """Every label the actor gave per turn, oldest first (the last one counts)."""
+    others: dict[int, list[LabelRow]] | None
+    """Other reviewers' current labels per turn; ``None`` while the actor is blind."""
+    labeled_turns: int
+    total_turns: int
+    other_reviewers: list[str] = field(default_factory=list)
+
+    @property
+    def complete(self) -> bool:
+        return self.total_turns > 0 and self.labeled_turns >= self.total_turns
+
+    @property
+    def blind(self) -> bool:
+        return self.others is None
+
+
+def case_labels(engine: Engine, actor: Actor, *, case_id: str, rubric: Rubric) -> CaseLabels:
+    require_role(actor, "reviewer")
+    with Session(read_only(engine)) as session:
+        total = reviewing.n_turns_by_actor(session, case_id=case_id, actor=rubric.applies_to)
+        mine: dict[int, LabelRow] = {}
+        history: dict[int, list[LabelRow]] = {}
+        if actor.reviewer_id is not None:
+            for row in reviewing.labels_for_case(
+                session,
+                case_id=case_id,
+                rubric_id=rubric.id,
+                version=rubric.version,
+                reviewer_id=actor.reviewer_id,
+                current_only=False,
+            ):
+                history.setdefault(row.turn, []).append(row)
+                if row.current:
+                    mine[row.turn] = row
+        labeled = len(mine)
+        complete = total > 0 and labeled >= total
+        others: dict[int, list[LabelRow]] | None = None
+        names: list[str] = []
+        if complete:
+            others = {}
+            for row in reviewing.labels_for_case(
+                session, case_id=case_id, rubric_id=rubric.id, version=rubric.version
+            ):
+                if row.reviewer_id != actor.reviewer_id:
+                    others.setdefault(row.turn, []).append(row)
+                    names.append(row.reviewer)
+    return CaseLabels(mine, history, others, labeled, total, sorted(set(names)))

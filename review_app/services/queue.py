@@ -1,0 +1,192 @@
+"""Reviewers' queues and how policy owners fill them.
+
+A policy owner assigns cases to reviewers for one rubric version with an overlap
+``k``: each case ends up in the queues of ``k`` reviewers (or all of them when fewer
+are chosen), spreading the load evenly. A reviewer's queue pages in SQL, so it
+stays fast with 100,000 cases.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from sqlalchemy import Engine
+from sqlmodel import Session
+
+from review_app.errors import InputError
+from review_app.evaluator import EVALUATOR_VERSION
+from review_app.rubrics import Rubric
+from review_app.services.cases import check_lane
+from review_app.services.people import Actor, require_role
+from storage import reviewing
+from storage.cases import list_case_summaries
+from storage.engine import read_only
+from storage.reviewing import QueueRow
+
+DEFAULT_PAGE_SIZE = 25
+
+
+@dataclass(frozen=True)
+class QueuePage:
+    rows: list[QueueRow]
+    page: int
+    n_pages: int
+    n_matching: int
+    completed: int
+    assigned: int
+
+    @property
+    def progress(self) -> float:
+        return self.completed / self.assigned if self.assigned else 0.0
+
+
+def queue_page(
+    engine: Engine,
+    actor: Actor,
+    *,
+    rubric: Rubric,
+    lane: str | None = None,
+    only_unlabeled: bool = False,
+    page: int = 1,
+    page_size: int = DEFAULT_PAGE_SIZE,
+) -> QueuePage:
+    require_role(actor, "reviewer")
+    check_lane(lane)
+    if actor.reviewer_id is None:
+        return QueuePage([], 1, 1, 0, 0, 0)
+    options = {
+        "reviewer_id": actor.reviewer_id,
+        "rubric_id": rubric.id,
+        "version": rubric.version,
+        "evaluator_version": EVALUATOR_VERSION,
+        "lane": lane,
+        "only_unlabeled": only_unlabeled,
+    }
+    with Session(read_only(engine)) as session:
+        matching = reviewing.queue_count(session, **options)  # type: ignore[arg-type]
+        n_pages = max(1, math.ceil(matching / page_size))
+        page = min(max(1, page), n_pages)
+        rows = reviewing.queue_page(
+            session,
+            offset=(page - 1) * page_size,
+            limit=page_size,
+            **options,  # type: ignore[arg-type]
+        )
+        completed, assigned = reviewing.queue_progress(
+            session, reviewer_id=actor.reviewer_id, rubric_id=rubric.id, version=rubric.version
+        )
+    return QueuePage(rows, page, n_pages, matching, completed, assigned)
+
+
+def next_case(engine: Engine, actor: Actor, *, rubric: Rubric, after: str | None) -> str | None:
+    """The next unfinished case in the actor's queue after ``after`` (wrapping round)."""
+    require_role(actor, "reviewer")
+    if actor.reviewer_id is None:
+        return None
+    with Session(read_only(engine)) as session:
+        return reviewing.next_queued_case(
+            session,
+            reviewer_id=actor.reviewer_id,
+            rubric_id=rubric.id,
+            version=rubric.version,
+            after_case_id=after,
+        )
+
+
+@dataclass(frozen=True)
+class AssignmentReport:
+    cases: int
+    new_assignments: int
+    per_reviewer: dict[str, int]
+    already_covered: int
+
+    def line(self) -> str:
+        spread = ", ".join(f"{name} +{n}" for name, n in sorted(self.per_reviewer.items()))
+        return (
+            f"assigned {self.new_assignments} (case, reviewer) pairs over {self.cases} cases"
+            f"{' (' + spread + ')' if spread else ''}; {self.already_covered} cases already had "
+            "enough reviewers"
+        )
+
+
+def assign_cases(
+    engine: Engine,
+    actor: Actor,
+    *,
+    rubric: Rubric,
+    reviewers: list[str],
+    overlap: int,
+    lane: str | None = None,
+    case_ids: list[str] | None = None,
+) -> AssignmentReport:
+    """Put cases in reviewers' queues so each case has ``overlap`` reviewers.
+
+    Cases: ``case_ids`` when given, else every case (of ``lane`` when given). For each
+    case the reviewers who do not have it yet and carry the least load get it; ties
+    go by name, so the result is reproducible.
+    """
+    require_role(actor, "policy_owner")
+    check_lane(lane)
+    if overlap < 1:
+        raise InputError("the overlap is at least 1 reviewer per case", field="overlap")
+    if not reviewers:
+        raise InputError("choose at least one reviewer", field="reviewers")
+    now = datetime.now(UTC)
+    with Session(engine) as session:
+        people = reviewing.reviewers_by_name(session, names=reviewers)
+        unknown = sorted(set(reviewers) - set(people))
+        if unknown:
+            raise InputError(f"no reviewer named {', '.join(unknown)}", field="reviewers")
+        if case_ids is None:
+            summaries = list_case_summaries(
+                session, evaluator_version=EVALUATOR_VERSION, lanes=[lane] if lane else None
+            )
+            case_ids = [row.case_id for row in summaries]
+        else:
+            known = {
+                row.case_id
+                for row in list_case_summaries(
+                    session, evaluator_version=EVALUATOR_VERSION, case_ids=case_ids
+                )
+            }
+            missing = [case_id for case_id in case_ids if case_id not in known]
+            if missing:
+                raise InputError(f"no case {missing[0]!r} in the database", field="cases")
+        holders: dict[str, set[str]] = {}
+        load: Counter[str] = Counter()
+        for name, person in people.items():
+            assert person.id is not None
+            owned = reviewing.assigned_case_ids(
+                session, reviewer_id=person.id, rubric_id=rubric.id, version=rubric.version
+            )
+            load[name] = len(owned)
+            for case_id in owned:
+                holders.setdefault(case_id, set()).add(name)
+        existing_counts = reviewing.assignment_counts_by_case(
+            session, rubric_id=rubric.id, version=rubric.version
+        )
+        target = min(overlap, len(people))
+        rows: list[tuple[str, int, str, int, int | None]] = []
+        added: Counter[str] = Counter()
+        covered = 0
+        for case_id in case_ids:
+            have = holders.get(case_id, set())
+            need = target - existing_counts.get(case_id, 0)
+            if need <= 0:
+                covered += 1
+                continue
+            candidates = sorted(
+                (name for name in people if name not in have), key=lambda n: (load[n], n)
+            )
+            for name in candidates[:need]:
+                reviewer_id = people[name].id
+                assert reviewer_id is not None
+                rows.append((case_id, reviewer_id, rubric.id, rubric.version, actor.reviewer_id))
+                load[name] += 1
+                added[name] += 1
+        reviewing.insert_assignments(session, rows=rows, now=now)
+        session.commit()
+    return AssignmentReport(len(case_ids), len(rows), dict(added), covered)

@@ -1,0 +1,86 @@
+"""Who is using the app: OIDC sign-in, a trusted proxy header, or local single-user mode.
+
+``REVIEW_APP_AUTH`` chooses: ``oidc`` (Streamlit's ``st.login``; needs an ``[auth]``
+section in secrets.toml), ``proxy`` (a header set by a trusted reverse proxy; the
+header name is ``REVIEW_APP_PROXY_HEADER``, default ``X-Forwarded-User``, and the
+mode must be chosen explicitly because anyone can send a header to an exposed
+server), or ``local``. Without the variable: ``oidc`` when secrets have ``[auth]``,
+else ``local``, where the one person using the app is an admin named
+``REVIEW_APP_LOCAL_USER`` (default: the operating-system user).
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+from dataclasses import dataclass
+
+import streamlit as st
+
+AUTH_ENV = "REVIEW_APP_AUTH"
+PROXY_HEADER_ENV = "REVIEW_APP_PROXY_HEADER"
+LOCAL_USER_ENV = "REVIEW_APP_LOCAL_USER"
+AUTH_MODES = ("oidc", "proxy", "local")
+
+
+@dataclass(frozen=True)
+class Identity:
+    name: str
+    mode: str
+    display_name: str | None = None
+    first_role: str = "reviewer"
+
+
+def _secrets_have_auth() -> bool:
+    try:
+        return "auth" in st.secrets
+    except Exception:  # no secrets.toml at all
+        return False
+
+
+def auth_mode() -> str:
+    chosen = os.environ.get(AUTH_ENV, "").strip().lower()
+    if chosen:
+        if chosen not in AUTH_MODES:
+            raise ValueError(f"{AUTH_ENV} must be one of {', '.join(AUTH_MODES)}, not {chosen!r}")
+        return chosen
+    return "oidc" if _secrets_have_auth() else "local"
+
+
+def proxy_header_name() -> str:
+    return os.environ.get(PROXY_HEADER_ENV, "X-Forwarded-User")
+
+
+def read_proxy_header() -> str | None:
+    """The identity header of this session's request (a seam tests can replace)."""
+    value = st.context.headers.get(proxy_header_name())
+    return value.strip() if value else None
+
+
+def local_user_name() -> str:
+    configured = os.environ.get(LOCAL_USER_ENV, "").strip()
+    if configured:
+        return configured
+    try:
+        return getpass.getuser()
+    except Exception:
+        return "local"
+
+
+def current_identity() -> Identity | None:
+    """The identity of this browser session, or ``None`` when nobody is signed in."""
+    mode = auth_mode()
+    if mode == "oidc":
+        if not st.user.is_logged_in:
+            return None
+        email = st.user.get("email")
+        subject = st.user.get("sub")
+        name = str(email or subject or "")
+        if not name:
+            return None
+        display = st.user.get("name")
+        return Identity(name=name, mode="oidc", display_name=str(display) if display else None)
+    if mode == "proxy":
+        value = read_proxy_header()
+        return Identity(name=value, mode="proxy") if value else None
+    return Identity(name=local_user_name(), mode="local", first_role="admin")

@@ -1,0 +1,110 @@
+"""Queue: the cases assigned to me for a rubric version, with my progress."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from review_app.errors import InputError
+from review_app.services.cases import LANES
+from review_app.services.people import list_people
+from review_app.services.queue import assign_cases, queue_page
+from review_app.ui import state
+from review_app.ui.safe import code_span
+
+actor = state.actor()
+rubric = state.rubric_selector()
+st.title("Queue")
+if rubric is None:
+    st.stop()
+
+left, middle = st.columns([1, 1])
+left.selectbox(
+    "Lane",
+    ["all", *LANES],
+    key=state.widget_key("queue_lane"),
+    on_change=state.keep,
+    args=("queue_lane",),
+)
+middle.toggle(
+    "Not yet labeled by me",
+    key=state.widget_key("queue_unlabeled"),
+    on_change=state.keep,
+    args=("queue_unlabeled",),
+)
+lane = None if st.session_state["queue_lane"] == "all" else st.session_state["queue_lane"]
+
+result = queue_page(
+    state.engine(),
+    actor,
+    rubric=rubric,
+    lane=lane,
+    only_unlabeled=st.session_state["queue_unlabeled"],
+    page=st.session_state["queue_page"],
+)
+st.progress(
+    result.progress,
+    text=f"{result.completed} of {result.assigned} assigned cases labeled under {rubric.ref}",
+)
+
+if not result.rows:
+    if result.assigned == 0:
+        st.info(
+            "No cases are assigned to you for this rubric version yet. "
+            "A policy owner assigns them (below, or `review-app assign`)."
+        )
+    else:
+        st.info("No case matches these filters.")
+else:
+    review_page = state.page("review")
+    header = st.columns([4, 2, 2, 2])
+    for column, title in zip(header, ("Case", "Lane", "My labels", "First violation"), strict=True):
+        column.caption(title)
+    for row in result.rows:
+        cells = st.columns([4, 2, 2, 2])
+        cells[0].page_link(review_page, label=row.case_id, query_params={"case": row.case_id})
+        cells[1].markdown(code_span(row.lane or "-"))
+        cells[2].markdown(
+            f"{row.labeled_turns} / {row.n_assistant_turns}" + (" ✓" if row.completed else "")
+        )
+        cells[3].markdown(
+            "-" if row.first_violation_turn is None else f"turn {row.first_violation_turn}"
+        )
+    if result.n_pages > 1:
+        st.session_state["queue_page"] = result.page
+        st.pagination(
+            result.n_pages,
+            key=state.widget_key("queue_page"),
+            on_change=state.keep,
+            args=("queue_page",),
+        )
+    st.caption(f"{result.n_matching} matching cases")
+
+if actor.has_role("policy_owner"):
+    with st.expander("Assign cases to reviewers"):
+        people = [p.name for p in list_people(state.engine())]
+        st.multiselect("Reviewers", people, key="assign_reviewers")
+        st.number_input(
+            "Reviewers per case (overlap)", min_value=1, max_value=10, key="assign_overlap"
+        )
+        st.selectbox(
+            "Cases",
+            ["all", *LANES],
+            key="assign_lane",
+            format_func=lambda v: "all cases" if v == "all" else f"lane {v}",
+        )
+        if st.button("Assign", key="assign_submit"):
+            try:
+                report = assign_cases(
+                    state.engine(),
+                    actor,
+                    rubric=rubric,
+                    reviewers=st.session_state["assign_reviewers"],
+                    overlap=int(st.session_state["assign_overlap"]),
+                    lane=None
+                    if st.session_state["assign_lane"] == "all"
+                    else st.session_state["assign_lane"],
+                )
+            except InputError as error:
+                st.error(str(error))
+            else:
+                st.success(report.line())

@@ -1,0 +1,97 @@
+"""Rubrics: definitions, contrasting examples, versions and what changed between them."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from review_app.rubrics import diff_rubrics
+from review_app.ui import state
+from review_app.ui.safe import code_span
+
+catalog = state.catalog()
+st.title("Rubrics")
+
+for ref, message in sorted(catalog.refused.items()):
+    st.warning(f"{code_span(ref)} is not offered")
+    st.text(message)
+
+if not catalog.usable:
+    st.info("No rubric versions. Add rubrics/<id>/v<N>.yaml.")
+    st.stop()
+
+state.selected_rubric()  # makes sure a usable version is selected
+refs = catalog.refs
+st.selectbox(
+    "Rubric version",
+    refs,
+    key=state.widget_key("rubric_ref"),
+    on_change=state.keep,
+    args=("rubric_ref",),
+)
+rubric = catalog.get(st.session_state["rubric_ref"])
+locked = rubric.ref in catalog.labeled
+st.caption(
+    f"{code_span(rubric.ref)} · applies to {code_span(rubric.applies_to)} turns · "
+    f"sha256 {code_span(rubric.sha256[:12])} · "
+    + ("labels recorded: immutable" if locked else "no labels yet")
+)
+st.text(rubric.title)
+
+definitions, examples, versions = st.tabs(["Labels", "Examples", "Compare versions"])
+with definitions:
+    for label in rubric.labels:
+        st.markdown(
+            f"#### {code_span(label.code)} · {label.verdict}"
+            + (f" · {code_span(label.dimension)}" if label.dimension else "")
+        )
+        st.text(label.title)
+        st.text(label.definition)
+        if label.guidance:
+            st.caption("Guidance")
+            st.text(label.guidance)
+
+with examples:
+    codes = ["(all)", *rubric.codes]
+    st.selectbox("Label", codes, key="rubric_example_label")
+    chosen = st.session_state["rubric_example_label"]
+    for example in rubric.examples:
+        if chosen != "(all)" and example.label != chosen:
+            continue
+        with st.container(border=True):
+            st.caption(f"{code_span(example.label)} · {example.kind}")
+            st.text(f"Context: {example.context}")
+            st.text(f"Reply: {example.reply}")
+            st.text(f"Why: {example.why}")
+
+with versions:
+    same_id = [r.ref for r in catalog.versions_of(rubric.id)]
+    if len(same_id) < 2:
+        st.info(f"{rubric.id} has a single version so far.")
+    else:
+        left, right = st.columns(2)
+        if st.session_state["compare_old"] not in same_id:
+            st.session_state["compare_old"] = same_id[0]
+        if st.session_state["compare_new"] not in same_id:
+            st.session_state["compare_new"] = same_id[-1]
+        left.selectbox("Older", same_id, key="compare_old")
+        right.selectbox("Newer", same_id, key="compare_new")
+        old = catalog.get(st.session_state["compare_old"])
+        new = catalog.get(st.session_state["compare_new"])
+        diff = diff_rubrics(old, new)
+        if diff.is_empty:
+            st.success("No differences.")
+        if diff.title:
+            st.write("Title changed")
+            st.text(f"{diff.title.old} → {diff.title.new}")
+        for label in diff.labels_added:
+            st.success(f"Added {code_span(label.code)} ({label.verdict})")
+        for label in diff.labels_removed:
+            st.error(f"Removed {code_span(label.code)}")
+        for change in diff.labels_changed:
+            st.warning(f"Changed {code_span(change.code)}: {', '.join(change.fields)}")
+            for field_change in change.changes:
+                st.text(f"{field_change.field}:\n- {field_change.old}\n+ {field_change.new}")
+        if diff.examples_added or diff.examples_removed:
+            st.caption(
+                f"Examples: {len(diff.examples_added)} added, {len(diff.examples_removed)} removed"
+            )

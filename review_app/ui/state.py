@@ -1,0 +1,190 @@
+"""Session state, shared resources and the page registry, in one place.
+
+Every session-state key the app uses is declared in :data:`DEFAULTS` and set by
+:func:`init_session` at the top of each run; pages read and write those keys only.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+from sqlalchemy import Engine
+
+from review_app.errors import PermissionDenied
+from review_app.rubrics import Rubric, default_rubrics_dir
+from review_app.services.people import Actor, sign_in
+from review_app.services.rubric_catalog import RubricCatalog, sync_rubrics
+from review_app.ui import auth
+from storage.engine import database_url, shared_engine
+
+PAGES_DIR = Path(__file__).resolve().parent / "pages"
+
+# key -> default value
+DEFAULTS: dict[str, Any] = {
+    "rubric_ref": None,  # the rubric version being labeled against
+    "queue_lane": "all",
+    "queue_unlabeled": False,
+    "queue_page": 1,
+    "focus": None,  # {"case": case_id, "turn": turn} on the review page
+    "flash": None,  # a message to show once after a rerun
+    "jump_case": "",
+    "assign_reviewers": [],
+    "assign_overlap": 2,
+    "assign_lane": "all",
+    "rubric_example_label": "(all)",
+    "compare_old": None,
+    "compare_new": None,
+}
+
+
+def init_session() -> None:
+    for key, value in DEFAULTS.items():
+        if key not in st.session_state:
+            st.session_state[key] = value
+
+
+def widget_key(key: str) -> str:
+    """The key of the widget that edits the persistent session value ``key``.
+
+    Streamlit forgets a widget's state on a page that does not draw the widget, so
+    values that must survive page changes live under ``key`` and the widget edits a
+    copy (``_w_<key>``), written back by :func:`keep`.
+    """
+    widget = f"_w_{key}"
+    st.session_state[widget] = st.session_state[key]
+    return widget
+
+
+def keep(key: str) -> None:
+    """``on_change`` callback: store the widget's new value under the persistent key."""
+    st.session_state[key] = st.session_state[f"_w_{key}"]
+
+
+@st.cache_resource(show_spinner=False)
+def _engine(url: str) -> Engine:
+    return shared_engine(url)
+
+
+def engine() -> Engine:
+    return _engine(database_url())
+
+
+def _rubric_signature(root: Path) -> tuple[tuple[str, float], ...]:
+    if not root.is_dir():
+        return ()
+    return tuple(sorted((str(p), p.stat().st_mtime) for p in root.glob("*/*.y*ml") if p.is_file()))
+
+
+@st.cache_resource(show_spinner=False)
+def _catalog(url: str, root: str, signature: tuple[tuple[str, float], ...]) -> RubricCatalog:
+    del signature  # part of the cache key only: a changed file loads again
+    return sync_rubrics(_engine(url), directory=Path(root))
+
+
+def catalog() -> RubricCatalog:
+    root = default_rubrics_dir()
+    return _catalog(database_url(), str(root), _rubric_signature(root))
+
+
+def refresh_catalog() -> None:
+    _catalog.clear()
+
+
+def current_actor() -> Actor | None:
+    """The signed-in actor, or ``None`` (the entry script then shows the sign-in)."""
+    identity = auth.current_identity()
+    if identity is None:
+        return None
+    return sign_in(
+        engine(),
+        name=identity.name,
+        auth_mode=identity.mode,
+        display_name=identity.display_name,
+        first_role=identity.first_role,
+    )
+
+
+def actor() -> Actor:
+    """The actor for pages (the entry script has already made sure there is one)."""
+    found = st.session_state.get("_actor")
+    if found is None:
+        raise PermissionDenied("nobody is signed in")
+    assert isinstance(found, Actor)
+    return found
+
+
+def selected_rubric() -> Rubric | None:
+    """The rubric version chosen in the sidebar (a valid one, or ``None`` if none exists)."""
+    rubrics = catalog()
+    refs = rubrics.refs
+    if not refs:
+        return None
+    if st.session_state["rubric_ref"] not in refs:
+        st.session_state["rubric_ref"] = rubrics.default_ref()
+    return rubrics.get(st.session_state["rubric_ref"])
+
+
+def rubric_selector() -> Rubric | None:
+    rubrics = catalog()
+    selected = selected_rubric()
+    if selected is None:
+        st.sidebar.error("No usable rubric version. Add one under rubrics/<id>/v<N>.yaml.")
+    else:
+        st.sidebar.selectbox(
+            "Rubric version",
+            rubrics.refs,
+            key=widget_key("rubric_ref"),
+            on_change=keep,
+            args=("rubric_ref",),
+        )
+        selected = rubrics.get(st.session_state["rubric_ref"])
+    for ref, message in sorted(rubrics.refused.items()):
+        st.sidebar.warning(f"Rubric {ref} is not offered.")
+        st.sidebar.text(message)
+    return selected
+
+
+def page(name: str) -> st.Page:
+    return PAGES[name]
+
+
+def _build_pages() -> dict[str, st.Page]:
+    spec = [
+        ("queue", "Queue", ":material/inbox:", True),
+        ("review", "Review", ":material/forum:", False),
+        ("rubrics", "Rubrics", ":material/menu_book:", False),
+    ]
+    return {
+        name: st.Page(
+            str(PAGES_DIR / f"{name}.py"), title=title, icon=icon, url_path=name, default=default
+        )
+        for name, title, icon, default in spec
+    }
+
+
+PAGES: dict[str, st.Page] = {}
+
+
+def pages() -> list[st.Page]:
+    if not PAGES:
+        PAGES.update(_build_pages())
+    return list(PAGES.values())
+
+
+def flash(message: str) -> None:
+    st.session_state["flash"] = message
+
+
+def show_flash() -> None:
+    message = st.session_state.get("flash")
+    if message:
+        st.toast(message)
+        st.session_state["flash"] = None
+
+
+def forbidden(message: str) -> None:
+    """Say the page is not for this person and show nothing else."""
+    st.error(message)
+    st.stop()
