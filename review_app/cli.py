@@ -32,6 +32,12 @@ app = typer.Typer(
 )
 cases_app = typer.Typer(help="List and show imported cases.", no_args_is_help=True)
 app.add_typer(cases_app, name="cases")
+labels_app = typer.Typer(help="Human labels in bulk (CSV: SPEC §4).", no_args_is_help=True)
+app.add_typer(labels_app, name="labels")
+reviewers_app = typer.Typer(help="Reviewers and their roles.", no_args_is_help=True)
+app.add_typer(reviewers_app, name="reviewers")
+rubrics_app = typer.Typer(help="Rubric versions: list, show, compare.", no_args_is_help=True)
+app.add_typer(rubrics_app, name="rubrics")
 
 DbOption = Annotated[
     str | None,
@@ -319,6 +325,150 @@ def cases_show(
         _print_json(case_view_dict(view))
         return
     typer.echo(terminal_safe(render_case_text(view)))
+
+
+# --- rubrics, reviewers, assignments, labels ------------------------------------------------
+
+RubricOption = Annotated[
+    str, typer.Option("--rubric", metavar="ID@V", help="Rubric version, e.g. role-adherence@1.")
+]
+
+
+def _catalog(engine: Any) -> Any:
+    from review_app.services.rubric_catalog import sync_rubrics
+
+    return sync_rubrics(engine)
+
+
+@rubrics_app.command("list")
+def rubrics_list(as_json: JsonOption = False, db: DbOption = None) -> None:
+    """Rubric versions: offered, labeled (immutable), or refused and why."""
+    engine = _run(lambda: _engine(db))
+    catalog = _catalog(engine)
+    rows = [
+        {
+            "rubric": ref,
+            "status": "labeled" if ref in catalog.labeled else "offered",
+            "title": catalog.usable[ref].title,
+            "sha256": catalog.usable[ref].sha256,
+        }
+        for ref in catalog.refs
+    ] + [
+        {"rubric": ref, "status": "refused", "reason": why}
+        for ref, why in sorted(catalog.refused.items())
+    ]
+    if as_json:
+        _print_json(rows)
+        return
+    for row in rows:
+        typer.echo(f"{row['rubric']:<28} {row['status']:<8} {row.get('title') or row['reason']}")
+
+
+@rubrics_app.command("diff")
+def rubrics_diff(
+    old: Annotated[str, typer.Argument(metavar="ID@V")],
+    new: Annotated[str, typer.Argument(metavar="ID@V")],
+    db: DbOption = None,
+) -> None:
+    """What changed between two rubric versions (JSON)."""
+    from review_app.rubrics import diff_rubrics
+
+    engine = _run(lambda: _engine(db))
+    catalog = _catalog(engine)
+    before, after = _run(lambda: (catalog.for_reports(old), catalog.for_reports(new)))
+    _print_json(diff_rubrics(before, after).to_dict())
+
+
+@reviewers_app.command("list")
+def reviewers_list(as_json: JsonOption = False, db: DbOption = None) -> None:
+    """Reviewers with their roles."""
+    from review_app.services.people import list_people
+
+    people = list_people(_run(lambda: _engine(db)))
+    if as_json:
+        _print_json([{"name": p.name, "role": p.role} for p in people])
+        return
+    for person in people:
+        typer.echo(f"{terminal_safe(person.name):<32} {person.role}")
+
+
+@reviewers_app.command("add")
+def reviewers_add(
+    name: Annotated[str, typer.Argument(metavar="NAME", help="Sign-in identity (e.g. e-mail).")],
+    role: Annotated[
+        str, typer.Option("--role", help="reviewer, policy_owner or admin.")
+    ] = "reviewer",
+    db: DbOption = None,
+) -> None:
+    """Add a reviewer (or change an existing one's role)."""
+    from review_app.services.people import Actor, add_person
+
+    engine = _run(lambda: _engine(db))
+    person = _run(lambda: add_person(engine, Actor.operator(), name=name, role=role))
+    typer.echo(f"{person.name}: {person.role}")
+
+
+@app.command()
+def assign(
+    rubric: RubricOption,
+    reviewers: Annotated[str, typer.Option("--reviewers", help="Comma-separated reviewer names.")],
+    overlap: Annotated[int, typer.Option("--overlap", help="Reviewers per case.")] = 2,
+    lane: Annotated[str | None, typer.Option("--lane", help="Only cases of this lane.")] = None,
+    db: DbOption = None,
+) -> None:
+    """Fill reviewers' queues: each case goes to OVERLAP reviewers, load balanced."""
+    from review_app.services.people import Actor
+    from review_app.services.queue import assign_cases
+
+    engine = _run(lambda: _engine(db))
+    catalog = _catalog(engine)
+    chosen = _run(lambda: catalog.get(rubric))
+    names = [name.strip() for name in reviewers.split(",") if name.strip()]
+    report = _run(
+        lambda: assign_cases(
+            engine, Actor.operator(), rubric=chosen, reviewers=names, overlap=overlap, lane=lane
+        )
+    )
+    typer.echo(report.line())
+
+
+@labels_app.command("import")
+def labels_import(
+    label_file: Annotated[Path, typer.Argument(metavar="FILE.csv")],
+    db: DbOption = None,
+) -> None:
+    """Import labels (case_id,turn,reviewer,label,rubric,rationale); all rows or none."""
+    from review_app.services.labels_io import import_labels
+    from review_app.services.people import Actor
+
+    engine = _run(lambda: _engine(db))
+    catalog = _catalog(engine)
+    summary = _run(lambda: import_labels(engine, Actor.operator(), label_file, catalog=catalog))
+    typer.echo(summary.line())
+
+
+@labels_app.command("export")
+def labels_export(
+    rubric: RubricOption,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write to this file instead of stdout.")
+    ] = None,
+    history: Annotated[
+        bool, typer.Option("--history", help="Every label ever given, not only current ones.")
+    ] = False,
+    db: DbOption = None,
+) -> None:
+    """Export labels of a rubric version as CSV (same columns as labels import)."""
+    from review_app.services.labels_io import export_labels_csv
+
+    engine = _run(lambda: _engine(db))
+    chosen = _run(lambda: _catalog(engine).for_reports(rubric))
+    text = export_labels_csv(engine, rubric=chosen, history=history)
+    if out is None:
+        typer.echo(text, nl=False)
+    else:
+        out.write_text(text, encoding="utf-8")
+        typer.echo(f"wrote {text.count(chr(10)) - 1} labels to {out}")
 
 
 # --- serving the app ------------------------------------------------------------------

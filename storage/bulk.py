@@ -8,6 +8,7 @@ database's own work. Rows here are plain tuples in column order.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Connection
@@ -30,3 +31,11 @@ def insert_rows(
     connection.exec_driver_sql(
         f"INSERT INTO {table} ({column_list}) VALUES ({placeholders})", list(rows)
     )
+
+
+def timestamp_param(connection: Connection, moment: datetime) -> Any:
+    """``moment`` as a bulk-insert parameter: SQLite gets the text SQLAlchemy itself writes
+    (naive UTC, so the ORM reads it back the same way), PostgreSQL the datetime."""
+    if connection.dialect.name == "sqlite":
+        return moment.astimezone(UTC).replace(tzinfo=None).isoformat(sep=" ")
+    return moment

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Connection, and_, delete, func, select
@@ -60,9 +59,7 @@ def stored_contract_hashes(connection: Connection) -> dict[str, str]:
     return {version: sha for version, sha in rows}
 
 
-def insert_contracts(
-    connection: Connection, *, rows: Sequence[tuple[str, str, str, datetime]]
-) -> None:
+def insert_contracts(connection: Connection, *, rows: Sequence[tuple[str, str, str, Any]]) -> None:
     insert_rows(
         connection,
         table="contracts",

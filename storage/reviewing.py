@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import and_, func, select, update
 from sqlmodel import Session, col
 
-from storage.bulk import insert_rows
+from storage.bulk import insert_rows, timestamp_param
 from storage.models import (
     Assignment,
     Case,
@@ -170,8 +170,10 @@ def insert_assignments(
     now: datetime,
 ) -> None:
     """Bulk-add ``(case_id, reviewer_id, rubric_id, version, assigned_by)`` rows (new ones only)."""
+    connection = session.connection()
+    stamp = timestamp_param(connection, now)
     insert_rows(
-        session.connection(),
+        connection,
         table="assignments",
         columns=(
             "case_id",
@@ -182,7 +184,7 @@ def insert_assignments(
             "created_at",
             "labeled_turns",
         ),
-        rows=[(*row, now, 0) for row in rows],
+        rows=[(*row, stamp, 0) for row in rows],
     )
 
 

@@ -8,12 +8,14 @@ from pathlib import Path
 from sqlalchemy import Engine
 
 from review_app.services.importing import ImportSummary, import_paths
+from review_app.services.labels_io import LabelImportSummary, import_labels
 from review_app.services.people import Actor, add_person, list_people
 from review_app.services.queue import AssignmentReport, assign_cases
 from review_app.services.rubric_catalog import sync_rubrics
 
 DEMO_DIR = Path(__file__).resolve().parents[1] / "demo_data"
 DEMO_CASES = DEMO_DIR / "cases"
+DEMO_LABELS = DEMO_DIR / "labels.csv"
 DEMO_REVIEWERS = ("ana", "ben", "chloe")
 DEMO_POLICY_OWNER = "olivia"
 DEMO_RUBRIC = "role-adherence@1"
@@ -23,9 +25,12 @@ DEMO_RUBRIC = "role-adherence@1"
 class DemoReport:
     cases: ImportSummary
     assignments: AssignmentReport | None
+    labels: LabelImportSummary | None
 
     def lines(self) -> list[str]:
         lines = [f"cases: {self.cases.line()}"]
+        if self.labels is not None:
+            lines.append(f"labels: {self.labels.line()}")
         if self.assignments is not None:
             lines.append(f"queues: {self.assignments.line()}")
         return lines
@@ -59,4 +64,7 @@ def load_demo(engine: Engine, *, local_user: str | None = None) -> DemoReport:
             reviewers=reviewers,
             overlap=len(reviewers),
         )
-    return DemoReport(cases, assignments)
+    labels = None
+    if DEMO_RUBRIC in catalog.usable:
+        labels = import_labels(engine, operator, DEMO_LABELS, catalog=sync_rubrics(engine))
+    return DemoReport(cases, assignments, labels)

@@ -27,6 +27,7 @@ from review_app.cases import (
 )
 from review_app.errors import InputError
 from review_app.evaluator import diagnostic, lane
+from storage.bulk import timestamp_param
 from storage.cases import (
     CaseRows,
     delete_case_content,
@@ -135,7 +136,7 @@ def add_case_rows(
     record: CaseRecord,
     *,
     source_format: str,
-    now: datetime,
+    now: Any,
 ) -> None:
     """Append the rows that store one validated case (case, events, evaluation, findings)."""
     case = record.case
@@ -238,11 +239,12 @@ def import_records(
     outcome = FileImport(path=source)
     now = datetime.now(UTC)
     with engine.begin() as connection:
+        stamp = timestamp_param(connection, now)
         contracts = stored_contract_hashes(connection)
         for batch in _batched(records, BATCH_CASES):
             stored = stored_case_hashes(connection, case_ids=[r.case["case_id"] for r in batch])
             rows = CaseRows.empty()
-            new_contracts: list[tuple[str, str, str, datetime]] = []
+            new_contracts: list[tuple[str, str, str, Any]] = []
             to_replace: list[str] = []
             for record in batch:
                 case_id = record.case["case_id"]
@@ -269,7 +271,7 @@ def import_records(
                     known = contracts.get(version)
                     if known is None:
                         contracts[version] = sha
-                        new_contracts.append((version, sha, body.decode(), now))
+                        new_contracts.append((version, sha, body.decode(), stamp))
                     elif known != sha:
                         raise InputError(
                             f"contract version {version} is already stored with a different "
@@ -279,7 +281,7 @@ def import_records(
                             line=record.line,
                             field="contract",
                         )
-                add_case_rows(rows, record, source_format=source_format, now=now)
+                add_case_rows(rows, record, source_format=source_format, now=stamp)
                 outcome.imported += 1
                 status = record.result["status"]
                 outcome.invalid += status == "invalid"

@@ -288,4 +288,7 @@ with reference:
                 st.text(label.definition)
                 if label.guidance:
                     st.text(label.guidance)
+                for example in rubric.examples_for(label.code):
+                    st.caption(f"{example.kind} example")
+                    st.text(f"{example.context}\n→ {example.reply}\n({example.why})")
         st.page_link(state.page("rubrics"), label="Examples and versions")

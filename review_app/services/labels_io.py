@@ -1,0 +1,316 @@
+"""Human labels in bulk: the CSV of SPEC §4 (``case_id,turn,reviewer,label,rubric,rationale``).
+
+Import checks every row before storing any: an unknown case, turn, rubric or label
+code is an error naming the line, and nothing from that file is stored. A row that
+repeats the reviewer's current label (same code and rationale) changes nothing, so
+importing a file twice is harmless; a different label supersedes the current one
+(labels are append-only). Reviewers named in the file who do not exist yet are
+created as reviewers, which only an admin may do when sign-in is on.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections import defaultdict
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from sqlalchemy import Engine
+from sqlmodel import Session
+
+from review_app.errors import InputError, PermissionDenied
+from review_app.rubrics import Rubric, parse_rubric_ref
+from review_app.services.labeling import MAX_RATIONALE_CHARS
+from review_app.services.people import Actor, check_reviewer_name, require_role
+from review_app.services.rubric_catalog import RubricCatalog
+from storage import labels_bulk, reviewing
+from storage.engine import read_only
+
+LABEL_COLUMNS = ("case_id", "turn", "reviewer", "label", "rubric", "rationale")
+REQUIRED_COLUMNS = ("case_id", "turn", "reviewer", "label", "rubric")
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+@dataclass(frozen=True, slots=True)
+class LabelRecord:
+    line: int
+    case_id: str
+    turn: int
+    reviewer: str
+    code: str
+    rubric_id: str
+    rubric_version: int
+    rationale: str | None
+
+
+@dataclass
+class LabelImportSummary:
+    rows: int = 0
+    stored: int = 0
+    unchanged: int = 0
+    reviewers_created: int = 0
+
+    def line(self) -> str:
+        return (
+            f"read {self.rows} labels: stored {self.stored}, unchanged {self.unchanged}, "
+            f"new reviewers {self.reviewers_created}"
+        )
+
+
+def _read_rows(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
+    source = str(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as error:
+        raise InputError(f"cannot be read ({error.strerror})", source=source) from None
+    if not raw.strip():
+        raise InputError("the file is empty", source=source)
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        line = raw[: error.start].count(b"\n") + 1
+        raise InputError("not valid UTF-8 text", source=source, line=line) from None
+    reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
+    header = reader.fieldnames or []
+    missing = [name for name in REQUIRED_COLUMNS if name not in header]
+    if missing:
+        raise InputError(
+            f"missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
+            f"(expected {','.join(LABEL_COLUMNS)})",
+            source=source,
+            line=1,
+        )
+    unknown = [name for name in header if name not in LABEL_COLUMNS]
+    if unknown:
+        raise InputError(
+            f"unknown column {unknown[0]!r} (expected {','.join(LABEL_COLUMNS)})",
+            source=source,
+            line=1,
+            field=unknown[0],
+        )
+    try:
+        for row in reader:
+            if None in row:
+                raise InputError("more cells than columns", source=source, line=reader.line_num)
+            yield reader.line_num, row
+    except csv.Error as error:
+        raise InputError(f"not valid CSV ({error})", source=source, line=reader.line_num) from None
+
+
+def parse_label_file(path: Path, *, catalog: RubricCatalog) -> list[LabelRecord]:
+    """Every row of a label CSV, checked for shape, rubric and code (not yet the cases)."""
+    source = str(path)
+    records: list[LabelRecord] = []
+    rubrics: dict[str, Rubric] = {}
+    seen: dict[tuple[str, int, str, str, int], int] = {}
+    for line, row in _read_rows(path):
+
+        def fail(message: str, column: str, line: int = line) -> InputError:
+            return InputError(message, source=source, line=line, field=column)
+
+        values = {name: (row.get(name) or "").strip() for name in LABEL_COLUMNS}
+        for name in REQUIRED_COLUMNS:
+            if not values[name]:
+                raise fail("empty cell", name)
+        try:
+            turn = int(values["turn"])
+        except ValueError:
+            raise fail(f"expected an integer turn, got {values['turn']!r}", "turn") from None
+        ref = values["rubric"]
+        if ref not in rubrics:
+            try:
+                rubric_id, version = parse_rubric_ref(ref)
+                rubrics[ref] = catalog.get(f"{rubric_id}@{version}")
+            except InputError as error:
+                raise fail(error.message, "rubric") from None
+            except Exception as error:
+                raise fail(str(error), "rubric") from None
+        rubric = rubrics[ref]
+        if values["label"] not in rubric.codes:
+            raise fail(
+                f"{values['label']!r} is not a code of {rubric.ref} "
+                f"(codes: {', '.join(rubric.codes)})",
+                "label",
+            )
+        try:
+            reviewer = check_reviewer_name(values["reviewer"])
+        except InputError as error:
+            raise fail(error.message, "reviewer") from None
+        rationale = values["rationale"] or None
+        if rationale and len(rationale) > MAX_RATIONALE_CHARS:
+            raise fail(f"a rationale is at most {MAX_RATIONALE_CHARS} characters", "rationale")
+        unit = (values["case_id"], turn, reviewer, rubric.id, rubric.version)
+        if unit in seen:
+            raise fail(
+                f"{reviewer} labels turn {turn} of {values['case_id']} twice in this file "
+                f"(also on line {seen[unit]})",
+                "turn",
+            )
+        seen[unit] = line
+        records.append(
+            LabelRecord(
+                line,
+                values["case_id"],
+                turn,
+                reviewer,
+                values["label"],
+                rubric.id,
+                rubric.version,
+                rationale,
+            )
+        )
+    if not records:
+        raise InputError("the file has a header but no labels", source=source)
+    return records
+
+
+def import_labels(
+    engine: Engine,
+    actor: Actor,
+    path: Path,
+    *,
+    catalog: RubricCatalog,
+    sign_in_enabled: bool = False,
+) -> LabelImportSummary:
+    """Import a label CSV in one transaction (all rows or none)."""
+    require_role(actor, "reviewer")
+    source = str(path)
+    records = parse_label_file(path, catalog=catalog)
+    applies_to = {
+        (r.rubric_id, r.rubric_version): catalog.get(f"{r.rubric_id}@{r.rubric_version}").applies_to
+        for r in records
+    }
+    if not actor.has_role("policy_owner"):
+        others = sorted({r.reviewer for r in records} - {actor.name})
+        if others:
+            raise PermissionDenied(
+                f"a reviewer imports only their own labels; this file has labels by {others[0]}"
+            )
+    summary = LabelImportSummary(rows=len(records))
+    now = datetime.now(UTC)
+    with Session(engine) as session:
+        actors = labels_bulk.event_actors(session, case_ids=sorted({r.case_id for r in records}))
+        for record in records:
+            turns = actors.get(record.case_id)
+            if turns is None:
+                raise InputError(
+                    f"no case {record.case_id!r} in the database",
+                    source=source,
+                    line=record.line,
+                    field="case_id",
+                )
+            event_actor = turns.get(record.turn)
+            if event_actor is None:
+                raise InputError(
+                    f"case {record.case_id} has no turn {record.turn}",
+                    source=source,
+                    line=record.line,
+                    field="turn",
+                )
+            wanted = applies_to[(record.rubric_id, record.rubric_version)]
+            if event_actor != wanted:
+                raise InputError(
+                    f"turn {record.turn} of {record.case_id} is a {event_actor} event; the "
+                    f"rubric labels {wanted} turns",
+                    source=source,
+                    line=record.line,
+                    field="turn",
+                )
+        people = reviewing.reviewers_by_name(session, names={r.reviewer for r in records})
+        new_names = sorted({r.reviewer for r in records} - set(people))
+        if new_names and sign_in_enabled and not actor.has_role("admin"):
+            first = next(r for r in records if r.reviewer == new_names[0])
+            raise PermissionDenied(
+                f"{source}, line {first.line}: reviewer {new_names[0]} does not exist and only "
+                "an admin's import may create reviewers"
+            )
+        for name in new_names:
+            people[name] = reviewing.create_reviewer(session, name=name, role="reviewer")
+        summary.reviewers_created = len(new_names)
+        ids = {name: person.id for name, person in people.items()}
+        by_rubric: dict[tuple[str, int], list[LabelRecord]] = defaultdict(list)
+        for record in records:
+            by_rubric[(record.rubric_id, record.rubric_version)].append(record)
+        for (rubric_id, version), group in by_rubric.items():
+            current = labels_bulk.current_labels(
+                session,
+                rubric_id=rubric_id,
+                version=version,
+                case_ids=sorted({r.case_id for r in group}),
+            )
+            superseded: list[int] = []
+            rows = []
+            touched: set[tuple[str, int]] = set()
+            for record in group:
+                reviewer_id = ids[record.reviewer]
+                assert reviewer_id is not None
+                existing = current.get((record.case_id, record.turn, reviewer_id))
+                if existing is not None and existing[1:] == (record.code, record.rationale):
+                    summary.unchanged += 1
+                    continue
+                if existing is not None:
+                    superseded.append(existing[0])
+                rows.append(
+                    (
+                        record.case_id,
+                        record.turn,
+                        reviewer_id,
+                        rubric_id,
+                        version,
+                        record.code,
+                        record.rationale,
+                        True,
+                        "import",
+                        now,
+                    )
+                )
+                touched.add((record.case_id, reviewer_id))
+            labels_bulk.supersede(session, label_ids=superseded)
+            labels_bulk.insert_labels(session, rows=rows)
+            labels_bulk.refresh_progress(
+                session,
+                rubric_id=rubric_id,
+                version=version,
+                pairs=sorted(touched),
+                applies_to=applies_to[(rubric_id, version)],
+                now=now,
+            )
+            summary.stored += len(rows)
+        session.commit()
+    return summary
+
+
+def neutralise_cell(value: str) -> str:
+    """A CSV cell a spreadsheet will not run as a formula (OWASP CSV injection)."""
+    return "'" + value if value.startswith(_FORMULA_START) else value
+
+
+def export_labels_csv(engine: Engine, *, rubric: Rubric, history: bool = False) -> str:
+    """Current labels of a rubric version (or every label ever, with ``history``) as CSV.
+
+    Rows are ordered by case, turn, reviewer (and time), so the same data always
+    gives the same bytes. Cells that a spreadsheet would run as a formula are
+    prefixed with ``'``.
+    """
+    with Session(read_only(engine)) as session:
+        rows = labels_bulk.export_rows(
+            session, rubric_id=rubric.id, version=rubric.version, history=history
+        )
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(LABEL_COLUMNS)
+    for case_id, turn, reviewer, code, rationale in rows:
+        writer.writerow(
+            [
+                neutralise_cell(case_id),
+                turn,
+                neutralise_cell(reviewer),
+                code,
+                rubric.ref,
+                neutralise_cell(rationale or ""),
+            ]
+        )
+    return buffer.getvalue()
