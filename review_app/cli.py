@@ -471,6 +471,38 @@ def labels_export(
         typer.echo(f"wrote {text.count(chr(10)) - 1} labels to {out}")
 
 
+# --- agreement ------------------------------------------------------------------------
+
+
+@app.command()
+def agreement(
+    rubric: RubricOption,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the SPEC §6 JSON object.")] = False,
+    resamples: Annotated[
+        int, typer.Option("--resamples", help="Bootstrap resamples for the alpha interval.")
+    ] = 1000,
+    seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed (reproducible).")] = 0,
+    db: DbOption = None,
+) -> None:
+    """Inter-rater agreement of the current labels of a rubric version.
+
+    Units are (case, turn) pairs, raters are reviewers. A coefficient that is
+    undefined for the data is null with a reason, never a made-up number.
+    """
+    from review_app.services.agreement import agreement_report
+    from review_app.services.render import render_agreement_text
+
+    engine = _run(lambda: _engine(db))
+    chosen = _run(lambda: _catalog(engine).for_reports(rubric))
+    if resamples < 0:
+        raise _fail("--resamples: at least 0")
+    report = agreement_report(engine, rubric=chosen, n_resamples=resamples, seed=seed)
+    if as_json:
+        _print_json(report)
+    else:
+        typer.echo(terminal_safe(render_agreement_text(report)))
+
+
 # --- serving the app ------------------------------------------------------------------
 
 PortOption = Annotated[int, typer.Option("--port", help="Port to listen on.")]

@@ -204,3 +204,27 @@ class Label(LabelBase, table=True):
     current: bool = True
     source: str = Field(default="app", max_length=20)
     created_at: datetime = Field(default_factory=utcnow)
+
+
+# --- adjudication ----------------------------------------------------------------
+
+
+class GoldLabel(SQLModel, table=True):
+    """A policy owner's decision on one unit. Append-only: the latest row is current."""
+
+    __tablename__ = "gold_labels"
+    __table_args__ = (
+        Index("ix_gold_rubric_case_turn", "rubric_id", "rubric_version", "case_id", "turn"),
+    )
+    id: int | None = Field(default=None, primary_key=True)
+    case_id: str = Field(foreign_key="cases.case_id", max_length=200)
+    turn: int
+    rubric_id: str = Field(max_length=100)
+    rubric_version: int
+    code: str = Field(max_length=100)
+    note: str | None = Field(default=None, sa_column=Column(Text))
+    calibration_item: bool = False
+    rubric_ambiguity: str | None = Field(default=None, sa_column=Column(Text))
+    adjudicator_id: int | None = Field(default=None, foreign_key="reviewers.id")
+    current: bool = True
+    created_at: datetime = Field(default_factory=utcnow)

@@ -79,3 +79,61 @@ def render_case_text(view: CaseView, *, width: int = 100) -> str:
                 )
         out.extend(f"      {line}" for line in _finding_lines(turn))
     return "\n".join(out)
+
+
+def _number(value: float | None) -> str:
+    return "—" if value is None else f"{value:.3f}"
+
+
+def _coefficient_line(name: str, coefficient: dict[str, Any], indent: int = 0) -> str:
+    label = " " * indent + name
+    value = _number(coefficient.get("value"))
+    ci = coefficient.get("ci95")
+    interval = f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""
+    line = f"{label:<36} {value:>7}  {interval:<17} {coefficient.get('n_units', 0):>7}"
+    note = coefficient.get("reason") or coefficient.get("warning")
+    return f"{line}  {note}" if note else line
+
+
+def render_agreement_text(report: dict[str, Any]) -> str:
+    """The agreement report as a table for the terminal."""
+    out = [
+        f"agreement on {report['rubric']}: {report['units']} units, {report['raters']} raters, "
+        f"{report['ratings']} ratings",
+        f"{'':<36} {'value':>7}  {'95% CI':<17} {'units':>7}",
+        _coefficient_line("percent agreement", report["percent_agreement"]),
+        _coefficient_line("Krippendorff's alpha (codes)", report["krippendorff_alpha"]),
+        _coefficient_line("alpha, break / no break", report["alpha_break"]),
+        _coefficient_line("alpha, verdict", report["alpha_verdict"]),
+        _coefficient_line("Fleiss' kappa (all raters)", report["fleiss_kappa"]),
+        _coefficient_line("Gwet's AC1", report["gwet_ac1"]),
+    ]
+    if report["cohen_kappa"]:
+        out.append("Cohen's kappa, per pair of reviewers")
+        for pair, coefficient in sorted(report["cohen_kappa"].items()):
+            out.append(_coefficient_line(pair, coefficient, indent=2))
+    if report["per_label"]:
+        out.append("per label (one-vs-rest alpha)")
+        for code, coefficient in sorted(report["per_label"].items()):
+            out.append(_coefficient_line(str(code), coefficient, indent=2))
+    conversation = report.get("conversation") or {}
+    if conversation:
+        first = conversation.get("first_break_agreement") or {}
+        out.append("conversation level")
+        rate = first.get("value")
+        out.append(
+            f"  {'first break turn, exact match':<34} {_number(rate):>7}  "
+            f"{'':<17} {first.get('n_pairs', 0):>7} rater pairs"
+        )
+        if conversation.get("any_break_alpha"):
+            out.append(_coefficient_line("any break (alpha)", conversation["any_break_alpha"], 2))
+    gold = report.get("gold")
+    if gold:
+        out.append(
+            f"gold labels: {gold['with_gold']} units ({gold['adjudicated']} adjudicated, "
+            f"{gold['unanimous']} unanimous); without: {gold['in_disagreement']} in "
+            f"disagreement, {gold['single_rater']} with a single rater"
+        )
+    for warning in report.get("warnings", []):
+        out.append(f"warning: {warning}")
+    return "\n".join(out)

@@ -1,0 +1,300 @@
+"""Disagreements, their adjudication by policy owners, and the resulting gold labels.
+
+The disagreement queue holds units whose reviewers' current labels differ, and
+units where a label contradicts a deterministic finding (a pass code on a turn
+with a recorded action outside the role). A policy owner records the gold label
+with a note, may mark the unit a calibration item for the LLM judge, and may note
+a rubric ambiguity for the next version.
+
+Gold label of a unit: the adjudicated label where there is one, else a unanimous
+label from at least two reviewers. Units left in disagreement (or labeled by a
+single reviewer) have none, and are counted as such.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import Engine
+from sqlmodel import Session
+
+from review_app.errors import InputError, NotFound
+from review_app.evaluator import EVALUATOR_VERSION
+from review_app.rubrics import Rubric
+from review_app.services.cases import TurnView, case_view
+from review_app.services.people import Actor, require_role
+from storage import adjudication as queries
+from storage import reviewing
+from storage.adjudication import LabelColumns
+from storage.engine import read_only
+from storage.models import GoldLabel
+from storage.reviewing import LabelRow
+
+MAX_NOTE_CHARS = 4000
+GOLD_SOURCES = ("adjudicated", "unanimous")
+
+
+@dataclass(frozen=True)
+class DisagreementUnit:
+    case_id: str
+    turn: int
+    kinds: tuple[str, ...]
+    """``reviewers_differ`` and/or ``contradicts_finding``."""
+    n_labels: int
+    codes: tuple[str, ...]
+    gold_code: str | None
+
+    @property
+    def adjudicated(self) -> bool:
+        return self.gold_code is not None
+
+
+def disagreement_queue(
+    engine: Engine, actor: Actor, *, rubric: Rubric, include_adjudicated: bool = False
+) -> list[DisagreementUnit]:
+    require_role(actor, "policy_owner")
+    with Session(read_only(engine)) as session:
+        differ = queries.disagreement_units(session, rubric_id=rubric.id, version=rubric.version)
+        contradictions = queries.pass_labels_on_violations(
+            session,
+            rubric_id=rubric.id,
+            version=rubric.version,
+            pass_codes=rubric.pass_codes,
+            evaluator_version=EVALUATOR_VERSION,
+        )
+        gold = queries.current_gold(session, rubric_id=rubric.id, version=rubric.version)
+        kinds: dict[tuple[str, int], set[str]] = defaultdict(set)
+        sizes: dict[tuple[str, int], int] = {}
+        for case_id, turn, n_labels, _ in differ:
+            kinds[(case_id, turn)].add("reviewers_differ")
+            sizes[(case_id, turn)] = n_labels
+        for case_id, turn, _ in contradictions:
+            kinds[(case_id, turn)].add("contradicts_finding")
+        units = []
+        codes_cache: dict[str, dict[int, list[str]]] = {}
+        for (case_id, turn), unit_kinds in sorted(kinds.items()):
+            gold_row = gold.get((case_id, turn))
+            if gold_row is not None and not include_adjudicated:
+                continue
+            if case_id not in codes_cache:
+                by_turn: dict[int, list[str]] = defaultdict(list)
+                for row in reviewing.labels_for_case(
+                    session, case_id=case_id, rubric_id=rubric.id, version=rubric.version
+                ):
+                    by_turn[row.turn].append(row.code)
+                codes_cache[case_id] = by_turn
+            codes = codes_cache[case_id].get(turn, [])
+            units.append(
+                DisagreementUnit(
+                    case_id=case_id,
+                    turn=turn,
+                    kinds=tuple(sorted(unit_kinds)),
+                    n_labels=sizes.get((case_id, turn), len(codes)),
+                    codes=tuple(sorted(set(codes))),
+                    gold_code=gold_row.code if gold_row else None,
+                )
+            )
+    return units
+
+
+@dataclass(frozen=True)
+class GoldRecord:
+    code: str
+    note: str | None
+    calibration_item: bool
+    rubric_ambiguity: str | None
+    adjudicator: str | None
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class UnitDetail:
+    """Everything a policy owner needs to settle one unit (labels un-blinded)."""
+
+    case_id: str
+    turn: int
+    chatbot_role: str | None
+    diagnostic: str | None
+    context: list[TurnView]
+    """The transcript around the turn (a few events before, the turn, one after)."""
+    focus: TurnView
+    labels: list[LabelRow]
+    """Every reviewer's current label and rationale."""
+    history: list[LabelRow]
+    """Earlier labels that were replaced."""
+    gold_history: list[GoldRecord] = field(default_factory=list)
+
+    @property
+    def gold(self) -> GoldRecord | None:
+        return self.gold_history[-1] if self.gold_history else None
+
+
+def unit_detail(
+    engine: Engine, actor: Actor, *, rubric: Rubric, case_id: str, turn: int, context: int = 4
+) -> UnitDetail:
+    require_role(actor, "policy_owner")
+    with Session(read_only(engine)) as session:
+        view = case_view(session, case_id=case_id)
+        positions = [i for i, t in enumerate(view.turns) if t.turn == turn]
+        if not positions:
+            raise NotFound(f"case {case_id} has no turn {turn}")
+        at = positions[0]
+        rows = reviewing.labels_for_case(
+            session,
+            case_id=case_id,
+            rubric_id=rubric.id,
+            version=rubric.version,
+            current_only=False,
+        )
+        gold_rows = queries.gold_history(
+            session, rubric_id=rubric.id, version=rubric.version, case_id=case_id, turn=turn
+        )
+    unit_rows = [row for row in rows if row.turn == turn]
+    return UnitDetail(
+        case_id=case_id,
+        turn=turn,
+        chatbot_role=view.chatbot_role,
+        diagnostic=view.diagnostic,
+        context=view.turns[max(0, at - context) : at + 2],
+        focus=view.turns[at],
+        labels=sorted((r for r in unit_rows if r.current), key=lambda r: r.reviewer),
+        history=[r for r in unit_rows if not r.current],
+        gold_history=[
+            GoldRecord(g.code, g.note, g.calibration_item, g.rubric_ambiguity, name, g.created_at)
+            for g, name in gold_rows
+        ],
+    )
+
+
+def _clean(text: str | None, field_name: str) -> str | None:
+    if text is None:
+        return None
+    cleaned = text.strip()
+    if len(cleaned) > MAX_NOTE_CHARS:
+        raise InputError(f"at most {MAX_NOTE_CHARS} characters", field=field_name)
+    return cleaned or None
+
+
+def record_gold(
+    engine: Engine,
+    actor: Actor,
+    *,
+    rubric: Rubric,
+    case_id: str,
+    turn: int,
+    code: str,
+    note: str | None = None,
+    calibration_item: bool = False,
+    rubric_ambiguity: str | None = None,
+) -> None:
+    """Record (or replace) the gold label of one unit; policy owners only."""
+    require_role(actor, "policy_owner")
+    if code not in rubric.codes:
+        raise InputError(f"{code!r} is not a code of {rubric.ref}", field="label")
+    note = _clean(note, "note")
+    ambiguity = _clean(rubric_ambiguity, "rubric_ambiguity")
+    with Session(engine) as session:
+        actors = reviewing.event_actors_by_turn(session, case_id=case_id)
+        if not actors:
+            raise NotFound(f"no case {case_id!r} in the database")
+        if actors.get(turn) != rubric.applies_to:
+            raise InputError(
+                f"turn {turn} of {case_id} is not a {rubric.applies_to} turn", field="turn"
+            )
+        queries.add_gold(
+            session,
+            case_id=case_id,
+            turn=turn,
+            rubric_id=rubric.id,
+            version=rubric.version,
+            code=code,
+            note=note,
+            calibration_item=calibration_item,
+            rubric_ambiguity=ambiguity,
+            adjudicator_id=actor.reviewer_id,
+            now=datetime.now(UTC),
+        )
+        session.commit()
+
+
+@dataclass(frozen=True)
+class Gold:
+    code: str
+    source: str
+    """``adjudicated`` or ``unanimous``."""
+    calibration_item: bool = False
+    note: str | None = None
+
+
+@dataclass
+class GoldSet:
+    """Gold labels of a rubric version, with honest counts of the units without one."""
+
+    labels: dict[tuple[str, int], Gold]
+    in_disagreement: set[tuple[str, int]]
+    single_rater: set[tuple[str, int]]
+
+    def counts(self) -> dict[str, int]:
+        adjudicated = sum(1 for g in self.labels.values() if g.source == "adjudicated")
+        return {
+            "with_gold": len(self.labels),
+            "adjudicated": adjudicated,
+            "unanimous": len(self.labels) - adjudicated,
+            "in_disagreement": len(self.in_disagreement),
+            "single_rater": len(self.single_rater),
+        }
+
+    def first_break_turns(self, break_codes: set[str]) -> dict[str, int | None]:
+        """Per case with gold labels: the first turn whose gold label is a break."""
+        result: dict[str, int | None] = {}
+        for (case_id, turn), gold in sorted(self.labels.items()):
+            result.setdefault(case_id, None)
+            if gold.code in break_codes and result[case_id] is None:
+                result[case_id] = turn
+        return result
+
+
+def gold_labels(engine: Engine, *, rubric: Rubric) -> GoldSet:
+    """The gold label of every unit that has one (adjudicated, else unanimous from >= 2)."""
+    with Session(read_only(engine)) as session:
+        columns = queries.current_label_columns(
+            session, rubric_id=rubric.id, version=rubric.version
+        )
+        adjudicated = queries.current_gold(session, rubric_id=rubric.id, version=rubric.version)
+    return gold_set_from(columns, adjudicated)
+
+
+def gold_set_from(columns: LabelColumns, adjudicated: dict[tuple[str, int], GoldLabel]) -> GoldSet:
+    """Sort every labeled unit into gold (adjudicated / unanimous) or no gold (why not)."""
+    codes: dict[tuple[str, int], list[str]] = defaultdict(list)
+    for case_id, turn, code in zip(columns.case_ids, columns.turns, columns.codes, strict=True):
+        codes[(case_id, turn)].append(code)
+    labels: dict[tuple[str, int], Gold] = {
+        unit: Gold(g.code, "adjudicated", g.calibration_item, g.note)
+        for unit, g in adjudicated.items()
+    }
+    in_disagreement: set[tuple[str, int]] = set()
+    single: set[tuple[str, int]] = set()
+    for unit, unit_codes in codes.items():
+        if unit in labels:
+            continue
+        if len(set(unit_codes)) > 1:
+            in_disagreement.add(unit)
+        elif len(unit_codes) >= 2:
+            labels[unit] = Gold(unit_codes[0], "unanimous")
+        else:
+            single.add(unit)
+    return GoldSet(labels, in_disagreement, single)
+
+
+def ambiguity_notes(engine: Engine, actor: Actor, *, rubric: Rubric) -> list[dict[str, Any]]:
+    require_role(actor, "policy_owner")
+    with Session(read_only(engine)) as session:
+        rows = queries.rubric_ambiguities(session, rubric_id=rubric.id, version=rubric.version)
+        return [
+            {"case_id": g.case_id, "turn": g.turn, "gold": g.code, "note": g.rubric_ambiguity}
+            for g in rows
+        ]
