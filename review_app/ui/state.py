@@ -14,6 +14,13 @@ from sqlalchemy import Engine
 
 from review_app.errors import PermissionDenied
 from review_app.rubrics import Rubric, default_rubrics_dir
+from review_app.services.adjudication import DisagreementUnit, disagreement_queue
+from review_app.services.agreement import (
+    DashboardData,
+    confusion_between,
+    dashboard_data,
+    label_token,
+)
 from review_app.services.people import Actor, sign_in
 from review_app.services.rubric_catalog import RubricCatalog, sync_rubrics
 from review_app.ui import auth
@@ -36,7 +43,22 @@ DEFAULTS: dict[str, Any] = {
     "rubric_example_label": "(all)",
     "compare_old": None,
     "compare_new": None,
+    "agreement_rubric": None,
+    "confusion_a": None,
+    "confusion_b": None,
+    "adjudicate_all": False,
+    "gold_code": None,
+    "gold_note": "",
+    "gold_calibration": False,
+    "gold_ambiguity": "",
 }
+
+_GOLD_FORM = ("gold_code", "gold_note", "gold_calibration", "gold_ambiguity")
+
+
+def reset_gold_form() -> None:
+    for key in _GOLD_FORM:
+        st.session_state[key] = DEFAULTS[key]
 
 
 def init_session() -> None:
@@ -146,6 +168,27 @@ def rubric_selector() -> Rubric | None:
     return selected
 
 
+@st.cache_data(show_spinner="Computing agreement…", max_entries=16)
+def _dashboard(url: str, ref: str, token: tuple[int, int, int, int]) -> DashboardData:
+    del token  # cache key only: labels are append-only, so a new label changes it
+    return dashboard_data(_engine(url), rubric=catalog().for_reports(ref))
+
+
+def dashboard(ref: str) -> DashboardData:
+    rubric = catalog().for_reports(ref)
+    return _dashboard(database_url(), ref, label_token(engine(), rubric=rubric))
+
+
+def confusion(ref: str, reviewer_a: str, reviewer_b: str) -> list[dict[str, Any]]:
+    return confusion_between(
+        engine(), rubric=catalog().for_reports(ref), reviewer_a=reviewer_a, reviewer_b=reviewer_b
+    )
+
+
+def disagreements(ref: str) -> list[DisagreementUnit]:
+    return disagreement_queue(engine(), actor(), rubric=catalog().for_reports(ref))
+
+
 def page(name: str) -> st.Page:
     return PAGES[name]
 
@@ -155,6 +198,8 @@ def _build_pages() -> dict[str, st.Page]:
         ("queue", "Queue", ":material/inbox:", True),
         ("review", "Review", ":material/forum:", False),
         ("rubrics", "Rubrics", ":material/menu_book:", False),
+        ("agreement", "Agreement", ":material/analytics:", False),
+        ("adjudicate", "Adjudicate", ":material/gavel:", False),
     ]
     return {
         name: st.Page(

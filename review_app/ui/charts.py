@@ -1,0 +1,101 @@
+"""Altair charts for the dashboards: plain rows in, a chart out (no data access here)."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import altair as alt
+
+COEFFICIENT_NAMES = {
+    "percent_agreement": "percent agreement",
+    "krippendorff_alpha": "alpha (codes)",
+    "alpha_break": "alpha (break / no break)",
+    "alpha_verdict": "alpha (verdict)",
+    "fleiss_kappa": "Fleiss' kappa",
+    "gwet_ac1": "Gwet's AC1",
+}
+
+
+def coefficient_rows(reports: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per (rubric version, coefficient) with its interval where there is one."""
+    rows = []
+    for ref, report in reports.items():
+        for key, name in COEFFICIENT_NAMES.items():
+            coefficient = report[key]
+            ci = coefficient.get("ci95")
+            rows.append(
+                {
+                    "rubric": ref,
+                    "coefficient": name,
+                    "value": coefficient.get("value"),
+                    "low": ci[0] if ci else None,
+                    "high": ci[1] if ci else None,
+                    "units": coefficient.get("n_units"),
+                    "note": coefficient.get("reason") or coefficient.get("warning") or "",
+                }
+            )
+    return rows
+
+
+def coefficients_chart(rows: list[dict[str, Any]]) -> alt.LayerChart:
+    data = alt.Data(values=[row for row in rows if row["value"] is not None])
+    base = alt.Chart(data).encode(
+        y=alt.Y("coefficient:N", title=None),
+        yOffset="rubric:N",
+        color=alt.Color("rubric:N", title="rubric version"),
+    )
+    points = base.mark_point(filled=True, size=80).encode(
+        x=alt.X("value:Q", scale=alt.Scale(domain=[-0.2, 1]), title="value"),
+        tooltip=["rubric:N", "coefficient:N", alt.Tooltip("value:Q", format=".3f"), "units:Q"],
+    )
+    bars = base.mark_rule(strokeWidth=2).encode(x="low:Q", x2="high:Q")
+    return cast(alt.LayerChart, alt.layer(bars, points).properties(height=alt.Step(14)))
+
+
+def pairwise_kappa_chart(cohen: dict[str, dict[str, Any]]) -> alt.LayerChart:
+    rows = []
+    for pair, coefficient in cohen.items():
+        first, second = pair.split("|", 1)
+        value = coefficient.get("value")
+        for a, b in ((first, second), (second, first)):
+            rows.append(
+                {
+                    "reviewer_a": a,
+                    "reviewer_b": b,
+                    "kappa": value,
+                    "units": coefficient.get("n_units"),
+                    "text": "—" if value is None else f"{value:.2f}",
+                }
+            )
+    base = alt.Chart(alt.Data(values=rows)).encode(
+        x=alt.X("reviewer_a:N", title=None), y=alt.Y("reviewer_b:N", title=None)
+    )
+    cells = base.mark_rect().encode(
+        color=alt.Color("kappa:Q", scale=alt.Scale(domain=[-0.2, 1], scheme="blues")),
+        tooltip=["reviewer_a:N", "reviewer_b:N", "kappa:Q", "units:Q"],
+    )
+    return cast(alt.LayerChart, alt.layer(cells, base.mark_text().encode(text="text:N")))
+
+
+def distribution_chart(rows: list[dict[str, Any]]) -> alt.Chart:
+    return (
+        alt.Chart(alt.Data(values=rows))
+        .mark_bar()
+        .encode(
+            y=alt.Y("reviewer:N", title=None),
+            x=alt.X("share:Q", stack="normalize", title="share of the reviewer's labels"),
+            color=alt.Color("code:N", title="label"),
+            tooltip=["reviewer:N", "code:N", "count:Q", alt.Tooltip("share:Q", format=".0%")],
+        )
+    )
+
+
+def confusion_chart(rows: list[dict[str, Any]], reviewer_a: str, reviewer_b: str) -> alt.LayerChart:
+    base = alt.Chart(alt.Data(values=rows)).encode(
+        x=alt.X("a:N", title=reviewer_a), y=alt.Y("b:N", title=reviewer_b)
+    )
+    cells = base.mark_rect().encode(
+        color=alt.Color("count:Q", scale=alt.Scale(scheme="oranges")),
+        tooltip=["a:N", "b:N", "count:Q"],
+    )
+    return cast(alt.LayerChart, alt.layer(cells, base.mark_text().encode(text="count:Q")))

@@ -1,0 +1,162 @@
+"""Adjudicate: settle disagreements into gold labels (policy owners only)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from review_app.errors import InputError, NotFound
+from review_app.services.adjudication import (
+    ambiguity_notes,
+    disagreement_queue,
+    record_gold,
+    unit_detail,
+)
+from review_app.ui import state
+from review_app.ui.safe import code_span
+
+actor = state.actor()
+if not actor.has_role("policy_owner"):
+    state.forbidden("Adjudication is for policy owners.")
+
+rubric = state.rubric_selector()
+st.title("Adjudicate")
+if rubric is None:
+    st.stop()
+engine = state.engine()
+case_id = st.query_params.get("case")
+turn_text = st.query_params.get("turn")
+
+if not case_id or not turn_text or not turn_text.lstrip("-").isdigit():
+    st.toggle("Include settled units", key="adjudicate_all")
+    units = disagreement_queue(
+        engine, actor, rubric=rubric, include_adjudicated=st.session_state["adjudicate_all"]
+    )
+    open_units = sum(1 for unit in units if not unit.adjudicated)
+    st.caption(f"{open_units} open units under {rubric.ref}")
+    if not units:
+        st.success("Nothing to adjudicate.")
+    for unit in units:
+        cells = st.columns([4, 3, 2, 2])
+        cells[0].page_link(
+            state.page("adjudicate"),
+            label=f"{unit.case_id} · turn {unit.turn}",
+            query_params={"case": unit.case_id, "turn": str(unit.turn)},
+        )
+        cells[1].markdown(", ".join(code_span(code) for code in unit.codes))
+        cells[2].caption(", ".join(kind.replace("_", " ") for kind in unit.kinds))
+        cells[3].markdown(f"gold {code_span(unit.gold_code)}" if unit.gold_code else "open")
+    with st.expander("Rubric ambiguities noted for the next version"):
+        notes = ambiguity_notes(engine, actor, rubric=rubric)
+        if not notes:
+            st.caption("None yet.")
+        for note in notes:
+            st.caption(
+                f"{code_span(note['case_id'])} turn {note['turn']} · gold {code_span(note['gold'])}"
+            )
+            st.text(note["note"])
+    st.stop()
+
+turn = int(turn_text)
+try:
+    detail = unit_detail(engine, actor, rubric=rubric, case_id=case_id, turn=turn)
+except NotFound as error:
+    st.error(str(error))
+    st.stop()
+
+
+def _submit_gold() -> None:
+    """Runs before the next run draws the form, so it may reset the form's widgets."""
+    assert rubric is not None and case_id is not None
+    try:
+        record_gold(
+            engine,
+            actor,
+            rubric=rubric,
+            case_id=case_id,
+            turn=turn,
+            code=st.session_state["gold_code"],
+            note=st.session_state["gold_note"],
+            calibration_item=st.session_state["gold_calibration"],
+            rubric_ambiguity=st.session_state["gold_ambiguity"],
+        )
+    except (InputError, NotFound) as error:
+        state.flash(f"Not recorded: {error}")
+        return
+    state.reset_gold_form()
+    state.flash(f"Gold label recorded for {case_id} turn {turn}.")
+    remaining = [
+        u
+        for u in disagreement_queue(engine, actor, rubric=rubric)
+        if (u.case_id, u.turn) != (case_id, turn)
+    ]
+    if remaining:
+        st.query_params.update({"case": remaining[0].case_id, "turn": str(remaining[0].turn)})
+    else:
+        st.query_params.clear()
+
+
+st.subheader(f"{case_id} · turn {turn}")
+st.page_link(state.page("adjudicate"), label="Back to the disagreement queue")
+if detail.diagnostic:
+    st.code(detail.diagnostic, language=None)
+if detail.chatbot_role:
+    st.caption("Role given to the assistant")
+    st.text(detail.chatbot_role)
+
+transcript, decision = st.columns([3, 2])
+with transcript:
+    for event in detail.context:
+        with st.chat_message(event.actor):
+            marker = " · **this turn**" if event.turn == turn else ""
+            st.caption(
+                f"turn {event.turn} · {code_span(event.actor)} · role "
+                f"{code_span(event.active_role or '-')}{marker}"
+            )
+            if event.text:
+                st.text(event.text)
+            if event.actions:
+                st.caption("actions: " + ", ".join(code_span(a) for a in event.actions))
+            for violation in event.violations:
+                st.error(
+                    f"Violation: {code_span(violation['action'])} outside role "
+                    f"{code_span(violation['active_role'])}"
+                )
+            for fixture_error in event.fixture_errors:
+                st.warning(f"Invalid fixture {code_span(fixture_error['code'])}")
+            for finding in event.harness_findings:
+                st.info(f"Missing context {code_span(finding['code'])}")
+
+with decision:
+    st.markdown("**Reviewers' labels**")
+    for row in detail.labels:
+        with st.container(border=True):
+            st.markdown(f"{code_span(row.reviewer)}: {code_span(row.code)}")
+            if row.rationale:
+                st.text(row.rationale)
+    if detail.history:
+        with st.expander(f"{len(detail.history)} earlier labels (replaced)"):
+            for row in detail.history:
+                st.caption(f"{code_span(row.reviewer)} had {code_span(row.code)}")
+    involved = sorted({row.code for row in detail.labels})
+    for code in involved:
+        with st.expander(f"Definition of {code}"):
+            st.text(rubric.label(code).definition)
+    if detail.gold:
+        st.success(
+            f"Gold: {code_span(detail.gold.code)} by "
+            f"{code_span(detail.gold.adjudicator or 'operator')}"
+        )
+        if detail.gold.note:
+            st.text(detail.gold.note)
+
+    st.markdown("**Gold label**")
+    codes = list(rubric.codes)
+    if st.session_state["gold_code"] not in codes:
+        st.session_state["gold_code"] = (
+            detail.gold.code if detail.gold else (involved[0] if involved else codes[0])
+        )
+    st.selectbox("Label", codes, key="gold_code")
+    st.text_area("Note", key="gold_note")
+    st.checkbox("Calibration item (use it to calibrate the LLM judge)", key="gold_calibration")
+    st.text_area("Rubric ambiguity to fix in the next version (optional)", key="gold_ambiguity")
+    st.button("Record gold label", key="gold_submit", type="primary", on_click=_submit_gold)

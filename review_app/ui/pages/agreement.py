@@ -1,0 +1,96 @@
+"""Agreement: do reviewers (and so the rubric) agree, and where not."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from review_app.ui import charts, state
+from review_app.ui.safe import code_span
+
+actor = state.actor()
+if not actor.has_role("policy_owner"):
+    state.forbidden("The agreement dashboard is for policy owners; reviewers label blind.")
+
+st.title("Agreement")
+catalog = state.catalog()
+labeled = sorted(ref for ref in catalog.labeled)
+if not labeled:
+    st.info("No labels yet: agreement needs at least two reviewers' labels on the same turns.")
+    st.stop()
+if st.session_state["agreement_rubric"] not in labeled:
+    st.session_state["agreement_rubric"] = labeled[-1]
+st.selectbox("Rubric version", labeled, key="agreement_rubric")
+ref = st.session_state["agreement_rubric"]
+
+reports = {version: state.dashboard(version).report for version in labeled}
+data = state.dashboard(ref)
+report = data.report
+st.caption(
+    f"{report['units']} units · {report['raters']} reviewers · {report['ratings']} labels · "
+    f"gold: {report['gold']['with_gold']} units, {report['gold']['in_disagreement']} in "
+    f"disagreement, {report['gold']['single_rater']} with one reviewer"
+)
+for warning in report["warnings"]:
+    st.warning(warning)
+
+rows = charts.coefficient_rows(reports)
+st.subheader("Coefficients by rubric version")
+st.altair_chart(charts.coefficients_chart(rows), width="stretch")
+st.dataframe(rows, hide_index=True, key="agreement_table")
+
+left, right = st.columns(2)
+with left:
+    st.subheader("Cohen's kappa per pair")
+    if report["cohen_kappa"]:
+        st.altair_chart(charts.pairwise_kappa_chart(report["cohen_kappa"]), width="stretch")
+    else:
+        st.info("Needs two reviewers with shared turns.")
+with right:
+    st.subheader("Labels per reviewer")
+    st.altair_chart(charts.distribution_chart(data.distribution), width="stretch")
+
+st.subheader("Per label (one-vs-rest alpha)")
+st.dataframe(
+    [
+        {"label": code, "alpha": c["value"], "units": c["n_units"], "note": c["reason"] or ""}
+        for code, c in sorted(report["per_label"].items())
+    ],
+    hide_index=True,
+    key="per_label_table",
+)
+
+st.subheader("Two reviewers side by side")
+if len(data.reviewers) >= 2:
+    first, second = st.columns(2)
+    if st.session_state["confusion_a"] not in data.reviewers:
+        st.session_state["confusion_a"] = data.reviewers[0]
+    if st.session_state["confusion_b"] not in data.reviewers:
+        st.session_state["confusion_b"] = data.reviewers[1]
+    first.selectbox("Reviewer", data.reviewers, key="confusion_a")
+    second.selectbox("against", data.reviewers, key="confusion_b")
+    matrix = state.confusion(ref, st.session_state["confusion_a"], st.session_state["confusion_b"])
+    if matrix:
+        st.altair_chart(
+            charts.confusion_chart(
+                matrix, st.session_state["confusion_a"], st.session_state["confusion_b"]
+            ),
+            width="stretch",
+        )
+    else:
+        st.info("These two reviewers share no labeled turn.")
+
+st.subheader("Disagreements")
+units = state.disagreements(ref)
+if not units:
+    st.success("No open disagreement.")
+for unit in units[:200]:
+    cells = st.columns([4, 3, 3])
+    cells[0].page_link(
+        state.page("adjudicate"),
+        label=f"{unit.case_id} · turn {unit.turn}",
+        query_params={"case": unit.case_id, "turn": str(unit.turn)},
+    )
+    cells[1].markdown(", ".join(code_span(code) for code in unit.codes))
+    cells[2].caption(", ".join(kind.replace("_", " ") for kind in unit.kinds))
+if len(units) > 200:
+    st.caption(f"… and {len(units) - 200} more on the adjudication page")
