@@ -1862,3 +1862,83 @@ def few_shot_examples(
 def _judge_missed(candidate: Mapping[str, Any]) -> bool:
     judge_label = candidate.get("judge_label")
     return judge_label is not None and judge_label != candidate["label"]
+
+
+def mean_pairwise_kappa(
+    labels_by_rater: Mapping[Any, Mapping[Any, str]],
+    *,
+    units: Collection[Hashable] | None = None,
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> Estimate:
+    """Human-human agreement: the mean of Cohen's kappa over every pair of raters.
+
+    For each pair of raters, kappa on the units both labelled (restricted to ``units``
+    when given); pairs sharing fewer than two units are left out. The mean over pairs
+    gets a percentile interval from resampling the units (the same resample for every
+    pair, Efron & Tibshirani 1993, ch. 6). This is the human ceiling a judge's kappa
+    against gold is set beside (see :func:`human_ceiling`).
+
+    ``n`` counts the distinct units that enter at least one pair. Undefined (``None``
+    with a reason) when no pair shares two units, or every pair's kappa is undefined.
+    """
+    _check_int(n_resamples, "n_resamples", 0)
+    seed = _check_seed(seed)
+    wanted = None if units is None else set(units)
+    all_units = sorted(
+        {u for labels in labels_by_rater.values() for u in labels if wanted is None or u in wanted},
+        key=_sort_key,
+    )
+    position = {unit: i for i, unit in enumerate(all_units)}
+    codes = sorted({c for labels in labels_by_rater.values() for c in labels.values()})
+    code_index = {code: i for i, code in enumerate(codes)}
+    raters = sorted(labels_by_rater, key=_sort_key)
+    pairs: list[tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]] = []
+    used: set[int] = set()
+    for i, first in enumerate(raters):
+        for second in raters[i + 1 :]:
+            a, b = labels_by_rater[first], labels_by_rater[second]
+            shared = [u for u in a.keys() & b.keys() if u in position]
+            if len(shared) < 2:
+                continue
+            idx = np.array([position[u] for u in shared], dtype=np.int64)
+            pairs.append(
+                (
+                    idx,
+                    np.array([code_index[a[u]] for u in shared], dtype=np.int64),
+                    np.array([code_index[b[u]] for u in shared], dtype=np.int64),
+                )
+            )
+            used.update(idx.tolist())
+    if not pairs:
+        return Estimate(None, 0, None, "no two raters share two or more units")
+    k = len(codes)
+
+    def mean_kappa(weights: NDArray[np.int64]) -> NDArray[np.float64]:
+        # weights: (R, U) how often each unit is drawn in each of R resamples
+        values = []
+        for idx, left, right in pairs:
+            cells = left * k + right
+            w = weights[:, idx]
+            confusion = np.zeros((weights.shape[0], k * k), dtype=np.int64)
+            for cell in np.unique(cells):
+                confusion[:, cell] = w[:, cells == cell].sum(axis=1)
+            values.append(_kappa_from_confusion(confusion.reshape(-1, k, k)))
+        stacked = np.vstack(values)
+        with np.errstate(invalid="ignore"):
+            finite = np.where(np.isfinite(stacked), stacked, np.nan)
+            counts = np.isfinite(stacked).sum(axis=0)
+            totals = np.nansum(finite, axis=0)
+        return np.where(counts > 0, totals / np.maximum(counts, 1), np.nan)
+
+    point = float(mean_kappa(np.ones((1, len(all_units)), dtype=np.int64))[0])
+    if not math.isfinite(point):
+        return Estimate(None, len(used), None, "every pair's kappa is undefined (one category)")
+    if n_resamples == 0:
+        return Estimate(point, len(used), None, "no bootstrap was asked for")
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, len(all_units), size=(n_resamples, len(all_units)))
+    weights = np.zeros((n_resamples, len(all_units)), dtype=np.int64)
+    np.add.at(weights, (np.arange(n_resamples)[:, None], draws), 1)
+    interval, reason = _percentile_interval(mean_kappa(weights))
+    return Estimate(point, len(used), interval, reason)

@@ -228,3 +228,56 @@ class GoldLabel(SQLModel, table=True):
     adjudicator_id: int | None = Field(default=None, foreign_key="reviewers.id")
     current: bool = True
     created_at: datetime = Field(default_factory=utcnow)
+
+
+# --- LLM judge runs --------------------------------------------------------------
+
+
+class JudgeRun(SQLModel, table=True):
+    """One judge prompt version with one model, against one rubric version."""
+
+    __tablename__ = "judge_runs"
+    __table_args__ = (
+        Index(
+            "ux_judge_runs_identity",
+            "judge",
+            "prompt_version",
+            "model",
+            "rubric_id",
+            "rubric_version",
+            unique=True,
+        ),
+    )
+    id: int | None = Field(default=None, primary_key=True)
+    judge: str = Field(max_length=200)
+    prompt_version: str = Field(max_length=100)
+    model: str = Field(max_length=200)
+    rubric_id: str = Field(max_length=100)
+    rubric_version: int
+    prompt_sha256: str | None = Field(default=None, max_length=64)
+    source: str = Field(default="import", max_length=20)
+    status: str = Field(default="complete", max_length=20)
+    params_json: str | None = Field(default=None, sa_column=Column(Text))
+    summary_json: str | None = Field(default=None, sa_column=Column(Text))
+    calibration_json: str | None = Field(default=None, sa_column=Column(Text))
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class JudgeVerdict(SQLModel, table=True):
+    """The judge's answer on one turn (``turn`` set) or a whole conversation (``turn`` null)."""
+
+    __tablename__ = "judge_verdicts"
+    __table_args__ = (Index("ix_judge_verdicts_run_case", "run_id", "case_id", "turn"),)
+    id: int | None = Field(default=None, primary_key=True)
+    run_id: int = Field(foreign_key="judge_runs.id")
+    case_id: str = Field(foreign_key="cases.case_id", max_length=200)
+    turn: int | None = None
+    label: str | None = Field(default=None, max_length=100)
+    score: float | None = None
+    reason: str | None = Field(default=None, sa_column=Column(Text))
+    error: str | None = Field(default=None, sa_column=Column(Text))
+    latency_ms: int | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    created_at: datetime = Field(default_factory=utcnow)

@@ -1,0 +1,382 @@
+"""LLM-judge building blocks: prompt templates, strict answers, verdict files (SPEC §5).
+
+Pure: no database, no network. The service (``review_app.services.judge``) runs
+prompts against an endpoint and stores what comes back.
+
+Prompt templates are versioned files ``rubrics/<rubric-id>/judges/<judge>/v<N>.txt``
+(judge ``<judge>``, prompt version ``v<N>``). They use ``string.Template``
+placeholders, filled from the rubric and the case:
+
+``$rubric_ref``, ``$chatbot_role``, ``$labels`` (every code with its verdict, title
+and definition), ``$examples`` (the rubric's contrasting examples), ``$codes``
+(the codes, comma-separated), ``$conversation`` (the transcript up to and
+including the judged turn), ``$turn`` (the judged turn number) and ``$reply`` (the
+judged assistant text).
+
+An answer must be one JSON object ``{"label": <code>, "score": <0..1>, "reason":
+<text>}`` (a Markdown code fence around it is tolerated, nothing else). Anything
+else is an error recorded for that unit, never a guess.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import math
+import re
+import string
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from review_app.errors import InputError
+from review_app.rubrics import Rubric
+
+PROMPT_FILE = re.compile(r"v(?P<version>[1-9][0-9]*)\.txt")
+PLACEHOLDERS = frozenset(
+    {"rubric_ref", "chatbot_role", "labels", "examples", "codes", "conversation", "turn", "reply"}
+)
+SYSTEM_MESSAGE = (
+    "You are a careful evaluator of chatbot conversations. Answer with exactly one JSON "
+    "object and nothing else."
+)
+MAX_REASON_CHARS = 2000
+
+
+@dataclass(frozen=True)
+class JudgePrompt:
+    judge: str
+    version: str
+    text: str
+    source: str
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+
+    @property
+    def ref(self) -> str:
+        return f"{self.judge}@{self.version}"
+
+
+def load_judge_prompt(path: Path) -> JudgePrompt:
+    """Read and check a prompt template: known placeholders only, and the essential ones."""
+    source = str(path)
+    match = PROMPT_FILE.fullmatch(path.name)
+    if match is None:
+        raise InputError("a judge prompt file is named v<N>.txt", source=source)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError(f"cannot be read as UTF-8 text ({error})", source=source) from None
+    template = string.Template(text)
+    if not template.is_valid():
+        raise InputError("has a stray $ (write $$ for a literal dollar sign)", source=source)
+    used = set(template.get_identifiers())
+    unknown = sorted(used - PLACEHOLDERS)
+    if unknown:
+        line = next(
+            (
+                i
+                for i, row in enumerate(text.splitlines(), 1)
+                if f"${unknown[0]}" in row or f"${{{unknown[0]}}}" in row
+            ),
+            None,
+        )
+        raise InputError(
+            f"unknown placeholder ${unknown[0]} (known: "
+            f"{', '.join('$' + name for name in sorted(PLACEHOLDERS))})",
+            source=source,
+            line=line,
+        )
+    for needed in ("conversation", "codes"):
+        if needed not in used:
+            raise InputError(f"the template never uses ${needed}", source=source)
+    return JudgePrompt(
+        judge=path.parent.name, version=f"v{match['version']}", text=text, source=source
+    )
+
+
+def judge_prompts(rubrics_dir: Path, rubric_id: str) -> list[JudgePrompt]:
+    root = rubrics_dir / rubric_id / "judges"
+    if not root.is_dir():
+        return []
+    prompts = [
+        load_judge_prompt(path)
+        for judge_dir in sorted(p for p in root.iterdir() if p.is_dir())
+        for path in sorted(judge_dir.glob("v*.txt"))
+    ]
+    return sorted(prompts, key=lambda p: (p.judge, int(p.version[1:])))
+
+
+def find_judge_prompt(rubrics_dir: Path, rubric_id: str, ref: str) -> JudgePrompt:
+    """``judge@vN`` among the rubric's prompts, or a path to a template file."""
+    candidate = Path(ref)
+    if candidate.suffix == ".txt" and candidate.exists():
+        return load_judge_prompt(candidate)
+    prompts = judge_prompts(rubrics_dir, rubric_id)
+    for prompt in prompts:
+        if prompt.ref == ref:
+            return prompt
+    known = ", ".join(p.ref for p in prompts) or "none"
+    raise InputError(f"no judge prompt {ref!r} for {rubric_id} (known: {known})", field="--prompt")
+
+
+def _labels_text(rubric: Rubric) -> str:
+    lines = []
+    for label in rubric.labels:
+        lines.append(f"- {label.code} ({label.verdict}): {label.title}. {label.definition}")
+    return "\n".join(lines)
+
+
+def _examples_text(rubric: Rubric, per_label: int = 1) -> str:
+    lines = []
+    for label in rubric.labels:
+        for example in rubric.examples_for(label.code)[:per_label]:
+            lines.append(
+                f"- [{example.label}, {example.kind}] context: {example.context} | reply: "
+                f"{example.reply} | why: {example.why}"
+            )
+    return "\n".join(lines)
+
+
+def conversation_text(events: Sequence[Mapping[str, Any]]) -> str:
+    """The transcript as the judge reads it: one block per event, actions in brackets."""
+    blocks = []
+    for event in events:
+        head = f"[turn {event['turn']}] {event['actor']}"
+        if event.get("set_role"):
+            head += f" (role set to {event['set_role']})"
+        actions = event.get("observed_actions") or []
+        if actions:
+            head += f" (recorded actions: {', '.join(actions)})"
+        text = event.get("text") or ""
+        blocks.append(f"{head}: {text}" if text else head)
+    return "\n".join(blocks)
+
+
+def render_prompt(
+    prompt: JudgePrompt,
+    *,
+    rubric: Rubric,
+    chatbot_role: str | None,
+    events: Sequence[Mapping[str, Any]],
+    turn: int,
+) -> list[dict[str, str]]:
+    """Chat messages asking the judge about ``turn``; ``events`` end with that turn."""
+    reply = next((e.get("text") or "" for e in reversed(events) if e["turn"] == turn), "")
+    user = string.Template(prompt.text).substitute(
+        rubric_ref=rubric.ref,
+        chatbot_role=chatbot_role or "(no role description was recorded)",
+        labels=_labels_text(rubric),
+        examples=_examples_text(rubric),
+        codes=", ".join(rubric.codes),
+        conversation=conversation_text(events),
+        turn=str(turn),
+        reply=reply,
+    )
+    return [{"role": "system", "content": SYSTEM_MESSAGE}, {"role": "user", "content": user}]
+
+
+class JudgeAnswerError(ValueError):
+    """The judge's answer is not the strict JSON asked for; recorded, never guessed."""
+
+
+_FENCE = re.compile(r"^```(?:json)?\s*\n?(?P<body>.*?)\n?```$", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class JudgeAnswer:
+    label: str
+    score: float
+    reason: str
+
+
+def parse_judge_answer(content: str, *, rubric: Rubric) -> JudgeAnswer:
+    text = content.strip()
+    fenced = _FENCE.match(text)
+    if fenced:
+        text = fenced["body"].strip()
+    try:
+        value = json.loads(text, parse_constant=_reject_constant)
+    except (json.JSONDecodeError, ValueError) as error:
+        raise JudgeAnswerError(f"not a JSON object: {error}") from None
+    if not isinstance(value, dict):
+        raise JudgeAnswerError("the answer is JSON but not an object")
+    label = value.get("label")
+    if not isinstance(label, str) or label not in rubric.codes:
+        raise JudgeAnswerError(f"label {label!r} is not a code of {rubric.ref}")
+    score = value.get("score")
+    if isinstance(score, bool) or not isinstance(score, int | float) or not 0 <= score <= 1:
+        raise JudgeAnswerError(f"score {score!r} is not a number from 0 to 1")
+    reason = value.get("reason")
+    if not isinstance(reason, str) or not reason.strip():
+        raise JudgeAnswerError("the answer has no reason")
+    return JudgeAnswer(label, float(score), reason.strip()[:MAX_REASON_CHARS])
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+# --- verdict files (SPEC §5) ----------------------------------------------------------
+
+VERDICT_FIELDS = ("case_id", "turn", "judge", "prompt_version", "model", "label", "score", "reason")
+SCORE_MEANINGS = ("break", "adherence")
+
+
+@dataclass(frozen=True)
+class VerdictRecord:
+    line: int
+    case_id: str
+    turn: int | None
+    judge: str
+    prompt_version: str
+    model: str
+    label: str | None
+    score: float | None
+    reason: str | None
+
+    @property
+    def run_key(self) -> tuple[str, str, str]:
+        return (self.judge, self.prompt_version, self.model)
+
+
+def _verdict_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
+    source = str(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as error:
+        raise InputError(f"cannot be read ({error.strerror})", source=source) from None
+    if not raw.strip():
+        raise InputError("the file is empty", source=source)
+    try:
+        text = raw.decode("utf-8-sig") if path.suffix.lower() == ".csv" else raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = raw[: error.start].count(b"\n") + 1
+        raise InputError("not valid UTF-8 text", source=source, line=line) from None
+    rows: list[tuple[int, dict[str, Any]]] = []
+    if path.suffix.lower() == ".csv":
+        reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
+        header = reader.fieldnames or []
+        unknown = [name for name in header if name not in VERDICT_FIELDS]
+        if unknown:
+            raise InputError(
+                f"unknown column {unknown[0]!r} (columns: {','.join(VERDICT_FIELDS)})",
+                source=source,
+                line=1,
+                field=unknown[0],
+            )
+        try:
+            for row in reader:
+                rows.append((reader.line_num, {k: v for k, v in row.items() if v != ""}))
+        except csv.Error as error:
+            raise InputError(
+                f"not valid CSV ({error})", source=source, line=reader.line_num
+            ) from None
+        return rows
+    for number, text_line in enumerate(text.splitlines(), start=1):
+        if not text_line.strip():
+            continue
+        try:
+            value = json.loads(text_line, parse_constant=_reject_constant)
+        except ValueError as error:
+            raise InputError(f"not valid JSON ({error})", source=source, line=number) from None
+        if not isinstance(value, dict):
+            raise InputError("expected a JSON object per line", source=source, line=number)
+        unknown = [name for name in value if name not in VERDICT_FIELDS]
+        if unknown:
+            raise InputError(
+                f"unknown field {unknown[0]!r}", source=source, line=number, field=unknown[0]
+            )
+        rows.append((number, value))
+    return rows
+
+
+def read_verdict_file(
+    path: Path, *, rubric: Rubric, score_means: str = "break"
+) -> list[VerdictRecord]:
+    """Check every row of a verdict file (CSV or JSONL); InputError names line and field.
+
+    ``score_means="adherence"`` reads scores where 1 means "stays in role" (what
+    deepeval's, Galtea's and Openlayer's role-adherence metrics report) and stores
+    ``1 - score``, so stored scores always mean "probability of a break".
+    """
+    if score_means not in SCORE_MEANINGS:
+        raise InputError(
+            f"--score-means is one of {', '.join(SCORE_MEANINGS)}", field="--score-means"
+        )
+    source = str(path)
+    records = []
+    for line, row in _verdict_rows(path):
+
+        def fail(message: str, field: str, line: int = line) -> InputError:
+            return InputError(message, source=source, line=line, field=field)
+
+        values: dict[str, Any] = {}
+        for name in ("case_id", "judge", "prompt_version", "model"):
+            value = row.get(name)
+            if not isinstance(value, str) or not value.strip():
+                raise fail("a non-empty text is required", name)
+            values[name] = value.strip()
+        turn_value = row.get("turn")
+        turn: int | None
+        if turn_value is None or turn_value == "":
+            turn = None
+        elif isinstance(turn_value, bool):
+            raise fail("expected an integer turn or nothing", "turn")
+        elif isinstance(turn_value, int):
+            turn = turn_value
+        elif isinstance(turn_value, str) and re.fullmatch(r"-?\d+", turn_value.strip()):
+            turn = int(turn_value)
+        else:
+            raise fail(f"expected an integer turn or nothing, got {turn_value!r}", "turn")
+        label = row.get("label")
+        if label is not None and (not isinstance(label, str) or label not in rubric.codes):
+            raise fail(f"{label!r} is not a code of {rubric.ref}", "label")
+        score_value = row.get("score")
+        score: float | None = None
+        if score_value is not None:
+            try:
+                score = float(score_value) if not isinstance(score_value, bool) else math.nan
+            except (TypeError, ValueError):
+                score = math.nan
+            if not math.isfinite(score) or not 0 <= score <= 1:
+                raise fail(f"score {score_value!r} is not a number from 0 to 1", "score")
+            if score_means == "adherence":
+                score = 1.0 - score
+        if label is None and score is None:
+            raise fail("a verdict needs a label, a score, or both", "label")
+        reason = row.get("reason")
+        if reason is not None and not isinstance(reason, str):
+            raise fail("expected text", "reason")
+        records.append(
+            VerdictRecord(
+                line,
+                values["case_id"],
+                turn,
+                values["judge"],
+                values["prompt_version"],
+                values["model"],
+                label,
+                score,
+                reason[:MAX_REASON_CHARS] if reason else None,
+            )
+        )
+    if not records:
+        raise InputError("the file has no verdicts", source=source)
+    seen: dict[tuple[Any, ...], int] = {}
+    for record in records:
+        key = (*record.run_key, record.case_id, record.turn)
+        if key in seen:
+            raise InputError(
+                f"a second verdict for the same run and unit (first on line {seen[key]})",
+                source=source,
+                line=record.line,
+                field="turn",
+            )
+        seen[key] = record.line
+    return records

@@ -1,0 +1,157 @@
+"""Queries on LLM-judge runs and their verdicts."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import delete, func, select
+from sqlmodel import Session, col
+
+from storage.bulk import insert_rows, timestamp_param
+from storage.models import Event, JudgeRun, JudgeVerdict, utcnow
+
+
+def find_run(
+    session: Session, *, judge: str, prompt_version: str, model: str, rubric_id: str, version: int
+) -> JudgeRun | None:
+    query = select(JudgeRun).where(
+        col(JudgeRun.judge) == judge,
+        col(JudgeRun.prompt_version) == prompt_version,
+        col(JudgeRun.model) == model,
+        col(JudgeRun.rubric_id) == rubric_id,
+        col(JudgeRun.rubric_version) == version,
+    )
+    return session.scalars(query).first()
+
+
+def create_run(session: Session, **fields: Any) -> JudgeRun:
+    run = JudgeRun(**fields)
+    session.add(run)
+    session.flush()
+    return run
+
+
+def get_run(session: Session, *, run_id: int) -> JudgeRun | None:
+    return session.get(JudgeRun, run_id)
+
+
+def list_runs(
+    session: Session, *, rubric_id: str | None = None, version: int | None = None
+) -> list[JudgeRun]:
+    query = select(JudgeRun).order_by(
+        col(JudgeRun.judge), col(JudgeRun.prompt_version), col(JudgeRun.model), col(JudgeRun.id)
+    )
+    if rubric_id is not None:
+        query = query.where(col(JudgeRun.rubric_id) == rubric_id)
+    if version is not None:
+        query = query.where(col(JudgeRun.rubric_version) == version)
+    return list(session.scalars(query))
+
+
+def touch_run(session: Session, run: JudgeRun, **fields: Any) -> None:
+    for name, value in fields.items():
+        setattr(run, name, value)
+    run.updated_at = utcnow()
+    session.add(run)
+    session.flush()
+
+
+VERDICT_COLUMNS = (
+    "run_id",
+    "case_id",
+    "turn",
+    "label",
+    "score",
+    "reason",
+    "error",
+    "latency_ms",
+    "prompt_tokens",
+    "completion_tokens",
+    "created_at",
+)
+
+
+def replace_verdicts(
+    session: Session, *, run_id: int, rows: Sequence[tuple[Any, ...]], now: datetime
+) -> None:
+    """Store verdicts (rows without run_id and created_at), replacing any for the same units."""
+    connection = session.connection()
+    units = sorted({(row[0], row[1]) for row in rows}, key=lambda u: (u[0], u[1] is None, u[1]))
+    by_case: dict[str, list[int | None]] = {}
+    for case_id, turn in units:
+        by_case.setdefault(case_id, []).append(turn)
+    for case_id, turns in by_case.items():
+        numbered = [t for t in turns if t is not None]
+        base = delete(JudgeVerdict).where(
+            col(JudgeVerdict.run_id) == run_id, col(JudgeVerdict.case_id) == case_id
+        )
+        if numbered:
+            session.execute(base.where(col(JudgeVerdict.turn).in_(numbered)))
+        if None in turns:
+            session.execute(base.where(col(JudgeVerdict.turn).is_(None)))
+    stamp = timestamp_param(connection, now)
+    insert_rows(
+        connection,
+        table="judge_verdicts",
+        columns=VERDICT_COLUMNS,
+        rows=[(run_id, *row, stamp) for row in rows],
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class VerdictRow:
+    case_id: str
+    turn: int | None
+    label: str | None
+    score: float | None
+    reason: str | None
+    error: str | None
+    latency_ms: int | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+
+
+def verdicts(session: Session, *, run_id: int) -> list[VerdictRow]:
+    query = (
+        select(
+            col(JudgeVerdict.case_id),
+            col(JudgeVerdict.turn),
+            col(JudgeVerdict.label),
+            col(JudgeVerdict.score),
+            col(JudgeVerdict.reason),
+            col(JudgeVerdict.error),
+            col(JudgeVerdict.latency_ms),
+            col(JudgeVerdict.prompt_tokens),
+            col(JudgeVerdict.completion_tokens),
+        )
+        .where(col(JudgeVerdict.run_id) == run_id)
+        .order_by(col(JudgeVerdict.case_id), col(JudgeVerdict.turn))
+    )
+    return [VerdictRow(*row) for row in session.execute(query)]
+
+
+def verdict_counts(session: Session, *, run_id: int) -> tuple[int, int]:
+    """``(verdicts, errors)`` of a run."""
+    query = select(func.count(), func.count(col(JudgeVerdict.error))).where(
+        col(JudgeVerdict.run_id) == run_id
+    )
+    total, errors = session.execute(query).one()
+    return int(total), int(errors)
+
+
+def assistant_units(
+    session: Session, *, case_ids: Sequence[str], actor: str = "assistant"
+) -> list[tuple[str, int]]:
+    units: list[tuple[str, int]] = []
+    for start in range(0, len(case_ids), 500):
+        chunk = list(case_ids[start : start + 500])
+        query = (
+            select(col(Event.case_id), col(Event.turn))
+            .where(col(Event.case_id).in_(chunk), col(Event.actor) == actor)
+            .order_by(col(Event.case_id), col(Event.seq))
+        )
+        units.extend((row[0], row[1]) for row in session.execute(query))
+    return units
