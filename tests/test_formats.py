@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import text
 
-from review_app.cases import CaseRecord
+from review_app.cases import CASE_ID_PATTERN, CaseRecord
 from review_app.errors import InputError
 from review_app.formats import (
     FORMAT_NAMES,
@@ -956,6 +956,13 @@ def test_slugify_keeps_safe_names_and_cleans_others() -> None:
     assert slugify("面接 コーチ") == "面接-コーチ"
     assert slugify("///") == ""
     assert len(slugify("x y" * 300)) <= 200
+
+
+@given(st.text(max_size=300))
+def test_slugify_gives_valid_stable_case_ids(name: str) -> None:
+    slug = slugify(name)
+    assert slugify(slug) == slug
+    assert slug == "" or CASE_ID_PATTERN.fullmatch(slug)
 
 
 # --- writers: round trips, determinism, CSV safety --------------------------------------

@@ -133,8 +133,8 @@ class CaseIds:
         self.source = source
         self._first: dict[str, str] = {}
 
-    def claim(self, case_id: str, *, line: int | None, field: str) -> None:
-        where = f"line {line}" if line is not None else field
+    def claim(self, case_id: str, *, line: int | None, field: str | None) -> None:
+        where = f"line {line}" if line is not None else (field or "an earlier record")
         first = self._first.get(case_id)
         if first is not None:
             raise InputError(
@@ -291,7 +291,6 @@ class Table:
     columns: list[str] | None
     header_line: int | None
     rows: Iterator[Row]
-    is_csv: bool
 
 
 def _decode_csv(data: bytes, source: str) -> str:
@@ -367,7 +366,7 @@ def _csv_table(path: Path, source: str, progress: ProgressCallback | None) -> Ta
                 },
             )
 
-    return Table(source, columns, header_line, iterate(), is_csv=True)
+    return Table(source, columns, header_line, iterate())
 
 
 def _json_table(
@@ -386,7 +385,7 @@ def _json_table(
                 )
             yield Row(line, prefix, value)
 
-    return Table(source, None, None, iterate(), is_csv=False)
+    return Table(source, None, None, iterate())
 
 
 def open_table(

@@ -36,6 +36,6 @@ def neutralise_cell(value: str) -> str:
 
 def restore_cell(value: str) -> str:
     """The original text of a cell written by :func:`neutralise_cell`."""
-    if _NEUTRALISED.match(value):
+    if value[:1] == "'" and _NEUTRALISED.match(value):
         return value[1:]
     return value

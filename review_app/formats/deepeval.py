@@ -18,7 +18,8 @@ Reading rules:
   ``unknown_action`` (the contract needs a mapping or an entry), so no recorded
   tool call disappears silently; without one, no action is judged and reviewers see
   the tool names. A tool mapped to ``None`` is declared not to be a contract action
-  and is left out;
+  and is left out. Tools called on a ``user`` turn are kept there too, and the
+  evaluator reports ``actions_on_non_assistant_event`` (an invalid fixture);
 * the case id is ``name`` (slugified: a name of letters, digits, ``_ . -`` is kept
   as is) with the optional prefix, else ``<prefix><n>`` for the n-th test case of
   the file, the prefix defaulting to ``<file stem>-``;
@@ -174,7 +175,7 @@ def _read_test_case(
         )
     if case_id is None:
         case_id = fallback_case_id(path, index, prefix=case_id_prefix)
-    ids.claim(case_id, line=line, field=join_field(prefix, "name" if name else "turns"))
+    ids.claim(case_id, line=line, field=join_field(prefix, "name") if name is not None else prefix)
 
     transcript = [
         _event(turn, position, tools=tools, fail=fail) for position, turn in enumerate(turns)
@@ -272,11 +273,11 @@ def write_deepeval(
     for case in items:
         case_id = case["case_id"]
         turns: list[dict[str, Any]] = []
-        omitted: list[Mapping[str, Any]] = []
+        omitted: list[dict[str, Any]] = []
         for event in case["transcript"]:
             actor = event.get("actor")
             if actor not in TURN_ROLES:
-                omitted.append(event)
+                omitted.append(dict(event))
                 continue
             turn: dict[str, Any] = {
                 "role": actor,

@@ -188,7 +188,7 @@ def _read_record(
         )
     if case_id is None:
         case_id = fallback_case_id(path, index, prefix=case_id_prefix)
-    ids.claim(case_id, line=line, field=join_field(prefix, "id" if raw_id else base or "[0]"))
+    ids.claim(case_id, line=line, field=join_field(prefix, "id") if raw_id is not None else prefix)
     if raw_id is not None and raw_id != case_id:
         kept["id"] = raw_id
 
