@@ -1,0 +1,51 @@
+"""Interoperability: cases from other evaluation tools' files, and files for them.
+
+Readers are pure (they read a file, touch no database) and yield validated
+:class:`~review_app.cases.CaseRecord` objects, each with its findings and content
+hash, exactly like the native reader; bad input raises
+:class:`~review_app.errors.InputError` naming the file, the line of the ORIGINAL file
+and the field or column. A reader may raise after yielding records: the caller
+imports one file per transaction, so nothing of a bad file is stored.
+
+Cases from tools without contracts have ``"contract": null`` (status
+``no_contract``: semantic review only); no finding is invented. What a tool's file
+holds beyond the case shape is kept under ``source_metadata`` keys.
+"""
+
+from __future__ import annotations
+
+from review_app.formats._common import validate_contract
+from review_app.formats.csv_safety import neutralise_cell, restore_cell
+from review_app.formats.deepeval import read_deepeval, write_deepeval
+from review_app.formats.detect import (
+    FORMAT_NAMES,
+    FORMATS,
+    NATIVE,
+    CaseFormat,
+    detect_format,
+    read_cases,
+)
+from review_app.formats.galtea import read_galtea, write_galtea_csv
+from review_app.formats.openai_chat import read_openai, write_openai_jsonl
+from review_app.formats.openlayer import parse_timestamp, read_openlayer, write_openlayer_csv
+
+__all__ = [
+    "FORMATS",
+    "FORMAT_NAMES",
+    "NATIVE",
+    "CaseFormat",
+    "detect_format",
+    "neutralise_cell",
+    "parse_timestamp",
+    "read_cases",
+    "read_deepeval",
+    "read_galtea",
+    "read_openai",
+    "read_openlayer",
+    "restore_cell",
+    "validate_contract",
+    "write_deepeval",
+    "write_galtea_csv",
+    "write_openai_jsonl",
+    "write_openlayer_csv",
+]

@@ -1,0 +1,41 @@
+"""Spreadsheet formula injection: neutralising CSV cells we write, restoring those we read.
+
+A spreadsheet opening a CSV file runs a cell that begins with ``=``, ``+``, ``-`` or
+``@`` as a formula (and tab or carriage return can smuggle one past filters), so a
+transcript line such as ``=HYPERLINK("http://evil", "click")`` becomes live content
+(OWASP, "CSV Injection"). Every cell we write goes through :func:`neutralise_cell`,
+which prefixes such a cell with a single quote: spreadsheets show the quote-prefixed
+cell as literal text and hide the quote.
+
+So that a reader can undo this exactly, a cell that already begins with quotes
+followed by one of those characters gets one more quote too; :func:`restore_cell`
+removes one quote from any cell of that shape. The pair is a bijection on strings:
+``restore_cell(neutralise_cell(s)) == s`` for every ``s``.
+"""
+
+from __future__ import annotations
+
+import re
+
+FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
+_NEEDS_QUOTE = re.compile(r"'*[=+\-@\t\r]")
+_NEUTRALISED = re.compile(r"'+[=+\-@\t\r]")
+
+
+def neutralise_cell(value: str) -> str:
+    """``value`` made safe to open in a spreadsheet.
+
+    A cell beginning with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return (or
+    with single quotes followed by one of them) is prefixed with a single quote;
+    any other cell is returned unchanged.
+    """
+    if _NEEDS_QUOTE.match(value):
+        return "'" + value
+    return value
+
+
+def restore_cell(value: str) -> str:
+    """The original text of a cell written by :func:`neutralise_cell`."""
+    if value[:1] == "'" and _NEUTRALISED.match(value):
+        return value[1:]
+    return value

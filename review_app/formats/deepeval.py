@@ -1,0 +1,312 @@
+"""deepeval conversational test cases (``ConversationalTestCase`` as JSON).
+
+deepeval's role-adherence metric judges each assistant turn of a test case against
+its ``chatbot_role``. A test case is ``{"chatbot_role", "turns": [{"role": "user" |
+"assistant", "content", "tools_called"?: [{"name", ...}]}], "name"?, "scenario"?,
+"expected_outcome"?, "additional_metadata"?, ...}``.
+
+File: JSON holding one test case, a list of them, or ``{"test_cases": [...]}``; or
+JSONL with one test case per line (a line may also hold ``{"test_cases": [...]}``).
+
+Reading rules:
+
+* turns become events in order, numbered 1..n; ``role`` is the actor (deepeval
+  knows only ``user`` and ``assistant``), ``content`` the text;
+* ``tools_called`` names become the event's ``observed_actions`` through
+  ``tool_action_map``. An unmapped tool name is kept as the action itself, with or
+  without a contract: with one, the vocabulary check reports it as
+  ``unknown_action`` (the contract needs a mapping or an entry), so no recorded
+  tool call disappears silently; without one, no action is judged and reviewers see
+  the tool names. A tool mapped to ``None`` is declared not to be a contract action
+  and is left out. Tools called on a ``user`` turn are kept there too, and the
+  evaluator reports ``actions_on_non_assistant_event`` (an invalid fixture);
+* the case id is ``name`` (slugified: a name of letters, digits, ``_ . -`` is kept
+  as is) with the optional prefix, else ``<prefix><n>`` for the n-th test case of
+  the file, the prefix defaulting to ``<file stem>-``;
+* the contract is the caller's (``contract=``) or the test case's own
+  ``additional_metadata.role_contract``; both present and different is an error;
+  neither gives ``"contract": null``;
+* everything else the test case holds (``scenario``, ``expected_outcome``, the rest
+  of ``additional_metadata``, ...) is kept under the case's ``source_metadata``; a
+  turn's other keys (the raw ``tools_called``, ``retrieval_context``, ...) under the
+  event's ``source_metadata``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from review_app.cases import DEFAULT_MAX_RECORD_BYTES, CaseRecord, iter_json_records
+from review_app.errors import InputError
+from review_app.formats._common import (
+    CaseIds,
+    ProgressCallback,
+    case_id_from,
+    check_unique_case_ids,
+    choose_contract,
+    fallback_case_id,
+    finish_case,
+    join_field,
+    map_tools,
+    type_name,
+    validate_contract,
+    validate_prefix,
+    validate_tool_action_map,
+)
+
+FORMAT_NAME = "deepeval"
+TURN_ROLES = ("user", "assistant")
+_CASE_KEYS_USED = frozenset({"turns", "chatbot_role", "name", "additional_metadata"})
+_TURN_KEYS_USED = frozenset({"role", "content"})
+_Fail = Callable[[str, str | None], InputError]
+
+
+def _test_cases(
+    value: Any, prefix: str | None, *, source: str, line: int | None
+) -> Iterator[tuple[str | None, Any]]:
+    if isinstance(value, dict) and "test_cases" in value and "turns" not in value:
+        items = value["test_cases"]
+        field = join_field(prefix, "test_cases")
+        if not isinstance(items, list) or not items:
+            raise InputError(
+                "expected a non-empty list of test cases", source=source, line=line, field=field
+            )
+        for position, item in enumerate(items):
+            yield f"{field}[{position}]", item
+    else:
+        yield prefix, value
+
+
+def read_deepeval(
+    path: Path,
+    *,
+    contract: dict[str, Any] | None = None,
+    tool_action_map: Mapping[str, str | None] | None = None,
+    case_id_prefix: str | None = None,
+    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+    progress: ProgressCallback | None = None,
+) -> Iterator[CaseRecord]:
+    """Cases from deepeval conversational test cases (JSON or JSONL), in file order."""
+    source = str(path)
+    given_contract = validate_contract(contract)
+    tools = validate_tool_action_map(tool_action_map)
+    validate_prefix(case_id_prefix)
+
+    def cases() -> Iterator[CaseRecord]:
+        ids = CaseIds(source)
+        index = 0
+        for line, record_prefix, value in iter_json_records(
+            path, max_record_bytes=max_record_bytes, progress=progress
+        ):
+            for prefix, item in _test_cases(value, record_prefix, source=source, line=line):
+                index += 1
+                yield _read_test_case(
+                    item,
+                    path=path,
+                    source=source,
+                    line=line,
+                    prefix=prefix,
+                    index=index,
+                    given_contract=given_contract,
+                    tools=tools,
+                    case_id_prefix=case_id_prefix,
+                    ids=ids,
+                )
+
+    return cases()
+
+
+def _read_test_case(
+    item: Any,
+    *,
+    path: Path,
+    source: str,
+    line: int | None,
+    prefix: str | None,
+    index: int,
+    given_contract: dict[str, Any] | None,
+    tools: Mapping[str, str | None],
+    case_id_prefix: str | None,
+    ids: CaseIds,
+) -> CaseRecord:
+    def fail(message: str, field: str | None) -> InputError:
+        where = join_field(prefix, field) if field else prefix
+        return InputError(message, source=source, line=line, field=where)
+
+    if not isinstance(item, dict):
+        raise fail(f"expected a test case object, got {type_name(item)}", None)
+    turns = item.get("turns")
+    if turns is None:
+        raise fail("a conversational test case needs turns", "turns")
+    if not isinstance(turns, list) or not turns:
+        raise fail(f"expected a non-empty list of turns, got {type_name(turns)}", "turns")
+    chatbot_role = item.get("chatbot_role")
+    if chatbot_role is not None and type(chatbot_role) is not str:
+        raise fail(f"expected text, got {type_name(chatbot_role)}", "chatbot_role")
+    metadata = item.get("additional_metadata")
+    if metadata is not None and not isinstance(metadata, dict):
+        raise fail(f"expected an object, got {type_name(metadata)}", "additional_metadata")
+    metadata = dict(metadata or {})
+    embedded = validate_contract(
+        metadata.pop("role_contract", None),
+        source=source,
+        line=line,
+        field=join_field(prefix, "additional_metadata.role_contract"),
+    )
+    contract = choose_contract(
+        given_contract,
+        embedded,
+        source=source,
+        line=line,
+        field=join_field(prefix, "additional_metadata.role_contract"),
+    )
+
+    name = item.get("name")
+    case_id: str | None = None
+    if name is not None:
+        if type(name) is not str:
+            raise fail(f"expected text, got {type_name(name)}", "name")
+        case_id = case_id_from(
+            name, prefix=case_id_prefix, source=source, line=line, field=join_field(prefix, "name")
+        )
+    if case_id is None:
+        case_id = fallback_case_id(path, index, prefix=case_id_prefix)
+    ids.claim(case_id, line=line, field=join_field(prefix, "name") if name is not None else prefix)
+
+    transcript = [
+        _event(turn, position, tools=tools, fail=fail) for position, turn in enumerate(turns)
+    ]
+    case: dict[str, Any] = {"case_id": case_id}
+    if chatbot_role is not None:
+        case["chatbot_role"] = chatbot_role
+    case["contract"] = contract
+    case["transcript"] = transcript
+    kept = {key: value for key, value in item.items() if key not in _CASE_KEYS_USED}
+    if metadata:
+        kept["additional_metadata"] = metadata
+    if name is not None and name != case_id:
+        kept["name"] = name
+    if kept:
+        case["source_metadata"] = kept
+    return finish_case(case, source=source, line=line, prefix=prefix)
+
+
+def _event(
+    turn: Any, position: int, *, tools: Mapping[str, str | None], fail: _Fail
+) -> dict[str, Any]:
+    field = f"turns[{position}]"
+    if not isinstance(turn, dict):
+        raise fail(f"expected a turn object, got {type_name(turn)}", field)
+    role = turn.get("role")
+    if role not in TURN_ROLES:
+        shown = role if type(role) is str else type_name(role)
+        raise fail(f"expected user or assistant, got {shown!r}", f"{field}.role")
+    content = turn.get("content")
+    if type(content) is not str:
+        raise fail(f"expected text, got {type_name(content)}", f"{field}.content")
+    event: dict[str, Any] = {"turn": position + 1, "actor": role, "text": content}
+    called = turn.get("tools_called")
+    if called is not None:
+        if not isinstance(called, list):
+            raise fail(
+                f"expected a list of tool calls, got {type_name(called)}", f"{field}.tools_called"
+            )
+        names: list[str] = []
+        for number, call in enumerate(called):
+            name = call.get("name") if isinstance(call, dict) else None
+            if type(name) is not str or not name:
+                raise fail(
+                    "expected a tool call object with a name",
+                    f"{field}.tools_called[{number}].name",
+                )
+            names.append(name)
+        if names or role == "assistant":
+            event["observed_actions"] = map_tools(names, tools)
+    kept = {key: value for key, value in turn.items() if key not in _TURN_KEYS_USED}
+    if kept:
+        event["source_metadata"] = kept
+    return event
+
+
+def write_deepeval(
+    cases: Iterable[Mapping[str, Any]],
+    *,
+    expected: Mapping[str, Mapping[str, Any]] | None = None,
+) -> str:
+    """Cases as deepeval conversational test cases: JSON text, deterministic.
+
+    A list (in the order given) of ``{"name": case_id, "chatbot_role", "turns":
+    [{"role", "content", "tools_called"?, "additional_metadata": {"turn": N}}],
+    "additional_metadata": {...}, "expected_outcome"?}``, keys sorted, two-space
+    indent, ending in a newline. deepeval loads it with
+    ``ConversationalTestCase(**item)`` / ``Turn(**turn)``.
+
+    * turns: the user and assistant events; ``content`` is the text (``""`` for an
+      assistant event that only acted); ``tools_called`` lists the observed actions
+      as ``{"name": action}``; each turn's ``additional_metadata.turn`` is the
+      native turn number, so per-turn verdicts keyed by turn can be matched;
+    * ``additional_metadata.role_contract``: the contract (absent when none);
+    * ``additional_metadata.role_review``: ``{"case_id", "omitted_events"}`` where
+      omitted events are the system and tool events (deepeval turns have no place for
+      them; a role change by a ``system`` event is among them), written verbatim;
+    * ``expected``: per case id, a JSON object stored as
+      ``additional_metadata.expected`` (for instance ``{"verdict": "fail",
+      "turns": {"8": "authority_break"}, "expected_outcome": "..."}``); a string
+      ``expected_outcome`` in it also becomes the test case's ``expected_outcome``.
+      A case id in ``expected`` that is not among the cases is a ``ValueError``.
+
+    ``chatbot_role`` is left out when the case has none.
+    """
+    items = list(cases)
+    check_unique_case_ids(items)
+    expected = expected or {}
+    unknown = sorted(set(expected) - {case["case_id"] for case in items})
+    if unknown:
+        raise ValueError(
+            f"expected names case ids that are not among the cases: {', '.join(unknown)}"
+        )
+    test_cases: list[dict[str, Any]] = []
+    for case in items:
+        case_id = case["case_id"]
+        turns: list[dict[str, Any]] = []
+        omitted: list[dict[str, Any]] = []
+        for event in case["transcript"]:
+            actor = event.get("actor")
+            if actor not in TURN_ROLES:
+                omitted.append(dict(event))
+                continue
+            turn: dict[str, Any] = {
+                "role": actor,
+                "content": event.get("text") or "",
+                "additional_metadata": {"turn": event.get("turn")},
+            }
+            actions = event.get("observed_actions")
+            if actions:
+                turn["tools_called"] = [{"name": action} for action in actions]
+            turns.append(turn)
+        metadata: dict[str, Any] = {"role_review": {"case_id": case_id, "omitted_events": omitted}}
+        contract = case.get("contract")
+        if contract is not None:
+            metadata["role_contract"] = contract
+        test_case: dict[str, Any] = {
+            "name": case_id,
+            "turns": turns,
+            "additional_metadata": metadata,
+        }
+        if case.get("chatbot_role") is not None:
+            test_case["chatbot_role"] = case["chatbot_role"]
+        gold = expected.get(case_id)
+        if gold is not None:
+            metadata["expected"] = dict(gold)
+            outcome = gold.get("expected_outcome")
+            if type(outcome) is str:
+                test_case["expected_outcome"] = outcome
+        test_cases.append(test_case)
+    text = orjson.dumps(
+        test_cases, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
+    )
+    return text.decode("utf-8") + "\n"
