@@ -59,20 +59,22 @@ def content_sha256(value: Any) -> str:
     return hashlib.sha256(canonical_json(value)).hexdigest()
 
 
-def is_case_file(path: Path) -> bool:
-    return path.suffix.lower() in CASE_FILE_SUFFIXES
-
-
-def discover_case_files(paths: Iterable[str | Path]) -> list[Path]:
+def discover_case_files(
+    paths: Iterable[str | Path], *, suffixes: Iterable[str] | None = None
+) -> list[Path]:
     """The files to import: each file as given, and case files found under directories.
 
-    Files under a directory are taken in sorted order, so an import is repeatable.
+    Under a directory, files with one of ``suffixes`` (default: JSON and JSONL) are
+    taken, in sorted order, so an import is repeatable.
     """
+    wanted = tuple(s.lower() for s in (suffixes or CASE_FILE_SUFFIXES))
     found: list[Path] = []
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            found.extend(sorted(p for p in path.rglob("*") if p.is_file() and is_case_file(p)))
+            found.extend(
+                sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in wanted)
+            )
         elif path.exists():
             found.append(path)
         else:

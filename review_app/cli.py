@@ -164,15 +164,61 @@ def inspect(
 _PROGRESS_MIN_BYTES = 8 * 1024 * 1024
 
 
+def _json_file(path: Path | None, what: str) -> Any:
+    if path is None:
+        return None
+    from review_app.cases import parse_json_bytes
+
+    try:
+        data = path.read_bytes()
+    except OSError as error:
+        raise InputError(f"cannot be read ({error.strerror})", source=str(path)) from None
+    value = parse_json_bytes(data, source=str(path))
+    if not isinstance(value, dict):
+        raise InputError(f"expected a JSON object ({what})", source=str(path))
+    return value
+
+
 @app.command("import")
 def import_(
     paths: Annotated[
         list[Path],
-        typer.Argument(metavar="PATH...", help="Case files (JSON, JSONL) or directories of them."),
+        typer.Argument(metavar="PATH...", help="Case files or directories of them."),
     ],
+    format: Annotated[
+        str | None,
+        typer.Option(
+            "--format",
+            help="native, deepeval, openlayer, galtea or openai (default: detected per file).",
+        ),
+    ] = None,
     replace: Annotated[
         bool, typer.Option("--replace", help="Overwrite stored cases whose content changed.")
     ] = False,
+    contract: Annotated[
+        Path | None,
+        typer.Option("--contract", help="A role contract (JSON) for cases that carry none."),
+    ] = None,
+    tool_map: Annotated[
+        Path | None,
+        typer.Option("--tool-map", help="JSON object: tool name -> contract action (or null)."),
+    ] = None,
+    case_id_prefix: Annotated[
+        str | None, typer.Option("--case-id-prefix", help="Prefix for generated case ids.")
+    ] = None,
+    session_column: Annotated[str | None, typer.Option("--session-column")] = None,
+    timestamp_column: Annotated[str | None, typer.Option("--timestamp-column")] = None,
+    sequence_column: Annotated[str | None, typer.Option("--sequence-column")] = None,
+    input_column: Annotated[str | None, typer.Option("--input-column")] = None,
+    output_column: Annotated[str | None, typer.Option("--output-column")] = None,
+    role_definition: Annotated[
+        str | None,
+        typer.Option("--role-definition", help="Role text for sessions without one (openlayer)."),
+    ] = None,
+    product_description: Annotated[
+        str | None,
+        typer.Option("--product-description", help="Product description (galtea)."),
+    ] = None,
     max_record_bytes: Annotated[
         int, typer.Option("--max-record-bytes", help="Largest accepted single case, in bytes.")
     ] = 16 * 1024 * 1024,
@@ -181,11 +227,28 @@ def import_(
 ) -> None:
     """Import cases: one transaction per file; identical cases are skipped.
 
+    Native files (SPEC §1) and other tools' files: deepeval conversational test
+    cases, Openlayer session rows, Galtea-style rows, OpenAI chat-completions
+    message lists. Cases without a contract are stored for semantic review only.
     A changed case under a stored case id is refused unless --replace; a contract
     version stored with a different body is refused. Findings are computed at import.
     """
     from review_app.services.importing import ImportSummary, import_paths
 
+    contract_value = _run(lambda: _json_file(contract, "a role contract"))
+    tool_map_value = _run(lambda: _json_file(tool_map, "tool name -> action"))
+    options = {
+        "contract": contract_value,
+        "tool_action_map": tool_map_value,
+        "case_id_prefix": case_id_prefix,
+        "session_column": session_column,
+        "timestamp_column": timestamp_column,
+        "sequence_column": sequence_column,
+        "input_column": input_column,
+        "output_column": output_column,
+        "role_definition": role_definition,
+        "product_description": product_description,
+    }
     done = ImportSummary()
     engine = _run(lambda: _engine(db))
     with _progress_factory() as progress:
@@ -198,6 +261,8 @@ def import_(
                     max_record_bytes=max_record_bytes,
                     progress=progress,
                     on_file_done=done.files.append,
+                    format=format,
+                    options={k: v for k, v in options.items() if v is not None},
                 )
             )
         except typer.Exit:

@@ -23,10 +23,10 @@ from review_app.cases import (
     canonical_json,
     content_sha256,
     discover_case_files,
-    read_case_file,
 )
 from review_app.errors import InputError
 from review_app.evaluator import diagnostic, lane
+from review_app.formats import FORMATS, NATIVE, detect_format, read_cases
 from storage.bulk import timestamp_param
 from storage.cases import (
     CaseRows,
@@ -303,17 +303,34 @@ def import_paths(
     max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
     progress: ProgressFactory | None = None,
     on_file_done: Callable[[FileImport], None] | None = None,
+    format: str | None = None,
+    options: dict[str, Any] | None = None,
 ) -> ImportSummary:
-    """Import native case files and directories of them, one transaction per file.
+    """Import case files (and directories of them), one transaction per file.
 
-    Stops at the first file that cannot be stored (that file stores nothing; the
-    files before it stay imported) by raising ``InputError``.
+    ``format`` names the files' format (see :data:`review_app.formats.FORMATS`); without
+    it each file's format is detected. ``options`` go to the format's reader. Stops at
+    the first file that cannot be stored (that file stores nothing; the files before
+    it stay imported) by raising ``InputError``.
     """
     summary = ImportSummary()
-    for path in discover_case_files(paths):
+    suffixes = FORMATS[format].suffixes if format in FORMATS else None
+    for path in discover_case_files(paths, suffixes=suffixes):
         callback = progress(path, path.stat().st_size) if progress else None
-        records = read_case_file(path, max_record_bytes=max_record_bytes, progress=callback)
-        outcome = import_records(engine, records, source=str(path), replace=replace)
+        name = format or detect_format(path)
+        reader_options = dict(options or {})
+        if name == NATIVE:
+            reader_options = {}
+        records = read_cases(
+            path,
+            format=name,
+            max_record_bytes=max_record_bytes,
+            progress=callback,
+            **reader_options,
+        )
+        outcome = import_records(
+            engine, records, source=str(path), replace=replace, source_format=name
+        )
         summary.files.append(outcome)
         if on_file_done:
             on_file_done(outcome)

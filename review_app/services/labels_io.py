@@ -22,6 +22,7 @@ from sqlalchemy import Engine
 from sqlmodel import Session
 
 from review_app.errors import InputError, PermissionDenied
+from review_app.formats.csv_safety import neutralise_cell
 from review_app.rubrics import Rubric, parse_rubric_ref
 from review_app.services.labeling import MAX_RATIONALE_CHARS
 from review_app.services.people import Actor, check_reviewer_name, require_role
@@ -31,7 +32,6 @@ from storage.engine import read_only
 
 LABEL_COLUMNS = ("case_id", "turn", "reviewer", "label", "rubric", "rationale")
 REQUIRED_COLUMNS = ("case_id", "turn", "reviewer", "label", "rubric")
-_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,11 +281,6 @@ def import_labels(
             summary.stored += len(rows)
         session.commit()
     return summary
-
-
-def neutralise_cell(value: str) -> str:
-    """A CSV cell a spreadsheet will not run as a formula (OWASP CSV injection)."""
-    return "'" + value if value.startswith(_FORMULA_START) else value
 
 
 def export_labels_csv(engine: Engine, *, rubric: Rubric, history: bool = False) -> str:
