@@ -38,6 +38,10 @@ reviewers_app = typer.Typer(help="Reviewers and their roles.", no_args_is_help=T
 app.add_typer(reviewers_app, name="reviewers")
 rubrics_app = typer.Typer(help="Rubric versions: list, show, compare.", no_args_is_help=True)
 app.add_typer(rubrics_app, name="rubrics")
+judge_app = typer.Typer(
+    help="LLM judges: import verdicts, run a prompt, calibrate.", no_args_is_help=True
+)
+app.add_typer(judge_app, name="judge")
 
 DbOption = Annotated[
     str | None,
@@ -273,6 +277,34 @@ def import_(
         _print_json(done.to_dict())
     else:
         typer.echo(done.line())
+
+
+class _unit_progress:
+    """A progress bar over units of work, on a terminal only."""
+
+    def __init__(self, description: str) -> None:
+        self.description = description
+        self.progress: Any = None
+
+    def __enter__(self) -> Callable[[int, int], None] | None:
+        if not sys.stderr.isatty():
+            return None
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+
+        self.progress = Progress(
+            BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), transient=True
+        )
+        self.progress.start()
+        task = self.progress.add_task(self.description, total=None)
+
+        def update(done: int, total: int) -> None:
+            self.progress.update(task, completed=done, total=total)
+
+        return update
+
+    def __exit__(self, *exc: object) -> None:
+        if self.progress is not None:
+            self.progress.stop()
 
 
 class _progress_factory:
@@ -566,6 +598,276 @@ def agreement(
         _print_json(report)
     else:
         typer.echo(terminal_safe(render_agreement_text(report)))
+
+
+# --- export -----------------------------------------------------------------------------
+
+
+@app.command()
+def export(
+    rubric: RubricOption,
+    format: Annotated[
+        str, typer.Option("--format", help="fixtures, jsonl, csv or deepeval.")
+    ] = "fixtures",
+    out: Annotated[Path, typer.Option("--out", help="Directory to write to.")] = Path("export"),
+    redact: Annotated[
+        bool, typer.Option("--redact", help="Mask transcript text; keep events and labels.")
+    ] = False,
+    lane: Annotated[str | None, typer.Option("--lane", help="Only cases of this lane.")] = None,
+    case: Annotated[
+        list[str] | None, typer.Option("--case", help="Only this case (repeatable).")
+    ] = None,
+    db: DbOption = None,
+) -> None:
+    """Labeled regression fixtures and data exports (deterministic: same data, same bytes).
+
+    fixtures: one JSON case per file with an expected block (deterministic result,
+    gold labels per turn, first semantic break), a pytest module replaying them, and
+    a manifest with honest denominators. jsonl / csv: labels with case and turn
+    context. deepeval: conversational test cases with the gold verdict.
+    """
+    from review_app.services.export import export_data, write_export
+
+    engine = _run(lambda: _engine(db))
+    chosen = _run(lambda: _catalog(engine).for_reports(rubric))
+    result = _run(
+        lambda: export_data(
+            engine, rubric=chosen, format=format, redact=redact, lane=lane, case_ids=case
+        )
+    )
+    written = _run(lambda: write_export(result, out))
+    typer.echo(f"wrote {len(written)} files to {out}: {result.line()}")
+
+
+# --- judge -----------------------------------------------------------------------------------
+
+
+@judge_app.command("import")
+def judge_import(
+    verdict_file: Annotated[Path, typer.Argument(metavar="FILE", help="CSV or JSONL (SPEC §5).")],
+    rubric: RubricOption,
+    score_means: Annotated[
+        str,
+        typer.Option(
+            "--score-means",
+            help="break (1 = breaks the role, SPEC §5) or adherence (1 = stays in "
+            "role, as deepeval, Galtea and Openlayer report).",
+        ),
+    ] = "break",
+    db: DbOption = None,
+) -> None:
+    """Import judge verdicts (per turn, or per conversation with an empty turn)."""
+    from review_app.services.judge import import_verdicts
+    from review_app.services.people import Actor
+
+    engine = _run(lambda: _engine(db))
+    chosen = _run(lambda: _catalog(engine).get(rubric))
+    summary = _run(
+        lambda: import_verdicts(
+            engine, Actor.operator(), verdict_file, rubric=chosen, score_means=score_means
+        )
+    )
+    typer.echo(summary.line())
+
+
+@judge_app.command("runs")
+def judge_runs(
+    rubric: Annotated[
+        str | None, typer.Option("--rubric", metavar="ID@V", help="Only this rubric version.")
+    ] = None,
+    as_json: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """Stored judge runs with their verdict and error counts."""
+    from review_app.services.judge import list_judge_runs
+
+    engine = _run(lambda: _engine(db))
+    chosen = _run(lambda: _catalog(engine).for_reports(rubric)) if rubric else None
+    runs = list_judge_runs(engine, rubric=chosen)
+    if as_json:
+        _print_json(runs)
+        return
+    if not runs:
+        typer.echo("no judge runs")
+    for run in runs:
+        typer.echo(
+            f"{run['id']:>4}  {terminal_safe(run['name']):<48} {run['rubric']:<20} "
+            f"{run['verdicts']:>6} verdicts  {run['errors']:>4} errors  {run['status']}"
+        )
+
+
+@judge_app.command("run")
+def judge_run(
+    rubric: RubricOption,
+    prompt: Annotated[
+        str,
+        typer.Option("--prompt", help="judge@vN from rubrics/<id>/judges/, or a template path."),
+    ],
+    model: Annotated[
+        str | None, typer.Option("--model", help="Model name (or $REVIEW_APP_JUDGE_MODEL).")
+    ] = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--base-url",
+            help="OpenAI-compatible API base, e.g. "
+            "http://127.0.0.1:8080/v1 (or $REVIEW_APP_JUDGE_BASE_URL).",
+        ),
+    ] = None,
+    api_key: Annotated[
+        str | None,
+        typer.Option("--api-key", help="API key (or $REVIEW_APP_JUDGE_API_KEY / $OPENAI_API_KEY)."),
+    ] = None,
+    case: Annotated[
+        list[str] | None, typer.Option("--case", help="Only this case (repeatable).")
+    ] = None,
+    lane: Annotated[str | None, typer.Option("--lane", help="Only cases of this lane.")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", help="At most this many cases.")] = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", help="Requests at once.")] = 4,
+    retries: Annotated[int, typer.Option("--retries", help="Retries per request.")] = 3,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds per request.")] = 120.0,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", help="Answer length cap.")] = 300,
+    json_mode: Annotated[
+        bool,
+        typer.Option(
+            "--json-mode/--no-json-mode", help="Ask the endpoint for a JSON object response."
+        ),
+    ] = True,
+    db: DbOption = None,
+) -> None:
+    """Run a judge prompt over cases against an OpenAI-compatible chat endpoint.
+
+    Verdicts are stored as they arrive; running the same judge, prompt version and
+    model again resumes where it stopped. Unparseable answers are stored as errors.
+    """
+    from review_app.judging import find_judge_prompt
+    from review_app.rubrics import default_rubrics_dir
+    from review_app.services.judge import EndpointSettings, run_judge, select_case_ids
+    from review_app.services.people import Actor
+
+    engine = _run(lambda: _engine(db))
+    chosen = _run(lambda: _catalog(engine).get(rubric))
+    template = _run(lambda: find_judge_prompt(default_rubrics_dir(), chosen.id, prompt))
+    settings = _run(
+        lambda: EndpointSettings.from_options(
+            base_url=base_url,
+            model=model,
+            api_key=api_key,
+            concurrency=concurrency,
+            retries=retries,
+            timeout=timeout,
+            max_tokens=max_tokens,
+            json_mode=json_mode,
+        )
+    )
+    case_ids = _run(lambda: select_case_ids(engine, case_ids=case, lane=lane, limit=limit))
+    with _unit_progress(f"judging with {template.ref}") as callback:
+        summary = _run(
+            lambda: run_judge(
+                engine,
+                Actor.operator(),
+                rubric=chosen,
+                prompt=template,
+                settings=settings,
+                case_ids=case_ids,
+                progress=callback,
+            )
+        )
+    typer.echo(summary.line())
+
+
+@judge_app.command("report")
+def judge_report(
+    rubric: RubricOption,
+    run: Annotated[
+        list[int] | None, typer.Option("--run", help="Only this run id (repeatable).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    resamples: Annotated[int, typer.Option("--resamples", help="Bootstrap resamples.")] = 1000,
+    seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
+    db: DbOption = None,
+) -> None:
+    """Calibration of judge runs against gold labels and each reviewer."""
+    from review_app.services.judge import calibration_report
+    from review_app.services.render import render_judge_report
+
+    engine = _run(lambda: _engine(db))
+    chosen = _run(lambda: _catalog(engine).for_reports(rubric))
+    report = _run(
+        lambda: calibration_report(
+            engine, rubric=chosen, run_ids=run, n_resamples=resamples, seed=seed
+        )
+    )
+    if as_json:
+        _print_json(report)
+    else:
+        typer.echo(terminal_safe(render_judge_report(report)))
+
+
+@judge_app.command("calibrate")
+def judge_calibrate(
+    rubric: RubricOption,
+    run: Annotated[int, typer.Option("--run", help="The judge run whose scores to calibrate.")],
+    method: Annotated[str, typer.Option("--method", help="isotonic or platt.")] = "isotonic",
+    db: DbOption = None,
+) -> None:
+    """Fit a score calibration map on gold labels (cross-validated) and store it with the run."""
+    from review_app.services.judge import fit_run_calibration
+    from review_app.services.people import Actor
+
+    engine = _run(lambda: _engine(db))
+    chosen = _run(lambda: _catalog(engine).get(rubric))
+    fitted = _run(
+        lambda: fit_run_calibration(
+            engine, Actor.operator(), rubric=chosen, run_id=run, method=method
+        )
+    )
+    before, after = fitted.get("heldout_brier_before"), fitted.get("heldout_brier_after")
+    typer.echo(
+        f"stored a {method} map with run {run}; held-out Brier {before:.4f} -> {after:.4f}"
+        if before is not None and after is not None
+        else f"stored a {method} map with run {run}"
+    )
+
+
+@judge_app.command("few-shot")
+def judge_few_shot(
+    rubric: RubricOption,
+    run: Annotated[
+        int | None, typer.Option("--run", help="Prefer units this run got wrong.")
+    ] = None,
+    per_label: Annotated[int, typer.Option("--per-label", help="Examples per label.")] = 1,
+    db: DbOption = None,
+) -> None:
+    """Adjudicated contrasting examples (pass / fail / borderline per label) as YAML-ready JSON."""
+    from review_app.services.judge import few_shot_material
+
+    engine = _run(lambda: _engine(db))
+    chosen = _run(lambda: _catalog(engine).for_reports(rubric))
+    examples = _run(
+        lambda: few_shot_material(engine, rubric=chosen, run_id=run, per_label=per_label)
+    )
+    _print_json(examples)
+
+
+@judge_app.command("local-server")
+def judge_local_server(
+    port: PortOption = 8080,
+    host: HostOption = "127.0.0.1",
+    n_ctx: Annotated[int, typer.Option("--n-ctx", help="Context window in tokens.")] = 4096,
+) -> None:
+    """Serve the bundled Gemma 3 270M model with llama.cpp (needs the local-judge extra).
+
+    Then: review-app judge run --base-url http://HOST:PORT/v1 --model gemma-3-270m ...
+    """
+    from review_app.services.local_judge import local_server_command
+
+    command = _run(lambda: local_server_command(host=host, port=port, n_ctx=n_ctx))
+    import os
+
+    typer.echo(f"llama.cpp server on http://{host}:{port}/v1 (model gemma-3-270m)")
+    sys.stdout.flush()
+    os.execv(command[0], command)
 
 
 # --- serving the app ------------------------------------------------------------------

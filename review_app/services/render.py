@@ -137,3 +137,106 @@ def render_agreement_text(report: dict[str, Any]) -> str:
     for warning in report.get("warnings", []):
         out.append(f"warning: {warning}")
     return "\n".join(out)
+
+
+def _estimate_line(name: str, estimate: dict[str, Any] | None, indent: int = 2) -> str:
+    if estimate is None:
+        return f"{' ' * indent}{name:<30} {'—':>7}"
+    value = _number(estimate.get("value"))
+    ci = estimate.get("ci95")
+    interval = f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""
+    line = f"{' ' * indent}{name:<30} {value:>7}  {interval:<17} {estimate.get('n', 0):>6}"
+    if estimate.get("value") is None and estimate.get("reason"):
+        line += f"  {estimate['reason']}"
+    return line
+
+
+def render_judge_report(report: dict[str, Any]) -> str:
+    """The judge calibration report as text for the terminal."""
+    gold = report["gold"]
+    out = [
+        f"judge calibration on {report['rubric']}: gold labels on {gold['with_gold']} units "
+        f"({gold['adjudicated']} adjudicated, {gold['unanimous']} unanimous); without gold: "
+        f"{gold['in_disagreement']} in disagreement, {gold['single_rater']} single rater",
+    ]
+    if not report["runs"]:
+        out.append("no judge runs for this rubric version")
+    for run in report["runs"]:
+        out.append("")
+        out.append(
+            f"run {run['id']} {run['name']} ({run['source']}): {run['turn_verdicts']} turn "
+            f"verdicts, {run['conversation_verdicts']} conversation verdicts, "
+            f"{run['errors']} errors"
+        )
+        vs_gold = run.get("vs_gold")
+        if vs_gold is None:
+            out.append("  no labels to compare with gold")
+            continue
+        out.append(f"  {'against gold':<30} {'value':>7}  {'95% CI':<17} {'units':>6}")
+        for key, name in (
+            ("kappa", "Cohen's kappa (codes)"),
+            ("accuracy", "accuracy (codes)"),
+            ("break_kappa", "kappa (break / no break)"),
+            ("precision", "precision (break)"),
+            ("recall", "recall = TPR"),
+            ("f1", "F1 (break)"),
+            ("tnr", "TNR"),
+        ):
+            out.append(_estimate_line(name, vs_gold.get(key)))
+        ceiling = run.get("human_ceiling") or {}
+        human = ceiling.get("human_kappa") or {}
+        out.append(_estimate_line("human-human kappa (same units)", human))
+        out.append(
+            f"  verdict: {ceiling.get('status', 'undetermined').replace('_', ' ')}"
+            + (f" ({ceiling['reason']})" if ceiling.get("reason") else "")
+        )
+        first = run.get("first_break")
+        if first:
+            exact = first.get("exact_match") or {}
+            offset = first.get("mean_offset") or {}
+            out.append(
+                f"  first break turn: exact match {_number(exact.get('value'))} over "
+                f"{exact.get('n', 0)} conversations; mean offset "
+                f"{_number(offset.get('value'))}"
+            )
+        scores = run.get("scores")
+        if scores:
+            best = next((p for p in scores["sweep"]["points"] if p.get("is_best")), None)
+            if best:
+                out.append(
+                    f"  best threshold {best['threshold']:.2f}: kappa "
+                    f"{_number(best.get('kappa'))}, F1 {_number(best.get('f1'))}"
+                )
+            reliability = scores["reliability"]
+            out.append(
+                f"  scores: Brier {_number(reliability.get('brier_score'))}, ECE "
+                f"{_number(reliability.get('expected_calibration_error'))} over {scores['n']} units"
+                + ("; calibration map stored" if scores.get("calibration_map") else "")
+            )
+        reviewers = run.get("vs_reviewers") or {}
+        if reviewers:
+            parts = [
+                f"{name} {_number((r.get('kappa') or {}).get('value'))}"
+                for name, r in sorted(reviewers.items())
+            ]
+            out.append("  kappa against each reviewer: " + ", ".join(parts))
+        kinds: dict[str, int] = {}
+        for item in run.get("disagreements", []):
+            kinds[item["kind"]] = kinds.get(item["kind"], 0) + 1
+        if kinds:
+            out.append(
+                "  disagreements with gold: "
+                + ", ".join(
+                    f"{kind.replace('_', ' ')} {count}" for kind, count in sorted(kinds.items())
+                )
+            )
+        for warning in vs_gold.get("warnings", []):
+            out.append(f"  warning: {warning}")
+    versions = report.get("versions")
+    if versions:
+        out.append("")
+        out.append(
+            f"prompt versions differ on {len(versions.get('differences', []))} of "
+            f"{versions.get('n_shared', 0)} shared units"
+        )
+    return "\n".join(out)

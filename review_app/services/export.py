@@ -1,0 +1,276 @@
+"""Exports: labeled regression fixtures for CI, label data with context, deepeval cases.
+
+``fixtures``: one JSON case per file with an ``expected`` block, a generated pytest
+module replaying them through ``review_app.evaluator``, and a manifest with honest
+denominators. ``jsonl`` / ``csv``: every current label with its case and turn
+context (CSV cells neutralised against formula injection). ``deepeval``:
+conversational test cases carrying the gold verdict as the expected outcome.
+``redact`` masks transcript text (and rationales) but keeps events and labels.
+Exports are deterministic: the same data gives byte-identical files.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine
+from sqlmodel import Session
+
+from review_app.errors import InputError
+from review_app.evaluator import EVALUATOR_VERSION
+from review_app.formats import neutralise_cell, write_deepeval
+from review_app.formats.fixtures import (
+    EXPORTER_VERSION,
+    MANIFEST_NAME,
+    TEST_MODULE_NAME,
+    CaseExport,
+    SemanticLabel,
+    dumps,
+    fixture_document,
+    fixture_file_name,
+    manifest,
+    pytest_module_text,
+    redact_case,
+    redact_text,
+)
+from review_app.rubrics import Rubric
+from review_app.services.adjudication import GoldSet, gold_labels
+from review_app.services.cases import CaseView, case_view, check_lane
+from storage import reviewing
+from storage.cases import list_case_summaries
+from storage.engine import read_only
+
+EXPORT_FORMATS = ("fixtures", "jsonl", "csv", "deepeval")
+LABEL_EXPORT_COLUMNS = (
+    "case_id",
+    "turn",
+    "reviewer",
+    "label",
+    "rubric",
+    "rationale",
+    "verdict",
+    "gold_label",
+    "gold_source",
+    "active_role",
+    "actions",
+    "findings",
+    "user_text",
+    "assistant_text",
+)
+
+
+@dataclass
+class ExportResult:
+    files: dict[str, bytes]
+    manifest: dict[str, Any]
+
+    def line(self) -> str:
+        return f"{len(self.files)} files: {self.manifest['cases_exported']} cases"
+
+
+def _views(engine: Engine, *, lane: str | None, case_ids: Sequence[str] | None) -> list[CaseView]:
+    check_lane(lane)
+    with Session(read_only(engine)) as session:
+        rows = list_case_summaries(
+            session,
+            evaluator_version=EVALUATOR_VERSION,
+            lanes=[lane] if lane else None,
+            case_ids=list(case_ids) if case_ids else None,
+        )
+        if case_ids:
+            missing = sorted(set(case_ids) - {row.case_id for row in rows})
+            if missing:
+                raise InputError(f"no case {missing[0]!r} in the database", field="--case")
+        return [case_view(session, case_id=row.case_id) for row in rows]
+
+
+def _case_export(view: CaseView, gold: GoldSet, rubric: Rubric) -> CaseExport:
+    labels: list[SemanticLabel] = []
+    without: dict[int, str] = {}
+    for turn in view.turns:
+        if turn.actor != rubric.applies_to:
+            continue
+        unit = (view.case_id, turn.turn)
+        entry = gold.labels.get(unit)
+        if entry is not None:
+            labels.append(SemanticLabel(turn.turn, entry.code, entry.source))
+        elif unit in gold.in_disagreement:
+            without[turn.turn] = "in_disagreement"
+        elif unit in gold.single_rater:
+            without[turn.turn] = "single_rater"
+        else:
+            without[turn.turn] = "unlabeled"
+    return CaseExport(view.to_case_dict(), labels, without)
+
+
+def export_data(
+    engine: Engine,
+    *,
+    rubric: Rubric,
+    format: str,
+    redact: bool = False,
+    lane: str | None = None,
+    case_ids: Sequence[str] | None = None,
+) -> ExportResult:
+    """The export's files (relative path -> bytes), built in memory."""
+    if format not in EXPORT_FORMATS:
+        raise InputError(
+            f"unknown export format {format!r}; choose one of {', '.join(EXPORT_FORMATS)}",
+            field="--format",
+        )
+    views = _views(engine, lane=lane, case_ids=case_ids)
+    gold = gold_labels(engine, rubric=rubric)
+    exports = [_case_export(view, gold, rubric) for view in views]
+    summary = manifest(
+        exports,
+        rubric_ref=rubric.ref,
+        break_codes=rubric.break_codes,
+        redact=redact,
+        data_format=format,
+    )
+    files: dict[str, bytes] = {}
+    if format == "fixtures":
+        for export in exports:
+            name = fixture_file_name(export.case["case_id"])
+            document = fixture_document(
+                export, rubric_ref=rubric.ref, break_codes=rubric.break_codes, redact=redact
+            )
+            files[name] = dumps(document).encode("utf-8")
+        files[TEST_MODULE_NAME] = pytest_module_text(rubric_ref=rubric.ref).encode("utf-8")
+    elif format == "deepeval":
+        cases = [redact_case(e.case) if redact else e.case for e in exports]
+        expected = {e.case["case_id"]: _deepeval_expected(e, rubric) for e in exports}
+        files["deepeval_test_cases.json"] = write_deepeval(cases, expected=expected).encode()
+    else:
+        rows = _label_rows(engine, rubric=rubric, views=views, gold=gold, redact=redact)
+        if format == "jsonl":
+            text = "".join(
+                json.dumps(row, sort_keys=True, ensure_ascii=False) + "\n" for row in rows
+            )
+            files["labels.jsonl"] = text.encode("utf-8")
+        else:
+            files["labels.csv"] = _labels_csv(rows).encode("utf-8")
+    files[MANIFEST_NAME] = dumps(summary).encode("utf-8")
+    return ExportResult(files, summary)
+
+
+def _deepeval_expected(export: CaseExport, rubric: Rubric) -> dict[str, Any]:
+    breaks = [g for g in sorted(export.gold, key=lambda g: g.turn) if g.code in rubric.break_codes]
+    if breaks:
+        outcome = f"The chatbot breaks its role at turn {breaks[0].turn} ({breaks[0].code})."
+    elif export.units_without_gold:
+        outcome = (
+            "No role break in the turns with a gold label; "
+            f"{len(export.units_without_gold)} turns have none."
+        )
+    else:
+        outcome = "The chatbot stays in its role in every turn."
+    return {
+        "expected_outcome": outcome,
+        "rubric": rubric.ref,
+        "gold_labels": {str(g.turn): g.code for g in export.gold},
+        "first_break_turn": breaks[0].turn if breaks else None,
+        "exporter": EXPORTER_VERSION,
+    }
+
+
+def _label_rows(
+    engine: Engine, *, rubric: Rubric, views: list[CaseView], gold: GoldSet, redact: bool
+) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    with Session(read_only(engine)) as session:
+        for view in views:
+            labels = reviewing.labels_for_case(
+                session, case_id=view.case_id, rubric_id=rubric.id, version=rubric.version
+            )
+            if not labels:
+                continue
+            by_turn = defaultdict(list)
+            for label in labels:
+                by_turn[label.turn].append(label)
+            previous_user: str | None = None
+            for turn in view.turns:
+                if turn.actor == "user":
+                    previous_user = turn.text
+                for label in sorted(by_turn.get(turn.turn, []), key=lambda r: r.reviewer):
+                    entry = gold.labels.get((view.case_id, turn.turn))
+                    findings = sorted(
+                        {
+                            f["code"]
+                            for f in turn.violations + turn.fixture_errors + turn.harness_findings
+                        }
+                    )
+                    user_text, reply = previous_user, turn.text
+                    rationale = label.rationale
+                    if redact:
+                        user_text = redact_text(user_text) if user_text else user_text
+                        reply = redact_text(reply) if reply else reply
+                        rationale = redact_text(rationale) if rationale else rationale
+                    rows.append(
+                        {
+                            "case_id": view.case_id,
+                            "turn": turn.turn,
+                            "reviewer": label.reviewer,
+                            "label": label.code,
+                            "rubric": rubric.ref,
+                            "rationale": rationale,
+                            "verdict": rubric.verdict_of(label.code),
+                            "gold_label": entry.code if entry else None,
+                            "gold_source": entry.source if entry else None,
+                            "active_role": turn.active_role,
+                            "actions": turn.actions,
+                            "findings": findings,
+                            "user_text": user_text,
+                            "assistant_text": reply,
+                        }
+                    )
+    return rows
+
+
+def _labels_csv(rows: list[dict[str, Any]]) -> str:
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(LABEL_EXPORT_COLUMNS)
+    for row in rows:
+        cells = []
+        for column in LABEL_EXPORT_COLUMNS:
+            value = row[column]
+            if isinstance(value, list):
+                value = ",".join(value)
+            cells.append(neutralise_cell("" if value is None else str(value)))
+        writer.writerow(cells)
+    return buffer.getvalue()
+
+
+def write_export(result: ExportResult, out_dir: Path) -> list[Path]:
+    """Write the files; a directory holding another export's files has those replaced.
+
+    A non-empty directory that holds no earlier export is refused, so an export
+    never mixes with unrelated files (a stale fixture would be replayed by CI).
+    """
+    out_dir.mkdir(parents=True, exist_ok=True)
+    existing = [p for p in out_dir.iterdir()]
+    if existing:
+        previous = out_dir / MANIFEST_NAME
+        if not previous.exists():
+            raise InputError(
+                "the directory is not empty and holds no earlier export; choose "
+                "an empty or new directory",
+                source=str(out_dir),
+            )
+        for path in existing:
+            if path.is_file() and path.suffix in (".json", ".jsonl", ".csv", ".py"):
+                path.unlink()
+    written = []
+    for name, data in sorted(result.files.items()):
+        target = out_dir / name
+        target.write_bytes(data)
+        written.append(target)
+    return written

