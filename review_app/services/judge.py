@@ -837,3 +837,42 @@ def few_shot_material(
         per_label=per_label,
         seed=seed,
     )
+
+
+def disagreement_explorer(
+    engine: Engine,
+    *,
+    rubric: Rubric,
+    report_run: dict[str, Any],
+    kind: str | None = None,
+    label: str | None = None,
+) -> list[dict[str, Any]]:
+    """A run's disagreements with gold beside the reviewers' rationales, filtered.
+
+    ``kind``: ``missed_break`` (the judge misses a break), ``false_alarm`` (it flags a
+    clean turn), ``wrong_break_kind``; ``label``: gold or judge code.
+    """
+    from storage import reviewing
+
+    rows = [
+        item
+        for item in report_run.get("disagreements", [])
+        if (kind is None or item["kind"] == kind)
+        and (label is None or label in (item["gold"], item["judge"]))
+    ]
+    with Session(read_only(engine)) as session:
+        cache: dict[str, list[Any]] = {}
+        for item in rows:
+            if item["case_id"] not in cache:
+                cache[item["case_id"]] = reviewing.labels_for_case(
+                    session,
+                    case_id=item["case_id"],
+                    rubric_id=rubric.id,
+                    version=rubric.version,
+                )
+            item["human"] = [
+                {"reviewer": r.reviewer, "label": r.code, "rationale": r.rationale}
+                for r in cache[item["case_id"]]
+                if r.turn == item["turn"]
+            ]
+    return rows

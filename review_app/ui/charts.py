@@ -99,3 +99,91 @@ def confusion_chart(rows: list[dict[str, Any]], reviewer_a: str, reviewer_b: str
         tooltip=["a:N", "b:N", "count:Q"],
     )
     return cast(alt.LayerChart, alt.layer(cells, base.mark_text().encode(text="count:Q")))
+
+
+def judge_metric_rows(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per judge run: its agreement with gold and the human ceiling."""
+    rows = []
+    for run in runs:
+        vs_gold = run.get("vs_gold") or {}
+        human = (run.get("human_ceiling") or {}).get("human_kappa") or {}
+
+        def value(key: str, source: dict[str, Any] = vs_gold) -> float | None:
+            return (source.get(key) or {}).get("value")
+
+        rows.append(
+            {
+                "run": run["name"],
+                "units": (vs_gold.get("kappa") or {}).get("n"),
+                "kappa": value("kappa"),
+                "break kappa": value("break_kappa"),
+                "precision": value("precision"),
+                "recall (TPR)": value("recall"),
+                "F1": value("f1"),
+                "TNR": value("tnr"),
+                "human kappa": human.get("value"),
+                "verdict": (run.get("human_ceiling") or {}).get("status"),
+                "errors": run.get("errors"),
+            }
+        )
+    return rows
+
+
+def threshold_chart(sweep: dict[str, Any]) -> alt.LayerChart:
+    rows = []
+    for point in sweep["points"]:
+        for metric in ("kappa", "f1"):
+            if point.get(metric) is not None:
+                rows.append(
+                    {
+                        "threshold": point["threshold"],
+                        "metric": metric,
+                        "value": point[metric],
+                        "best": bool(point.get("is_best")),
+                    }
+                )
+    base = alt.Chart(alt.Data(values=rows)).encode(
+        x=alt.X("threshold:Q", scale=alt.Scale(domain=[0, 1])),
+        y=alt.Y("value:Q", title="kappa / F1"),
+        color=alt.Color("metric:N"),
+    )
+    best = base.transform_filter("datum.best").mark_point(size=120, filled=True, shape="diamond")
+    return cast(alt.LayerChart, alt.layer(base.mark_line(point=True), best))
+
+
+def reliability_chart(reliability: dict[str, Any]) -> alt.LayerChart:
+    rows = [
+        {"predicted": b["mean_predicted"], "observed": b["observed_frequency"], "count": b["count"]}
+        for b in reliability["bins"]
+    ]
+    diagonal = (
+        alt.Chart(alt.Data(values=[{"x": 0, "y": 0}, {"x": 1, "y": 1}]))
+        .mark_line(strokeDash=[4, 4], color="gray")
+        .encode(x="x:Q", y="y:Q")
+    )
+    points = (
+        alt.Chart(alt.Data(values=rows))
+        .mark_line(point=True)
+        .encode(
+            x=alt.X("predicted:Q", scale=alt.Scale(domain=[0, 1]), title="mean predicted break"),
+            y=alt.Y("observed:Q", scale=alt.Scale(domain=[0, 1]), title="observed break rate"),
+            tooltip=["predicted:Q", "observed:Q", "count:Q"],
+        )
+    )
+    return cast(alt.LayerChart, alt.layer(diagonal, points))
+
+
+def version_difference_rows(differences: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Units where prompt versions differ, flattened for a table."""
+    rows = []
+    for item in differences:
+        case_id, turn = item["unit"]
+        rows.append(
+            {
+                "case_id": str(case_id),
+                "turn": int(turn),
+                "gold": item.get("reference"),
+                **{str(name): code for name, code in sorted(item["codes"].items())},
+            }
+        )
+    return rows

@@ -21,6 +21,7 @@ from review_app.services.agreement import (
     dashboard_data,
     label_token,
 )
+from review_app.services.judge import calibration_report
 from review_app.services.people import Actor, sign_in
 from review_app.services.rubric_catalog import RubricCatalog, sync_rubrics
 from review_app.ui import auth
@@ -51,6 +52,17 @@ DEFAULTS: dict[str, Any] = {
     "gold_note": "",
     "gold_calibration": False,
     "gold_ambiguity": "",
+    "import_format": "detect",
+    "import_replace": False,
+    "export_format": "fixtures",
+    "export_lane": "all",
+    "export_redact": False,
+    "export_ready": None,
+    "judge_score_means": "break",
+    "judge_run": None,
+    "judge_method": "isotonic",
+    "judge_kind": "all",
+    "judge_label": "all",
 }
 
 _GOLD_FORM = ("gold_code", "gold_note", "gold_calibration", "gold_ambiguity")
@@ -189,6 +201,29 @@ def disagreements(ref: str) -> list[DisagreementUnit]:
     return disagreement_queue(engine(), actor(), rubric=catalog().for_reports(ref))
 
 
+@st.cache_data(show_spinner="Computing the calibration report…", max_entries=8)
+def _judge_report(
+    url: str, ref: str, token: tuple[int, int, int, int], generation: int
+) -> dict[str, Any]:
+    del token, generation  # cache keys only
+    return calibration_report(_engine(url), rubric=catalog().for_reports(ref), n_resamples=500)
+
+
+def judge_report(ref: str) -> dict[str, Any]:
+    rubric = catalog().for_reports(ref)
+    return _judge_report(
+        database_url(),
+        ref,
+        label_token(engine(), rubric=rubric),
+        st.session_state.get("_judge_generation", 0),
+    )
+
+
+def refresh_judge() -> None:
+    """Judge runs changed (an import, a calibration map): recompute the report."""
+    st.session_state["_judge_generation"] = st.session_state.get("_judge_generation", 0) + 1
+
+
 def page(name: str) -> st.Page:
     return PAGES[name]
 
@@ -200,6 +235,9 @@ def _build_pages() -> dict[str, st.Page]:
         ("rubrics", "Rubrics", ":material/menu_book:", False),
         ("agreement", "Agreement", ":material/analytics:", False),
         ("adjudicate", "Adjudicate", ":material/gavel:", False),
+        ("judge", "Judge", ":material/smart_toy:", False),
+        ("import", "Import", ":material/upload:", False),
+        ("export", "Export", ":material/download:", False),
     ]
     return {
         name: st.Page(

@@ -1,0 +1,67 @@
+"""Export: labeled regression fixtures and data, as downloads."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from review_app.errors import InputError
+from review_app.services.cases import LANES
+from review_app.services.export import EXPORT_FORMATS, export_data
+from review_app.services.uploads import zip_export
+from review_app.ui import state
+
+actor = state.actor()
+if not actor.has_role("policy_owner"):
+    state.forbidden("Exporting is for policy owners.")
+
+rubric = state.rubric_selector()
+st.title("Export")
+if rubric is None:
+    st.stop()
+
+st.selectbox(
+    "Format",
+    EXPORT_FORMATS,
+    key="export_format",
+    help="fixtures: JSON cases + expected block + a pytest module + manifest",
+)
+st.selectbox("Cases", ["all", *LANES], key="export_lane")
+st.checkbox("Redact transcript text (keep events and labels)", key="export_redact")
+if st.button("Prepare export", key="export_prepare", type="primary"):
+    try:
+        result = export_data(
+            state.engine(),
+            rubric=rubric,
+            format=st.session_state["export_format"],
+            redact=st.session_state["export_redact"],
+            lane=None
+            if st.session_state["export_lane"] == "all"
+            else st.session_state["export_lane"],
+        )
+    except InputError as error:
+        st.error(str(error))
+    else:
+        st.session_state["export_ready"] = {
+            "name": f"{rubric.id}-v{rubric.version}-{st.session_state['export_format']}.zip",
+            "zip": zip_export(result),
+            "manifest": result.files["manifest.json"],
+            "summary": result.line(),
+        }
+ready = st.session_state["export_ready"]
+if ready:
+    st.success(ready["summary"])
+    st.download_button(
+        "Download (zip)",
+        ready["zip"],
+        file_name=ready["name"],
+        mime="application/zip",
+        key="export_download",
+    )
+    st.download_button(
+        "Download the manifest",
+        ready["manifest"],
+        file_name="manifest.json",
+        mime="application/json",
+        key="export_manifest",
+    )
+    st.code(ready["manifest"].decode("utf-8"), language="json")

@@ -1,0 +1,185 @@
+"""Judge: how far an LLM judge agrees with humans, where it fails, and how to trust its scores."""
+
+from __future__ import annotations
+
+import json
+
+import streamlit as st
+
+from review_app.errors import InputError, PermissionDenied
+from review_app.services.judge import disagreement_explorer, few_shot_material, fit_run_calibration
+from review_app.services.uploads import import_verdict_upload
+from review_app.ui import charts, state
+from review_app.ui.safe import code_span
+
+actor = state.actor()
+if not actor.has_role("policy_owner"):
+    state.forbidden("Judge calibration is for policy owners.")
+
+rubric = state.rubric_selector()
+st.title("Judge calibration")
+if rubric is None:
+    st.stop()
+engine = state.engine()
+
+with st.expander("Import judge verdicts (SPEC §5: CSV or JSONL)"):
+    st.file_uploader("Verdict file", type=["csv", "jsonl"], key="judge_file")
+    st.selectbox(
+        "Scores mean",
+        ["break", "adherence"],
+        key="judge_score_means",
+        help="adherence: 1 = stays in role (deepeval, Galtea, Openlayer); stored as 1 - score",
+    )
+    upload = st.session_state["judge_file"]
+    if upload is not None and st.button("Import verdicts", key="judge_import"):
+        try:
+            summary = import_verdict_upload(
+                engine,
+                actor,
+                name=upload.name,
+                data=upload.getvalue(),
+                rubric=rubric,
+                score_means=st.session_state["judge_score_means"],
+            )
+        except (InputError, PermissionDenied) as error:
+            st.error("Nothing was stored.")
+            st.text(str(error))
+        else:
+            state.refresh_judge()
+            st.success(summary.line())
+
+report = state.judge_report(rubric.ref)
+gold = report["gold"]
+st.caption(
+    f"Gold labels: {gold['with_gold']} units ({gold['adjudicated']} adjudicated, "
+    f"{gold['unanimous']} unanimous); without gold: {gold['in_disagreement']} in "
+    f"disagreement, {gold['single_rater']} with one reviewer."
+)
+if not report["runs"]:
+    st.info(
+        "No judge runs for this rubric version yet: import verdicts above, or run "
+        "`review-app judge run`."
+    )
+    st.stop()
+
+names = [run["name"] for run in report["runs"]]
+if st.session_state["judge_run"] not in names:
+    st.session_state["judge_run"] = names[-1]
+st.selectbox("Judge run", names, key="judge_run")
+run = next(r for r in report["runs"] if r["name"] == st.session_state["judge_run"])
+
+st.dataframe(charts.judge_metric_rows(report["runs"]), hide_index=True, key="judge_table")
+ceiling = run["human_ceiling"]
+status = ceiling.get("status", "undetermined")
+message = f"{code_span(run['name'])}: {status.replace('_', ' ')}"
+if status == "at_human_level":
+    st.success(message)
+elif status == "below_human_level":
+    st.error(message)
+else:
+    st.warning(message)
+if ceiling.get("reason"):
+    st.caption(ceiling["reason"])
+for warning in (run.get("vs_gold") or {}).get("warnings", []):
+    st.warning(warning)
+
+scores = run.get("scores")
+if scores:
+    left, right = st.columns(2)
+    with left:
+        st.subheader("Threshold sweep")
+        st.altair_chart(charts.threshold_chart(scores["sweep"]), width="stretch")
+    with right:
+        st.subheader("Reliability")
+        st.altair_chart(charts.reliability_chart(scores["reliability"]), width="stretch")
+        reliability = scores["reliability"]
+        st.caption(
+            f"Brier {reliability['brier_score']:.3f} · ECE "
+            f"{reliability['expected_calibration_error']:.3f} · {scores['n']} units"
+            if reliability.get("brier_score") is not None
+            else ""
+        )
+    st.selectbox("Calibration method", ["isotonic", "platt"], key="judge_method")
+    if st.button("Fit and store a calibration map", key="judge_calibrate"):
+        try:
+            fitted = fit_run_calibration(
+                engine,
+                actor,
+                rubric=rubric,
+                run_id=run["id"],
+                method=st.session_state["judge_method"],
+            )
+        except InputError as error:
+            st.error(str(error))
+        else:
+            state.refresh_judge()
+            st.success(
+                f"Stored. Held-out Brier {fitted['heldout_brier_before']:.4f} → "
+                f"{fitted['heldout_brier_after']:.4f}"
+            )
+    if scores.get("calibration_map"):
+        st.caption(
+            "A calibration map is stored with this run; later scores convert to "
+            "calibrated probabilities."
+        )
+else:
+    st.caption("This run has no scores: no threshold sweep or reliability diagram.")
+
+versions = report.get("versions")
+if versions:
+    st.subheader("Prompt versions side by side")
+    st.dataframe(
+        charts.version_difference_rows(versions.get("differences", [])),
+        hide_index=True,
+        key="judge_versions",
+    )
+
+st.subheader("Disagreements with gold")
+kinds = ["all", "missed_break", "false_alarm", "wrong_break_kind"]
+left, right = st.columns(2)
+left.selectbox(
+    "Kind",
+    kinds,
+    key="judge_kind",
+    format_func=lambda k: {
+        "missed_break": "judge misses a break",
+        "false_alarm": "judge flags a clean turn",
+    }.get(k, k),
+)
+right.selectbox("Label", ["all", *rubric.codes], key="judge_label")
+rows = disagreement_explorer(
+    engine,
+    rubric=rubric,
+    report_run=run,
+    kind=None if st.session_state["judge_kind"] == "all" else st.session_state["judge_kind"],
+    label=None if st.session_state["judge_label"] == "all" else st.session_state["judge_label"],
+)
+if not rows:
+    st.caption("None.")
+for item in rows[:100]:
+    with st.container(border=True):
+        st.markdown(
+            f"{code_span(item['case_id'])} turn {item['turn']} · gold "
+            f"{code_span(item['gold'])} · judge {code_span(item['judge'])} · "
+            f"{item['kind'].replace('_', ' ')}"
+        )
+        st.page_link(
+            state.page("review"),
+            label="Open the conversation",
+            query_params={"case": item["case_id"]},
+        )
+        if item.get("reason"):
+            st.text(f"Judge: {item['reason']}")
+        for human in item.get("human", []):
+            st.text(f"{human['reviewer']} ({human['label']}): {human['rationale'] or ''}")
+
+st.subheader("Few-shot material for the next prompt version")
+examples = few_shot_material(engine, rubric=rubric, run_id=run["id"])
+st.caption(f"{len(examples)} adjudicated contrasting examples (pass / fail / borderline).")
+st.download_button(
+    "Download examples (JSON)",
+    json.dumps(examples, indent=2, sort_keys=True),
+    file_name=f"{rubric.id}-few-shot.json",
+    mime="application/json",
+    key="judge_few_shot",
+)
