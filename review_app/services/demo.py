@@ -8,6 +8,7 @@ from pathlib import Path
 from sqlalchemy import Engine
 
 from review_app.services.importing import ImportSummary, import_paths
+from review_app.services.judge import JudgeImportSummary, import_verdicts
 from review_app.services.labels_io import LabelImportSummary, import_labels
 from review_app.services.people import Actor, add_person, list_people
 from review_app.services.queue import AssignmentReport, assign_cases
@@ -16,6 +17,7 @@ from review_app.services.rubric_catalog import sync_rubrics
 DEMO_DIR = Path(__file__).resolve().parents[1] / "demo_data"
 DEMO_CASES = DEMO_DIR / "cases"
 DEMO_LABELS = DEMO_DIR / "labels.csv"
+DEMO_VERDICTS = DEMO_DIR / "judge_verdicts.jsonl"
 DEMO_REVIEWERS = ("ana", "ben", "chloe")
 DEMO_POLICY_OWNER = "olivia"
 DEMO_RUBRIC = "role-adherence@1"
@@ -26,6 +28,7 @@ class DemoReport:
     cases: ImportSummary
     assignments: AssignmentReport | None
     labels: LabelImportSummary | None
+    verdicts: JudgeImportSummary | None
 
     def lines(self) -> list[str]:
         lines = [f"cases: {self.cases.line()}"]
@@ -33,6 +36,8 @@ class DemoReport:
             lines.append(f"labels: {self.labels.line()}")
         if self.assignments is not None:
             lines.append(f"queues: {self.assignments.line()}")
+        if self.verdicts is not None:
+            lines.append(f"judge: {self.verdicts.line()}")
         return lines
 
 
@@ -64,7 +69,9 @@ def load_demo(engine: Engine, *, local_user: str | None = None) -> DemoReport:
             reviewers=reviewers,
             overlap=len(reviewers),
         )
-    labels = None
+    labels = verdicts = None
     if DEMO_RUBRIC in catalog.usable:
         labels = import_labels(engine, operator, DEMO_LABELS, catalog=sync_rubrics(engine))
-    return DemoReport(cases, assignments, labels)
+        verdicts = import_verdicts(engine, operator, DEMO_VERDICTS,
+                                   rubric=catalog.get(DEMO_RUBRIC))
+    return DemoReport(cases, assignments, labels, verdicts)
