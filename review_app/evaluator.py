@@ -120,7 +120,7 @@ class _Contract:
         return list(cached)
 
 
-_CONTRACT_CACHE: dict[str, tuple[dict[str, Any], _Contract | None, list[dict[str, Any]]]] = {}
+_CONTRACT_CACHE: dict[str, tuple[dict[str, Any], _Contract]] = {}
 _CONTRACT_CACHE_SIZE = 256
 
 
@@ -130,6 +130,10 @@ def _read_contract_cached(contract: Any, errors: list[dict[str, Any]]) -> _Contr
     A corpus repeats a handful of contracts across thousands of cases; comparing a
     contract with the remembered copy costs a fraction of validating it again. The
     copy is private, so a caller mutating its dict afterwards changes nothing here.
+
+    Only contracts without errors are remembered: Python's ``==`` holds between
+    ``1``, ``1.0`` and ``True``, so a remembered error message ("item 0 is an
+    integer") could otherwise describe another case's contract.
     """
     if type(contract) is not dict:
         return _read_contract(contract, errors)
@@ -137,15 +141,14 @@ def _read_contract_cached(contract: Any, errors: list[dict[str, Any]]) -> _Contr
     if type(version) is str:
         cached = _CONTRACT_CACHE.get(version)
         if cached is not None and cached[0] == contract:
-            errors.extend(dict(error) for error in cached[2])
             return cached[1]
     own_errors: list[dict[str, Any]] = []
     parsed = _read_contract(contract, own_errors)
     errors.extend(own_errors)
-    if type(version) is str:
+    if type(version) is str and parsed is not None and not own_errors:
         if len(_CONTRACT_CACHE) >= _CONTRACT_CACHE_SIZE:
             _CONTRACT_CACHE.clear()
-        _CONTRACT_CACHE[version] = (copy.deepcopy(contract), parsed, own_errors)
+        _CONTRACT_CACHE[version] = (copy.deepcopy(contract), parsed)
     return parsed
 
 
