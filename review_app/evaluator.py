@@ -738,10 +738,32 @@ def lane(result: dict[str, Any]) -> str:
     return "pass"
 
 
+def _token(value: Any) -> str:
+    """A value for one ``key=value`` of the diagnostic line.
+
+    Ids, versions, roles and actions come from the case file; a space, a line break or
+    an escape sequence in one would split the line or reach the CI log raw, so those
+    characters are written as ``\\xNN`` / ``\\uNNNN`` escapes. Ordinary names pass
+    unchanged.
+    """
+    text = str(value)
+    if text.isprintable() and " " not in text:
+        return text
+    return "".join(ch if ch.isprintable() and ch != " " else _escape(ord(ch)) for ch in text)
+
+
+def _escape(code: int) -> str:
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
+
+
 def diagnostic(result: dict[str, Any]) -> str:
     """The one-line summary for CI logs (SPEC §2). It never contains transcript text."""
-    case_id = result.get("case_id") or "-"
-    contract = result.get("contract_version") or "-"
+    case_id = _token(result.get("case_id") or "-")
+    contract = _token(result.get("contract_version") or "-")
     status = result.get("status")
     if status == "invalid":
         first = result["fixture_errors"][0]
@@ -751,8 +773,10 @@ def diagnostic(result: dict[str, Any]) -> str:
     violation = result.get("first_violation")
     if violation is None:
         return f"role-eval pass case={case_id} contract={contract}"
+    allowed = ",".join(violation["allowed_actions"])
     return (
         f"role-eval fail case={case_id} contract={contract} "
-        f"first_violation_turn={violation['turn']} active_role={violation['active_role']} "
-        f"action={violation['action']} allowed={','.join(violation['allowed_actions'])}"
+        f"first_violation_turn={violation['turn']} "
+        f"active_role={_token(violation['active_role'])} "
+        f"action={_token(violation['action'])} allowed={_token(allowed)}"
     )
