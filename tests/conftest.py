@@ -162,3 +162,15 @@ def run_cli(tmp_path: Path):  # type: ignore[no-untyped-def]
         return CliResult(completed.returncode, completed.stdout, completed.stderr)
 
     return run
+
+
+CASE_TABLES = ("contracts", "cases", "events", "evaluations", "findings")
+
+
+def row_counts(engine: Engine) -> dict[str, int]:
+    """Rows in each table that an import writes (to show a refused import stored nothing)."""
+    with engine.connect() as connection:
+        return {
+            table: int(connection.execute(text(f"SELECT count(*) FROM {table}")).scalar_one())
+            for table in CASE_TABLES
+        }
