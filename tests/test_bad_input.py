@@ -353,7 +353,9 @@ def three_good_then_bad(directory: Path) -> Path:
     return path
 
 
-def check_mid_file_failure(run_cli: Any, database: Database, tmp_path: Path) -> None:
+def test_a_file_failing_at_line_4_stores_nothing(
+    run_cli: Any, database: Database, tmp_path: Path
+) -> None:
     import_paths(database.engine, [DEMO_CASES])
     before = row_counts(database.engine)
     path = three_good_then_bad(tmp_path)
@@ -364,7 +366,9 @@ def check_mid_file_failure(run_cli: Any, database: Database, tmp_path: Path) -> 
     assert row_counts(database.engine) == before
 
 
-def check_contract_conflict(run_cli: Any, database: Database, tmp_path: Path) -> None:
+def test_a_changed_contract_body_under_a_stored_version_is_refused(
+    run_cli: Any, database: Database, tmp_path: Path
+) -> None:
     first = tmp_path / "first.json"
     first.write_bytes(dump(good_case("first")))
     assert run_cli("import", str(first), db=database.url).returncode == 0
@@ -380,52 +384,28 @@ def check_contract_conflict(run_cli: Any, database: Database, tmp_path: Path) ->
     assert "bad-input-v1" in message
     assert "already stored with a different body" in message
     assert row_counts(database.engine) == before
-    # Even with --replace: --replace is about cases, contracts never change.
+    # Not even with --replace: --replace is about cases; contracts never change.
     result = run_cli("import", "--replace", str(path), db=database.url)
     assert_refused(result, name="conflict.jsonl", line=2, field="contract")
     assert row_counts(database.engine) == before
 
 
-def test_a_file_failing_at_line_4_stores_nothing_sqlite(
-    run_cli: Any, sqlite_database: Database, tmp_path: Path
-) -> None:
-    check_mid_file_failure(run_cli, sqlite_database, tmp_path)
-
-
-def test_a_changed_contract_body_under_a_stored_version_is_refused_sqlite(
-    run_cli: Any, sqlite_database: Database, tmp_path: Path
-) -> None:
-    check_contract_conflict(run_cli, sqlite_database, tmp_path)
+STORAGE_LIMITS = ("nul-in-text.json", "turn-out-of-range.json", "contract-version-too-long.json")
 
 
 @pytest.mark.postgres
-def test_a_file_failing_at_line_4_stores_nothing_postgres(
-    run_cli: Any, postgres_database: Database, tmp_path: Path
-) -> None:
-    check_mid_file_failure(run_cli, postgres_database, tmp_path)
-
-
-@pytest.mark.postgres
-def test_a_changed_contract_body_under_a_stored_version_is_refused_postgres(
-    run_cli: Any, postgres_database: Database, tmp_path: Path
-) -> None:
-    check_contract_conflict(run_cli, postgres_database, tmp_path)
-
-
 @pytest.mark.parametrize(
-    "bad",
-    [bad for bad in CORPUS if bad.name in {"nul-in-text.json", "turn-out-of-range.json"}]
-    + [bad for bad in CORPUS if bad.name == "contract-version-too-long.json"],
-    ids=lambda bad: bad.name,
+    "bad", [bad for bad in CORPUS if bad.name in STORAGE_LIMITS], ids=lambda bad: bad.name
 )
-def test_values_a_database_cannot_hold_are_refused_on_both_databases(
-    bad: BadFile, run_cli: Any, database: Database, tmp_path: Path
+def test_values_postgres_cannot_hold_are_refused_before_reaching_it(
+    bad: BadFile, run_cli: Any, postgres_database: Database, tmp_path: Path
 ) -> None:
+    """These once died inside PostgreSQL's COPY with a traceback (SQLite took them)."""
     path = write(tmp_path, bad)
-    before = row_counts(database.engine)
-    result = run_cli("import", str(path), db=database.url)
+    before = row_counts(postgres_database.engine)
+    result = run_cli("import", str(path), db=postgres_database.url)
     assert_refused(result, name=bad.name, line=bad.line, field=bad.field)
-    assert row_counts(database.engine) == before
+    assert row_counts(postgres_database.engine) == before
 
 
 def test_files_before_the_bad_one_stay_imported_and_the_error_says_so(

@@ -116,7 +116,7 @@ def well_formed_cases(draw: st.DrawFn, *, with_requests: bool = True) -> dict[st
     contract = draw(contracts())
     roles = list(contract["roles"])
     vocabulary = contract["action_vocabulary"]
-    n_events = draw(st.integers(min_value=0, max_value=14))
+    n_events = draw(st.integers(min_value=0, max_value=12))
     turn = draw(st.integers(min_value=-5, max_value=5))
     transcript: list[dict[str, Any]] = []
     for _ in range(n_events):
