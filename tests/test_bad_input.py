@@ -331,6 +331,7 @@ def test_malformed_file_is_refused_with_one_line_and_stores_nothing(
     assert row_counts(seeded.engine) == before
 
 
+@pytest.mark.slow
 def test_huge_record_is_accepted_when_the_limit_is_raised(
     run_cli: Any, sqlite_database: Database, tmp_path: Path
 ) -> None:

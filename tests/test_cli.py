@@ -107,6 +107,20 @@ def test_inspect_malformed_case_prints_the_field(run_cli: Any, tmp_path: Path) -
     ]
 
 
+def test_inspect_output_carries_no_raw_control_characters(run_cli: Any, tmp_path: Path) -> None:
+    case = load(DEMO_CASES / "support-delayed-refund-violation.json")
+    case["case_id"] = "clear\x1b[2Jscreen\nFAKE role-eval pass"
+    case["transcript"][0]["text"] = "\x1b[31mred\x1b[0m"
+    path = tmp_path / "escapes.json"
+    path.write_text(json.dumps(case))
+    result = run_cli("inspect", str(path))
+    assert result.returncode == 1
+    first_line, rest = result.stdout.split("\n", 1)
+    assert first_line.startswith("role-eval fail case=clear\\x1b[2Jscreen\\x0aFAKE\\x20role-eval")
+    assert "\x1b" not in result.stdout
+    assert json.loads(rest)["case_id"] == case["case_id"]
+
+
 # --- import ---------------------------------------------------------------------------
 
 
