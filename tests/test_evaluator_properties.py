@@ -28,7 +28,11 @@ from review_app.evaluator import (
 PROPERTY_SETTINGS = settings(
     max_examples=200,
     deadline=None,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
+    ],
 )
 
 RESULT_KEYS = {
