@@ -8,8 +8,9 @@ refused without being read whole.
 Two levels of trouble:
 
 * the input cannot be stored (not JSON, not UTF-8, a field of the wrong type, a
-  turn missing or repeated, ...): :class:`~review_app.errors.InputError` naming the
-  file, the line and the field; the caller stores nothing from that file;
+  turn missing or repeated, a value no database column can hold, ...):
+  :class:`~review_app.errors.InputError` naming the file, the line and the field;
+  the caller stores nothing from that file;
 * the input is a well-formed record of a broken fixture (an unknown action, an
   untrusted role change, turns out of order, ...): it is stored and shown in the
   ``invalid`` lane with the evaluator's fixture errors.
@@ -35,6 +36,11 @@ from review_app.evaluator import evaluate_case
 DEFAULT_MAX_RECORD_BYTES = 16 * 1024 * 1024
 CASE_FILE_SUFFIXES = (".json", ".jsonl", ".ndjson")
 CASE_ID_PATTERN = re.compile(r"[^\s\x00-\x1f\x7f]{1,200}")
+# Contract versions share the case id's form: a key column of 200 characters, and one
+# ``key=value`` token of the diagnostic line.
+CONTRACT_VERSION_PATTERN = CASE_ID_PATTERN
+# Turns are stored in 32-bit integer columns (PostgreSQL ``integer``).
+TURN_MIN, TURN_MAX = -(2**31), 2**31 - 1
 _BOM = b"\xef\xbb\xbf"
 _READ_CHUNK = 1 << 20
 
@@ -229,9 +235,27 @@ def validate_case(
             line=line,
             field=_join(prefix, "case_id"),
         )
+    contract = case.get("contract")
+    if contract is not None and not CONTRACT_VERSION_PATTERN.fullmatch(contract["version"]):
+        raise InputError(
+            "a contract version is 1 to 200 characters without spaces or control characters",
+            source=source,
+            line=line,
+            field=_join(prefix, "contract.version"),
+        )
+    _refuse_nul(
+        case.get("chatbot_role"), source=source, line=line, field=_join(prefix, "chatbot_role")
+    )
     seen: dict[int, int] = {}
     for index, event in enumerate(case["transcript"]):
         turn = event["turn"]
+        if not TURN_MIN <= turn <= TURN_MAX:
+            raise InputError(
+                f"turn {turn} is outside the storable range {TURN_MIN} to {TURN_MAX}",
+                source=source,
+                line=line,
+                field=_join(prefix, f"transcript[{index}].turn"),
+            )
         if turn in seen:
             raise InputError(
                 f"turn {turn} is used twice (also by transcript[{seen[turn]}]); labels "
@@ -249,7 +273,30 @@ def validate_case(
                 line=line,
                 field=_join(prefix, f"transcript[{index}].text"),
             )
+        if text is not None and "\x00" in text:
+            _refuse_nul(
+                text, source=source, line=line, field=_join(prefix, f"transcript[{index}].text")
+            )
+        set_role = event.get("set_role")
+        if set_role is not None:
+            _refuse_nul(
+                set_role,
+                source=source,
+                line=line,
+                field=_join(prefix, f"transcript[{index}].set_role"),
+            )
     return CaseRecord(case, source, line, result, content_sha256(case))
+
+
+def _refuse_nul(value: Any, *, source: str, line: int | None, field: str) -> None:
+    """Text columns cannot hold U+0000 (PostgreSQL refuses it), so neither can a case."""
+    if type(value) is str and "\x00" in value:
+        raise InputError(
+            "contains a NUL character (\\u0000), which cannot be stored",
+            source=source,
+            line=line,
+            field=field,
+        )
 
 
 def read_case_file(

@@ -120,7 +120,7 @@ class _Contract:
         return list(cached)
 
 
-_CONTRACT_CACHE: dict[str, tuple[dict[str, Any], _Contract | None, list[dict[str, Any]]]] = {}
+_CONTRACT_CACHE: dict[str, tuple[dict[str, Any], _Contract]] = {}
 _CONTRACT_CACHE_SIZE = 256
 
 
@@ -130,6 +130,10 @@ def _read_contract_cached(contract: Any, errors: list[dict[str, Any]]) -> _Contr
     A corpus repeats a handful of contracts across thousands of cases; comparing a
     contract with the remembered copy costs a fraction of validating it again. The
     copy is private, so a caller mutating its dict afterwards changes nothing here.
+
+    Only contracts without errors are remembered: Python's ``==`` holds between
+    ``1``, ``1.0`` and ``True``, so a remembered error message ("item 0 is an
+    integer") could otherwise describe another case's contract.
     """
     if type(contract) is not dict:
         return _read_contract(contract, errors)
@@ -137,15 +141,14 @@ def _read_contract_cached(contract: Any, errors: list[dict[str, Any]]) -> _Contr
     if type(version) is str:
         cached = _CONTRACT_CACHE.get(version)
         if cached is not None and cached[0] == contract:
-            errors.extend(dict(error) for error in cached[2])
             return cached[1]
     own_errors: list[dict[str, Any]] = []
     parsed = _read_contract(contract, own_errors)
     errors.extend(own_errors)
-    if type(version) is str:
+    if type(version) is str and parsed is not None and not own_errors:
         if len(_CONTRACT_CACHE) >= _CONTRACT_CACHE_SIZE:
             _CONTRACT_CACHE.clear()
-        _CONTRACT_CACHE[version] = (copy.deepcopy(contract), parsed, own_errors)
+        _CONTRACT_CACHE[version] = (copy.deepcopy(contract), parsed)
     return parsed
 
 
@@ -735,10 +738,32 @@ def lane(result: dict[str, Any]) -> str:
     return "pass"
 
 
+def _token(value: Any) -> str:
+    """A value for one ``key=value`` of the diagnostic line.
+
+    Ids, versions, roles and actions come from the case file; a space, a line break or
+    an escape sequence in one would split the line or reach the CI log raw, so those
+    characters are written as ``\\xNN`` / ``\\uNNNN`` escapes. Ordinary names pass
+    unchanged.
+    """
+    text = str(value)
+    if text.isprintable() and " " not in text:
+        return text
+    return "".join(ch if ch.isprintable() and ch != " " else _escape(ord(ch)) for ch in text)
+
+
+def _escape(code: int) -> str:
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
+
+
 def diagnostic(result: dict[str, Any]) -> str:
     """The one-line summary for CI logs (SPEC §2). It never contains transcript text."""
-    case_id = result.get("case_id") or "-"
-    contract = result.get("contract_version") or "-"
+    case_id = _token(result.get("case_id") or "-")
+    contract = _token(result.get("contract_version") or "-")
     status = result.get("status")
     if status == "invalid":
         first = result["fixture_errors"][0]
@@ -748,8 +773,10 @@ def diagnostic(result: dict[str, Any]) -> str:
     violation = result.get("first_violation")
     if violation is None:
         return f"role-eval pass case={case_id} contract={contract}"
+    allowed = ",".join(violation["allowed_actions"])
     return (
         f"role-eval fail case={case_id} contract={contract} "
-        f"first_violation_turn={violation['turn']} active_role={violation['active_role']} "
-        f"action={violation['action']} allowed={','.join(violation['allowed_actions'])}"
+        f"first_violation_turn={violation['turn']} "
+        f"active_role={_token(violation['active_role'])} "
+        f"action={_token(violation['action'])} allowed={_token(allowed)}"
     )

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Connection, and_, delete, func, select
+from sqlalchemy import Connection, and_, delete, func, select, text
 from sqlmodel import Session, col
 
 from storage.bulk import insert_rows
@@ -52,6 +52,22 @@ FINDING_COLUMNS = ("case_id", "evaluator_version", "kind", "code", "turn", "deta
 
 
 # --- writing (bulk, inside the caller's transaction) -----------------------
+
+# Any constant works: it only has to be the same in every process that imports cases.
+_PG_CASE_WRITE_LOCK = 725_310_443
+
+
+def lock_case_writes(connection: Connection) -> None:
+    """Make this transaction the only one writing cases and contracts until it ends.
+
+    An import reads which contracts and case ids are stored, then inserts the rest;
+    two imports interleaving those steps would both insert the same contract version
+    and one would die on the primary key. SQLite already serialises writers with
+    ``BEGIN IMMEDIATE``; PostgreSQL takes a transaction-scoped advisory lock, so a
+    second import waits for the first to commit and then sees what it stored.
+    """
+    if connection.dialect.name == "postgresql":
+        connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _PG_CASE_WRITE_LOCK})
 
 
 def stored_contract_hashes(connection: Connection) -> dict[str, str]:

@@ -9,7 +9,6 @@ the server is unreachable those tests skip, unless ``REVIEW_APP_REQUIRE_POSTGRES
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import uuid
@@ -114,21 +113,36 @@ class CliResult:
 
 
 def review_app_command() -> list[str]:
-    """The installed console script when there is one, else ``python -m review_app``."""
-    script = Path(sys.executable).with_name("review-app")
-    if script.exists():
-        return [str(script)]
-    found = shutil.which("review-app")
-    return [found] if found else [sys.executable, "-m", "review_app"]
+    """``python -m review_app`` with this interpreter.
+
+    The console script of an installed copy may point at another checkout; running
+    the module with :func:`cli_environment`'s ``PYTHONPATH`` tests the code of this
+    repository, whichever copy is installed.
+    """
+    return [sys.executable, "-m", "review_app"]
+
+
+def cli_environment(base: dict[str, str] | None = None) -> dict[str, str]:
+    """``base`` (default: this process's environment) with the repository first on
+    ``PYTHONPATH``, so a subprocess imports this checkout's ``review_app``."""
+    environment = dict(os.environ if base is None else base)
+    existing = environment.get("PYTHONPATH")
+    environment["PYTHONPATH"] = str(REPO) + (os.pathsep + existing if existing else "")
+    return environment
 
 
 @pytest.fixture
 def run_cli(tmp_path: Path):  # type: ignore[no-untyped-def]
     """Run ``review-app`` as a user would, in a subprocess, with a private home."""
 
-    def run(*args: str, db: str | None = None, input: str | None = None,
-            cwd: Path | None = None, env: dict[str, str] | None = None) -> CliResult:
-        environment = dict(os.environ)
+    def run(
+        *args: str,
+        db: str | None = None,
+        input: str | None = None,
+        cwd: Path | None = None,
+        env: dict[str, str] | None = None,
+    ) -> CliResult:
+        environment = cli_environment()
         environment["HOME"] = str(tmp_path / "home")
         environment["XDG_DATA_HOME"] = str(tmp_path / "home" / "data")
         environment.pop("REVIEW_APP_DATABASE_URL", None)
@@ -148,3 +162,15 @@ def run_cli(tmp_path: Path):  # type: ignore[no-untyped-def]
         return CliResult(completed.returncode, completed.stdout, completed.stderr)
 
     return run
+
+
+CASE_TABLES = ("contracts", "cases", "events", "evaluations", "findings")
+
+
+def row_counts(engine: Engine) -> dict[str, int]:
+    """Rows in each table that an import writes (to show a refused import stored nothing)."""
+    with engine.connect() as connection:
+        return {
+            table: int(connection.execute(text(f"SELECT count(*) FROM {table}")).scalar_one())
+            for table in CASE_TABLES
+        }

@@ -33,6 +33,7 @@ from storage.cases import (
     delete_case_content,
     insert_case_rows,
     insert_contracts,
+    lock_case_writes,
     stored_case_hashes,
     stored_contract_hashes,
 )
@@ -239,6 +240,7 @@ def import_records(
     outcome = FileImport(path=source)
     now = datetime.now(UTC)
     with engine.begin() as connection:
+        lock_case_writes(connection)
         stamp = timestamp_param(connection, now)
         contracts = stored_contract_hashes(connection)
         for batch in _batched(records, BATCH_CASES):
