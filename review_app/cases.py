@@ -143,7 +143,7 @@ def _iter_jsonl(
             )
         if not raw.strip():
             continue
-        yield line_number, parse_json_bytes(raw, source=source, line=line_number)
+        yield line_number, parse_json_bytes(raw.rstrip(b"\r\n"), source=source, line=line_number)
 
 
 def iter_json_records(

@@ -8,6 +8,7 @@ and exit code 2; never a traceback.
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -82,16 +83,23 @@ def _short(error: BaseException) -> str:
     return text[0] if text else type(error).__name__
 
 
+_C1_AND_DEL = re.compile("[\x7f-\x9f]")
+
+
 def _print_json(value: Any) -> None:
-    typer.echo(json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False))
+    text = json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False)
+    # JSON already escapes C0 controls; DEL and C1 (8-bit CSI) pass through raw otherwise.
+    typer.echo(_C1_AND_DEL.sub(lambda m: f"\\u{ord(m.group()):04x}", text))
+
+
+def _is_printable(ch: str) -> bool:
+    code = ord(ch)
+    return ch in "\n\t" or (code >= 32 and not 0x7F <= code <= 0x9F)
 
 
 def terminal_safe(text: str) -> str:
     """Untrusted text for a terminal: control characters (escape sequences) made visible."""
-    return "".join(
-        ch if ch in "\n\t" or (ord(ch) >= 32 and ord(ch) != 127) else f"\\x{ord(ch):02x}"
-        for ch in text
-    )
+    return "".join(ch if _is_printable(ch) else f"\\x{ord(ch):02x}" for ch in text)
 
 
 def _run(action: Callable[[], T]) -> T:

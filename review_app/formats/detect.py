@@ -29,7 +29,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from review_app.cases import CaseRecord, iter_json_records, read_case_file
+from review_app.cases import (
+    DEFAULT_MAX_RECORD_BYTES,
+    CaseRecord,
+    iter_json_records,
+    read_case_file,
+)
 from review_app.errors import InputError
 from review_app.formats import deepeval, galtea, openai_chat, openlayer
 from review_app.formats._common import CSV_SUFFIXES, JSON_SUFFIXES, csv_header
@@ -154,7 +159,7 @@ def _choose(found: set[str], *, source: str, line: int | None, seen: list[str]) 
     )
 
 
-def detect_format(path: Path) -> str:
+def detect_format(path: Path, *, max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> str:
     """The format of ``path``: one of ``native``, ``deepeval``, ``openlayer``,
     ``galtea``, ``openai``; ``InputError`` when it is unknown or ambiguous."""
     source = str(path)
@@ -173,7 +178,7 @@ def detect_format(path: Path) -> str:
             f".ndjson or .csv); pass --format with one of {', '.join(FORMAT_NAMES)}",
             source=source,
         )
-    records = iter_json_records(path)
+    records = iter_json_records(path, max_record_bytes=max_record_bytes)
     try:
         line, prefix, value = next(records)
     finally:
@@ -185,12 +190,21 @@ def detect_format(path: Path) -> str:
         seen = ["a list"]
     else:
         seen = ["a JSON value that is not an object"]
-    return _choose(
-        _json_candidates(value, in_json_list=prefix is not None),
-        source=source,
-        line=line,
-        seen=seen,
-    )
+    found = _json_candidates(value, in_json_list=prefix is not None)
+    if not found and _looks_native(value):
+        # A broken native case: the native reader names the missing or wrong field.
+        return NATIVE
+    return _choose(found, source=source, line=line, seen=seen)
+
+
+_NATIVE_KEYS = frozenset({"case_id", "contract", "transcript"})
+
+
+def _looks_native(value: Any) -> bool:
+    """A record with one of the native case's own keys, or not a record at all."""
+    if isinstance(value, dict):
+        return bool(_NATIVE_KEYS & set(value)) or not value
+    return not isinstance(value, list)
 
 
 def read_cases(path: Path, *, format: str | None = None, **options: Any) -> Iterator[CaseRecord]:

@@ -319,7 +319,7 @@ def import_paths(
     suffixes = FORMATS[format].suffixes if format in FORMATS else None
     for path in discover_case_files(paths, suffixes=suffixes):
         callback = progress(path, path.stat().st_size) if progress else None
-        name = format or detect_format(path)
+        name = format or detect_format(path, max_record_bytes=max_record_bytes)
         reader_options = dict(options or {})
         if name == NATIVE:
             reader_options = {}
