@@ -735,12 +735,14 @@ def judge_run(
     retries: Annotated[int, typer.Option("--retries", help="Retries per request.")] = 3,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds per request.")] = 120.0,
     max_tokens: Annotated[int, typer.Option("--max-tokens", help="Answer length cap.")] = 300,
-    json_mode: Annotated[
-        bool,
+    response_format: Annotated[
+        str,
         typer.Option(
-            "--json-mode/--no-json-mode", help="Ask the endpoint for a JSON object response."
+            "--response-format",
+            help="text, json_object (OpenAI, vLLM, llama.cpp), json_object_schema (llama.cpp: "
+            "constrained to the verdict schema) or json_schema (OpenAI structured outputs).",
         ),
-    ] = True,
+    ] = "json_object",
     db: DbOption = None,
 ) -> None:
     """Run a judge prompt over cases against an OpenAI-compatible chat endpoint.
@@ -765,7 +767,7 @@ def judge_run(
             retries=retries,
             timeout=timeout,
             max_tokens=max_tokens,
-            json_mode=json_mode,
+            response_format=response_format,
         )
     )
     case_ids = _run(lambda: select_case_ids(engine, case_ids=case, lane=lane, limit=limit))

@@ -8,10 +8,11 @@ Prompt templates are versioned files ``rubrics/<rubric-id>/judges/<judge>/v<N>.t
 placeholders, filled from the rubric and the case:
 
 ``$rubric_ref``, ``$chatbot_role``, ``$labels`` (every code with its verdict, title
-and definition), ``$examples`` (the rubric's contrasting examples), ``$codes``
-(the codes, comma-separated), ``$conversation`` (the transcript up to and
-including the judged turn), ``$turn`` (the judged turn number) and ``$reply`` (the
-judged assistant text).
+and definition), ``$label_titles`` (every code with its title only: for small
+models), ``$examples`` (the rubric's contrasting examples), ``$codes`` (the codes,
+comma-separated), ``$conversation`` (the transcript up to and including the judged
+turn), ``$recent`` (its last six events), ``$turn`` (the judged turn number) and
+``$reply`` (the judged assistant text).
 
 An answer must be one JSON object ``{"label": <code>, "score": <0..1>, "reason":
 <text>}`` (a Markdown code fence around it is tolerated, nothing else). Anything
@@ -37,8 +38,20 @@ from review_app.rubrics import Rubric
 
 PROMPT_FILE = re.compile(r"v(?P<version>[1-9][0-9]*)\.txt")
 PLACEHOLDERS = frozenset(
-    {"rubric_ref", "chatbot_role", "labels", "examples", "codes", "conversation", "turn", "reply"}
+    {
+        "rubric_ref",
+        "chatbot_role",
+        "labels",
+        "label_titles",
+        "examples",
+        "codes",
+        "conversation",
+        "recent",
+        "turn",
+        "reply",
+    }
 )
+RECENT_EVENTS = 6
 SYSTEM_MESSAGE = (
     "You are a careful evaluator of chatbot conversations. Answer with exactly one JSON "
     "object and nothing else."
@@ -92,9 +105,12 @@ def load_judge_prompt(path: Path) -> JudgePrompt:
             source=source,
             line=line,
         )
-    for needed in ("conversation", "codes"):
-        if needed not in used:
-            raise InputError(f"the template never uses ${needed}", source=source)
+    if "codes" not in used:
+        raise InputError("the template never uses $codes", source=source)
+    if not used & {"conversation", "recent", "reply"}:
+        raise InputError(
+            "the template shows no conversation ($conversation, $recent or $reply)", source=source
+        )
     return JudgePrompt(
         judge=path.parent.name, version=f"v{match['version']}", text=text, source=source
     )
@@ -172,6 +188,8 @@ def render_prompt(
         rubric_ref=rubric.ref,
         chatbot_role=chatbot_role or "(no role description was recorded)",
         labels=_labels_text(rubric),
+        label_titles="\n".join(f"- {label.code}: {label.title}" for label in rubric.labels),
+        recent=conversation_text(events[-RECENT_EVENTS:]),
         examples=_examples_text(rubric),
         codes=", ".join(rubric.codes),
         conversation=conversation_text(events),

@@ -72,6 +72,5 @@ def load_demo(engine: Engine, *, local_user: str | None = None) -> DemoReport:
     labels = verdicts = None
     if DEMO_RUBRIC in catalog.usable:
         labels = import_labels(engine, operator, DEMO_LABELS, catalog=sync_rubrics(engine))
-        verdicts = import_verdicts(engine, operator, DEMO_VERDICTS,
-                                   rubric=catalog.get(DEMO_RUBRIC))
+        verdicts = import_verdicts(engine, operator, DEMO_VERDICTS, rubric=catalog.get(DEMO_RUBRIC))
     return DemoReport(cases, assignments, labels, verdicts)

@@ -51,6 +51,7 @@ API_KEY_ENV = "REVIEW_APP_JUDGE_API_KEY"
 BASE_URL_ENV = "REVIEW_APP_JUDGE_BASE_URL"
 MODEL_ENV = "REVIEW_APP_JUDGE_MODEL"
 ENDPOINT_ERROR = "endpoint: "
+RESPONSE_FORMATS = ("text", "json_object", "json_object_schema", "json_schema")
 ANSWER_ERROR = "answer: "
 
 
@@ -148,7 +149,10 @@ class EndpointSettings:
     retries: int = 3
     timeout: float = 120.0
     max_tokens: int = 300
-    json_mode: bool = True
+    response_format: str = "json_object"
+    """``text`` (nothing asked), ``json_object`` (OpenAI, vLLM, llama.cpp),
+    ``json_object_schema`` (llama.cpp's server: a JSON object constrained to the
+    verdict's schema) or ``json_schema`` (OpenAI structured outputs, vLLM)."""
 
     @classmethod
     def from_options(
@@ -166,6 +170,11 @@ class EndpointSettings:
             raise InputError("--concurrency is at least 1", field="--concurrency")
         if settings.retries < 0:
             raise InputError("--retries is at least 0", field="--retries")
+        if settings.response_format not in RESPONSE_FORMATS:
+            raise InputError(
+                f"--response-format is one of {', '.join(RESPONSE_FORMATS)}",
+                field="--response-format",
+            )
         return settings
 
 
@@ -214,6 +223,33 @@ class _Outcome:
     completion_tokens: int | None = None
 
 
+def verdict_schema(rubric: Rubric) -> dict[str, Any]:
+    """JSON schema of the answer a judge must give."""
+    return {
+        "type": "object",
+        "properties": {
+            "label": {"type": "string", "enum": list(rubric.codes)},
+            "score": {"type": "number", "minimum": 0, "maximum": 1},
+            "reason": {"type": "string"},
+        },
+        "required": ["label", "score", "reason"],
+        "additionalProperties": False,
+    }
+
+
+def _response_format(kind: str, rubric: Rubric) -> dict[str, Any] | None:
+    if kind == "json_object":
+        return {"type": "json_object"}
+    if kind == "json_object_schema":
+        return {"type": "json_object", "schema": verdict_schema(rubric)}
+    if kind == "json_schema":
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": "verdict", "schema": verdict_schema(rubric), "strict": True},
+        }
+    return None
+
+
 async def _ask(
     client: httpx.AsyncClient,
     settings: EndpointSettings,
@@ -227,8 +263,9 @@ async def _ask(
         "temperature": 0,
         "max_tokens": settings.max_tokens,
     }
-    if settings.json_mode:
-        body["response_format"] = {"type": "json_object"}
+    response_format = _response_format(settings.response_format, rubric)
+    if response_format is not None:
+        body["response_format"] = response_format
     headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
     async with limiter:
         started = time.perf_counter()
@@ -326,7 +363,7 @@ def run_judge(
     params = {
         "base_url": settings.base_url,
         "max_tokens": settings.max_tokens,
-        "json_mode": settings.json_mode,
+        "response_format": settings.response_format,
         "temperature": 0,
         "prompt_source": prompt.source,
     }
