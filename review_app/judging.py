@@ -277,6 +277,13 @@ def _verdict_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
             )
         try:
             for row in reader:
+                if None in row:  # e.g. an unquoted comma in a reason: never drop text silently
+                    raise InputError(
+                        "more cells than columns (quote a text that contains a comma)",
+                        source=source,
+                        line=reader.line_num,
+                        field=header[-1],
+                    )
                 rows.append((reader.line_num, {k: v for k, v in row.items() if v != ""}))
         except csv.Error as error:
             raise InputError(
