@@ -142,6 +142,15 @@ def verdict_counts(session: Session, *, run_id: int) -> tuple[int, int]:
     return int(total), int(errors)
 
 
+def count_errors_starting(session: Session, *, run_id: int, prefix: str) -> int:
+    """How many verdicts of a run hold an error that starts with ``prefix``."""
+    query = select(func.count()).where(
+        col(JudgeVerdict.run_id) == run_id,
+        col(JudgeVerdict.error).startswith(prefix, autoescape=True),
+    )
+    return int(session.execute(query).scalar_one())
+
+
 def assistant_units(
     session: Session, *, case_ids: Sequence[str], actor: str = "assistant"
 ) -> list[tuple[str, int]]:

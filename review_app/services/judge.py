@@ -422,7 +422,11 @@ def run_judge(
             session,
             run,
             summary_json=json.dumps(totals, sort_keys=True),
-            status="partial" if summary.endpoint_errors else "complete",
+            # From what is stored, not from this pass alone: a pass over some of the
+            # cases must not call a run complete while other units still wait for retry.
+            status="partial"
+            if queries.count_errors_starting(session, run_id=run_id, prefix=ENDPOINT_ERROR)
+            else "complete",
         )
         session.commit()
     return summary
