@@ -260,7 +260,9 @@ async def _ask(
                 payload = response.json()
                 content = payload["choices"][0]["message"]["content"] or ""
                 usage = payload.get("usage") or {}
-            except (ValueError, KeyError, IndexError, TypeError):
+            except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+                content, usage = None, None
+            if not isinstance(content, str) or not isinstance(usage, dict):
                 return _Outcome(
                     job,
                     error=f"{ENDPOINT_ERROR}not a chat-completions response",
@@ -269,8 +271,8 @@ async def _ask(
             outcome = _Outcome(
                 job,
                 latency_ms=latency,
-                prompt_tokens=usage.get("prompt_tokens"),
-                completion_tokens=usage.get("completion_tokens"),
+                prompt_tokens=_token_count(usage.get("prompt_tokens")),
+                completion_tokens=_token_count(usage.get("completion_tokens")),
             )
             try:
                 answer = parse_judge_answer(content, rubric=rubric)
@@ -284,6 +286,13 @@ async def _ask(
             error=f"{ENDPOINT_ERROR}{last_problem} after {settings.retries + 1} attempts",
             latency_ms=int((time.perf_counter() - started) * 1000),
         )
+
+
+def _token_count(value: Any) -> int | None:
+    """A token count from a response's ``usage``; anything but a count is unknown."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return None
 
 
 def select_case_ids(
