@@ -246,7 +246,7 @@ async def _ask(
             if response.status_code == 429 or response.status_code >= 500:
                 last_problem = f"HTTP {response.status_code}"
                 retry_after = response.headers.get("retry-after", "")
-                if retry_after.isdigit():
+                if retry_after.isdigit() and attempt < settings.retries:
                     await asyncio.sleep(min(60, int(retry_after)))
                 continue
             latency = int((time.perf_counter() - started) * 1000)
