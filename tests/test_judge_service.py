@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import json
 import shutil
+import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -462,6 +463,16 @@ def test_endpoint_failures_leave_a_partial_run_that_a_second_run_completes(
     [run] = list_judge_runs(world.engine)
     assert (run["status"], run["errors"], run["verdicts"]) == ("complete", 0, 12)
     assert run["summary"]["prompt_tokens"] == first.prompt_tokens + second.prompt_tokens
+
+
+def test_no_wait_for_retry_after_when_no_attempt_is_left(http_world: JudgeWorld) -> None:
+    http_world.server.always[("c00", 2)] = Reply(429, raw=b"busy", headers={"Retry-After": "4"})
+    started = time.perf_counter()
+    summary = http_world.run(retries=0)
+    assert time.perf_counter() - started < 3
+    assert (summary.answered, summary.endpoint_errors) == (11, 1)
+    stored = stored_verdicts(http_world.engine, summary.run_id)
+    assert stored[("c00", 2)].error == f"{ENDPOINT_ERROR}HTTP 429 after 1 attempts"
 
 
 def completion(content: Any, **extra: Any) -> Reply:
