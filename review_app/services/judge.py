@@ -536,6 +536,12 @@ def list_judge_runs(engine: Engine, *, rubric: Rubric | None = None) -> list[dic
     return result
 
 
+def judge_token(engine: Engine, *, rubric: Rubric) -> tuple[int, str, int, int]:
+    """A value that changes whenever the rubric version's judge runs or verdicts change."""
+    with Session(read_only(engine)) as session:
+        return queries.judge_token(session, rubric_id=rubric.id, version=rubric.version)
+
+
 def _run_verdicts(
     engine: Engine, rubric: Rubric, run_ids: Sequence[int] | None
 ) -> list[tuple[JudgeRun, list[queries.VerdictRow]]]:
