@@ -18,7 +18,13 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from review_app.services.demo import load_demo
-from review_app.services.judge import calibration_report, disagreement_explorer
+from review_app.services.judge import (
+    calibration_report,
+    disagreement_explorer,
+    import_verdicts,
+    list_judge_runs,
+)
+from review_app.services.people import Actor
 from review_app.services.rubric_catalog import sync_rubrics
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
@@ -188,8 +194,6 @@ def test_uploading_verdicts_adds_a_run_and_a_bad_file_stores_nothing(database_ur
     assert "uploaded@v1/m" in list(at.dataframe[0].value["run"])
     engine = create_database_engine(database_url)
     try:
-        from review_app.services.judge import list_judge_runs
-
         [run] = [r for r in list_judge_runs(engine) if r["judge"] == "uploaded"]
         report = calibration_report(
             engine, rubric=sync_rubrics(engine).get(RUBRIC), run_ids=[run["id"]], n_resamples=0
@@ -202,6 +206,41 @@ def test_uploading_verdicts_adds_a_run_and_a_bad_file_stores_nothing(database_ur
     assert entry["scores"]["reliability"]["brier_score"] == pytest.approx(
         ((0.1 - 0) ** 2 + (0.8 - 1) ** 2) / 2
     )
+
+
+def test_runs_stored_elsewhere_appear_on_the_next_rerun(database_url: str, tmp_path: Path) -> None:
+    """Verdicts stored by the command line (or another session) show without a restart."""
+    at = judge_page()
+    assert at.selectbox(key="judge_run").options == [V1, V2]
+    path = tmp_path / "elsewhere.jsonl"
+    path.write_text(
+        json.dumps(
+            {
+                "case_id": "support-delayed-refund-violation",
+                "turn": 8,
+                "judge": "elsewhere",
+                "prompt_version": "v1",
+                "model": "m",
+                "label": "authority_break",
+            }
+        )
+        + "\n"
+    )
+    engine = create_database_engine(database_url)
+    try:
+        rubric = sync_rubrics(engine).get(RUBRIC)
+        import_verdicts(engine, Actor.operator(), path, rubric=rubric)
+        at.run()
+        assert "elsewhere@v1/m" in at.selectbox(key="judge_run").options
+        # A changed verdict of the same run (same count of rows) shows too.
+        path.write_text(path.read_text().replace("authority_break", "in_role"))
+        import_verdicts(engine, Actor.operator(), path, rubric=rubric)
+    finally:
+        engine.dispose()
+    at.selectbox(key="judge_run").set_value("elsewhere@v1/m").run()
+    assert not at.exception
+    [row] = [r for _, r in at.dataframe[0].value.iterrows() if r["run"] == "elsewhere@v1/m"]
+    assert row["recall (TPR)"] == 0
 
 
 def test_a_reviewer_sees_only_the_refusal(
