@@ -86,6 +86,25 @@ def service_view(url: str, run_name: str, **filters: Any) -> list[dict[str, Any]
         engine.dispose()
 
 
+def service_bins(url: str, run_name: str) -> list[float]:
+    """Mean predicted score of each reliability bin of a run, from the service."""
+    engine = create_database_engine(url)
+    try:
+        report = calibration_report(engine, rubric=sync_rubrics(engine).get(RUBRIC), n_resamples=0)
+    finally:
+        engine.dispose()
+    run = next(r for r in report["runs"] if r["name"] == run_name)
+    return [b["mean_predicted"] for b in run["scores"]["reliability"]["bins"]]
+
+
+def reliability_points(at: AppTest) -> list[float]:
+    """The points the reliability diagram draws (its layer with data values)."""
+    [chart] = [c for c in at.get("vega_lite_chart") if "predicted" in c.proto.spec]
+    spec = json.loads(chart.proto.spec)
+    layers = [layer["data"]["values"] for layer in spec["layer"] if "data" in layer]
+    return [point["predicted"] for values in layers for point in values if "predicted" in point]
+
+
 def item_lines(at: AppTest) -> list[str]:
     """The heading line of each disagreement shown."""
     return [m.value for m in at.markdown if " · gold `" in m.value]
@@ -101,8 +120,7 @@ def test_the_page_shows_metrics_charts_runs_and_filters(database_url: str) -> No
     assert set(table["verdict"]) <= {"at_human_level", "below_human_level", "undetermined"}
     charts = at.get("vega_lite_chart")
     assert len(charts) == 2
-    specs = [json.loads(chart.proto.spec) for chart in charts]
-    assert all(spec for spec in specs)
+    assert reliability_points(at) == pytest.approx(service_bins(database_url, V2))
     assert any("Brier" in c.value for c in at.caption)
     assert len(at.dataframe) == 2  # the metrics, the prompt versions side by side
     assert at.selectbox(key="judge_run").value == V2  # the newest run is preselected
@@ -111,6 +129,8 @@ def test_the_page_shows_metrics_charts_runs_and_filters(database_url: str) -> No
 
     at.selectbox(key="judge_run").set_value(V1).run()
     assert not at.exception
+    assert reliability_points(at) == pytest.approx(service_bins(database_url, V1))
+    assert service_bins(database_url, V1) != service_bins(database_url, V2)
     verdict_boxes = [*at.success, *at.error, *at.warning]
     assert any(f"`{V1}`" in box.value for box in verdict_boxes)
     shown = item_lines(at)
