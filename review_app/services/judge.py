@@ -662,9 +662,12 @@ def calibration_report(
         entry["scores"] = _score_section(run, turn_rows, gold_codes, break_mapping)
         entry["disagreements"] = _disagreements(turn_rows, gold_codes, break_mapping)
         report["runs"].append(entry)
-    if len(judged_by_run) >= 2:
+    # Only runs with codes: one without (scores only, or conversation-level only) would
+    # leave no shared unit to compare the others on.
+    coded_runs = {name: judged for name, judged in judged_by_run.items() if judged}
+    if len(coded_runs) >= 2:
         report["versions"] = calibration.compare_prompt_versions(
-            verdicts=judged_by_run,
+            verdicts=coded_runs,
             reference=gold_codes,
             break_mapping=break_mapping,
             ignore_codes=ignore,
