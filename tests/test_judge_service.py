@@ -751,6 +751,17 @@ def build_known_truth(engine: Engine, tmp_path: Path, *, seed: int = 2024) -> Kn
                     "score": 0.99,
                 }
             )
+    for (case_id, turn), (_, score) in noisy.items():  # a judge that only scores
+        rows.append(
+            {
+                "case_id": case_id,
+                "turn": turn,
+                "judge": "synthetic",
+                "prompt_version": "v1",
+                "model": "scores-only",
+                "score": score,
+            }
+        )
     import_verdicts(engine, OPERATOR, write_jsonl(tmp_path / "verdicts.jsonl", rows), rubric=rubric)
     return KnownTruth(engine, rubric, cases, gold, noisy, oracle, rationales)
 
@@ -897,8 +908,27 @@ def test_the_report_matches_figures_computed_independently(truth: KnownTruth) ->
     assert [b["mean_predicted"] for b in reliability["bins"]] == pytest.approx(list(predicted_mean))
     assert "calibration_map" not in scores
 
+    # A run without labels has scores but no codes to compare.
+    scores_only = run_entry(report, "scores-only")
+    assert scores_only["vs_gold"] is None
+    assert scores_only["scores"]["n"] == len(scored)
+    assert scores_only["scores"]["reliability"]["brier_score"] == pytest.approx(
+        reliability["brier_score"]
+    )
+    assert scores_only["human_ceiling"]["status"] == "undetermined"
+
+    # Prompt versions side by side: the runs with codes, on the units they share.
     versions = report["versions"]
+    assert versions["versions"] == ["synthetic@v1/noisy", "synthetic@v1/oracle"]
     assert versions["n_shared"] == n_units
+    units = sorted(truth.gold)
+    differing = [u for u in units if truth.noisy[u][0] != truth.oracle[u][0]]
+    assert [tuple(d["unit"]) for d in versions["differences"]] == differing
+    assert versions["pairwise_kappa"]["synthetic@v1/noisy|synthetic@v1/oracle"][
+        "value"
+    ] == pytest.approx(
+        cohen_kappa_score([truth.noisy[u][0] for u in units], [truth.oracle[u][0] for u in units])
+    )
 
 
 def test_a_calibration_map_is_fitted_stored_and_applied(truth: KnownTruth) -> None:
