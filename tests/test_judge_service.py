@@ -10,6 +10,7 @@ responses, request options) on SQLite only, to keep the suite quick.
 
 from __future__ import annotations
 
+import csv
 import itertools
 import json
 import shutil
@@ -130,6 +131,49 @@ def test_the_demo_verdicts_import_into_two_runs_and_a_second_import_replaces(
             row.get("reason"),
         )
         assert verdict.error is None
+
+
+def test_the_human_ceiling_on_the_demo_matches_pairwise_kappas(sqlite_database: Database) -> None:
+    engine = sqlite_database.engine
+    load_demo(engine)
+    report = calibration_report(engine, rubric=rubric_of(engine), n_resamples=300, seed=0)
+    labels = list(csv.DictReader((REPO / "review_app/demo_data/labels.csv").open()))
+    by_reviewer: dict[str, dict[tuple[str, int], str]] = {}
+    for row in labels:
+        by_reviewer.setdefault(row["reviewer"], {})[(row["case_id"], int(row["turn"]))] = row[
+            "label"
+        ]
+    verdicts = [json.loads(line) for line in DEMO_VERDICTS.read_text().splitlines()]
+    for run in report["runs"]:
+        judged = {
+            (v["case_id"], v["turn"])
+            for v in verdicts
+            if f"{v['judge']}@{v['prompt_version']}/{v['model']}" == run["name"]
+            and v.get("turn") is not None
+        }
+        kappas = []
+        for first, second in itertools.combinations(sorted(by_reviewer), 2):
+            shared = sorted(judged & by_reviewer[first].keys() & by_reviewer[second].keys())
+            kappas.append(
+                cohen_kappa_score(
+                    [by_reviewer[first][u] for u in shared],
+                    [by_reviewer[second][u] for u in shared],
+                )
+            )
+        ceiling = run["human_ceiling"]
+        assert ceiling["human_kappa"]["value"] == pytest.approx(np.mean(kappas))
+        low, high = ceiling["human_ci95"]
+        judge_kappa = run["vs_gold"]["kappa"]["value"]
+        expected = (
+            ("below_human_level", "below")
+            if judge_kappa < low
+            else ("at_human_level", "above" if judge_kappa > high else "within")
+        )
+        assert (ceiling["status"], ceiling["position"]) == expected
+    # The demo is built so that the first prompt falls short of the humans and the second
+    # does not.
+    statuses = {run["prompt_version"]: run["human_ceiling"]["status"] for run in report["runs"]}
+    assert statuses == {"v1": "below_human_level", "v2": "at_human_level"}
 
 
 def test_a_changed_file_replaces_its_units_and_keeps_the_others(
