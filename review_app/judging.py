@@ -86,24 +86,29 @@ def load_judge_prompt(path: Path) -> JudgePrompt:
     except (OSError, UnicodeDecodeError) as error:
         raise InputError(f"cannot be read as UTF-8 text ({error})", source=source) from None
     template = string.Template(text)
-    if not template.is_valid():
-        raise InputError("has a stray $ (write $$ for a literal dollar sign)", source=source)
-    used = set(template.get_identifiers())
-    unknown = sorted(used - PLACEHOLDERS)
-    if unknown:
-        line = next(
-            (
-                i
-                for i, row in enumerate(text.splitlines(), 1)
-                if f"${unknown[0]}" in row or f"${{{unknown[0]}}}" in row
-            ),
-            None,
+    # Each placeholder (and each stray $) where it is, so an error names its line;
+    # "$$" escapes are matched as such and never mistaken for a placeholder.
+    found: list[tuple[str | None, int]] = []
+    for found_match in template.pattern.finditer(text):
+        if found_match["escaped"] is not None:
+            continue
+        name = found_match["named"] or found_match["braced"]
+        found.append((name, text.count("\n", 0, found_match.start()) + 1))
+    stray = next((line for name, line in found if name is None), None)
+    if stray is not None:
+        raise InputError(
+            "has a stray $ (write $$ for a literal dollar sign)", source=source, line=stray
         )
+    used = {name for name, _ in found if name is not None}
+    unknown = next(
+        ((name, line) for name, line in found if name and name not in PLACEHOLDERS), None
+    )
+    if unknown is not None:
         raise InputError(
             f"unknown placeholder ${unknown[0]} (known: "
             f"{', '.join('$' + name for name in sorted(PLACEHOLDERS))})",
             source=source,
-            line=line,
+            line=unknown[1],
         )
     if "codes" not in used:
         raise InputError("the template never uses $codes", source=source)
@@ -290,6 +295,13 @@ def _verdict_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
             )
         try:
             for row in reader:
+                if None in row:  # e.g. an unquoted comma in a reason: never drop text silently
+                    raise InputError(
+                        "more cells than columns (quote a text that contains a comma)",
+                        source=source,
+                        line=reader.line_num,
+                        field=header[-1],
+                    )
                 rows.append((reader.line_num, {k: v for k, v in row.items() if v != ""}))
         except csv.Error as error:
             raise InputError(

@@ -142,6 +142,35 @@ def verdict_counts(session: Session, *, run_id: int) -> tuple[int, int]:
     return int(total), int(errors)
 
 
+def judge_token(session: Session, *, rubric_id: str, version: int) -> tuple[int, str, int, int]:
+    """Changes whenever a judge run of the rubric version or one of its verdicts changes.
+
+    ``(runs, latest run update, verdicts, highest verdict id)``: every write touches the
+    run, except verdicts stored during a run, which add rows.
+    """
+    runs = session.execute(
+        select(func.count(), func.max(col(JudgeRun.updated_at))).where(
+            col(JudgeRun.rubric_id) == rubric_id, col(JudgeRun.rubric_version) == version
+        )
+    ).one()
+    verdict_rows = session.execute(
+        select(func.count(), func.coalesce(func.max(col(JudgeVerdict.id)), 0))
+        .select_from(JudgeVerdict)
+        .join(JudgeRun, col(JudgeRun.id) == col(JudgeVerdict.run_id))
+        .where(col(JudgeRun.rubric_id) == rubric_id, col(JudgeRun.rubric_version) == version)
+    ).one()
+    return int(runs[0]), str(runs[1]), int(verdict_rows[0]), int(verdict_rows[1])
+
+
+def count_errors_starting(session: Session, *, run_id: int, prefix: str) -> int:
+    """How many verdicts of a run hold an error that starts with ``prefix``."""
+    query = select(func.count()).where(
+        col(JudgeVerdict.run_id) == run_id,
+        col(JudgeVerdict.error).startswith(prefix, autoescape=True),
+    )
+    return int(session.execute(query).scalar_one())
+
+
 def assistant_units(
     session: Session, *, case_ids: Sequence[str], actor: str = "assistant"
 ) -> list[tuple[str, int]]:

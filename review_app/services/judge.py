@@ -283,7 +283,7 @@ async def _ask(
             if response.status_code == 429 or response.status_code >= 500:
                 last_problem = f"HTTP {response.status_code}"
                 retry_after = response.headers.get("retry-after", "")
-                if retry_after.isdigit():
+                if retry_after.isdigit() and attempt < settings.retries:
                     await asyncio.sleep(min(60, int(retry_after)))
                 continue
             latency = int((time.perf_counter() - started) * 1000)
@@ -297,7 +297,9 @@ async def _ask(
                 payload = response.json()
                 content = payload["choices"][0]["message"]["content"] or ""
                 usage = payload.get("usage") or {}
-            except (ValueError, KeyError, IndexError, TypeError):
+            except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+                content, usage = None, None
+            if not isinstance(content, str) or not isinstance(usage, dict):
                 return _Outcome(
                     job,
                     error=f"{ENDPOINT_ERROR}not a chat-completions response",
@@ -306,8 +308,8 @@ async def _ask(
             outcome = _Outcome(
                 job,
                 latency_ms=latency,
-                prompt_tokens=usage.get("prompt_tokens"),
-                completion_tokens=usage.get("completion_tokens"),
+                prompt_tokens=_token_count(usage.get("prompt_tokens")),
+                completion_tokens=_token_count(usage.get("completion_tokens")),
             )
             try:
                 answer = parse_judge_answer(content, rubric=rubric)
@@ -321,6 +323,13 @@ async def _ask(
             error=f"{ENDPOINT_ERROR}{last_problem} after {settings.retries + 1} attempts",
             latency_ms=int((time.perf_counter() - started) * 1000),
         )
+
+
+def _token_count(value: Any) -> int | None:
+    """A token count from a response's ``usage``; anything but a count is unknown."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return None
 
 
 def select_case_ids(
@@ -459,7 +468,11 @@ def run_judge(
             session,
             run,
             summary_json=json.dumps(totals, sort_keys=True),
-            status="partial" if summary.endpoint_errors else "complete",
+            # From what is stored, not from this pass alone: a pass over some of the
+            # cases must not call a run complete while other units still wait for retry.
+            status="partial"
+            if queries.count_errors_starting(session, run_id=run_id, prefix=ENDPOINT_ERROR)
+            else "complete",
         )
         session.commit()
     return summary
@@ -558,6 +571,12 @@ def list_judge_runs(engine: Engine, *, rubric: Rubric | None = None) -> list[dic
                 }
             )
     return result
+
+
+def judge_token(engine: Engine, *, rubric: Rubric) -> tuple[int, str, int, int]:
+    """A value that changes whenever the rubric version's judge runs or verdicts change."""
+    with Session(read_only(engine)) as session:
+        return queries.judge_token(session, rubric_id=rubric.id, version=rubric.version)
 
 
 def _run_verdicts(
@@ -680,9 +699,12 @@ def calibration_report(
         entry["scores"] = _score_section(run, turn_rows, gold_codes, break_mapping)
         entry["disagreements"] = _disagreements(turn_rows, gold_codes, break_mapping)
         report["runs"].append(entry)
-    if len(judged_by_run) >= 2:
+    # Only runs with codes: one without (scores only, or conversation-level only) would
+    # leave no shared unit to compare the others on.
+    coded_runs = {name: judged for name, judged in judged_by_run.items() if judged}
+    if len(coded_runs) >= 2:
         report["versions"] = calibration.compare_prompt_versions(
-            verdicts=judged_by_run,
+            verdicts=coded_runs,
             reference=gold_codes,
             break_mapping=break_mapping,
             ignore_codes=ignore,

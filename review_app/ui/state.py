@@ -21,7 +21,7 @@ from review_app.services.agreement import (
     dashboard_data,
     label_token,
 )
-from review_app.services.judge import calibration_report
+from review_app.services.judge import calibration_report, judge_token
 from review_app.services.people import Actor, sign_in
 from review_app.services.rubric_catalog import RubricCatalog, sync_rubrics
 from review_app.ui import auth
@@ -203,18 +203,25 @@ def disagreements(ref: str) -> list[DisagreementUnit]:
 
 @st.cache_data(show_spinner="Computing the calibration report…", max_entries=8)
 def _judge_report(
-    url: str, ref: str, token: tuple[int, int, int, int], generation: int
+    url: str,
+    ref: str,
+    token: tuple[int, int, int, int],
+    runs_token: tuple[int, str, int, int],
+    generation: int,
 ) -> dict[str, Any]:
-    del token, generation  # cache keys only
+    del token, runs_token, generation  # cache keys only
     return calibration_report(_engine(url), rubric=catalog().for_reports(ref), n_resamples=500)
 
 
 def judge_report(ref: str) -> dict[str, Any]:
     rubric = catalog().for_reports(ref)
+    # Keyed on the labels and on the judge runs, so verdicts stored by the command line
+    # or by another session show on the next rerun.
     return _judge_report(
         database_url(),
         ref,
         label_token(engine(), rubric=rubric),
+        judge_token(engine(), rubric=rubric),
         st.session_state.get("_judge_generation", 0),
     )
 

@@ -1,0 +1,277 @@
+"""The Judge page, driven with Streamlit's AppTest from the entry script on a demo database.
+
+Each test copies a demo-loaded SQLite file, points ``REVIEW_APP_DATABASE_URL`` at it and
+clears Streamlit's caches, so no state leaks between tests. Local single-user mode makes
+the person an admin; a reviewer signs in through OIDC (``AppTest.user``).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from review_app.services.demo import load_demo
+from review_app.services.judge import (
+    calibration_report,
+    disagreement_explorer,
+    import_verdicts,
+    list_judge_runs,
+)
+from review_app.services.people import Actor
+from review_app.services.rubric_catalog import sync_rubrics
+from storage.engine import create_database_engine
+from storage.migrations import upgrade_database
+from tests.judge_support import REPO
+
+APP = REPO / "review_app" / "ui" / "app.py"
+RUBRIC = "role-adherence@1"
+V1 = "role-judge@v1/gemma-3-270m-it"
+V2 = "role-judge@v2/gemma-3-270m-it"
+
+
+@pytest.fixture(scope="module")
+def demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("ui") / "demo.db"
+    engine = create_database_engine(f"sqlite:///{path}")
+    upgrade_database(engine)
+    load_demo(engine, local_user="admin")
+    engine.dispose()
+    return path
+
+
+@pytest.fixture
+def database_url(
+    demo_template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[str]:
+    path = tmp_path / "review.db"
+    shutil.copy(demo_template, path)
+    url = f"sqlite:///{path}"
+    monkeypatch.setenv("REVIEW_APP_DATABASE_URL", url)
+    monkeypatch.setenv("REVIEW_APP_AUTH", "local")
+    monkeypatch.setenv("REVIEW_APP_LOCAL_USER", "admin")
+    monkeypatch.delenv("REVIEW_APP_ADMINS", raising=False)
+    st.cache_data.clear()
+    st.cache_resource.clear()
+    yield url
+    st.cache_data.clear()
+    st.cache_resource.clear()  # disposes nothing by itself; the file goes with tmp_path
+
+
+def judge_page(**user: Any) -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    if user:
+        at.user = user
+    at.run()
+    at.switch_page("pages/judge.py")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def service_view(url: str, run_name: str, **filters: Any) -> list[dict[str, Any]]:
+    engine = create_database_engine(url)
+    try:
+        rubric = sync_rubrics(engine).get(RUBRIC)
+        report = calibration_report(engine, rubric=rubric, n_resamples=0)
+        run = next(r for r in report["runs"] if r["name"] == run_name)
+        return disagreement_explorer(engine, rubric=rubric, report_run=run, **filters)
+    finally:
+        engine.dispose()
+
+
+def service_bins(url: str, run_name: str) -> list[float]:
+    """Mean predicted score of each reliability bin of a run, from the service."""
+    engine = create_database_engine(url)
+    try:
+        report = calibration_report(engine, rubric=sync_rubrics(engine).get(RUBRIC), n_resamples=0)
+    finally:
+        engine.dispose()
+    run = next(r for r in report["runs"] if r["name"] == run_name)
+    return [b["mean_predicted"] for b in run["scores"]["reliability"]["bins"]]
+
+
+def reliability_points(at: AppTest) -> list[float]:
+    """The points the reliability diagram draws (its layer with data values)."""
+    [chart] = [c for c in at.get("vega_lite_chart") if "predicted" in c.proto.spec]
+    spec = json.loads(chart.proto.spec)
+    layers = [layer["data"]["values"] for layer in spec["layer"] if "data" in layer]
+    return [point["predicted"] for values in layers for point in values if "predicted" in point]
+
+
+def item_lines(at: AppTest) -> list[str]:
+    """The heading line of each disagreement shown."""
+    return [m.value for m in at.markdown if " · gold `" in m.value]
+
+
+def test_the_page_shows_metrics_charts_runs_and_filters(database_url: str) -> None:
+    at = judge_page()
+    assert [t.value for t in at.title] == ["Judge calibration"]
+    assert at.caption[0].value.startswith("Gold labels: 84 units (0 adjudicated, 84 unanimous)")
+    table = at.dataframe[0].value
+    assert list(table["run"]) == [V1, V2]
+    assert list(table["units"]) == [84, 84]
+    assert set(table["verdict"]) <= {"at_human_level", "below_human_level", "undetermined"}
+    charts = at.get("vega_lite_chart")
+    assert len(charts) == 2
+    assert reliability_points(at) == pytest.approx(service_bins(database_url, V2))
+    assert any("Brier" in c.value for c in at.caption)
+    assert len(at.dataframe) == 2  # the metrics, the prompt versions side by side
+    assert at.selectbox(key="judge_run").value == V2  # the newest run is preselected
+    assert at.selectbox(key="judge_run").options == [V1, V2]
+    assert len(item_lines(at)) == len(service_view(database_url, V2))
+
+    at.selectbox(key="judge_run").set_value(V1).run()
+    assert not at.exception
+    assert reliability_points(at) == pytest.approx(service_bins(database_url, V1))
+    assert service_bins(database_url, V1) != service_bins(database_url, V2)
+    verdict_boxes = [*at.success, *at.error, *at.warning]
+    assert any(f"`{V1}`" in box.value for box in verdict_boxes)
+    shown = item_lines(at)
+    expected = service_view(database_url, V1)
+    assert len(shown) == len(expected) > 0
+    for line, item in zip(shown, expected, strict=True):
+        assert line.startswith(f"`{item['case_id']}` turn {item['turn']} · gold `{item['gold']}`")
+    # Every disagreement carries the reviewers' labels beside the judge's reason.
+    texts = [t.value for t in at.text]
+    assert sum(t.startswith("Judge: ") for t in texts) == sum(bool(i["reason"]) for i in expected)
+    assert sum(t.startswith(("ana (", "ben (", "chloe (")) for t in texts) == sum(
+        len(i["human"]) for i in expected
+    )
+
+    at.selectbox(key="judge_kind").set_value("false_alarm").run()
+    alarms = service_view(database_url, V1, kind="false_alarm")
+    assert len(item_lines(at)) == len(alarms) > 0
+    assert all(line.endswith("false alarm") for line in item_lines(at))
+
+    at.selectbox(key="judge_kind").set_value("all")
+    at.selectbox(key="judge_label").set_value("authority_break").run()
+    by_label = service_view(database_url, V1, label="authority_break")
+    assert len(item_lines(at)) == len(by_label)
+    assert all("`authority_break`" in line for line in item_lines(at))
+
+    at.selectbox(key="judge_kind").set_value("missed_break")
+    at.selectbox(key="judge_label").set_value("tone_break").run()
+    assert not at.exception
+    missed_tone = service_view(database_url, V1, kind="missed_break", label="tone_break")
+    assert len(item_lines(at)) == len(missed_tone)
+    if not missed_tone:
+        assert any(c.value == "None." for c in at.caption)
+
+
+def test_the_calibrate_button_reports_too_few_breaks(database_url: str) -> None:
+    at = judge_page()
+    at.button(key="judge_calibrate").click().run()
+    assert not at.exception
+    assert any("cannot calibrate run 2" in e.value for e in at.error)
+
+
+def test_uploading_verdicts_adds_a_run_and_a_bad_file_stores_nothing(database_url: str) -> None:
+    at = judge_page()
+    rows = [
+        {
+            "case_id": "support-delayed-refund-violation",
+            "turn": turn,
+            "judge": "uploaded",
+            "prompt_version": "v1",
+            "model": "m",
+            "label": label,
+            "score": score,
+        }
+        for turn, label, score in ((6, "in_role", 0.9), (8, "authority_break", 0.2))
+    ]
+    bad = [rows[0], {**rows[1], "label": "refund_break"}]
+    at.file_uploader(key="judge_file").set_value(
+        ("bad.jsonl", "".join(json.dumps(r) + "\n" for r in bad).encode(), "application/json")
+    )
+    at.run()
+    at.button(key="judge_import").click().run()
+    assert not at.exception
+    assert any(e.value == "Nothing was stored." for e in at.error)
+    assert any(
+        t.value.startswith("bad.jsonl, line 2, field label: 'refund_break' is not a code")
+        for t in at.text
+    )
+    assert at.selectbox(key="judge_run").options == [V1, V2]
+
+    at.selectbox(key="judge_score_means").set_value("adherence")
+    at.file_uploader(key="judge_file").set_value(
+        ("good.jsonl", "".join(json.dumps(r) + "\n" for r in rows).encode(), "application/json")
+    )
+    at.run()
+    at.button(key="judge_import").click().run()
+    assert not at.exception
+    assert [s.value for s in at.success if s.value.startswith("stored")] == [
+        "stored 2 verdicts in 1 runs (uploaded@v1/m: 2)"
+    ]
+    assert "uploaded@v1/m" in at.selectbox(key="judge_run").options
+    assert "uploaded@v1/m" in list(at.dataframe[0].value["run"])
+    engine = create_database_engine(database_url)
+    try:
+        [run] = [r for r in list_judge_runs(engine) if r["judge"] == "uploaded"]
+        report = calibration_report(
+            engine, rubric=sync_rubrics(engine).get(RUBRIC), run_ids=[run["id"]], n_resamples=0
+        )
+    finally:
+        engine.dispose()
+    # Adherence scores were stored as break probabilities: 1 - 0.9 and 1 - 0.2.
+    [entry] = report["runs"]
+    assert entry["scores"]["n"] == 2
+    assert entry["scores"]["reliability"]["brier_score"] == pytest.approx(
+        ((0.1 - 0) ** 2 + (0.8 - 1) ** 2) / 2
+    )
+
+
+def test_runs_stored_elsewhere_appear_on_the_next_rerun(database_url: str, tmp_path: Path) -> None:
+    """Verdicts stored by the command line (or another session) show without a restart."""
+    at = judge_page()
+    assert at.selectbox(key="judge_run").options == [V1, V2]
+    path = tmp_path / "elsewhere.jsonl"
+    path.write_text(
+        json.dumps(
+            {
+                "case_id": "support-delayed-refund-violation",
+                "turn": 8,
+                "judge": "elsewhere",
+                "prompt_version": "v1",
+                "model": "m",
+                "label": "authority_break",
+            }
+        )
+        + "\n"
+    )
+    engine = create_database_engine(database_url)
+    try:
+        rubric = sync_rubrics(engine).get(RUBRIC)
+        import_verdicts(engine, Actor.operator(), path, rubric=rubric)
+        at.run()
+        assert "elsewhere@v1/m" in at.selectbox(key="judge_run").options
+        # A changed verdict of the same run (same count of rows) shows too.
+        path.write_text(path.read_text().replace("authority_break", "in_role"))
+        import_verdicts(engine, Actor.operator(), path, rubric=rubric)
+    finally:
+        engine.dispose()
+    at.selectbox(key="judge_run").set_value("elsewhere@v1/m").run()
+    assert not at.exception
+    [row] = [r for _, r in at.dataframe[0].value.iterrows() if r["run"] == "elsewhere@v1/m"]
+    assert row["recall (TPR)"] == 0
+
+
+def test_a_reviewer_sees_only_the_refusal(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("REVIEW_APP_AUTH", "oidc")
+    at = judge_page(is_logged_in=True, email="ana", name="Ana")
+    assert [e.value for e in at.error] == ["Judge calibration is for policy owners."]
+    assert not at.title
+    assert not at.dataframe
+    assert not at.get("vega_lite_chart")
+    assert not at.file_uploader
+    assert not at.selectbox
+    assert not at.button or [b.key for b in at.button] == ["sign_out"]
