@@ -168,16 +168,17 @@ def assign_cases(
         existing_counts = reviewing.assignment_counts_by_case(
             session, rubric_id=rubric.id, version=rubric.version
         )
-        target = min(overlap, len(people))
         rows: list[tuple[str, int, str, int, int | None]] = []
         added: Counter[str] = Counter()
         covered = 0
         for case_id in case_ids:
-            have = holders.get(case_id, set())
-            need = target - existing_counts.get(case_id, 0)
+            # Reviewers outside the chosen ones count towards the overlap too; the
+            # chosen ones can only add themselves, so fewer chosen means all of them.
+            need = overlap - existing_counts.get(case_id, 0)
             if need <= 0:
                 covered += 1
                 continue
+            have = holders.get(case_id, set())
             candidates = sorted(
                 (name for name in people if name not in have), key=lambda n: (load[n], n)
             )
