@@ -17,18 +17,24 @@ st.title("Queue")
 if rubric is None:
     st.stop()
 
+
+def _filter_changed(key: str) -> None:
+    state.keep(key)
+    st.session_state["queue_page"] = 1  # another selection starts on its first page
+
+
 left, middle = st.columns([1, 1])
 left.selectbox(
     "Lane",
     ["all", *LANES],
     key=state.widget_key("queue_lane"),
-    on_change=state.keep,
+    on_change=_filter_changed,
     args=("queue_lane",),
 )
 middle.toggle(
     "Not yet labeled by me",
     key=state.widget_key("queue_unlabeled"),
-    on_change=state.keep,
+    on_change=_filter_changed,
     args=("queue_unlabeled",),
 )
 lane = None if st.session_state["queue_lane"] == "all" else st.session_state["queue_lane"]
@@ -66,8 +72,9 @@ else:
         cells[2].markdown(
             f"{row.labeled_turns} / {row.n_assistant_turns}" + (" ✓" if row.completed else "")
         )
+        # "—", not "-": a lone hyphen is an empty Markdown list item (a stray bullet).
         cells[3].markdown(
-            "-" if row.first_violation_turn is None else f"turn {row.first_violation_turn}"
+            "—" if row.first_violation_turn is None else f"turn {row.first_violation_turn}"
         )
     if result.n_pages > 1:
         st.session_state["queue_page"] = result.page
