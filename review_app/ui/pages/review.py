@@ -10,7 +10,12 @@ import streamlit as st
 
 from review_app.errors import InputError, NotFound
 from review_app.services.cases import CaseView, TurnView, load_case_view
-from review_app.services.labeling import CaseLabels, case_labels, record_label
+from review_app.services.labeling import (
+    MAX_RATIONALE_CHARS,
+    CaseLabels,
+    case_labels,
+    record_label,
+)
 from review_app.services.queue import next_case
 from review_app.ui import state
 from review_app.ui.safe import code_list, code_span
@@ -21,7 +26,14 @@ AVATARS = {
     "system": ":material/settings:",
     "tool": ":material/build:",
 }
-VERDICT_ICONS = {"pass": "✅", "fail": "⛔", "borderline": "⚖️", "abstain": "❔"}
+# Material icons come with Streamlit's own font; emoji need a colour-emoji font that
+# many Linux desktops (and headless browsers) lack, and then show as empty boxes.
+VERDICT_ICONS = {
+    "pass": ":material/check_circle:",
+    "fail": ":material/block:",
+    "borderline": ":material/balance:",
+    "abstain": ":material/help:",
+}
 
 actor = state.actor()
 rubric = state.rubric_selector()
@@ -61,7 +73,9 @@ def _first_unlabeled(after: int | None = None) -> int | None:
 
 focus = st.session_state["focus"]
 if not focus or focus.get("case") != case_id or focus.get("turn") not in labelable_turns:
-    first = _first_unlabeled() or (labelable_turns[0] if labelable_turns else None)
+    first = _first_unlabeled()
+    if first is None and labelable_turns:
+        first = labelable_turns[0]  # everything labeled: start at the top
     focus = {"case": case_id, "turn": first}
     st.session_state["focus"] = focus
 focus_turn: int | None = focus["turn"]
@@ -127,8 +141,9 @@ with st.sidebar:
         for number, label in enumerate(rubric.labels, start=1):
             chosen = current is not None and current.code == label.code
             st.button(
-                f"{VERDICT_ICONS.get(label.verdict, '')} {label.code}",
+                label.code,
                 key=f"label_{label.code}",
+                icon=VERDICT_ICONS.get(label.verdict),
                 shortcut=str(number) if number <= 9 else None,
                 type="primary" if chosen else "secondary",
                 help=label.title,
@@ -136,8 +151,11 @@ with st.sidebar:
                 args=(label.code,),
                 width="stretch",
             )
+        # Starts from the current label's rationale, so changing only the code keeps it.
         st.text_input(
             "Rationale (optional; type it, then choose the label)",
+            value=current.rationale if current is not None and current.rationale else "",
+            max_chars=MAX_RATIONALE_CHARS,
             key=f"rationale_{case_id}_{focus_turn}",
         )
         previous_col, next_col = st.columns(2)
