@@ -14,6 +14,7 @@ from sqlalchemy import Engine
 
 from review_app.errors import PermissionDenied
 from review_app.rubrics import Rubric, default_rubrics_dir
+from review_app.services.cases import CaseView, case_fingerprint, load_case_view
 from review_app.services.people import Actor, sign_in
 from review_app.services.rubric_catalog import RubricCatalog, sync_rubrics
 from review_app.ui import auth
@@ -90,6 +91,20 @@ def catalog() -> RubricCatalog:
 
 def refresh_catalog() -> None:
     _catalog.clear()
+
+
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _case_view(url: str, case_id: str, fingerprint: str) -> CaseView:
+    del fingerprint  # part of the cache key only: a re-imported case builds again
+    return load_case_view(_engine(url), case_id=case_id)
+
+
+def case_view(case_id: str) -> CaseView:
+    """The case as the review page shows it, built once per content (every label click
+    reruns the page on the same case). Shared between sessions: treat it as read-only.
+    Raises ``NotFound``."""
+    fingerprint = case_fingerprint(engine(), case_id=case_id)
+    return _case_view(database_url(), case_id, fingerprint)
 
 
 def current_actor() -> Actor | None:
