@@ -161,6 +161,13 @@ def turn_messages(at: AppTest) -> dict[int, Any]:
     return messages
 
 
+def label_line(message: Any) -> str:
+    """The second line of a turn's header caption: "Your label: ..." (labelable turns)."""
+    header: str = message.caption[0].value
+    _, _, line = header.partition("  \n")
+    return line
+
+
 def sidebar_turn(at: AppTest) -> int:
     """The turn the labeling panel is on (its subheader)."""
     heading = at.sidebar.subheader[0].value
@@ -399,6 +406,21 @@ def test_violation_is_marked_on_turn_8(db_url: str, monkeypatch: pytest.MonkeyPa
     )
 
 
+def test_rubric_reference_beside_the_transcript(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    at = open_case(open_app(monkeypatch, local="ana"), "support-clean-late-parcel")
+    v1 = rubric(engine)
+    expanders = [e for e in at.expander if " · " in e.label]
+    assert [e.label for e in expanders] == [f"{lab.code} · {lab.verdict}" for lab in v1.labels]
+    for expander, label in zip(expanders, v1.labels, strict=True):
+        (text,) = [t.value for t in expander.text]
+        assert text.startswith(f"{label.title}\n\n{label.definition}")
+        for example in v1.examples_for(label.code):
+            assert f"[{example.kind} example]\n{example.context}\n→ {example.reply}" in text
+    assert [p.value for p in at.page_link] == ["Examples and versions"]
+
+
 def test_trusted_transition_is_a_divider_before_the_system_turn(
     db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -518,7 +540,10 @@ def test_labeling_a_turn_end_to_end(engine: Engine, monkeypatch: pytest.MonkeyPa
     assert sidebar_turn(at) == 4, "focus moves on to the next unlabeled turn"
     messages = turn_messages(at)
     assert "**labeling**" in messages[4].caption[0].value
-    assert "Your label: `in_role`" in [c.value for c in messages[2].caption]
+    assert label_line(messages[2]) == "Your label: `in_role`"
+    assert label_line(messages[4]) == "Your label: —"
+    assert "actions `collect_order_id`" in messages[2].caption[0].value
+    assert label_line(messages[3]) == "", "user turns carry no label line"
     assert at.sidebar.get("progress")[0].proto.text == "1 of 6 turns labeled by you"
 
     # the keyboard moves: J / K, and a turn's own button
@@ -617,9 +642,7 @@ def test_changing_a_label_keeps_its_history(
     assert rows[0].id < rows[1].id
     labels = case_labels(engine, lee, case_id=case_id, rubric=rubric(engine))
     assert labels.mine[2].code == "tone_break" and labels.labeled_turns == 1
-    assert "Your label: `tone_break` (was `in_role`)" in [
-        c.value for c in turn_messages(at)[2].caption
-    ]
+    assert label_line(turn_messages(at)[2]) == "Your label: `tone_break` (was `in_role`)"
 
 
 # --- the blind rule ---------------------------------------------------------------------------
@@ -672,9 +695,9 @@ def test_others_labels_stay_hidden_until_every_turn_is_labeled(
     ]
     messages = turn_messages(at)
     for turn in turns:
-        assert "Your label: `in_role` · others: `ben` `scope_break`, `chloe` `tone_break`" in [
-            c.value for c in messages[turn].caption
-        ]
+        assert label_line(messages[turn]) == (
+            "Your label: `in_role` · others: `ben` `scope_break`, `chloe` `tone_break`"
+        )
 
 
 # --- roles -----------------------------------------------------------------------------------
@@ -777,6 +800,21 @@ def test_rubrics_page_shows_labels_examples_and_compares_versions(
     run(at)
     assert "no labels yet" in at.caption[0].value
     assert "Wrong register or voice for the role" in [t.value for t in at.tabs[0].text]
+
+    # the chosen version is the one labeled against; then it is immutable
+    open_case(at, "support-clean-late-parcel")
+    assert at.selectbox(key="_w_rubric_ref").value == "role-adherence@2"
+    assert "Rubric role-adherence@2" in [s.value for s in at.subheader]
+    at.button(key="label_in_role").click()
+    run(at)
+    ana = actor(engine, "ana")
+    v2 = rubric(engine, "role-adherence@2")
+    mine = case_labels(engine, ana, case_id="support-clean-late-parcel", rubric=v2).mine
+    assert {turn: row.code for turn, row in mine.items()} == {2: "in_role"}
+    at.switch_page("pages/rubrics.py")
+    run(at)
+    assert at.selectbox(key="_w_rubric_ref").value == "role-adherence@2"
+    assert "labels recorded: immutable" in at.caption[0].value
 
 
 def test_a_single_rubric_version_has_nothing_to_compare(
