@@ -130,9 +130,14 @@ def actor() -> Actor:
     return found
 
 
-def selected_rubric() -> Rubric | None:
-    """The rubric version chosen in the sidebar (a valid one, or ``None`` if none exists)."""
-    rubrics = catalog()
+def selected_rubric(rubrics: RubricCatalog | None = None) -> Rubric | None:
+    """The rubric version chosen in the sidebar (a valid one, or ``None`` if none exists).
+
+    Pass the catalog when the caller has it: each :func:`catalog` call looks at the
+    rubric files and hashes the cache key again.
+    """
+    if rubrics is None:
+        rubrics = catalog()
     refs = rubrics.refs
     if not refs:
         return None
@@ -143,7 +148,7 @@ def selected_rubric() -> Rubric | None:
 
 def rubric_selector() -> Rubric | None:
     rubrics = catalog()
-    selected = selected_rubric()
+    selected = selected_rubric(rubrics)
     if selected is None:
         st.sidebar.error("No usable rubric version. Add one under rubrics/<id>/v<N>.yaml.")
     else:

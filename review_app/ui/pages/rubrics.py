@@ -20,7 +20,7 @@ if not catalog.usable:
     st.info("No rubric versions. Add rubrics/<id>/v<N>.yaml.")
     st.stop()
 
-state.selected_rubric()  # makes sure a usable version is selected
+state.selected_rubric(catalog)  # makes sure a usable version is selected
 refs = catalog.refs
 st.selectbox(
     "Rubric version",
