@@ -305,7 +305,7 @@ def test_queue_lists_assigned_cases_with_progress_and_paginates(
     assert [row[0] for row in rows] == assigned[:25]
     assert at.caption[-1].value == "37 matching cases"
 
-    pager = at.pagination(key="_w_queue_page")
+    pager = at.pagination[0]
     assert pager.num_pages == 2 and pager.value == 1
     pager.set_value(2)
     run(at)
@@ -341,8 +341,8 @@ def test_queue_lane_filter_and_not_yet_labeled(
     assert 25 < len(pass_ids) <= 50
 
     at = open_app(monkeypatch, local="ana")
-    assert at.pagination(key="_w_queue_page").num_pages == 3
-    at.pagination(key="_w_queue_page").set_value(3)
+    assert at.pagination[0].num_pages == 3
+    at.pagination[0].set_value(3)
     run(at)
 
     at.selectbox(key="_w_queue_lane").set_value("violation")
@@ -354,9 +354,9 @@ def test_queue_lane_filter_and_not_yet_labeled(
 
     at.selectbox(key="_w_queue_lane").set_value("pass")
     run(at)
-    assert at.pagination(key="_w_queue_page").value == 1, "a new filter starts on page 1"
+    assert at.pagination[0].value == 1, "a new filter starts on page 1"
     assert [row[0] for row in queue_rows(at)] == pass_ids[:25]
-    at.pagination(key="_w_queue_page").set_value(2)
+    at.pagination[0].set_value(2)
     run(at)
     assert [row[0] for row in queue_rows(at)] == pass_ids[25:]
 
@@ -368,7 +368,7 @@ def test_queue_lane_filter_and_not_yet_labeled(
     at.selectbox(key="_w_queue_lane").set_value("all")
     run(at)
     rows = queue_rows(at)
-    at.pagination(key="_w_queue_page").set_value(2)
+    at.pagination[0].set_value(2)
     run(at)
     rows += queue_rows(at)
     # ana has labeled every demo case; the new ones are what is left

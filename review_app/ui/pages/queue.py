@@ -90,11 +90,17 @@ else:
         )
     if result.n_pages > 1:
         st.session_state["queue_page"] = result.page
+        # st.pagination has a default, so writing its state (the widget_key pattern)
+        # logs a warning; the kept page comes in as the default instead, and each
+        # selection of filters has its own pager (so a new selection starts afresh).
+        pager = "_w_queue_page_{}_{}".format(
+            st.session_state["queue_lane"], st.session_state["queue_unlabeled"]
+        )
         st.pagination(
             result.n_pages,
-            key=state.widget_key("queue_page"),
-            on_change=state.keep,
-            args=("queue_page",),
+            default=result.page,
+            key=pager,
+            on_change=lambda: st.session_state.update(queue_page=st.session_state[pager]),
         )
     st.caption(f"{result.n_matching} matching cases")
 
