@@ -242,7 +242,7 @@ def _finding_marks(turn: TurnView) -> None:
 
 
 def _label_line(turn: TurnView) -> str | None:
-    """ "Your label: ..." for a labelable turn (with others' labels once not blind)."""
+    """The line with the reviewer's label of a labelable turn (and others' once not blind)."""
     if labels is None or turn.turn not in labelable_turns:
         return None
     mine = labels.mine.get(turn.turn)
