@@ -186,6 +186,18 @@ def load_case_view(engine: Engine, *, case_id: str) -> CaseView:
         return case_view(session, case_id=case_id)
 
 
+def case_fingerprint(engine: Engine, *, case_id: str) -> str:
+    """A string that changes whenever the view of the case would: content hash, evaluator.
+
+    One indexed lookup, so a caller can keep a built :class:`CaseView` until it changes.
+    """
+    with read_only(engine).connect() as connection:
+        found = case_queries.stored_case_hashes(connection, case_ids=[case_id])
+    if case_id not in found:
+        raise NotFound(f"no case {case_id!r} in the database")
+    return f"{found[case_id]}:{EVALUATOR_VERSION}"
+
+
 def check_lane(lane: str | None) -> str | None:
     if lane is not None and lane not in LANES:
         raise InputError(f"unknown lane {lane!r}; choose one of {', '.join(LANES)}", field="--lane")

@@ -18,6 +18,7 @@ from sqlmodel import Session
 from review_app.errors import InputError, NotFound
 from review_app.rubrics import Rubric
 from review_app.services.people import Actor, require_reviewer_id, require_role
+from review_app.services.queue import forget_progress
 from storage import reviewing
 from storage.cases import get_case
 from storage.engine import read_only
@@ -111,7 +112,9 @@ def record_label(
         )
         session.commit()
         assert label.id is not None
-        return SavedLabel(label.id, case_id, turn, code, labeled, total)
+        saved = SavedLabel(label.id, case_id, turn, code, labeled, total)
+    forget_progress()
+    return saved
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from review_app.formats.csv_safety import neutralise_cell
 from review_app.rubrics import Rubric, parse_rubric_ref
 from review_app.services.labeling import MAX_RATIONALE_CHARS
 from review_app.services.people import Actor, check_reviewer_name, require_role
+from review_app.services.queue import forget_progress
 from review_app.services.rubric_catalog import RubricCatalog
 from storage import labels_bulk, reviewing
 from storage.engine import read_only
@@ -280,6 +281,7 @@ def import_labels(
             )
             summary.stored += len(rows)
         session.commit()
+    forget_progress()
     return summary
 
 

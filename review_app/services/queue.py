@@ -9,6 +9,8 @@ stays fast with 100,000 cases.
 from __future__ import annotations
 
 import math
+import threading
+import time
 from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -27,6 +29,66 @@ from storage.engine import read_only
 from storage.reviewing import QueueRow
 
 DEFAULT_PAGE_SIZE = 25
+PROGRESS_TTL_SECONDS = 10.0
+
+
+class _ProgressCache:
+    """``(completed, assigned)`` per reviewer and rubric version, for a few seconds.
+
+    Counting a queue reads every assignment row of the reviewer (about 30 ms for
+    100,000 cases in SQLite), and the queue page needs the counts at every rerun
+    (paging, filters). Whatever changes them in this process (a label, an import,
+    an assignment) calls :func:`forget_progress`; changes made by another process
+    (the command line, a second server) show within ``PROGRESS_TTL_SECONDS``.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[tuple[str, int, str, int], tuple[float, int, int]] = {}
+        self._generation = 0
+
+    def get(self, key: tuple[str, int, str, int]) -> tuple[tuple[int, int] | None, int]:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None and time.monotonic() - entry[0] < PROGRESS_TTL_SECONDS:
+                return (entry[1], entry[2]), self._generation
+            return None, self._generation
+
+    def put(self, key: tuple[str, int, str, int], counts: tuple[int, int], generation: int) -> None:
+        with self._lock:
+            if generation == self._generation:  # nothing changed while we counted
+                self._entries[key] = (time.monotonic(), *counts)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._generation += 1
+
+
+_progress_cache = _ProgressCache()
+
+
+def forget_progress() -> None:
+    """Drop the cached queue counts (labels or assignments changed)."""
+    _progress_cache.clear()
+
+
+def _progress(
+    session: Session, engine: Engine, *, reviewer_id: int, rubric: Rubric
+) -> tuple[int, int]:
+    key = (
+        engine.url.render_as_string(hide_password=True),
+        reviewer_id,
+        rubric.id,
+        rubric.version,
+    )
+    counts, generation = _progress_cache.get(key)
+    if counts is None:
+        counts = reviewing.queue_progress(
+            session, reviewer_id=reviewer_id, rubric_id=rubric.id, version=rubric.version
+        )
+        _progress_cache.put(key, counts, generation)
+    return counts
 
 
 @dataclass(frozen=True)
@@ -66,7 +128,13 @@ def queue_page(
         "only_unlabeled": only_unlabeled,
     }
     with Session(read_only(engine)) as session:
-        matching = reviewing.queue_count(session, **options)  # type: ignore[arg-type]
+        completed, assigned = _progress(
+            session, engine, reviewer_id=actor.reviewer_id, rubric=rubric
+        )
+        if lane is None:  # the progress already counts these (saves a pass over the queue)
+            matching = assigned - completed if only_unlabeled else assigned
+        else:
+            matching = reviewing.queue_count(session, **options)  # type: ignore[arg-type]
         n_pages = max(1, math.ceil(matching / page_size))
         page = min(max(1, page), n_pages)
         rows = reviewing.queue_page(
@@ -74,9 +142,6 @@ def queue_page(
             offset=(page - 1) * page_size,
             limit=page_size,
             **options,  # type: ignore[arg-type]
-        )
-        completed, assigned = reviewing.queue_progress(
-            session, reviewer_id=actor.reviewer_id, rubric_id=rubric.id, version=rubric.version
         )
     return QueuePage(rows, page, n_pages, matching, completed, assigned)
 
@@ -168,16 +233,17 @@ def assign_cases(
         existing_counts = reviewing.assignment_counts_by_case(
             session, rubric_id=rubric.id, version=rubric.version
         )
-        target = min(overlap, len(people))
         rows: list[tuple[str, int, str, int, int | None]] = []
         added: Counter[str] = Counter()
         covered = 0
         for case_id in case_ids:
-            have = holders.get(case_id, set())
-            need = target - existing_counts.get(case_id, 0)
+            # Reviewers outside the chosen ones count towards the overlap too; the
+            # chosen ones can only add themselves, so fewer chosen means all of them.
+            need = overlap - existing_counts.get(case_id, 0)
             if need <= 0:
                 covered += 1
                 continue
+            have = holders.get(case_id, set())
             candidates = sorted(
                 (name for name in people if name not in have), key=lambda n: (load[n], n)
             )
@@ -189,4 +255,5 @@ def assign_cases(
                 added[name] += 1
         reviewing.insert_assignments(session, rows=rows, now=now)
         session.commit()
+    forget_progress()
     return AssignmentReport(len(case_ids), len(rows), dict(added), covered)

@@ -26,6 +26,7 @@ from review_app.rubrics import (
     rubric_from_dict,
 )
 from storage import reviewing
+from storage.engine import read_only
 
 
 @dataclass
@@ -149,6 +150,14 @@ def sync_rubrics(engine: Engine, *, directory: Path | None = None) -> RubricCata
                 catalog.usable[ref] = stored  # the file is gone; the labeled content remains
         session.commit()
     return catalog
+
+
+def has_labels(engine: Engine, rubric: Rubric) -> bool:
+    """Whether labels use this version now (a catalog's ``labeled`` is as of its sync)."""
+    with Session(read_only(engine)) as session:
+        return reviewing.rubric_version_has_labels(
+            session, rubric_id=rubric.id, version=rubric.version
+        )
 
 
 def _summarise(diff: dict[str, object]) -> str:

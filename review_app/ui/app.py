@@ -8,7 +8,9 @@ from review_app.errors import PermissionDenied
 from review_app.ui import auth, state
 from review_app.ui.safe import code_span
 
-st.set_page_config(page_title="Role Review", page_icon=":material/rule:", layout="wide")
+# An emoji favicon is drawn in the browser; a Material icon would be fetched from
+# fonts.gstatic.com, a request leaving the reviewer's machine on every page load.
+st.set_page_config(page_title="Role Review", page_icon="⚖️", layout="wide")
 state.init_session()
 
 try:
@@ -36,7 +38,8 @@ navigation = st.navigation(state.pages())
 with st.sidebar:
     if signed_in.auth_mode == "local":
         st.info(
-            f"Local single-user mode: no sign-in; you are {signed_in.name} (admin).",
+            f"Local single-user mode: no sign-in; you are {code_span(signed_in.name)} "
+            f"({signed_in.role.replace('_', ' ')}).",
             icon=":material/person:",
         )
     else:

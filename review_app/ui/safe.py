@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import re
 
-_IDENTIFIER = re.compile(r"[^`\s\\]{1,120}")
+# No backtick, backslash or whitespace other than inner plain spaces (a code span
+# drops one leading and trailing space), so a name like "Ana Lopez" stays readable.
+_IDENTIFIER = re.compile(r"[^`\s\\](?:(?:[^`\s\\]| ){0,118}[^`\s\\])?")
 
 
 def code_span(value: object) -> str:

@@ -21,6 +21,7 @@ from review_app.services.agreement import (
     dashboard_data,
     label_token,
 )
+from review_app.services.cases import CaseView, case_fingerprint, load_case_view
 from review_app.services.judge import calibration_report, judge_token
 from review_app.services.people import Actor, sign_in
 from review_app.services.rubric_catalog import RubricCatalog, sync_rubrics
@@ -126,6 +127,20 @@ def refresh_catalog() -> None:
     _catalog.clear()
 
 
+@st.cache_resource(show_spinner=False, max_entries=64)
+def _case_view(url: str, case_id: str, fingerprint: str) -> CaseView:
+    del fingerprint  # part of the cache key only: a re-imported case builds again
+    return load_case_view(_engine(url), case_id=case_id)
+
+
+def case_view(case_id: str) -> CaseView:
+    """The case as the review page shows it, built once per content (every label click
+    reruns the page on the same case). Shared between sessions: treat it as read-only.
+    Raises ``NotFound``."""
+    fingerprint = case_fingerprint(engine(), case_id=case_id)
+    return _case_view(database_url(), case_id, fingerprint)
+
+
 def current_actor() -> Actor | None:
     """The signed-in actor, or ``None`` (the entry script then shows the sign-in)."""
     identity = auth.current_identity()
@@ -149,9 +164,14 @@ def actor() -> Actor:
     return found
 
 
-def selected_rubric() -> Rubric | None:
-    """The rubric version chosen in the sidebar (a valid one, or ``None`` if none exists)."""
-    rubrics = catalog()
+def selected_rubric(rubrics: RubricCatalog | None = None) -> Rubric | None:
+    """The rubric version chosen in the sidebar (a valid one, or ``None`` if none exists).
+
+    Pass the catalog when the caller has it: each :func:`catalog` call looks at the
+    rubric files and hashes the cache key again.
+    """
+    if rubrics is None:
+        rubrics = catalog()
     refs = rubrics.refs
     if not refs:
         return None
@@ -162,7 +182,7 @@ def selected_rubric() -> Rubric | None:
 
 def rubric_selector() -> Rubric | None:
     rubrics = catalog()
-    selected = selected_rubric()
+    selected = selected_rubric(rubrics)
     if selected is None:
         st.sidebar.error("No usable rubric version. Add one under rubrics/<id>/v<N>.yaml.")
     else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
 
 from review_app.errors import InputError
 from review_app.services.cases import LANES
@@ -17,18 +18,24 @@ st.title("Queue")
 if rubric is None:
     st.stop()
 
+
+def _filter_changed(key: str) -> None:
+    state.keep(key)
+    st.session_state["queue_page"] = 1  # another selection starts on its first page
+
+
 left, middle = st.columns([1, 1])
 left.selectbox(
     "Lane",
     ["all", *LANES],
     key=state.widget_key("queue_lane"),
-    on_change=state.keep,
+    on_change=_filter_changed,
     args=("queue_lane",),
 )
 middle.toggle(
     "Not yet labeled by me",
     key=state.widget_key("queue_unlabeled"),
-    on_change=state.keep,
+    on_change=_filter_changed,
     args=("queue_unlabeled",),
 )
 lane = None if st.session_state["queue_lane"] == "all" else st.session_state["queue_lane"]
@@ -56,26 +63,44 @@ if not result.rows:
         st.info("No case matches these filters.")
 else:
     review_page = state.page("review")
-    header = st.columns([4, 2, 2, 2])
-    for column, title in zip(header, ("Case", "Lane", "My labels", "First violation"), strict=True):
-        column.caption(title)
+    # Rows are horizontal containers with fixed cell widths rather than st.columns:
+    # they line up the same and cost half the elements at every rerun.
+    widths = (380, 150, 110, 130)
+
+    def _row() -> DeltaGenerator:
+        return st.container(horizontal=True, gap="small", vertical_alignment="center")
+
+    header = _row()
+    for width, title in zip(widths, ("Case", "Lane", "My labels", "First violation"), strict=True):
+        header.caption(title, width=width)
     for row in result.rows:
-        cells = st.columns([4, 2, 2, 2])
-        cells[0].page_link(review_page, label=row.case_id, query_params={"case": row.case_id})
-        cells[1].markdown(code_span(row.lane or "-"))
-        cells[2].markdown(
-            f"{row.labeled_turns} / {row.n_assistant_turns}" + (" ✓" if row.completed else "")
+        cells = _row()
+        cells.page_link(
+            review_page, label=row.case_id, query_params={"case": row.case_id}, width=widths[0]
         )
-        cells[3].markdown(
-            "-" if row.first_violation_turn is None else f"turn {row.first_violation_turn}"
+        cells.markdown(code_span(row.lane or "-"), width=widths[1])
+        cells.markdown(
+            f"{row.labeled_turns} / {row.n_assistant_turns}" + (" ✓" if row.completed else ""),
+            width=widths[2],
+        )
+        # "—", not "-": a lone hyphen is an empty Markdown list item (a stray bullet).
+        cells.markdown(
+            "—" if row.first_violation_turn is None else f"turn {row.first_violation_turn}",
+            width=widths[3],
         )
     if result.n_pages > 1:
         st.session_state["queue_page"] = result.page
+        # st.pagination has a default, so writing its state (the widget_key pattern)
+        # logs a warning; the kept page comes in as the default instead, and each
+        # selection of filters has its own pager (so a new selection starts afresh).
+        pager = "_w_queue_page_{}_{}".format(
+            st.session_state["queue_lane"], st.session_state["queue_unlabeled"]
+        )
         st.pagination(
             result.n_pages,
-            key=state.widget_key("queue_page"),
-            on_change=state.keep,
-            args=("queue_page",),
+            default=result.page,
+            key=pager,
+            on_change=lambda: st.session_state.update(queue_page=st.session_state[pager]),
         )
     st.caption(f"{result.n_matching} matching cases")
 

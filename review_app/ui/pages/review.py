@@ -9,8 +9,13 @@ from __future__ import annotations
 import streamlit as st
 
 from review_app.errors import InputError, NotFound
-from review_app.services.cases import CaseView, TurnView, load_case_view
-from review_app.services.labeling import CaseLabels, case_labels, record_label
+from review_app.services.cases import CaseView, TurnView
+from review_app.services.labeling import (
+    MAX_RATIONALE_CHARS,
+    CaseLabels,
+    case_labels,
+    record_label,
+)
 from review_app.services.queue import next_case
 from review_app.ui import state
 from review_app.ui.safe import code_list, code_span
@@ -21,7 +26,14 @@ AVATARS = {
     "system": ":material/settings:",
     "tool": ":material/build:",
 }
-VERDICT_ICONS = {"pass": "✅", "fail": "⛔", "borderline": "⚖️", "abstain": "❔"}
+# Material icons come with Streamlit's own font; emoji need a colour-emoji font that
+# many Linux desktops (and headless browsers) lack, and then show as empty boxes.
+VERDICT_ICONS = {
+    "pass": ":material/check_circle:",
+    "fail": ":material/block:",
+    "borderline": ":material/balance:",
+    "abstain": ":material/help:",
+}
 
 actor = state.actor()
 rubric = state.rubric_selector()
@@ -37,7 +49,7 @@ if not case_id:
     st.stop()
 
 try:
-    view: CaseView = load_case_view(state.engine(), case_id=case_id)
+    view: CaseView = state.case_view(case_id)
 except NotFound as error:
     st.title("Review")
     st.error(str(error))
@@ -61,7 +73,9 @@ def _first_unlabeled(after: int | None = None) -> int | None:
 
 focus = st.session_state["focus"]
 if not focus or focus.get("case") != case_id or focus.get("turn") not in labelable_turns:
-    first = _first_unlabeled() or (labelable_turns[0] if labelable_turns else None)
+    first = _first_unlabeled()
+    if first is None and labelable_turns:
+        first = labelable_turns[0]  # everything labeled: start at the top
     focus = {"case": case_id, "turn": first}
     st.session_state["focus"] = focus
 focus_turn: int | None = focus["turn"]
@@ -127,8 +141,9 @@ with st.sidebar:
         for number, label in enumerate(rubric.labels, start=1):
             chosen = current is not None and current.code == label.code
             st.button(
-                f"{VERDICT_ICONS.get(label.verdict, '')} {label.code}",
+                label.code,
                 key=f"label_{label.code}",
+                icon=VERDICT_ICONS.get(label.verdict),
                 shortcut=str(number) if number <= 9 else None,
                 type="primary" if chosen else "secondary",
                 help=label.title,
@@ -136,8 +151,11 @@ with st.sidebar:
                 args=(label.code,),
                 width="stretch",
             )
+        # Starts from the current label's rationale, so changing only the code keeps it.
         st.text_input(
             "Rationale (optional; type it, then choose the label)",
+            value=current.rationale if current is not None and current.rationale else "",
+            max_chars=MAX_RATIONALE_CHARS,
             key=f"rationale_{case_id}_{focus_turn}",
         )
         previous_col, next_col = st.columns(2)
@@ -223,9 +241,10 @@ def _finding_marks(turn: TurnView) -> None:
         )
 
 
-def _label_marks(turn: TurnView) -> None:
+def _label_line(turn: TurnView) -> str | None:
+    """The line with the reviewer's label of a labelable turn (and others' once not blind)."""
     if labels is None or turn.turn not in labelable_turns:
-        return
+        return None
     mine = labels.mine.get(turn.turn)
     history = labels.my_history.get(turn.turn, [])
     line = f"Your label: {code_span(mine.code) if mine else '—'}"
@@ -237,7 +256,27 @@ def _label_marks(turn: TurnView) -> None:
             line += " · others: " + ", ".join(
                 f"{code_span(o.reviewer)} {code_span(o.code)}" for o in others
             )
-    st.caption(line)
+    return line
+
+
+def _header(turn: TurnView) -> str:
+    """One caption per turn (each element costs rerun time): who, role, actions, labels."""
+    parts = [
+        f"turn {turn.turn} · {code_span(turn.actor)} · role {code_span(turn.active_role or '-')}"
+    ]
+    if turn.actions:
+        parts.append("actions " + code_list(turn.actions))
+    if turn.turn == focus_turn:
+        parts.append("**labeling**")
+    header = " · ".join(parts)
+    label_line = _label_line(turn)
+    return header if label_line is None else f"{header}  \n{label_line}"
+
+
+def _label_controls(turn: TurnView) -> None:
+    if labels is None or turn.turn not in labelable_turns:
+        return
+    mine = labels.mine.get(turn.turn)
     if mine and mine.rationale:
         st.text(f"Your rationale: {mine.rationale}")
     if turn.turn != focus_turn:
@@ -267,28 +306,25 @@ with transcript:
                     icon=":material/gpp_bad:",
                 )
         with st.chat_message(turn.actor, avatar=AVATARS.get(turn.actor)):
-            focused_mark = " · **labeling**" if turn.turn == focus_turn else ""
-            st.caption(
-                f"turn {turn.turn} · {code_span(turn.actor)} · role "
-                f"{code_span(turn.active_role or '-')}{focused_mark}"
-            )
+            st.caption(_header(turn))
             if turn.text:
                 st.text(turn.text)
-            if turn.actions:
-                st.caption("actions: " + code_list(turn.actions))
             _finding_marks(turn)
-            _label_marks(turn)
+            _label_controls(turn)
 
 with reference:
     if rubric is not None:
         st.subheader(f"Rubric {rubric.ref}")
         for label in rubric.labels:
             with st.expander(f"{label.code} · {label.verdict}"):
-                st.text(label.title)
-                st.text(label.definition)
+                # one text element per label: the reference is drawn at every rerun
+                blocks = [label.title, label.definition]
                 if label.guidance:
-                    st.text(label.guidance)
-                for example in rubric.examples_for(label.code):
-                    st.caption(f"{example.kind} example")
-                    st.text(f"{example.context}\n→ {example.reply}\n({example.why})")
+                    blocks.append(label.guidance)
+                blocks.extend(
+                    f"[{example.kind} example]\n{example.context}\n→ {example.reply}\n"
+                    f"({example.why})"
+                    for example in rubric.examples_for(label.code)
+                )
+                st.text("\n\n".join(blocks))
         st.page_link(state.page("rubrics"), label="Examples and versions")

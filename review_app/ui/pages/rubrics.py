@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from review_app.rubrics import diff_rubrics
+from review_app.services.rubric_catalog import has_labels
 from review_app.ui import state
 from review_app.ui.safe import code_span
 
@@ -19,7 +20,7 @@ if not catalog.usable:
     st.info("No rubric versions. Add rubrics/<id>/v<N>.yaml.")
     st.stop()
 
-state.selected_rubric()  # makes sure a usable version is selected
+state.selected_rubric(catalog)  # makes sure a usable version is selected
 refs = catalog.refs
 st.selectbox(
     "Rubric version",
@@ -29,7 +30,7 @@ st.selectbox(
     args=("rubric_ref",),
 )
 rubric = catalog.get(st.session_state["rubric_ref"])
-locked = rubric.ref in catalog.labeled
+locked = has_labels(state.engine(), rubric)  # live: the cached catalog predates new labels
 st.caption(
     f"{code_span(rubric.ref)} · applies to {code_span(rubric.applies_to)} turns · "
     f"sha256 {code_span(rubric.sha256[:12])} · "
