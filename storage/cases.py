@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Connection, and_, delete, func, select, text
+from sqlalchemy import Connection, and_, bindparam, delete, func, select, text, update
 from sqlmodel import Session, col
 
 from storage.bulk import insert_rows
@@ -97,10 +97,14 @@ def stored_case_hashes(connection: Connection, *, case_ids: Sequence[str]) -> di
 
 
 def delete_case_content(connection: Connection, *, case_ids: Sequence[str]) -> None:
-    """Remove cases with their events and findings (before storing a replacement)."""
+    """Remove cases' events and findings before storing a replacement.
+
+    The case rows stay (labels, assignments, gold labels and judge verdicts refer to
+    them) and are updated in place by :func:`insert_case_rows`.
+    """
     for start in range(0, len(case_ids), 500):
         chunk = list(case_ids[start : start + 500])
-        for table in (Finding, Evaluation, Event, Case):
+        for table in (Finding, Evaluation, Event):
             connection.execute(delete(table).where(col(table.case_id).in_(chunk)))
 
 
@@ -112,6 +116,8 @@ class CaseRows:
     events: list[tuple[Any, ...]]
     evaluations: list[tuple[Any, ...]]
     findings: list[tuple[Any, ...]]
+    replaced: set[str] = field(default_factory=set)
+    """Case ids whose row exists already: updated rather than inserted."""
 
     @classmethod
     def empty(cls) -> CaseRows:
@@ -122,7 +128,33 @@ class CaseRows:
 
 
 def insert_case_rows(connection: Connection, *, rows: CaseRows) -> None:
-    insert_rows(connection, table="cases", columns=CASE_COLUMNS, rows=rows.cases)
+    new = [row for row in rows.cases if row[0] not in rows.replaced]
+    insert_rows(connection, table="cases", columns=CASE_COLUMNS, rows=new)
+    updates = [
+        {
+            f"v_{name}": value
+            for name, value in zip(CASE_COLUMNS, row, strict=True)
+            if name != "imported_at"
+        }
+        for row in rows.cases
+        if row[0] in rows.replaced
+    ]
+    if updates:
+        statement = (
+            update(Case)
+            .where(col(Case.case_id) == bindparam("v_case_id"))
+            .values(
+                {
+                    **{
+                        name: bindparam(f"v_{name}")
+                        for name in CASE_COLUMNS
+                        if name not in ("case_id", "imported_at")
+                    },
+                    "imported_at": func.now(),
+                }
+            )
+        )
+        connection.execute(statement, updates)
     insert_rows(connection, table="events", columns=EVENT_COLUMNS, rows=rows.events)
     insert_rows(connection, table="evaluations", columns=EVALUATION_COLUMNS, rows=rows.evaluations)
     insert_rows(connection, table="findings", columns=FINDING_COLUMNS, rows=rows.findings)

@@ -264,6 +264,7 @@ def import_records(
                             field="case_id",
                         )
                     to_replace.append(case_id)
+                    rows.replaced.add(case_id)
                     outcome.replaced += 1
                 contract = record.case.get("contract")
                 if contract is not None:

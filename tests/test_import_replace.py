@@ -1,0 +1,33 @@
+"""Replacing a labeled case keeps its labels, assignments and judge verdicts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from sqlmodel import Session
+
+from review_app.services.cases import case_view
+from review_app.services.demo import load_demo
+from review_app.services.importing import import_paths
+from storage.reviewing import count_labels
+from tests.conftest import DEMO_CASES, Database
+
+
+def test_replacing_a_labeled_case_keeps_its_labels(database: Database, tmp_path: Path) -> None:
+    load_demo(database.engine)
+    with Session(database.engine) as session:
+        labels_before = count_labels(session)
+    changed = json.loads((DEMO_CASES / "support-clean-late-parcel.json").read_text())
+    changed["transcript"][1]["text"] = "Changed text."
+    path = tmp_path / "changed.json"
+    path.write_text(json.dumps(changed))
+
+    summary = import_paths(database.engine, [path], replace=True)
+
+    assert summary.totals.replaced == 1
+    with Session(database.engine) as session:
+        view = case_view(session, case_id="support-clean-late-parcel")
+        assert count_labels(session) == labels_before
+    assert view.turns[1].text == "Changed text."
+    assert view.status == "pass"
