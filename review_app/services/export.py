@@ -11,8 +11,6 @@ Exports are deterministic: the same data gives byte-identical files.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from collections import defaultdict
 from collections.abc import Sequence
@@ -25,7 +23,8 @@ from sqlmodel import Session
 
 from review_app.errors import InputError
 from review_app.evaluator import EVALUATOR_VERSION
-from review_app.formats import neutralise_cell, write_deepeval
+from review_app.formats import write_deepeval
+from review_app.formats._common import csv_text
 from review_app.formats.fixtures import (
     EXPORTER_VERSION,
     MANIFEST_NAME,
@@ -235,18 +234,18 @@ def _label_rows(
 
 
 def _labels_csv(rows: list[dict[str, Any]]) -> str:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(LABEL_EXPORT_COLUMNS)
+    # csv_text ends lines with \r\n, so a cell holding a carriage return is quoted;
+    # with a bare \n terminator the csv module would leave it unquoted and break the row.
+    table = []
     for row in rows:
         cells = []
         for column in LABEL_EXPORT_COLUMNS:
             value = row[column]
             if isinstance(value, list):
                 value = ",".join(value)
-            cells.append(neutralise_cell("" if value is None else str(value)))
-        writer.writerow(cells)
-    return buffer.getvalue()
+            cells.append("" if value is None else str(value))
+        table.append(cells)
+    return csv_text(list(LABEL_EXPORT_COLUMNS), table)
 
 
 def write_export(result: ExportResult, out_dir: Path) -> list[Path]:
