@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from review_app import __version__
+from review_app.cases import EXPORT_MANIFEST_NAME, EXPORTER_NAME
 from review_app.evaluator import EVALUATOR_VERSION, diagnostic, evaluate_case
 
-EXPORTER_VERSION = f"role-review {__version__} / fixtures 1"
+EXPORTER_VERSION = f"{EXPORTER_NAME} {__version__} / fixtures 1"
 TEST_MODULE_NAME = "test_role_fixtures.py"
-MANIFEST_NAME = "manifest.json"
+MANIFEST_NAME = EXPORT_MANIFEST_NAME
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
 
 
