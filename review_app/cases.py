@@ -38,6 +38,10 @@ EXPORTER_NAME = "role-review"
 """First word of the ``exporter`` field that Role Review writes into its exports."""
 EXPORT_MANIFEST_NAME = "manifest.json"
 """The manifest beside exported fixtures: counts, not a case."""
+EXPECTED_BLOCK = "expected"
+"""The top-level key an exported fixture adds to its case: what the export found,
+not what the conversation holds, so the content hash leaves it out (a fixture
+imported where its case is stored is the same case)."""
 CASE_FILE_SUFFIXES = (".json", ".jsonl", ".ndjson")
 CASE_ID_PATTERN = re.compile(r"[^\s\x00-\x1f\x7f]{1,200}")
 # Contract versions share the case id's form: a key column of 200 characters, and one
@@ -306,7 +310,8 @@ def validate_case(
                 line=line,
                 field=_join(prefix, f"transcript[{index}].set_role"),
             )
-    return CaseRecord(case, source, line, result, content_sha256(case))
+    content = {key: value for key, value in case.items() if key != EXPECTED_BLOCK}
+    return CaseRecord(case, source, line, result, content_sha256(content))
 
 
 def _refuse_nul(value: Any, *, source: str, line: int | None, field: str) -> None:

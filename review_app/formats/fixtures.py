@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from review_app import __version__
-from review_app.cases import EXPORT_MANIFEST_NAME, EXPORTER_NAME
+from review_app.cases import EXPECTED_BLOCK, EXPORT_MANIFEST_NAME, EXPORTER_NAME
 from review_app.evaluator import EVALUATOR_VERSION, diagnostic, evaluate_case
 
 EXPORTER_VERSION = f"{EXPORTER_NAME} {__version__} / fixtures 1"
@@ -118,7 +118,7 @@ def fixture_document(
     expected = expected_block(export, rubric_ref=rubric_ref, break_codes=break_codes)
     if redact:
         expected["redacted"] = True
-    return {**case, "expected": expected}
+    return {**case, EXPECTED_BLOCK: expected}
 
 
 def _transitions(case: Mapping[str, Any]) -> tuple[set[str], set[str]]:
