@@ -34,7 +34,7 @@ from review_app.formats.fixtures import (
     SemanticLabel,
     dumps,
     fixture_document,
-    fixture_file_name,
+    fixture_file_names,
     manifest,
     pytest_module_text,
     redact_case,
@@ -137,8 +137,9 @@ def export_data(
     )
     files: dict[str, bytes] = {}
     if format == "fixtures":
+        names = fixture_file_names(e.case["case_id"] for e in exports)
         for export in exports:
-            name = fixture_file_name(export.case["case_id"])
+            name = names[export.case["case_id"]]
             document = fixture_document(
                 export, rubric_ref=rubric.ref, break_codes=rubric.break_codes, redact=redact
             )
