@@ -34,6 +34,14 @@ from review_app.errors import InputError
 from review_app.evaluator import evaluate_case
 
 DEFAULT_MAX_RECORD_BYTES = 16 * 1024 * 1024
+EXPORTER_NAME = "role-review"
+"""First word of the ``exporter`` field that Role Review writes into its exports."""
+EXPORT_MANIFEST_NAME = "manifest.json"
+"""The manifest beside exported fixtures: counts, not a case."""
+EXPECTED_BLOCK = "expected"
+"""The top-level key an exported fixture adds to its case: what the export found,
+not what the conversation holds, so the content hash leaves it out (a fixture
+imported where its case is stored is the same case)."""
 CASE_FILE_SUFFIXES = (".json", ".jsonl", ".ndjson")
 CASE_ID_PATTERN = re.compile(r"[^\s\x00-\x1f\x7f]{1,200}")
 # Contract versions share the case id's form: a key column of 200 characters, and one
@@ -71,7 +79,8 @@ def discover_case_files(
     """The files to import: each file as given, and case files found under directories.
 
     Under a directory, files with one of ``suffixes`` (default: JSON and JSONL) are
-    taken, in sorted order, so an import is repeatable.
+    taken, in sorted order, so an import is repeatable; the manifest of a Role Review
+    export is left out there, so an exported fixtures directory imports as it is.
     """
     wanted = tuple(s.lower() for s in (suffixes or CASE_FILE_SUFFIXES))
     found: list[Path] = []
@@ -79,13 +88,29 @@ def discover_case_files(
         path = Path(raw)
         if path.is_dir():
             found.extend(
-                sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in wanted)
+                sorted(
+                    p
+                    for p in path.rglob("*")
+                    if p.is_file() and p.suffix.lower() in wanted and not is_export_manifest(p)
+                )
             )
         elif path.exists():
             found.append(path)
         else:
             raise InputError("no such file or directory", source=str(raw))
     return found
+
+
+def is_export_manifest(path: Path) -> bool:
+    """Whether ``path`` is the ``manifest.json`` of a Role Review export (not a case)."""
+    if path.name != EXPORT_MANIFEST_NAME:
+        return False
+    try:
+        value = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return False
+    exporter = value.get("exporter") if isinstance(value, dict) else None
+    return isinstance(exporter, str) and exporter.startswith(f"{EXPORTER_NAME} ")
 
 
 _NON_JSON_NUMBERS = (b"NaN", b"Infinity", b"-Infinity")
@@ -285,7 +310,8 @@ def validate_case(
                 line=line,
                 field=_join(prefix, f"transcript[{index}].set_role"),
             )
-    return CaseRecord(case, source, line, result, content_sha256(case))
+    content = {key: value for key, value in case.items() if key != EXPECTED_BLOCK}
+    return CaseRecord(case, source, line, result, content_sha256(content))
 
 
 def _refuse_nul(value: Any, *, source: str, line: int | None, field: str) -> None:

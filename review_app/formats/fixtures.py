@@ -17,11 +17,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from review_app import __version__
+from review_app.cases import EXPECTED_BLOCK, EXPORT_MANIFEST_NAME, EXPORTER_NAME
 from review_app.evaluator import EVALUATOR_VERSION, diagnostic, evaluate_case
 
-EXPORTER_VERSION = f"role-review {__version__} / fixtures 1"
+EXPORTER_VERSION = f"{EXPORTER_NAME} {__version__} / fixtures 1"
 TEST_MODULE_NAME = "test_role_fixtures.py"
-MANIFEST_NAME = "manifest.json"
+MANIFEST_NAME = EXPORT_MANIFEST_NAME
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")
 
 
@@ -29,13 +30,31 @@ def dumps(value: Any) -> str:
     return json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False, allow_nan=False) + "\n"
 
 
-def fixture_file_name(case_id: str) -> str:
+def fixture_file_name(case_id: str, *, hashed: bool = False) -> str:
     """A file name for a case id: the id itself when safe, else a cleaned id plus a hash."""
     cleaned = _SAFE_NAME.sub("_", case_id)
-    if cleaned != case_id or cleaned.startswith("."):
+    if hashed or cleaned != case_id or cleaned.startswith("."):
         digest = hashlib.sha256(case_id.encode("utf-8")).hexdigest()[:10]
         cleaned = f"{cleaned.lstrip('.')[:150]}-{digest}"
     return f"{cleaned}.json"
+
+
+def fixture_file_names(case_ids: Iterable[str]) -> dict[str, str]:
+    """File names for the cases of one export: distinct from each other and from the
+    manifest even where letter case does not count (macOS and Windows file systems).
+
+    A case id whose plain name would clash (``manifest``, or ``Refund-A`` beside
+    ``refund-a``) gets the hashed name instead, so no fixture silently replaces another.
+    """
+    plain = {case_id: fixture_file_name(case_id) for case_id in case_ids}
+    clashes = Counter(name.casefold() for name in plain.values())
+    taken = {MANIFEST_NAME.casefold()}
+    return {
+        case_id: fixture_file_name(case_id, hashed=True)
+        if clashes[name.casefold()] > 1 or name.casefold() in taken
+        else name
+        for case_id, name in plain.items()
+    }
 
 
 def redact_text(text: str) -> str:
@@ -117,7 +136,7 @@ def fixture_document(
     expected = expected_block(export, rubric_ref=rubric_ref, break_codes=break_codes)
     if redact:
         expected["redacted"] = True
-    return {**case, "expected": expected}
+    return {**case, EXPECTED_BLOCK: expected}
 
 
 def _transitions(case: Mapping[str, Any]) -> tuple[set[str], set[str]]:

@@ -11,8 +11,6 @@ Exports are deterministic: the same data gives byte-identical files.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from collections import defaultdict
 from collections.abc import Sequence
@@ -23,9 +21,11 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlmodel import Session
 
+from review_app.cases import EXPORTER_NAME
 from review_app.errors import InputError
 from review_app.evaluator import EVALUATOR_VERSION
-from review_app.formats import neutralise_cell, write_deepeval
+from review_app.formats import write_deepeval
+from review_app.formats._common import csv_text
 from review_app.formats.fixtures import (
     EXPORTER_VERSION,
     MANIFEST_NAME,
@@ -34,7 +34,7 @@ from review_app.formats.fixtures import (
     SemanticLabel,
     dumps,
     fixture_document,
-    fixture_file_name,
+    fixture_file_names,
     manifest,
     pytest_module_text,
     redact_case,
@@ -137,8 +137,9 @@ def export_data(
     )
     files: dict[str, bytes] = {}
     if format == "fixtures":
+        names = fixture_file_names(e.case["case_id"] for e in exports)
         for export in exports:
-            name = fixture_file_name(export.case["case_id"])
+            name = names[export.case["case_id"]]
             document = fixture_document(
                 export, rubric_ref=rubric.ref, break_codes=rubric.break_codes, redact=redact
             )
@@ -157,6 +158,9 @@ def export_data(
             files["labels.jsonl"] = text.encode("utf-8")
         else:
             files["labels.csv"] = _labels_csv(rows).encode("utf-8")
+    # The manifest lists the export's files, so a later export into the same
+    # directory replaces exactly these and leaves the user's own files alone.
+    summary["files"] = sorted(files)
     files[MANIFEST_NAME] = dumps(summary).encode("utf-8")
     return ExportResult(files, summary)
 
@@ -235,42 +239,89 @@ def _label_rows(
 
 
 def _labels_csv(rows: list[dict[str, Any]]) -> str:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(LABEL_EXPORT_COLUMNS)
+    # csv_text ends lines with \r\n, so a cell holding a carriage return is quoted;
+    # with a bare \n terminator the csv module would leave it unquoted and break the row.
+    table = []
     for row in rows:
         cells = []
         for column in LABEL_EXPORT_COLUMNS:
             value = row[column]
             if isinstance(value, list):
                 value = ",".join(value)
-            cells.append(neutralise_cell("" if value is None else str(value)))
-        writer.writerow(cells)
-    return buffer.getvalue()
+            cells.append("" if value is None else str(value))
+        table.append(cells)
+    return csv_text(list(LABEL_EXPORT_COLUMNS), table)
+
+
+def _earlier_manifest(out_dir: Path) -> dict[str, Any] | None:
+    """The manifest of an earlier export in ``out_dir``; ``None`` when there is none.
+
+    A ``manifest.json`` that another tool wrote (a browser extension, a web app)
+    is not ours: it must not make the directory's files ours to delete.
+    """
+    path = out_dir / MANIFEST_NAME
+    if not path.is_file():
+        return None
+    try:
+        value = json.loads(path.read_bytes())
+    except ValueError:
+        return None
+    if not isinstance(value, dict):
+        return None
+    exporter = value.get("exporter")
+    if isinstance(exporter, str) and exporter.startswith(f"{EXPORTER_NAME} "):
+        return value
+    return None
+
+
+def _files_of(manifest: dict[str, Any], out_dir: Path) -> list[Path]:
+    """The files an earlier export wrote (its manifest lists them)."""
+    names = manifest.get("files")
+    if not isinstance(names, list):
+        # A manifest without a file list: the kinds of file an export writes.
+        return [
+            p
+            for p in out_dir.iterdir()
+            if p.is_file() and p.suffix in (".json", ".jsonl", ".csv", ".py")
+        ]
+    found = []
+    for name in names:
+        if isinstance(name, str) and name == Path(name).name and name not in ("", ".", ".."):
+            path = out_dir / name
+            if path.is_file():
+                found.append(path)
+    return found
 
 
 def write_export(result: ExportResult, out_dir: Path) -> list[Path]:
-    """Write the files; a directory holding another export's files has those replaced.
+    """Write the files; a directory holding an earlier export has that export's files replaced.
 
     A non-empty directory that holds no earlier export is refused, so an export
     never mixes with unrelated files (a stale fixture would be replayed by CI).
+    Files the user added beside an earlier export (a README, a conftest.py) stay.
     """
-    out_dir.mkdir(parents=True, exist_ok=True)
-    existing = [p for p in out_dir.iterdir()]
-    if existing:
-        previous = out_dir / MANIFEST_NAME
-        if not previous.exists():
-            raise InputError(
-                "the directory is not empty and holds no earlier export; choose "
-                "an empty or new directory",
-                source=str(out_dir),
-            )
-        for path in existing:
-            if path.is_file() and path.suffix in (".json", ".jsonl", ".csv", ".py"):
+    if out_dir.exists() and not out_dir.is_dir():
+        raise InputError("not a directory; choose an empty or new directory", source=str(out_dir))
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        if any(out_dir.iterdir()):
+            previous = _earlier_manifest(out_dir)
+            if previous is None:
+                raise InputError(
+                    "the directory is not empty and holds no earlier export; choose "
+                    "an empty or new directory",
+                    source=str(out_dir),
+                )
+            for path in _files_of(previous, out_dir):
                 path.unlink()
-    written = []
-    for name, data in sorted(result.files.items()):
-        target = out_dir / name
-        target.write_bytes(data)
-        written.append(target)
+            (out_dir / MANIFEST_NAME).unlink(missing_ok=True)
+        written = []
+        for name, data in sorted(result.files.items()):
+            target = out_dir / name
+            target.write_bytes(data)
+            written.append(target)
+    except OSError as error:
+        raise InputError(
+            f"cannot write the export: {error.strerror or error}", source=str(out_dir)
+        ) from None
     return written

@@ -297,7 +297,9 @@ def export_labels_csv(engine: Engine, *, rubric: Rubric, history: bool = False) 
             session, rubric_id=rubric.id, version=rubric.version, history=history
         )
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
+    # \r\n line ends (RFC 4180): the csv module then quotes a rationale holding a
+    # carriage return, which a bare \n terminator would leave unquoted.
+    writer = csv.writer(buffer, lineterminator="\r\n")
     writer.writerow(LABEL_COLUMNS)
     for case_id, turn, reviewer, code, rationale in rows:
         writer.writerow(
