@@ -60,7 +60,8 @@ def _malformed(field: str, message: str, turn: Any = None) -> dict[str, Any]:
     }
 
 
-def _type_name(value: Any) -> str:
+def type_name(value: Any) -> str:
+    """How an error message names the JSON type of ``value``."""
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -80,11 +81,11 @@ def _type_name(value: Any) -> str:
 
 def _string_list_problem(value: Any) -> str | None:
     if type(value) is not list:
-        return f"expected a list of strings, got {_type_name(value)}"
+        return f"expected a list of strings, got {type_name(value)}"
     if not set(map(type, value)) <= _STR_TYPE:
         for position, item in enumerate(value):
             if type(item) is not str:
-                return f"item {position} is {_type_name(item)}, expected a string"
+                return f"item {position} is {type_name(item)}, expected a string"
     return None
 
 
@@ -155,7 +156,7 @@ def _read_contract_cached(contract: Any, errors: list[dict[str, Any]]) -> _Contr
 def _read_contract(contract: Any, errors: list[dict[str, Any]]) -> _Contract | None:
     """Validate the contract's shape; ``None`` when it cannot be used at all."""
     if type(contract) is not dict:
-        errors.append(_malformed("contract", f"expected an object, got {_type_name(contract)}"))
+        errors.append(_malformed("contract", f"expected an object, got {type_name(contract)}"))
         return None
     parsed = _Contract()
     usable = True
@@ -190,7 +191,7 @@ def _read_contract(contract: Any, errors: list[dict[str, Any]]) -> _Contract | N
             if type(spec) is not dict:
                 errors.append(
                     _malformed(
-                        f"contract.roles.{role}", f"expected an object, got {_type_name(spec)}"
+                        f"contract.roles.{role}", f"expected an object, got {type_name(spec)}"
                     )
                 )
                 usable = False
@@ -249,7 +250,7 @@ def _check_request(
 ) -> None:
     field = f"transcript[{index}].request"
     if type(request) is not dict:
-        errors.append(_malformed(field, f"expected an object, got {_type_name(request)}", turn))
+        errors.append(_malformed(field, f"expected an object, got {type_name(request)}", turn))
         return
     request_id = request.get("request_id")
     if request_id is not None and type(request_id) is not str:
@@ -314,7 +315,7 @@ def evaluate_case(case: Any) -> dict[str, Any]:
     role_by_turn: dict[int, str | None] = {}
 
     if type(case) is not dict:
-        errors.append(_malformed("(case)", f"expected an object, got {_type_name(case)}"))
+        errors.append(_malformed("(case)", f"expected an object, got {type_name(case)}"))
         return _result(None, None, errors, violations, harness, role_by_turn, has_contract=True)
 
     case_id = case.get("case_id")
@@ -335,7 +336,7 @@ def evaluate_case(case: Any) -> dict[str, Any]:
 
     transcript = case.get("transcript")
     if type(transcript) is not list:
-        errors.append(_malformed("transcript", f"expected a list, got {_type_name(transcript)}"))
+        errors.append(_malformed("transcript", f"expected a list, got {type_name(transcript)}"))
         return _result(
             case_id,
             contract_version,
@@ -522,7 +523,7 @@ def _careful_pass(
     for index, event in enumerate(transcript):
         if type(event) is not dict:
             errors.append(
-                _malformed(f"transcript[{index}]", f"expected an object, got {_type_name(event)}")
+                _malformed(f"transcript[{index}]", f"expected an object, got {type_name(event)}")
             )
             continue
         turn = event.get("turn")
@@ -552,7 +553,7 @@ def _careful_pass(
                     "message": (
                         "missing turn"
                         if turn is None
-                        else f"expected an integer turn, got {_type_name(turn)}"
+                        else f"expected an integer turn, got {type_name(turn)}"
                     ),
                 }
             )
@@ -609,7 +610,7 @@ def _careful_pass(
                 errors.append(
                     _malformed(
                         f"transcript[{index}].observed_actions",
-                        f"expected a list of strings, got {_type_name(actions)}",
+                        f"expected a list of strings, got {type_name(actions)}",
                         turn,
                     )
                 )

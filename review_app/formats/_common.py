@@ -27,7 +27,7 @@ from review_app.cases import (
     validate_case,
 )
 from review_app.errors import InputError
-from review_app.evaluator import evaluate_case
+from review_app.evaluator import evaluate_case, type_name
 from review_app.formats.csv_safety import neutralise_cell, restore_cell
 
 ProgressCallback = Callable[[int], None]
@@ -39,24 +39,6 @@ _BOM = b"\xef\xbb\xbf"
 _CSV_FIELD_LIMIT = 64 * 1024 * 1024
 _SAFE_ID = re.compile(r"[\w.\-]{1,200}")
 _UNSAFE_RUN = re.compile(r"[^\w.]+")
-
-
-def type_name(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "an object"
-    return type(value).__name__
 
 
 def join_field(prefix: str | None, field: str) -> str:
