@@ -870,14 +870,14 @@ def judge_local_server(
 
     Then: review-app judge run --base-url http://HOST:PORT/v1 --model gemma-3-270m ...
     """
-    from review_app.services.local_judge import local_server_command
-
-    command = _run(lambda: local_server_command(host=host, port=port, n_ctx=n_ctx))
     import os
 
+    from review_app.services.local_judge import local_server_command, local_server_environment
+
+    command = _run(lambda: local_server_command(host=host, port=port, n_ctx=n_ctx))
     typer.echo(f"llama.cpp server on http://{host}:{port}/v1 (model gemma-3-270m)")
     sys.stdout.flush()
-    os.execv(command[0], command)
+    os.execve(command[0], command, local_server_environment())
 
 
 # --- serving the app ------------------------------------------------------------------

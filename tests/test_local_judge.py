@@ -119,7 +119,7 @@ def test_local_judge_judges_the_demo_set_and_the_report_shows_it_is_weak(
         "--max-tokens",
         "96",
         "--concurrency",
-        "2",
+        "1",
         "--timeout",
         "600",
     )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import os
 import sys
 from pathlib import Path
 
@@ -63,4 +64,19 @@ def local_server_command(*, host: str, port: int, n_ctx: int = 4096) -> list[str
         str(port),
         "--n_ctx",
         str(n_ctx),
+        "--n_threads",
+        str(_threads()),
+        "--n_threads_batch",
+        str(_threads()),
     ]
+
+
+def _threads() -> int:
+    # One core stays free: llama.cpp's OpenMP threads spin while they wait, and on a
+    # small machine sharing every core with the caller slows generation several-fold.
+    return max(1, (os.cpu_count() or 1) - 1)
+
+
+def local_server_environment() -> dict[str, str]:
+    """The environment for the server: OpenMP threads sleep instead of spinning."""
+    return {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
