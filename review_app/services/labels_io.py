@@ -6,6 +6,10 @@ repeats the reviewer's current label (same code and rationale) changes nothing, 
 importing a file twice is harmless; a different label supersedes the current one
 (labels are append-only). Reviewers named in the file who do not exist yet are
 created as reviewers, which only an admin may do when sign-in is on.
+
+Export prefixes ``'`` to cells a spreadsheet would run as a formula (OWASP CSV
+injection); import takes that prefix off again, so exporting and re-importing
+gives back exactly the stored case ids, reviewer names and rationales.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from storage.engine import read_only
 LABEL_COLUMNS = ("case_id", "turn", "reviewer", "label", "rubric", "rationale")
 REQUIRED_COLUMNS = ("case_id", "turn", "reviewer", "label", "rubric")
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+_NEUTRALISED_COLUMNS = ("case_id", "reviewer", "rationale")
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +87,7 @@ def _read_rows(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
             f"(expected {','.join(LABEL_COLUMNS)})",
             source=source,
             line=1,
+            field=missing[0],
         )
     unknown = [name for name in header if name not in LABEL_COLUMNS]
     if unknown:
@@ -112,6 +118,8 @@ def parse_label_file(path: Path, *, catalog: RubricCatalog) -> list[LabelRecord]
             return InputError(message, source=source, line=line, field=column)
 
         values = {name: (row.get(name) or "").strip() for name in LABEL_COLUMNS}
+        for name in _NEUTRALISED_COLUMNS:
+            values[name] = restore_cell(values[name])
         for name in REQUIRED_COLUMNS:
             if not values[name]:
                 raise fail("empty cell", name)
@@ -284,8 +292,19 @@ def import_labels(
 
 
 def neutralise_cell(value: str) -> str:
-    """A CSV cell a spreadsheet will not run as a formula (OWASP CSV injection)."""
-    return "'" + value if value.startswith(_FORMULA_START) else value
+    """A CSV cell a spreadsheet will not run as a formula (OWASP CSV injection).
+
+    A value that starts like a formula gets a leading ``'``; so does one that already
+    starts with ``'`` before such a character, which keeps :func:`restore_cell` exact.
+    """
+    return "'" + value if value.lstrip("'").startswith(_FORMULA_START) else value
+
+
+def restore_cell(value: str) -> str:
+    """The value :func:`neutralise_cell` was given (its inverse)."""
+    if value.startswith("'") and value.lstrip("'").startswith(_FORMULA_START):
+        return value[1:]
+    return value
 
 
 def export_labels_csv(engine: Engine, *, rubric: Rubric, history: bool = False) -> str:
