@@ -13,18 +13,24 @@ single reviewer) have none, and are counted as such.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections import defaultdict
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
+import numpy as np
+import numpy.typing as npt
 from sqlalchemy import Engine
 from sqlmodel import Session
 
+from review_app.agreement import RatingTable
 from review_app.errors import InputError, NotFound
 from review_app.evaluator import EVALUATOR_VERSION
 from review_app.rubrics import Rubric
 from review_app.services.cases import TurnView, case_view
+from review_app.services.label_table import rating_table
 from review_app.services.people import Actor, require_role
 from storage import adjudication as queries
 from storage import reviewing
@@ -33,6 +39,7 @@ from storage.engine import read_only
 from storage.models import GoldLabel
 from storage.reviewing import LabelRow
 
+IntArray = npt.NDArray[np.int64]
 MAX_NOTE_CHARS = 4000
 GOLD_SOURCES = ("adjudicated", "unanimous")
 
@@ -267,27 +274,55 @@ def gold_labels(engine: Engine, *, rubric: Rubric) -> GoldSet:
     return gold_set_from(columns, adjudicated)
 
 
+def _unit_status(
+    table: RatingTable, adjudicated: Collection[tuple[str, int]]
+) -> tuple[npt.NDArray[np.bool_], npt.NDArray[np.bool_], npt.NDArray[np.bool_], IntArray]:
+    """Per unit of ``table`` that has no adjudicated label: unanimous (two or more
+    labels, one code), in disagreement, single rater; and its most given code."""
+    counts = table.value_counts()
+    n_labels = counts.sum(axis=1)
+    n_codes = np.count_nonzero(counts, axis=1)
+    settled = np.zeros(table.n_units, dtype=bool)
+    for unit in adjudicated:
+        position = bisect_left(table.units, unit)  # type: ignore[type-var]
+        if position < table.n_units and table.units[position] == unit:
+            settled[position] = True
+    open_units = ~settled
+    unanimous = open_units & (n_codes == 1) & (n_labels >= 2)
+    in_disagreement = open_units & (n_codes > 1)
+    single = open_units & (n_labels == 1)
+    return unanimous, in_disagreement, single, counts.argmax(axis=1)
+
+
+def gold_counts(table: RatingTable, adjudicated: Collection[tuple[str, int]]) -> dict[str, int]:
+    """:meth:`GoldSet.counts` of the gold set of ``table``, without building it."""
+    unanimous, in_disagreement, single, _ = _unit_status(table, adjudicated)
+    n_unanimous = int(np.count_nonzero(unanimous))
+    return {
+        "with_gold": len(adjudicated) + n_unanimous,
+        "adjudicated": len(adjudicated),
+        "unanimous": n_unanimous,
+        "in_disagreement": int(np.count_nonzero(in_disagreement)),
+        "single_rater": int(np.count_nonzero(single)),
+    }
+
+
 def gold_set_from(columns: LabelColumns, adjudicated: dict[tuple[str, int], GoldLabel]) -> GoldSet:
     """Sort every labeled unit into gold (adjudicated / unanimous) or no gold (why not)."""
-    codes: dict[tuple[str, int], list[str]] = defaultdict(list)
-    for case_id, turn, code in zip(columns.case_ids, columns.turns, columns.codes, strict=True):
-        codes[(case_id, turn)].append(code)
+    table = rating_table(columns)
     labels: dict[tuple[str, int], Gold] = {
         unit: Gold(g.code, "adjudicated", g.calibration_item, g.note)
         for unit, g in adjudicated.items()
     }
-    in_disagreement: set[tuple[str, int]] = set()
-    single: set[tuple[str, int]] = set()
-    for unit, unit_codes in codes.items():
-        if unit in labels:
-            continue
-        if len(set(unit_codes)) > 1:
-            in_disagreement.add(unit)
-        elif len(unit_codes) >= 2:
-            labels[unit] = Gold(unit_codes[0], "unanimous")
-        else:
-            single.add(unit)
-    return GoldSet(labels, in_disagreement, single)
+    unanimous, in_disagreement, single, top_code = _unit_status(table, adjudicated)
+    units = cast(tuple[tuple[str, int], ...], table.units)
+    for position in np.flatnonzero(unanimous).tolist():
+        labels[units[position]] = Gold(str(table.values[int(top_code[position])]), "unanimous")
+    return GoldSet(
+        labels,
+        {units[i] for i in np.flatnonzero(in_disagreement).tolist()},
+        {units[i] for i in np.flatnonzero(single).tolist()},
+    )
 
 
 def ambiguity_notes(engine: Engine, actor: Actor, *, rubric: Rubric) -> list[dict[str, Any]]:
