@@ -21,16 +21,21 @@ from typing import Any
 import krippendorff
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sklearn.metrics import cohen_kappa_score
 from sqlalchemy import select
 from sqlmodel import Session, col
 from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
+from review_app.agreement import RatingTable
 from review_app.errors import InputError, NotFound, PermissionDenied
 from review_app.rubrics import Rubric, default_rubrics_dir
 from review_app.services.adjudication import (
     disagreement_queue,
+    gold_counts,
     gold_labels,
+    gold_set_from,
     record_gold,
     unit_detail,
 )
@@ -38,12 +43,14 @@ from review_app.services.agreement import (
     agreement_report,
     confusion_between,
     dashboard_data,
+    rating_table,
 )
 from review_app.services.demo import DEMO_CASES, load_demo
 from review_app.services.importing import import_paths
 from review_app.services.labels_io import LABEL_COLUMNS, export_labels_csv, import_labels
 from review_app.services.people import Actor, sign_in
 from review_app.services.rubric_catalog import sync_rubrics
+from storage.adjudication import LabelColumns
 from storage.models import GoldLabel
 from tests.conftest import Database
 
@@ -621,3 +628,101 @@ def test_dashboard_distribution_and_confusion_agree_with_the_labels(
     same = sum(1 for unit in by_unit.values() if unit["ana"] == unit["chloe"])
     assert sum(c["count"] for c in confusion if c["a"] == c["b"]) == same
     assert all(c["ana"] == c["a"] and c["chloe"] == c["b"] for c in confusion)
+
+
+# --- the fast table and gold counts against their plain definitions --------------------------
+
+label_rows_strategy = st.lists(
+    st.tuples(
+        st.sampled_from(["case-b", "case-a", "Case-c", "z", "-7", "é"]),
+        st.integers(min_value=-3, max_value=40),
+        st.sampled_from(["ana", "Ben", "chloe", "dora@example.com"]),
+        st.sampled_from(["in_role", "tone_break", "borderline", "scope_break"]),
+    ),
+    max_size=60,
+    unique_by=lambda row: (row[0], row[1], row[2]),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(rows=label_rows_strategy, n_adjudicated=st.integers(min_value=0, max_value=5))
+def test_rating_table_and_gold_counts_match_their_plain_definitions(
+    rows: list[tuple[str, int, str, str]], n_adjudicated: int
+) -> None:
+    columns = LabelColumns(
+        [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows], [r[3] for r in rows]
+    )
+    table = rating_table(columns)
+    plain = RatingTable.from_arrays(
+        units=np.fromiter(((r[0], r[1]) for r in rows), dtype=object, count=len(rows)),
+        raters=[r[2] for r in rows],
+        values=[r[3] for r in rows],
+    )
+    assert (table.units, table.raters, table.values) == (plain.units, plain.raters, plain.values)
+    assert np.array_equal(table.unit_idx, plain.unit_idx)
+    assert np.array_equal(table.rater_idx, plain.rater_idx)
+    assert np.array_equal(table.value_idx, plain.value_idx)
+
+    # Gold: adjudicate some labeled units and one that has no label at all.
+    codes: dict[tuple[str, int], list[str]] = defaultdict(list)
+    for case_id, turn, _, code in rows:
+        codes[(case_id, turn)].append(code)
+    adjudicated_units = [*sorted(codes)[:n_adjudicated], ("never-labeled", 1)]
+    adjudicated = {
+        unit: GoldLabel(case_id=unit[0], turn=unit[1], rubric_id="r", rubric_version=1, code="x")
+        for unit in adjudicated_units
+    }
+    gold = gold_set_from(columns, adjudicated)
+    open_units = {unit: found for unit, found in codes.items() if unit not in adjudicated}
+    expected_unanimous = {
+        unit: found[0]
+        for unit, found in open_units.items()
+        if len(found) >= 2 and len(set(found)) == 1
+    }
+    assert {
+        u: g.code for u, g in gold.labels.items() if g.source == "unanimous"
+    } == expected_unanimous
+    assert {u for u, g in gold.labels.items() if g.source == "adjudicated"} == set(adjudicated)
+    assert gold.in_disagreement == {u for u, found in open_units.items() if len(set(found)) > 1}
+    assert gold.single_rater == {u for u, found in open_units.items() if len(found) == 1}
+    assert gold_counts(table, adjudicated) == gold.counts()
+
+
+def test_report_gold_counts_equal_the_gold_set(
+    demo: Database, rubric: Rubric, olivia: Actor
+) -> None:
+    record_gold(demo.engine, olivia, rubric=rubric, case_id=VIOLATION_CASE, turn=10, code="in_role")
+    record_gold(demo.engine, olivia, rubric=rubric, case_id=VIOLATION_CASE, turn=4, code="in_role")
+    counts = dict(agreement_report(demo.engine, rubric=rubric, n_resamples=0)["gold"])
+    assert counts.pop("labeled_units") == 111
+    assert counts == gold_labels(demo.engine, rubric=rubric).counts()
+
+
+def test_confusion_counts_only_shared_turns(demo: Database, rubric: Rubric, tmp_path: Path) -> None:
+    import_rows(
+        demo,
+        tmp_path,
+        [
+            (VIOLATION_CASE, 2, "dora", "tone_break", RUBRIC, ""),
+            (VIOLATION_CASE, 8, "dora", "authority_break", RUBRIC, ""),
+        ],
+    )
+    confusion = confusion_between(demo.engine, rubric=rubric, reviewer_a="dora", reviewer_b="chloe")
+    assert confusion == [
+        {
+            "dora": "authority_break",
+            "chloe": "authority_break",
+            "a": "authority_break",
+            "b": "authority_break",
+            "count": 1,
+        },
+        {"dora": "tone_break", "chloe": "in_role", "a": "tone_break", "b": "in_role", "count": 1},
+    ]
+    assert (
+        confusion_between(demo.engine, rubric=rubric, reviewer_a="ana", reviewer_b="nobody") == []
+    )
+    same = confusion_between(demo.engine, rubric=rubric, reviewer_a="dora", reviewer_b="dora")
+    assert [(c["a"], c["b"], c["count"]) for c in same] == [
+        ("authority_break", "authority_break", 1),
+        ("tone_break", "tone_break", 1),
+    ]
