@@ -28,7 +28,7 @@ from sqlalchemy import select
 from sqlmodel import Session, col
 from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
-from review_app.agreement import RatingTable
+from review_app.agreement import RatingTable, first_break_agreement
 from review_app.errors import InputError, NotFound, PermissionDenied
 from review_app.rubrics import Rubric, default_rubrics_dir
 from review_app.services.adjudication import (
@@ -43,6 +43,7 @@ from review_app.services.agreement import (
     agreement_report,
     confusion_between,
     dashboard_data,
+    load_rating_table,
     rating_table,
 )
 from review_app.services.demo import DEMO_CASES, load_demo
@@ -50,7 +51,7 @@ from review_app.services.importing import import_paths
 from review_app.services.labels_io import LABEL_COLUMNS, export_labels_csv, import_labels
 from review_app.services.people import Actor, sign_in
 from review_app.services.rubric_catalog import sync_rubrics
-from storage.adjudication import LabelColumns
+from storage.adjudication import LabelColumns, current_label_columns, current_labels_grouped
 from storage.models import GoldLabel
 from tests.conftest import Database
 
@@ -726,3 +727,81 @@ def test_confusion_counts_only_shared_turns(demo: Database, rubric: Rubric, tmp_
         ("authority_break", "authority_break", 1),
         ("tone_break", "tone_break", 1),
     ]
+
+
+# --- the first-break figure against counting pairs by hand ------------------------------------
+
+first_breaks_strategy = st.dictionaries(
+    st.sampled_from(["c1", "c2", "c3", "c4"]),
+    st.dictionaries(
+        st.sampled_from(["ana", "ben", "chloe", "dora"]),
+        st.one_of(
+            st.none(),
+            st.integers(min_value=-5, max_value=12),
+            st.sampled_from([2**61, -(2**61)]),  # spans too wide for one integer key
+        ),
+    ),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(first_break=first_breaks_strategy)
+def test_first_break_agreement_counts_pairs_like_a_hand_count(
+    first_break: dict[str, dict[str, int | None]],
+) -> None:
+    pairs = agreeing = both_break = same_turn = conversations = 0
+    for ratings in first_break.values():
+        given_values = list(ratings.values())
+        conversations += len(given_values) >= 2
+        for i, first in enumerate(given_values):
+            for second in given_values[i + 1 :]:
+                pairs += 1
+                agreeing += first == second
+                both_break += first is not None and second is not None
+                same_turn += first is not None and first == second
+    result = first_break_agreement(first_break)
+    assert (result.n_pairs, result.n_agreeing_pairs) == (pairs, agreeing)
+    assert (result.n_both_break_pairs, result.n_same_turn_pairs) == (both_break, same_turn)
+    assert result.n_units == conversations
+    assert result.value == (agreeing / pairs if pairs else None)
+
+
+def test_labels_read_case_by_case_give_the_same_table_as_row_by_row(
+    demo: Database, rubric: Rubric, tmp_path: Path
+) -> None:
+    source = json.loads((DEMO_CASES / f"{VIOLATION_CASE}.json").read_text(encoding="utf-8"))
+    odd_ids = ["a,b;c", "Zürich-1", "-7", "0"]
+    for number, case_id in enumerate(odd_ids):
+        case = {**source, "case_id": case_id}
+        (tmp_path / f"odd-{number}.json").write_text(json.dumps(case), encoding="utf-8")
+        import_paths(demo.engine, [tmp_path / f"odd-{number}.json"])
+    import_rows(
+        demo,
+        tmp_path,
+        [
+            (case_id, turn, name, code, RUBRIC, "")
+            for case_id in odd_ids
+            for turn, code in VIOLATION_CASE_MAJORITY.items()
+            for name in ("@zed", "ana")
+        ],
+    )
+    with Session(demo.engine) as session:
+        grouped = current_labels_grouped(session, rubric_id=rubric.id, version=rubric.version)
+        assert grouped is not None and len(grouped) == 333 + 2 * 6 * len(odd_ids)
+        fast = load_rating_table(session, rubric_id=rubric.id, version=rubric.version)
+        plain = rating_table(
+            current_label_columns(session, rubric_id=rubric.id, version=rubric.version)
+        )
+    assert (fast.units, fast.raters, fast.values) == (plain.units, plain.raters, plain.values)
+    assert np.array_equal(fast.unit_idx, plain.unit_idx)
+    assert np.array_equal(fast.rater_idx, plain.rater_idx)
+    assert np.array_equal(fast.value_idx, plain.value_idx)
+    assert ("a,b;c", 8) in fast.units and "@zed" in fast.raters
+
+
+def test_no_labels_read_case_by_case_give_an_empty_table(
+    cases_only: Database, rubric: Rubric
+) -> None:
+    with Session(cases_only.engine) as session:
+        table = load_rating_table(session, rubric_id=rubric.id, version=rubric.version)
+    assert (table.n_units, table.n_raters, table.n_ratings) == (0, 0, 0)

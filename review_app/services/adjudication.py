@@ -30,7 +30,7 @@ from review_app.errors import InputError, NotFound
 from review_app.evaluator import EVALUATOR_VERSION
 from review_app.rubrics import Rubric
 from review_app.services.cases import TurnView, case_view
-from review_app.services.label_table import rating_table
+from review_app.services.label_table import load_rating_table, rating_table
 from review_app.services.people import Actor, require_role
 from storage import adjudication as queries
 from storage import reviewing
@@ -267,11 +267,9 @@ class GoldSet:
 def gold_labels(engine: Engine, *, rubric: Rubric) -> GoldSet:
     """The gold label of every unit that has one (adjudicated, else unanimous from >= 2)."""
     with Session(read_only(engine)) as session:
-        columns = queries.current_label_columns(
-            session, rubric_id=rubric.id, version=rubric.version
-        )
+        table = load_rating_table(session, rubric_id=rubric.id, version=rubric.version)
         adjudicated = queries.current_gold(session, rubric_id=rubric.id, version=rubric.version)
-    return gold_set_from(columns, adjudicated)
+    return gold_set_from_table(table, adjudicated)
 
 
 def _unit_status(
@@ -309,7 +307,13 @@ def gold_counts(table: RatingTable, adjudicated: Collection[tuple[str, int]]) ->
 
 def gold_set_from(columns: LabelColumns, adjudicated: dict[tuple[str, int], GoldLabel]) -> GoldSet:
     """Sort every labeled unit into gold (adjudicated / unanimous) or no gold (why not)."""
-    table = rating_table(columns)
+    return gold_set_from_table(rating_table(columns), adjudicated)
+
+
+def gold_set_from_table(
+    table: RatingTable, adjudicated: dict[tuple[str, int], GoldLabel]
+) -> GoldSet:
+    """:func:`gold_set_from` for labels already in a table."""
     labels: dict[tuple[str, int], Gold] = {
         unit: Gold(g.code, "adjudicated", g.calibration_item, g.note)
         for unit, g in adjudicated.items()

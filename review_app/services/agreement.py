@@ -20,7 +20,7 @@ from sqlmodel import Session
 from review_app.agreement import RatingTable, agreement_summary
 from review_app.rubrics import Rubric
 from review_app.services.adjudication import gold_counts
-from review_app.services.label_table import rating_table
+from review_app.services.label_table import load_rating_table, rating_table
 from storage import adjudication as queries
 from storage.adjudication import LabelColumns
 from storage.engine import read_only
@@ -34,6 +34,7 @@ __all__ = [
     "dashboard_data",
     "label_token",
     "load_label_columns",
+    "load_rating_table",
     "rating_table",
     "report_from_columns",
     "report_from_table",
@@ -55,12 +56,10 @@ def agreement_report(
 ) -> dict[str, Any]:
     """Every agreement figure of SPEC §6 for a rubric version, JSON-ready (no NaN)."""
     with Session(read_only(engine)) as session:
-        columns = queries.current_label_columns(
-            session, rubric_id=rubric.id, version=rubric.version
-        )
+        table = load_rating_table(session, rubric_id=rubric.id, version=rubric.version)
         adjudicated = queries.current_gold(session, rubric_id=rubric.id, version=rubric.version)
-    return report_from_columns(
-        columns, rubric=rubric, adjudicated=adjudicated, n_resamples=n_resamples, seed=seed
+    return report_from_table(
+        table, rubric=rubric, adjudicated=adjudicated, n_resamples=n_resamples, seed=seed
     )
 
 
@@ -115,11 +114,8 @@ class DashboardData:
 
 def dashboard_data(engine: Engine, *, rubric: Rubric, n_resamples: int = 500) -> DashboardData:
     with Session(read_only(engine)) as session:
-        columns = queries.current_label_columns(
-            session, rubric_id=rubric.id, version=rubric.version
-        )
+        table = load_rating_table(session, rubric_id=rubric.id, version=rubric.version)
         adjudicated = queries.current_gold(session, rubric_id=rubric.id, version=rubric.version)
-    table = rating_table(columns)
     report = report_from_table(
         table, rubric=rubric, adjudicated=adjudicated, n_resamples=n_resamples
     )
@@ -145,7 +141,8 @@ def confusion_between(
     engine: Engine, *, rubric: Rubric, reviewer_a: str, reviewer_b: str
 ) -> list[dict[str, Any]]:
     """Counts of (code by A, code by B) over the units both labeled."""
-    table = rating_table(load_label_columns(engine, rubric=rubric))
+    with Session(read_only(engine)) as session:
+        table = load_rating_table(session, rubric_id=rubric.id, version=rubric.version)
     if reviewer_a not in table.raters or reviewer_b not in table.raters:
         return []
     code_by: dict[str, IntArray] = {}
