@@ -51,7 +51,12 @@ from review_app.services.importing import import_paths
 from review_app.services.labels_io import LABEL_COLUMNS, export_labels_csv, import_labels
 from review_app.services.people import Actor, sign_in
 from review_app.services.rubric_catalog import sync_rubrics
-from storage.adjudication import LabelColumns, current_label_columns, current_labels_grouped
+from storage.adjudication import (
+    LabelColumns,
+    current_label_columns,
+    current_labels_grouped,
+    disagreement_units,
+)
 from storage.models import GoldLabel
 from tests.conftest import Database
 
@@ -805,3 +810,20 @@ def test_no_labels_read_case_by_case_give_an_empty_table(
     with Session(cases_only.engine) as session:
         table = load_rating_table(session, rubric_id=rubric.id, version=rubric.version)
     assert (table.n_units, table.n_raters, table.n_ratings) == (0, 0, 0)
+
+
+def test_the_queue_agrees_with_the_sql_definition_of_a_disagreement(
+    demo: Database, rubric: Rubric, olivia: Actor, tmp_path: Path
+) -> None:
+    import_rows(
+        demo,
+        tmp_path,
+        [("support-clean-late-parcel", turn, "dora", "scope_break", RUBRIC, "") for turn in (2, 4)],
+    )
+    with Session(demo.engine) as session:
+        differ = disagreement_units(session, rubric_id=rubric.id, version=rubric.version)
+    queue = disagreement_queue(demo.engine, olivia, rubric=rubric)
+    assert [(u.case_id, u.turn, u.n_labels, len(u.codes)) for u in queue] == [
+        (case_id, turn, n_labels, n_codes) for case_id, turn, n_labels, n_codes in differ
+    ]
+    assert len(queue) == 29
