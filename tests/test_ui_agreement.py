@@ -21,7 +21,9 @@ from streamlit.testing.v1 import AppTest
 
 from review_app.services.adjudication import disagreement_queue
 from review_app.services.agreement import agreement_report, confusion_between
-from review_app.services.demo import load_demo
+from review_app.services.demo import DEMO_CASES, load_demo
+from review_app.services.importing import import_paths
+from review_app.services.labels_io import import_labels
 from review_app.services.people import Actor
 from review_app.services.rubric_catalog import sync_rubrics
 from storage.engine import create_database_engine
@@ -264,3 +266,31 @@ def test_a_reviewer_sees_a_refusal_and_nothing_else(
     assert not at.get("vega_lite_chart") and not at.get("page_link")
     assert not at.button and not at.selectbox and not at.text_area and not at.dataframe
     assert gold_rows(engine) == []
+
+
+def test_a_long_queue_lists_its_first_units_only(engine: Engine, tmp_path: Path) -> None:
+    source = json.loads(
+        (DEMO_CASES / "support-delayed-refund-violation.json").read_text(encoding="utf-8")
+    )
+    copies = tmp_path / "copies.jsonl"
+    copies.write_text(
+        "".join(json.dumps({**source, "case_id": f"copy-{n:03d}"}) + "\n" for n in range(40)),
+        encoding="utf-8",
+    )
+    import_paths(engine, [copies])
+    labels = tmp_path / "labels.csv"
+    labels.write_text(
+        "case_id,turn,reviewer,label,rubric,rationale\n"
+        + "".join(
+            f"copy-{n:03d},{turn},{name},{code},{RUBRIC},\n"
+            for n in range(40)
+            for turn in (2, 4, 6, 8, 10, 12)
+            for name, code in (("ana", "in_role"), ("ben", "tone_break"))
+        ),
+        encoding="utf-8",
+    )
+    import_labels(engine, Actor.operator(), labels, catalog=sync_rubrics(engine))
+    at = open_page("pages/adjudicate.py")
+    assert any(c.value == f"{27 + 240} open units under {RUBRIC}" for c in at.caption)
+    assert len([link for link in links(at) if link[2]]) == 200
+    assert any(c.value.startswith("… and 67 more.") for c in at.caption)
