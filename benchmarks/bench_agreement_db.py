@@ -232,6 +232,20 @@ def child_report(url: str, resamples: int) -> dict[str, Any]:
     }
 
 
+def child_queue(url: str) -> dict[str, Any]:
+    from review_app.services.adjudication import disagreement_queue
+    from review_app.services.people import Actor
+    from review_app.services.rubric_catalog import sync_rubrics
+    from storage.engine import create_database_engine
+
+    engine = create_database_engine(url)
+    rubric = sync_rubrics(engine).for_reports(RUBRIC)
+    start, cpu_start = time.perf_counter(), time.process_time()
+    queue = disagreement_queue(engine, Actor.operator(), rubric=rubric)
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+    return {"seconds": seconds, "cpu": cpu, "peak_mb": peak_rss_mb(), "units": len(queue)}
+
+
 def child_krippendorff(args: argparse.Namespace) -> dict[str, Any]:
     import krippendorff
 
@@ -312,6 +326,11 @@ def measure(label: str, url: str, args: argparse.Namespace, *, server_side: bool
         f"{max(run['peak_mb'] for run in references):,.0f} MB"
     )
     cpu_note = " (CPU of this process only: the server's work is not in it)" if server_side else ""
+    queue = in_child("queue", url, *forwarded(args))
+    print(
+        f"  disagreement_queue: {queue['units']:,} units in {queue['seconds']:.2f} s wall, "
+        f"{queue['cpu']:.2f} s CPU, peak RSS {queue['peak_mb']:,.0f} MB"
+    )
     print(
         f"  ratio end to end / alpha alone: {wall / alone_wall:.1f}x wall, "
         f"{cpu / alone_cpu:.1f}x CPU{cpu_note}   (targets: < 5 s, < 1024 MB, <= 3x)"
@@ -363,6 +382,8 @@ def main() -> None:
         kind = args.child[0]
         if kind == "report":
             result = child_report(args.child[1], args.resamples)
+        elif kind == "queue":
+            result = child_queue(args.child[1])
         elif kind == "krippendorff":
             result = child_krippendorff(args)
         else:
