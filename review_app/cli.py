@@ -37,7 +37,7 @@ labels_app = typer.Typer(help="Human labels in bulk (CSV: SPEC §4).", no_args_i
 app.add_typer(labels_app, name="labels")
 reviewers_app = typer.Typer(help="Reviewers and their roles.", no_args_is_help=True)
 app.add_typer(reviewers_app, name="reviewers")
-rubrics_app = typer.Typer(help="Rubric versions: list, show, compare.", no_args_is_help=True)
+rubrics_app = typer.Typer(help="Rubric versions: list them, compare two.", no_args_is_help=True)
 app.add_typer(rubrics_app, name="rubrics")
 judge_app = typer.Typer(
     help="LLM judges: import verdicts, run a prompt, calibrate.", no_args_is_help=True

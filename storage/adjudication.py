@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from operator import itemgetter
 
+import numpy as np
+import numpy.typing as npt
 from sqlalchemy import func, select, update
 from sqlmodel import Session, col
 
@@ -26,14 +30,14 @@ class LabelColumns:
 
 
 def current_label_columns(session: Session, *, rubric_id: str, version: int) -> LabelColumns:
-    # A million rows: the DB-API cursor directly, without ORM or Core row processing.
+    # A million rows: the DB-API cursor directly, without ORM or Core row processing,
+    # and reviewer ids (small ints) rather than a join that makes a name string per row.
     connection = session.connection()
     placeholder = "?" if connection.dialect.name == "sqlite" else "%s"
     cursor = connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
     try:
         cursor.execute(
-            "SELECT l.case_id, l.turn, r.name, l.code FROM labels l "
-            "JOIN reviewers r ON r.id = l.reviewer_id "
+            "SELECT l.case_id, l.turn, l.reviewer_id, l.code FROM labels l "
             f"WHERE l.rubric_id = {placeholder} AND l.rubric_version = {placeholder} "
             "AND l.current",
             (rubric_id, version),
@@ -41,10 +45,101 @@ def current_label_columns(session: Session, *, rubric_id: str, version: int) -> 
         rows = cursor.fetchall()
     finally:
         cursor.close()
+    names: dict[int, str] = {
+        row[0]: row[1] for row in session.execute(select(col(Reviewer.id), col(Reviewer.name)))
+    }
+    # One pass per column: zip(*rows) would pass a million arguments.
+    return LabelColumns(
+        list(map(itemgetter(0), rows)),
+        list(map(itemgetter(1), rows)),
+        list(map(names.__getitem__, map(itemgetter(2), rows))),
+        list(map(itemgetter(3), rows)),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class GroupedLabels:
+    """Current labels of one rubric version, case by case, as arrays.
+
+    Case ``i`` is ``case_ids[i]`` with ``labels_per_case[i]`` labels; the per-label
+    arrays hold those labels one case after the other.
+    """
+
+    case_ids: list[str]
+    labels_per_case: npt.NDArray[np.int64]
+    turns: npt.NDArray[np.int64]
+    reviewer_ids: npt.NDArray[np.int64]
+    codes: list[str]
+    reviewer_names: dict[int, str]
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+
+_AGGREGATE_TEXT = {
+    "sqlite": "group_concat({column}, ',')",
+    "postgresql": "string_agg(CAST({column} AS TEXT), ',')",
+}
+
+
+def current_labels_grouped(
+    session: Session, *, rubric_id: str, version: int
+) -> GroupedLabels | None:
+    """The current labels with one result row per case (``None`` on other databases).
+
+    A million labels fetched row by row cost a Python tuple and four objects each;
+    grouped, the database joins each case's turns, reviewer ids and codes into one
+    text per column, and numpy reads the numbers back. The aggregates of one query
+    consume a group's rows in the same order, so the texts line up label by label;
+    a count that does not add up (a separator inside a code) gives ``None`` too,
+    and the caller falls back to :func:`current_label_columns`.
+    """
+    connection = session.connection()
+    aggregate = _AGGREGATE_TEXT.get(connection.dialect.name)
+    if aggregate is None:
+        return None
+    placeholder = "?" if connection.dialect.name == "sqlite" else "%s"
+    cursor = connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
+    try:
+        cursor.execute(
+            f"SELECT l.case_id, count(*), {aggregate.format(column='l.turn')}, "
+            f"{aggregate.format(column='l.reviewer_id')}, {aggregate.format(column='l.code')} "
+            "FROM labels l "
+            f"WHERE l.rubric_id = {placeholder} AND l.rubric_version = {placeholder} "
+            "AND l.current GROUP BY l.case_id",
+            (rubric_id, version),
+        )
+        rows = cursor.fetchall()
+    finally:
+        cursor.close()
+    names: dict[int, str] = {
+        row[0]: row[1] for row in session.execute(select(col(Reviewer.id), col(Reviewer.name)))
+    }
+    labels_per_case = np.fromiter(map(itemgetter(1), rows), dtype=np.int64, count=len(rows))
+    total = int(labels_per_case.sum())
     if not rows:
-        return LabelColumns([], [], [], [])
-    case_ids, turns, reviewers, codes = (list(column) for column in zip(*rows, strict=True))
-    return LabelColumns(case_ids, turns, reviewers, codes)
+        nothing = np.zeros(0, dtype=np.int64)
+        return GroupedLabels([], nothing, nothing, nothing, [], names)
+    turns = _integers(",".join(map(itemgetter(2), rows)))
+    reviewer_ids = _integers(",".join(map(itemgetter(3), rows)))
+    codes = ",".join(map(itemgetter(4), rows)).split(",")
+    if turns is None or reviewer_ids is None:
+        return None
+    if not len(turns) == len(reviewer_ids) == len(codes) == total:
+        return None
+    return GroupedLabels(
+        list(map(itemgetter(0), rows)), labels_per_case, turns, reviewer_ids, codes, names
+    )
+
+
+def _integers(text: str) -> npt.NDArray[np.int64] | None:
+    """Comma-separated integers, parsed in C; ``None`` if the text is anything else."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy warns (and stops) at a token it cannot read
+        try:
+            return np.fromstring(text, dtype=np.int64, sep=",")
+        except (DeprecationWarning, ValueError):
+            return None
 
 
 def label_token(session: Session, *, rubric_id: str, version: int) -> tuple[int, int, int, int]:

@@ -8,21 +8,37 @@ counts (adjudicated, unanimous, left in disagreement).
 
 from __future__ import annotations
 
-from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from sqlalchemy import Engine
 from sqlmodel import Session
 
 from review_app.agreement import RatingTable, agreement_summary
 from review_app.rubrics import Rubric
-from review_app.services.adjudication import gold_set_from
+from review_app.services.adjudication import gold_counts
+from review_app.services.label_table import load_rating_table, rating_table
 from storage import adjudication as queries
 from storage.adjudication import LabelColumns
 from storage.engine import read_only
 from storage.models import GoldLabel
+
+IntArray = npt.NDArray[np.int64]
+__all__ = [
+    "DashboardData",
+    "agreement_report",
+    "confusion_between",
+    "dashboard_data",
+    "label_token",
+    "load_label_columns",
+    "load_rating_table",
+    "rating_table",
+    "report_from_columns",
+    "report_from_table",
+]
 
 
 def load_label_columns(engine: Engine, *, rubric: Rubric) -> LabelColumns:
@@ -35,23 +51,15 @@ def label_token(engine: Engine, *, rubric: Rubric) -> tuple[int, int, int, int]:
         return queries.label_token(session, rubric_id=rubric.id, version=rubric.version)
 
 
-def rating_table(columns: LabelColumns) -> RatingTable:
-    units = np.empty(len(columns), dtype=object)
-    units[:] = list(zip(columns.case_ids, columns.turns, strict=True))
-    return RatingTable.from_arrays(units=units, raters=columns.reviewers, values=columns.codes)
-
-
 def agreement_report(
     engine: Engine, *, rubric: Rubric, n_resamples: int = 1000, seed: int = 0
 ) -> dict[str, Any]:
     """Every agreement figure of SPEC §6 for a rubric version, JSON-ready (no NaN)."""
     with Session(read_only(engine)) as session:
-        columns = queries.current_label_columns(
-            session, rubric_id=rubric.id, version=rubric.version
-        )
+        table = load_rating_table(session, rubric_id=rubric.id, version=rubric.version)
         adjudicated = queries.current_gold(session, rubric_id=rubric.id, version=rubric.version)
-    return report_from_columns(
-        columns, rubric=rubric, adjudicated=adjudicated, n_resamples=n_resamples, seed=seed
+    return report_from_table(
+        table, rubric=rubric, adjudicated=adjudicated, n_resamples=n_resamples, seed=seed
     )
 
 
@@ -63,7 +71,23 @@ def report_from_columns(
     n_resamples: int = 1000,
     seed: int = 0,
 ) -> dict[str, Any]:
-    table = rating_table(columns)
+    return report_from_table(
+        rating_table(columns),
+        rubric=rubric,
+        adjudicated=adjudicated,
+        n_resamples=n_resamples,
+        seed=seed,
+    )
+
+
+def report_from_table(
+    table: RatingTable,
+    *,
+    rubric: Rubric,
+    adjudicated: Collection[tuple[str, int]],
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> dict[str, Any]:
     summary = agreement_summary(
         table,
         break_mapping=rubric.break_mapping(),
@@ -73,7 +97,7 @@ def report_from_columns(
         n_resamples=n_resamples,
         seed=seed,
     )
-    gold = gold_set_from(columns, adjudicated).counts()
+    gold = gold_counts(table, adjudicated)
     gold["labeled_units"] = table.n_units
     return {"rubric": rubric.ref, **summary, "gold": gold}
 
@@ -90,41 +114,57 @@ class DashboardData:
 
 def dashboard_data(engine: Engine, *, rubric: Rubric, n_resamples: int = 500) -> DashboardData:
     with Session(read_only(engine)) as session:
-        columns = queries.current_label_columns(
-            session, rubric_id=rubric.id, version=rubric.version
-        )
+        table = load_rating_table(session, rubric_id=rubric.id, version=rubric.version)
         adjudicated = queries.current_gold(session, rubric_id=rubric.id, version=rubric.version)
-    report = report_from_columns(
-        columns, rubric=rubric, adjudicated=adjudicated, n_resamples=n_resamples
+    report = report_from_table(
+        table, rubric=rubric, adjudicated=adjudicated, n_resamples=n_resamples
     )
-    per_reviewer = Counter(columns.reviewers)
-    pairs = Counter(zip(columns.reviewers, columns.codes, strict=True))
+    n_values = max(table.n_values, 1)
+    counts = np.bincount(
+        table.rater_idx * n_values + table.value_idx, minlength=table.n_raters * n_values
+    ).reshape(table.n_raters, n_values)
+    per_reviewer = counts.sum(axis=1)
+    # Raters and values of the table are sorted, so index order is (reviewer, code) order.
     distribution = [
         {
-            "reviewer": reviewer,
-            "code": code,
-            "count": count,
-            "share": count / per_reviewer[reviewer],
+            "reviewer": str(table.raters[r]),
+            "code": str(table.values[v]),
+            "count": int(counts[r, v]),
+            "share": int(counts[r, v]) / int(per_reviewer[r]),
         }
-        for (reviewer, code), count in sorted(pairs.items())
+        for r, v in zip(*np.nonzero(counts), strict=True)
     ]
-    return DashboardData(report, distribution, sorted(per_reviewer))
+    return DashboardData(report, distribution, [str(name) for name in table.raters])
 
 
 def confusion_between(
     engine: Engine, *, rubric: Rubric, reviewer_a: str, reviewer_b: str
 ) -> list[dict[str, Any]]:
     """Counts of (code by A, code by B) over the units both labeled."""
-    columns = load_label_columns(engine, rubric=rubric)
-    by_reviewer: dict[str, dict[tuple[str, int], str]] = {reviewer_a: {}, reviewer_b: {}}
-    for case_id, turn, reviewer, code in zip(
-        columns.case_ids, columns.turns, columns.reviewers, columns.codes, strict=True
-    ):
-        if reviewer in by_reviewer:
-            by_reviewer[reviewer][(case_id, turn)] = code
-    first, second = by_reviewer[reviewer_a], by_reviewer[reviewer_b]
-    shared = Counter((first[unit], second[unit]) for unit in first.keys() & second.keys())
-    return [
-        {reviewer_a: code_a, reviewer_b: code_b, "a": code_a, "b": code_b, "count": count}
-        for (code_a, code_b), count in sorted(shared.items())
-    ]
+    with Session(read_only(engine)) as session:
+        table = load_rating_table(session, rubric_id=rubric.id, version=rubric.version)
+    if reviewer_a not in table.raters or reviewer_b not in table.raters:
+        return []
+    code_by: dict[str, IntArray] = {}
+    for reviewer in (reviewer_a, reviewer_b):
+        mine = table.rater_idx == table.raters.index(reviewer)
+        codes = np.full(table.n_units, -1, dtype=np.int64)
+        codes[table.unit_idx[mine]] = table.value_idx[mine]
+        code_by[reviewer] = codes
+    first, second = code_by[reviewer_a], code_by[reviewer_b]
+    both = (first >= 0) & (second >= 0)
+    n_values = table.n_values
+    shared = np.bincount(first[both] * n_values + second[both], minlength=n_values * n_values)
+    rows = []
+    for cell in np.flatnonzero(shared).tolist():  # values are sorted: (code A, code B) order
+        code_a, code_b = str(table.values[cell // n_values]), str(table.values[cell % n_values])
+        rows.append(
+            {
+                reviewer_a: code_a,
+                reviewer_b: code_b,
+                "a": code_a,
+                "b": code_b,
+                "count": int(shared[cell]),
+            }
+        )
+    return rows

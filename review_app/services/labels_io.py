@@ -6,6 +6,10 @@ repeats the reviewer's current label (same code and rationale) changes nothing, 
 importing a file twice is harmless; a different label supersedes the current one
 (labels are append-only). Reviewers named in the file who do not exist yet are
 created as reviewers, which only an admin may do when sign-in is on.
+
+Export prefixes ``'`` to cells a spreadsheet would run as a formula (OWASP CSV
+injection); import takes that prefix off again, so exporting and re-importing
+gives back exactly the stored case ids, reviewer names and rationales.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from sqlalchemy import Engine
 from sqlmodel import Session
 
 from review_app.errors import InputError, PermissionDenied
-from review_app.formats.csv_safety import neutralise_cell
+from review_app.formats.csv_safety import neutralise_cell, restore_cell
 from review_app.rubrics import Rubric, parse_rubric_ref
 from review_app.services.labeling import MAX_RATIONALE_CHARS
 from review_app.services.people import Actor, check_reviewer_name, require_role
@@ -33,6 +37,7 @@ from storage.engine import read_only
 
 LABEL_COLUMNS = ("case_id", "turn", "reviewer", "label", "rubric", "rationale")
 REQUIRED_COLUMNS = ("case_id", "turn", "reviewer", "label", "rubric")
+_NEUTRALISED_COLUMNS = ("case_id", "reviewer", "rationale")
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +88,7 @@ def _read_rows(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
             f"(expected {','.join(LABEL_COLUMNS)})",
             source=source,
             line=1,
+            field=missing[0],
         )
     unknown = [name for name in header if name not in LABEL_COLUMNS]
     if unknown:
@@ -113,6 +119,8 @@ def parse_label_file(path: Path, *, catalog: RubricCatalog) -> list[LabelRecord]
             return InputError(message, source=source, line=line, field=column)
 
         values = {name: (row.get(name) or "").strip() for name in LABEL_COLUMNS}
+        for name in _NEUTRALISED_COLUMNS:
+            values[name] = restore_cell(values[name])
         for name in REQUIRED_COLUMNS:
             if not values[name]:
                 raise fail("empty cell", name)

@@ -217,8 +217,25 @@ def confusion(ref: str, reviewer_a: str, reviewer_b: str) -> list[dict[str, Any]
     )
 
 
-def disagreements(ref: str) -> list[DisagreementUnit]:
-    return disagreement_queue(engine(), actor(), rubric=catalog().for_reports(ref))
+@st.cache_data(show_spinner=False, max_entries=16)
+def _disagreements(
+    url: str, ref: str, token: tuple[int, int, int, int], who: Actor, include_adjudicated: bool
+) -> list[DisagreementUnit]:
+    del token  # cache key only: a new label or gold label changes it
+    return disagreement_queue(
+        _engine(url),
+        who,
+        rubric=catalog().for_reports(ref),
+        include_adjudicated=include_adjudicated,
+    )
+
+
+def disagreements(ref: str, *, include_adjudicated: bool = False) -> list[DisagreementUnit]:
+    """The disagreement queue, computed again only when labels or gold labels change."""
+    rubric = catalog().for_reports(ref)
+    return _disagreements(
+        database_url(), ref, label_token(engine(), rubric=rubric), actor(), include_adjudicated
+    )
 
 
 @st.cache_data(show_spinner="Computing the calibration report…", max_entries=8)

@@ -5,14 +5,11 @@ from __future__ import annotations
 import streamlit as st
 
 from review_app.errors import InputError, NotFound
-from review_app.services.adjudication import (
-    ambiguity_notes,
-    disagreement_queue,
-    record_gold,
-    unit_detail,
-)
+from review_app.services.adjudication import ambiguity_notes, record_gold, unit_detail
 from review_app.ui import state
 from review_app.ui.safe import code_span
+
+LISTED_UNITS = 200  # a page of thousands of rows of links would stall the browser
 
 actor = state.actor()
 if not actor.has_role("policy_owner"):
@@ -28,14 +25,12 @@ turn_text = st.query_params.get("turn")
 
 if not case_id or not turn_text or not turn_text.lstrip("-").isdigit():
     st.toggle("Include settled units", key="adjudicate_all")
-    units = disagreement_queue(
-        engine, actor, rubric=rubric, include_adjudicated=st.session_state["adjudicate_all"]
-    )
+    units = state.disagreements(rubric.ref, include_adjudicated=st.session_state["adjudicate_all"])
     open_units = sum(1 for unit in units if not unit.adjudicated)
     st.caption(f"{open_units} open units under {rubric.ref}")
     if not units:
         st.success("Nothing to adjudicate.")
-    for unit in units:
+    for unit in units[:LISTED_UNITS]:
         cells = st.columns([4, 3, 2, 2])
         cells[0].page_link(
             state.page("adjudicate"),
@@ -45,6 +40,11 @@ if not case_id or not turn_text or not turn_text.lstrip("-").isdigit():
         cells[1].markdown(", ".join(code_span(code) for code in unit.codes))
         cells[2].caption(", ".join(kind.replace("_", " ") for kind in unit.kinds))
         cells[3].markdown(f"gold {code_span(unit.gold_code)}" if unit.gold_code else "open")
+    if len(units) > LISTED_UNITS:
+        st.caption(
+            f"… and {len(units) - LISTED_UNITS} more. Recording a gold label opens the next "
+            "open unit, so the queue can be worked through from the first one."
+        )
     with st.expander("Rubric ambiguities noted for the next version"):
         notes = ambiguity_notes(engine, actor, rubric=rubric)
         if not notes:
@@ -85,9 +85,7 @@ def _submit_gold() -> None:
     state.reset_gold_form()
     state.flash(f"Gold label recorded for {case_id} turn {turn}.")
     remaining = [
-        u
-        for u in disagreement_queue(engine, actor, rubric=rubric)
-        if (u.case_id, u.turn) != (case_id, turn)
+        u for u in state.disagreements(rubric.ref) if (u.case_id, u.turn) != (case_id, turn)
     ]
     if remaining:
         st.query_params.update({"case": remaining[0].case_id, "turn": str(remaining[0].turn)})

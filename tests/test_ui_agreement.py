@@ -1,0 +1,296 @@
+"""The agreement dashboard and the adjudication page, driven through Streamlit's AppTest.
+
+Every test runs the real entry script (sign-in, navigation) on a demo-loaded SQLite
+file, then switches to the page. Local mode makes the person an admin; OIDC mode
+with a seeded ``st.user`` signs in an existing reviewer or policy owner.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+import streamlit as st
+from sqlalchemy import Engine, select
+from sqlmodel import Session, col
+from streamlit.testing.v1 import AppTest
+
+from review_app.services.adjudication import disagreement_queue
+from review_app.services.agreement import agreement_report, confusion_between
+from review_app.services.demo import DEMO_CASES, load_demo
+from review_app.services.importing import import_paths
+from review_app.services.labels_io import import_labels
+from review_app.services.people import Actor
+from review_app.services.rubric_catalog import sync_rubrics
+from storage.engine import create_database_engine
+from storage.migrations import upgrade_database
+from storage.models import GoldLabel
+
+APP = Path(__file__).resolve().parents[1] / "review_app" / "ui" / "app.py"
+RUBRIC = "role-adherence@1"
+ADMIN = "root"
+TIMEOUT = 60
+
+
+@pytest.fixture
+def engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Engine]:
+    url = f"sqlite:///{tmp_path / 'ui.db'}"
+    engine = create_database_engine(url)
+    upgrade_database(engine)
+    load_demo(engine, local_user=ADMIN)
+    monkeypatch.setenv("REVIEW_APP_DATABASE_URL", url)
+    monkeypatch.setenv("REVIEW_APP_LOCAL_USER", ADMIN)
+    monkeypatch.setenv("REVIEW_APP_AUTH", "local")
+    monkeypatch.delenv("REVIEW_APP_ADMINS", raising=False)
+    monkeypatch.delenv("REVIEW_APP_RUBRICS_DIR", raising=False)
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    yield engine
+    st.cache_resource.clear()
+    st.cache_data.clear()
+    engine.dispose()
+
+
+def open_page(page: str, *, user: str | None = None, **query: str) -> AppTest:
+    """The app after its first run, switched to ``page`` (``pages/<name>.py``)."""
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    if user is not None:
+        at.user = {"is_logged_in": True, "email": user, "name": user.title()}
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    for key, value in query.items():
+        at.query_params[key] = value
+    at.switch_page(page).run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def charts(at: AppTest) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
+    """(Vega-Lite spec, data rows) of each Altair chart on the page, in page order.
+
+    Streamlit moves a chart's inline data out of the spec into an Arrow table.
+    """
+    found = []
+    for chart in at.get("vega_lite_chart"):
+        spec = json.loads(chart.proto.spec)
+        rows = pa.ipc.open_stream(chart.proto.data.data).read_all().to_pylist()
+        found.append((spec, rows))
+    return found
+
+
+def links(at: AppTest) -> list[tuple[str, str, str]]:
+    """(page, label, query string) of every page link in the main area."""
+    return [
+        (link.proto.page, link.proto.label, link.proto.query_string) for link in at.get("page_link")
+    ]
+
+
+def rubric_of(engine: Engine) -> Any:
+    return sync_rubrics(engine).get(RUBRIC)
+
+
+# --- the dashboard ---------------------------------------------------------------------------
+
+
+def test_dashboard_draws_its_charts_from_the_report(engine: Engine) -> None:
+    at = open_page("pages/agreement.py")
+    assert at.title[0].value == "Agreement"
+    report = agreement_report(engine, rubric=rubric_of(engine), n_resamples=0)
+    assert (
+        f"{report['units']} units · 3 reviewers · {report['ratings']} labels" in at.caption[0].value
+    )
+
+    drawn = charts(at)
+    assert len(drawn) == 4  # coefficients, pairwise kappa, labels per reviewer, confusion
+    assert all(
+        spec["$schema"].startswith("https://vega.github.io/schema/vega-lite/") for spec, _ in drawn
+    )
+    coefficients = {row["coefficient"]: row["value"] for row in drawn[0][1]}
+    assert coefficients["alpha (codes)"] == pytest.approx(report["krippendorff_alpha"]["value"])
+    assert coefficients["Fleiss' kappa"] == pytest.approx(report["fleiss_kappa"]["value"])
+    kappa = {(r["reviewer_a"], r["reviewer_b"]): r["kappa"] for r in drawn[1][1]}
+    for pair, coefficient in report["cohen_kappa"].items():
+        first, second = pair.split("|")
+        assert kappa[(first, second)] == pytest.approx(coefficient["value"])
+        assert kappa[(second, first)] == pytest.approx(coefficient["value"])
+    shares = drawn[2][1]
+    assert {row["reviewer"] for row in shares} == {"ana", "ben", "chloe"}
+    assert sum(row["count"] for row in shares) == report["ratings"]
+    confusion = drawn[3][1]
+    assert confusion == confusion_between(
+        engine, rubric=rubric_of(engine), reviewer_a="ana", reviewer_b="ben"
+    )
+
+    # One link per open disagreement, each opening that unit on the adjudication page.
+    queue = disagreement_queue(engine, Actor.operator(), rubric=rubric_of(engine))
+    assert len(queue) == 27
+    assert links(at) == [
+        ("adjudicate", f"{u.case_id} · turn {u.turn}", f"case={u.case_id}&turn={u.turn}")
+        for u in queue
+    ]
+
+
+def test_choosing_two_reviewers_redraws_the_confusion_chart(engine: Engine) -> None:
+    at = open_page("pages/agreement.py")
+    at.selectbox(key="confusion_b").set_value("chloe").run()
+    assert not at.exception
+    confusion = charts(at)[3][1]
+    assert confusion == confusion_between(
+        engine, rubric=rubric_of(engine), reviewer_a="ana", reviewer_b="chloe"
+    )
+    assert sum(cell["count"] for cell in confusion) == 111
+
+
+def test_a_policy_owner_signed_in_by_oidc_sees_the_dashboard(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("REVIEW_APP_AUTH", "oidc")
+    at = open_page("pages/agreement.py", user="olivia")
+    assert at.title[0].value == "Agreement"
+    assert len(charts(at)) == 4
+    assert not at.error
+
+
+# --- adjudication ------------------------------------------------------------------------------
+
+
+def gold_rows(engine: Engine) -> list[tuple[str, int, str, str | None, bool, str | None, bool]]:
+    with Session(engine) as session:
+        query = select(
+            col(GoldLabel.case_id),
+            col(GoldLabel.turn),
+            col(GoldLabel.code),
+            col(GoldLabel.note),
+            col(GoldLabel.calibration_item),
+            col(GoldLabel.rubric_ambiguity),
+            col(GoldLabel.current),
+        ).order_by(col(GoldLabel.id))
+        return [tuple(row) for row in session.execute(query)]
+
+
+def test_the_adjudication_queue_lists_open_units(engine: Engine) -> None:
+    at = open_page("pages/adjudicate.py")
+    assert at.title[0].value == "Adjudicate"
+    assert any(c.value == f"27 open units under {RUBRIC}" for c in at.caption)
+    queue = disagreement_queue(engine, Actor.operator(), rubric=rubric_of(engine))
+    unit_links = [link for link in links(at) if link[2]]
+    assert unit_links == [
+        ("adjudicate", f"{u.case_id} · turn {u.turn}", f"case={u.case_id}&turn={u.turn}")
+        for u in queue
+    ]
+
+
+def test_adjudicating_a_unit_records_gold_and_moves_to_the_next_one(engine: Engine) -> None:
+    case_id, turn = "support-delayed-refund-violation", 10
+    at = open_page("pages/adjudicate.py", case=case_id, turn=str(turn))
+    assert at.subheader[0].value == f"{case_id} · turn {turn}"
+    assert at.selectbox(key="gold_code").value == "borderline"  # the first code reviewers used
+    page_text = " ".join(m.value for m in at.markdown)
+    for reviewer, code in (("ana", "in_role"), ("ben", "in_role"), ("chloe", "borderline")):
+        assert f"`{reviewer}`: `{code}`" in page_text
+    assert any("refund from turn 8" in t.value for t in at.text)  # chloe's rationale
+
+    at.selectbox(key="gold_code").set_value("in_role")
+    at.text_area(key="gold_note").input("Routing to review is the job of this turn.")
+    at.checkbox(key="gold_calibration").check()
+    at.text_area(key="gold_ambiguity").input("Must a turn repair an earlier one?")
+    at.button(key="gold_submit").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+
+    assert gold_rows(engine) == [
+        (
+            case_id,
+            turn,
+            "in_role",
+            "Routing to review is the job of this turn.",
+            True,
+            "Must a turn repair an earlier one?",
+            True,
+        )
+    ]
+    remaining = disagreement_queue(engine, Actor.operator(), rubric=rubric_of(engine))
+    assert len(remaining) == 26 and (case_id, turn) not in {(u.case_id, u.turn) for u in remaining}
+    following = remaining[0]
+    assert at.query_params == {"case": following.case_id, "turn": str(following.turn)}
+    assert at.subheader[0].value == f"{following.case_id} · turn {following.turn}"
+    # The form starts afresh for the next unit.
+    assert at.text_area(key="gold_note").value == ""
+    assert at.checkbox(key="gold_calibration").value is False
+    assert at.selectbox(key="gold_code").value in following.codes
+
+
+def test_a_settled_unit_shows_its_gold_label(engine: Engine) -> None:
+    case_id, turn = "travel-persona-tone-drift", 12
+    at = open_page("pages/adjudicate.py", case=case_id, turn=str(turn))
+    at.selectbox(key="gold_code").set_value("tone_break")
+    at.button(key="gold_submit").click().run()
+    again = open_page("pages/adjudicate.py", case=case_id, turn=str(turn))
+    assert any("Gold: `tone_break` by `root`" in s.value for s in again.success)
+    assert again.selectbox(key="gold_code").value == "tone_break"
+    listing = open_page("pages/adjudicate.py")
+    assert any(c.value == f"26 open units under {RUBRIC}" for c in listing.caption)
+    listing.toggle(key="adjudicate_all").set_value(True).run()
+    settled = [link for link in links(listing) if f"case={case_id}&turn={turn}" == link[2]]
+    assert len(settled) == 1
+
+
+def test_an_unknown_unit_says_so(engine: Engine) -> None:
+    at = open_page("pages/adjudicate.py", case="support-delayed-refund-violation", turn="99")
+    assert [e.value for e in at.error] == ["case support-delayed-refund-violation has no turn 99"]
+
+
+# --- a reviewer may not use either page ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("page", "message"),
+    [
+        (
+            "pages/agreement.py",
+            "The agreement dashboard is for policy owners; reviewers label blind.",
+        ),
+        ("pages/adjudicate.py", "Adjudication is for policy owners."),
+    ],
+)
+def test_a_reviewer_sees_a_refusal_and_nothing_else(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch, page: str, message: str
+) -> None:
+    monkeypatch.setenv("REVIEW_APP_AUTH", "oidc")
+    at = open_page(page, user="ana", case="support-delayed-refund-violation", turn="10")
+    assert [e.value for e in at.error] == [message]
+    assert list(at.main.children.values()) == [at.error[0]]
+    assert not at.get("vega_lite_chart") and not at.get("page_link")
+    assert not at.button and not at.selectbox and not at.text_area and not at.dataframe
+    assert gold_rows(engine) == []
+
+
+def test_a_long_queue_lists_its_first_units_only(engine: Engine, tmp_path: Path) -> None:
+    source = json.loads(
+        (DEMO_CASES / "support-delayed-refund-violation.json").read_text(encoding="utf-8")
+    )
+    copies = tmp_path / "copies.jsonl"
+    copies.write_text(
+        "".join(json.dumps({**source, "case_id": f"copy-{n:03d}"}) + "\n" for n in range(40)),
+        encoding="utf-8",
+    )
+    import_paths(engine, [copies])
+    labels = tmp_path / "labels.csv"
+    labels.write_text(
+        "case_id,turn,reviewer,label,rubric,rationale\n"
+        + "".join(
+            f"copy-{n:03d},{turn},{name},{code},{RUBRIC},\n"
+            for n in range(40)
+            for turn in (2, 4, 6, 8, 10, 12)
+            for name, code in (("ana", "in_role"), ("ben", "tone_break"))
+        ),
+        encoding="utf-8",
+    )
+    import_labels(engine, Actor.operator(), labels, catalog=sync_rubrics(engine))
+    at = open_page("pages/adjudicate.py")
+    assert any(c.value == f"{27 + 240} open units under {RUBRIC}" for c in at.caption)
+    assert len([link for link in links(at) if link[2]]) == 200
+    assert any(c.value.startswith("… and 67 more.") for c in at.caption)
