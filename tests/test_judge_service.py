@@ -651,7 +651,7 @@ def test_endpoint_settings_come_from_options_or_the_environment(
 
 
 def test_the_api_key_is_sent_as_a_bearer_token(http_world: JudgeWorld) -> None:
-    http_world.run(api_key="sk-secret", json_mode=False, max_tokens=50)
+    http_world.run(api_key="sk-secret", response_format="text", max_tokens=50)
     assert {r.authorization for r in http_world.server.requests} == {"Bearer sk-secret"}
     assert all("response_format" not in r.body for r in http_world.server.requests)
     assert {r.body["max_tokens"] for r in http_world.server.requests} == {50}
@@ -1148,3 +1148,18 @@ def test_few_shot_material_is_the_adjudicated_units(truth: KnownTruth) -> None:
         "borderline": 1,
         "in_role": 1,
     }
+
+
+@pytest.mark.parametrize(
+    ("kind", "expected_type"),
+    [("json_object_schema", "json_object"), ("json_schema", "json_schema")],
+)
+def test_schema_response_formats_carry_the_verdict_schema(
+    http_world: JudgeWorld, kind: str, expected_type: str
+) -> None:
+    http_world.run(response_format=kind, max_tokens=50)
+    body = http_world.server.requests[0].body["response_format"]
+    assert body["type"] == expected_type
+    schema = body.get("schema") or body["json_schema"]["schema"]
+    assert schema["required"] == ["label", "score", "reason"]
+    assert "in_role" in schema["properties"]["label"]["enum"]
