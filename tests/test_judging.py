@@ -52,7 +52,7 @@ def write_prompt(
 
 def test_bundled_prompts_load_in_version_order() -> None:
     prompts = judge_prompts(RUBRICS, "role-adherence")
-    assert [p.ref for p in prompts] == ["role-judge@v1", "role-judge@v2"]
+    assert [p.ref for p in prompts] == ["role-judge@v1", "role-judge@v2", "role-judge-mini@v1"]
     for prompt in prompts:
         assert len(prompt.sha256) == 64
         assert prompt.source.endswith(f"{prompt.version}.txt")
@@ -117,14 +117,23 @@ def test_a_literal_dollar_is_written_twice(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "missing"),
-    [("Codes: $codes only\n", "$conversation"), ("Transcript:\n$conversation\n", "$codes")],
+    ("text", "message"),
+    [
+        ("Codes: $codes only\n", "shows no conversation"),
+        ("Transcript:\n$conversation\n", r"never uses \$codes"),
+    ],
 )
-def test_a_template_must_use_the_conversation_and_the_codes(
-    tmp_path: Path, text: str, missing: str
+def test_a_template_must_show_the_conversation_and_the_codes(
+    tmp_path: Path, text: str, message: str
 ) -> None:
-    with pytest.raises(InputError, match=rf"never uses \{missing}"):
+    with pytest.raises(InputError, match=message):
         load_judge_prompt(write_prompt(tmp_path, text))
+
+
+@pytest.mark.parametrize("placeholder", ["$conversation", "$recent", "$reply"])
+def test_any_view_of_the_conversation_will_do(tmp_path: Path, placeholder: str) -> None:
+    prompt = load_judge_prompt(write_prompt(tmp_path, f"$codes\n{placeholder}\n"))
+    assert prompt.version == "v1"
 
 
 def test_a_template_that_is_not_utf8_is_refused(tmp_path: Path) -> None:
