@@ -411,14 +411,17 @@ def test_rubric_reference_beside_the_transcript(
 ) -> None:
     at = open_case(open_app(monkeypatch, local="ana"), "support-clean-late-parcel")
     v1 = rubric(engine)
-    expanders = [e for e in at.expander if " · " in e.label]
-    assert [e.label for e in expanders] == [f"{lab.code} · {lab.verdict}" for lab in v1.labels]
-    for expander, label in zip(expanders, v1.labels, strict=True):
-        (text,) = [t.value for t in expander.text]
+    picker = at.selectbox(key="reference_code")
+    assert list(picker.options) == [f"{lab.code} · {lab.verdict}" for lab in v1.labels]
+    for label in v1.labels:
+        at.selectbox(key="reference_code").set_value(label.code).run()
+        reference = [t.value for t in at.text if t.value.startswith(label.title)]
+        assert len(reference) == 1, label.code
+        (text,) = reference
         assert text.startswith(f"{label.title}\n\n{label.definition}")
         for example in v1.examples_for(label.code):
             assert f"[{example.kind} example]\n{example.context}\n→ {example.reply}" in text
-    assert [p.value for p in at.page_link] == ["Examples and versions"]
+    assert [p.value for p in at.page_link] == ["All examples and versions"]
 
 
 def test_trusted_transition_is_a_divider_before_the_system_turn(
@@ -553,7 +556,7 @@ def test_labeling_a_turn_end_to_end(engine: Engine, monkeypatch: pytest.MonkeyPa
     at.button(key="focus_previous").click()
     run(at)
     assert sidebar_turn(at) == 4
-    at.button(key="focus_12").click()
+    at.selectbox(key="focus_turn").set_value(12)
     run(at)
     assert sidebar_turn(at) == 12
     at.button(key="label_borderline").click()
@@ -589,7 +592,7 @@ def test_rationale_is_stored_and_kept_when_the_code_changes(
     at = open_app(monkeypatch, local="lee")
     assign(engine, "lee", [case_id])
     open_case(at, case_id)
-    at.button(key="focus_8").click()
+    at.selectbox(key="focus_turn").set_value(8)
     run(at)
     why = "Issued refund_order itself under a cancellation threat."
     at.text_input(key=f"rationale_{case_id}_8").input(why)
@@ -602,7 +605,7 @@ def test_rationale_is_stored_and_kept_when_the_code_changes(
     assert f"Your rationale: {why}" in [t.value for t in turn_messages(at)[8].text]
 
     # back on turn 8 the input holds the rationale; changing only the code keeps it
-    at.button(key="focus_8").click()
+    at.selectbox(key="focus_turn").set_value(8)
     run(at)
     assert at.text_input(key=f"rationale_{case_id}_8").value == why
     at.button(key="label_false_action_claim").click()
@@ -618,7 +621,7 @@ def test_changing_a_label_keeps_its_history(
     at = open_case(open_app(monkeypatch, local="lee"), case_id)
     at.button(key="label_in_role").click()
     run(at)
-    at.button(key="focus_2").click()
+    at.selectbox(key="focus_turn").set_value(2)
     run(at)
     assert sidebar_turn(at) == 2
     assert at.button(key="label_in_role").proto.type == "primary", "the current label stands out"

@@ -37,6 +37,8 @@ DEFAULTS: dict[str, Any] = {
     "queue_unlabeled": False,
     "queue_page": 1,
     "focus": None,  # {"case": case_id, "turn": turn} on the review page
+    "focus_turn": None,  # the turn picker of the labeling panel
+    "reference_code": None,  # the rubric label whose definition the review page shows
     "flash": None,  # a message to show once after a rerun
     "jump_case": "",
     "assign_reviewers": [],

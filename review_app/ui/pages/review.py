@@ -130,6 +130,17 @@ with st.sidebar:
     else:
         assert labels is not None and focus_turn is not None
         st.subheader(f"Turn {focus_turn}")
+        st.session_state["focus_turn"] = focus_turn
+        labeled_by_me = set(labels.mine)
+        st.selectbox(
+            "Turn to label",
+            list[int](labelable_turns),
+            key="focus_turn",
+            format_func=lambda t: f"turn {t}" + (" ✓" if t in labeled_by_me else ""),
+            on_change=lambda: st.session_state.update(
+                focus={"case": case_id, "turn": st.session_state["focus_turn"]}
+            ),
+        )
         st.progress(
             labels.labeled_turns / labels.total_turns if labels.total_turns else 0.0,
             text=f"{labels.labeled_turns} of {labels.total_turns} turns labeled by you",
@@ -279,14 +290,6 @@ def _label_controls(turn: TurnView) -> None:
     mine = labels.mine.get(turn.turn)
     if mine and mine.rationale:
         st.text(f"Your rationale: {mine.rationale}")
-    if turn.turn != focus_turn:
-        st.button(
-            "Label this turn",
-            key=f"focus_{turn.turn}",
-            on_click=lambda t=turn.turn: st.session_state.update(
-                focus={"case": case_id, "turn": t}
-            ),
-        )
 
 
 with transcript:
@@ -315,16 +318,23 @@ with transcript:
 with reference:
     if rubric is not None:
         st.subheader(f"Rubric {rubric.ref}")
-        for label in rubric.labels:
-            with st.expander(f"{label.code} · {label.verdict}"):
-                # one text element per label: the reference is drawn at every rerun
-                blocks = [label.title, label.definition]
-                if label.guidance:
-                    blocks.append(label.guidance)
-                blocks.extend(
-                    f"[{example.kind} example]\n{example.context}\n→ {example.reply}\n"
-                    f"({example.why})"
-                    for example in rubric.examples_for(label.code)
-                )
-                st.text("\n\n".join(blocks))
-        st.page_link(state.page("rubrics"), label="Examples and versions")
+        # One label at a time: everything on this page is drawn again at every rerun.
+        if st.session_state["reference_code"] not in rubric.codes:
+            st.session_state["reference_code"] = rubric.codes[0]
+        verdicts = {label.code: label.verdict for label in rubric.labels}
+        st.selectbox(
+            "Definition of",
+            list[str](rubric.codes),
+            key="reference_code",
+            format_func=lambda code: f"{code} · {verdicts[code]}",
+        )
+        label = rubric.label(st.session_state["reference_code"])
+        blocks = [label.title, label.definition]
+        if label.guidance:
+            blocks.append(label.guidance)
+        blocks.extend(
+            f"[{example.kind} example]\n{example.context}\n→ {example.reply}\n({example.why})"
+            for example in rubric.examples_for(label.code)
+        )
+        st.text("\n\n".join(blocks))
+        st.page_link(state.page("rubrics"), label="All examples and versions")
