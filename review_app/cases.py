@@ -138,6 +138,25 @@ def parse_json_bytes(data: bytes, *, source: str, line: int | None = None) -> An
         raise InputError(_decode_error(error, data), source=source, line=where) from None
 
 
+def read_text_file(path: Path, *, allow_bom: bool = False) -> str:
+    """A small text file (labels, verdicts) as UTF-8; ``InputError`` names the file and line.
+
+    ``allow_bom`` accepts the byte-order mark spreadsheets write at the start of CSV.
+    """
+    source = str(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as error:
+        raise InputError(f"cannot be read ({error.strerror})", source=source) from None
+    if not raw.strip():
+        raise InputError("the file is empty", source=source)
+    try:
+        return raw.decode("utf-8-sig" if allow_bom else "utf-8")
+    except UnicodeDecodeError as error:
+        line = raw[: error.start].count(b"\n") + 1
+        raise InputError("not valid UTF-8 text", source=source, line=line) from None
+
+
 def _iter_jsonl(
     stream: BinaryIO,
     *,

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from review_app.cases import read_text_file
 from review_app.errors import InputError
 from review_app.rubrics import Rubric
 
@@ -270,17 +271,7 @@ class VerdictRecord:
 
 def _verdict_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
     source = str(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as error:
-        raise InputError(f"cannot be read ({error.strerror})", source=source) from None
-    if not raw.strip():
-        raise InputError("the file is empty", source=source)
-    try:
-        text = raw.decode("utf-8-sig") if path.suffix.lower() == ".csv" else raw.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line = raw[: error.start].count(b"\n") + 1
-        raise InputError("not valid UTF-8 text", source=source, line=line) from None
+    text = read_text_file(path, allow_bom=path.suffix.lower() == ".csv")
     rows: list[tuple[int, dict[str, Any]]] = []
     if path.suffix.lower() == ".csv":
         reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)

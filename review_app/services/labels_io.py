@@ -25,6 +25,7 @@ from pathlib import Path
 from sqlalchemy import Engine
 from sqlmodel import Session
 
+from review_app.cases import read_text_file
 from review_app.errors import InputError, PermissionDenied
 from review_app.formats.csv_safety import neutralise_cell, restore_cell
 from review_app.rubrics import Rubric, parse_rubric_ref
@@ -68,17 +69,7 @@ class LabelImportSummary:
 
 def _read_rows(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
     source = str(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as error:
-        raise InputError(f"cannot be read ({error.strerror})", source=source) from None
-    if not raw.strip():
-        raise InputError("the file is empty", source=source)
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        line = raw[: error.start].count(b"\n") + 1
-        raise InputError("not valid UTF-8 text", source=source, line=line) from None
+    text = read_text_file(path, allow_bom=True)
     reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
     header = reader.fieldnames or []
     missing = [name for name in REQUIRED_COLUMNS if name not in header]
