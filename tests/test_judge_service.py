@@ -1,11 +1,12 @@
 """Tests of review_app.services.judge on real databases (SQLite and PostgreSQL).
 
-Three parts: importing SPEC §5 verdict files; running a judge prompt against a real
-OpenAI-compatible HTTP server on 127.0.0.1 (tests/judge_support.py; httpx is not
-replaced); and the calibration report on a corpus whose truth is known, its figures
-recomputed here with scikit-learn and plain counting. What a run stores and resumes
-from is tested on both databases; how it talks HTTP (concurrency, retries, odd
-responses, request options) on SQLite only, to keep the suite quick.
+Three parts: importing verdict files (docs/reference.md, "Judge verdicts"); running a
+judge prompt against a real OpenAI-compatible HTTP server on 127.0.0.1
+(tests/judge_support.py; httpx is not replaced); and the calibration report on a
+corpus whose truth is known, its figures recomputed here with scikit-learn and plain
+counting. What a run stores and resumes from is tested on both databases; how it
+talks HTTP (concurrency, retries, odd responses, request options) on SQLite only, to
+keep the suite quick.
 """
 
 from __future__ import annotations

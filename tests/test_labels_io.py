@@ -1,4 +1,4 @@
-"""Label CSV import and export (SPEC §4) on SQLite and PostgreSQL.
+"""Label CSV import and export (docs/reference.md, "Label CSV") on SQLite and PostgreSQL.
 
 Every test starts from the demo set (17 cases, ana/ben/chloe, olivia, 333 labels),
 so the files tried here refer to real cases and turns. A rejected file must leave

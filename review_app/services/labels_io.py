@@ -1,4 +1,4 @@
-"""Human labels in bulk: the CSV of SPEC §4 (``case_id,turn,reviewer,label,rubric,rationale``).
+"""Human labels in bulk: the CSV of docs/reference.md, "Label CSV" (case_id,turn,...).
 
 Import checks every row before storing any: an unknown case, turn, rubric or label
 code is an error naming the line, and nothing from that file is stored. A row that
