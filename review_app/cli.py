@@ -541,7 +541,7 @@ def assign(
 
 @labels_app.command("import")
 def labels_import(
-    label_file: Annotated[Path, typer.Argument(metavar="FILE.csv")],
+    label_file: Annotated[Path, typer.Argument(metavar="FILE.csv|FILE.jsonl")],
     db: DbOption = None,
 ) -> None:
     """Import labels (case_id,turn,reviewer,label,rubric,rationale); all rows or none."""

@@ -3,7 +3,9 @@
 PostgreSQL tests use ``REVIEW_APP_TEST_POSTGRES_URL`` (default: the local server's
 ``test`` database). Each test gets a schema of its own, dropped afterwards. When
 the server is unreachable those tests skip, unless ``REVIEW_APP_REQUIRE_POSTGRES=1``
-(set by ``.ci/run``) makes that a failure.
+(set by ``.ci/run``) makes that a failure. Interoperability tests use deepeval (the
+``interop`` extra) when it is installed and skip otherwise, unless
+``REVIEW_APP_REQUIRE_INTEROP=1`` (also set by ``.ci/run``).
 """
 
 from __future__ import annotations
@@ -58,6 +60,21 @@ def require_postgres() -> None:
     if _flag("REVIEW_APP_REQUIRE_POSTGRES"):
         pytest.fail(reason + " (REVIEW_APP_REQUIRE_POSTGRES=1)")
     pytest.skip(reason)
+
+
+def require_deepeval() -> None:
+    """Skip (or fail, with ``REVIEW_APP_REQUIRE_INTEROP=1``) when deepeval is missing.
+
+    Nothing is installed at run time; deepeval's telemetry is switched off first.
+    """
+    os.environ.setdefault("DEEPEVAL_TELEMETRY_OPT_OUT", "1")
+    try:
+        import deepeval  # noqa: F401
+    except ImportError as error:
+        reason = f"deepeval is not installed (pip install -e '.[interop]'): {error}"
+        if _flag("REVIEW_APP_REQUIRE_INTEROP"):
+            pytest.fail(reason + " (REVIEW_APP_REQUIRE_INTEROP=1)")
+        pytest.skip(reason)
 
 
 @dataclass(frozen=True)

@@ -735,6 +735,8 @@ def test_deepeval_export_shape_and_read_back(demo: DemoDatabase, tmp_path: Path)
         ]
         assert isinstance(item["expected_outcome"], str)
         assert item["additional_metadata"]["role_contract"] == case["contract"]
+        assert item["additional_metadata"]["chatbot_role"] == case["chatbot_role"]
+        assert case_id in item["scenario"] and case["chatbot_role"] in item["scenario"]
     breaking = by_name["support-delayed-refund-violation"]
     assert "turn 8" in breaking["expected_outcome"]
     assert breaking["additional_metadata"]["expected"]["first_break_turn"] == 8

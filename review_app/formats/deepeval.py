@@ -26,6 +26,10 @@ Reading rules:
 * the contract is the caller's (``contract=``) or the test case's own
   ``additional_metadata.role_contract``; both present and different is an error;
   neither gives ``"contract": null``;
+* the role is ``chatbot_role``, else ``additional_metadata.chatbot_role`` (where
+  this module's export also puts it, because deepeval's golden loader keeps only
+  ``additional_metadata``); a file saved by deepeval (``save_as``) therefore keeps
+  it too;
 * everything else the test case holds (``scenario``, ``expected_outcome``, the rest
   of ``additional_metadata``, ...) is kept under the case's ``source_metadata``; a
   turn's other keys (the raw ``tools_called``, ``retrieval_context``, ...) under the
@@ -151,6 +155,13 @@ def _read_test_case(
     if metadata is not None and not isinstance(metadata, dict):
         raise fail(f"expected an object, got {type_name(metadata)}", "additional_metadata")
     metadata = dict(metadata or {})
+    if chatbot_role is None or metadata.get("chatbot_role") == chatbot_role:
+        described = metadata.get("chatbot_role")
+        if described is not None and type(described) is not str:
+            raise fail(
+                f"expected text, got {type_name(described)}", "additional_metadata.chatbot_role"
+            )
+        chatbot_role = metadata.pop("chatbot_role", chatbot_role)
     embedded = validate_contract(
         metadata.pop("role_contract", None),
         source=source,
@@ -237,13 +248,21 @@ def write_deepeval(
     *,
     expected: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> str:
-    """Cases as deepeval conversational test cases: JSON text, deterministic.
+    """Cases as deepeval conversational goldens / test cases: JSON text, deterministic.
 
-    A list (in the order given) of ``{"name": case_id, "chatbot_role", "turns":
-    [{"role", "content", "tools_called"?, "additional_metadata": {"turn": N}}],
-    "additional_metadata": {...}, "expected_outcome"?}``, keys sorted, two-space
-    indent, ending in a newline. deepeval loads it with
-    ``ConversationalTestCase(**item)`` / ``Turn(**turn)``.
+    A list (in the order given) of ``{"name": case_id, "scenario", "chatbot_role",
+    "turns": [{"role", "content", "tools_called"?, "additional_metadata": {"turn":
+    N}}], "additional_metadata": {...}, "expected_outcome"?}``, keys sorted,
+    two-space indent, ending in a newline. deepeval 4 loads the file with
+    ``EvaluationDataset().add_goldens_from_json_file(path)``: an object with a
+    non-empty ``scenario`` becomes a ``ConversationalGolden`` with its turns in
+    order; ``ConversationalTestCase(**item)`` builds a test case directly.
+
+    * ``scenario``: the case's own (``source_metadata.scenario``, kept when it was
+      read from deepeval), else a sentence naming the case and its role;
+    * ``chatbot_role``: the role, at the top (for ``ConversationalTestCase``) and as
+      ``additional_metadata.chatbot_role`` (the golden loader keeps only
+      ``additional_metadata``); both left out when the case has none;
 
     * turns: the user and assistant events; ``content`` is the text (``""`` for an
       assistant event that only acted); ``tools_called`` lists the observed actions
@@ -259,7 +278,6 @@ def write_deepeval(
       ``expected_outcome`` in it also becomes the test case's ``expected_outcome``.
       A case id in ``expected`` that is not among the cases is a ``ValueError``.
 
-    ``chatbot_role`` is left out when the case has none.
     """
     items = list(cases)
     check_unique_case_ids(items)
@@ -294,11 +312,13 @@ def write_deepeval(
             metadata["role_contract"] = contract
         test_case: dict[str, Any] = {
             "name": case_id,
+            "scenario": _scenario(case),
             "turns": turns,
             "additional_metadata": metadata,
         }
         if case.get("chatbot_role") is not None:
             test_case["chatbot_role"] = case["chatbot_role"]
+            metadata["chatbot_role"] = case["chatbot_role"]
         gold = expected.get(case_id)
         if gold is not None:
             metadata["expected"] = dict(gold)
@@ -310,3 +330,17 @@ def write_deepeval(
         test_cases, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
     )
     return text.decode("utf-8") + "\n"
+
+
+def _scenario(case: Mapping[str, Any]) -> str:
+    """deepeval's ``scenario`` (required, non-empty, for a conversational golden)."""
+    kept = case.get("source_metadata")
+    if isinstance(kept, Mapping):
+        own = kept.get("scenario")
+        if type(own) is str and own.strip():
+            return own
+    scenario = f"Recorded conversation {case['case_id']}: the chatbot must stay in its role"
+    role = case.get("chatbot_role")
+    if type(role) is str and role.strip():
+        return f"{scenario}: {role}"
+    return f"{scenario}."
