@@ -256,7 +256,9 @@ def write_deepeval(
     two-space indent, ending in a newline. deepeval 4 loads the file with
     ``EvaluationDataset().add_goldens_from_json_file(path)``: an object with a
     non-empty ``scenario`` becomes a ``ConversationalGolden`` with its turns in
-    order; ``ConversationalTestCase(**item)`` builds a test case directly.
+    order; ``ConversationalTestCase(**item)`` builds a test case directly (deepeval
+    4.3 has no JSON loader for conversational test cases: its
+    ``add_test_cases_from_json_file`` reads single-turn ones).
 
     * ``scenario``: the case's own (``source_metadata.scenario``, kept when it was
       read from deepeval), else a sentence naming the case and its role;
