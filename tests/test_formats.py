@@ -1062,10 +1062,26 @@ def test_deepeval_round_trip_and_expected(tmp_path: Path) -> None:
         assert copy["contract"] == original["contract"]
         assert events(copy) == events(original)
 
-    # System and tool events have no deepeval turn: recorded, not lost silently.
-    [system_case] = json.loads(write_deepeval([WITH_SYSTEM_AND_TOOLS]))
+    # System and tool events have no deepeval turn: recorded, not lost silently,
+    # and put back (with the native turn numbers) when the file is read again.
+    written = write_deepeval([WITH_SYSTEM_AND_TOOLS])
+    [system_case] = json.loads(written)
     omitted = system_case["additional_metadata"]["role_review"]["omitted_events"]
     assert [event["turn"] for event in omitted] == [1, 4, 5]
+    [copy] = reread(tmp_path, "system.json", written, read_deepeval)
+    assert [(t, a, x or None, o) for t, a, x, o in events(copy)] == events(WITH_SYSTEM_AND_TOOLS)
+    assert "role_review" not in copy.get("source_metadata", {}).get("additional_metadata", {})
+    # Without every native number (a file edited by hand), turns are numbered 1..n.
+    del system_case["turns"][1]["additional_metadata"]
+    [renumbered] = reread(tmp_path, "edited.json", json.dumps([system_case]), read_deepeval)
+    assert [e["turn"] for e in renumbered["transcript"]] == [1, 2, 3]
+    # Kept events are checked like any other.
+    system_case["turns"][1]["additional_metadata"] = {"turn": 3}
+    system_case["additional_metadata"]["role_review"]["omitted_events"][1]["actor"] = "user"
+    bad = write(tmp_path / "bad.json", json.dumps([system_case]))
+    with pytest.raises(InputError) as error:
+        list(read_deepeval(bad))
+    assert error.value.field == "[0].additional_metadata.role_review.omitted_events[1].actor"
 
     with pytest.raises(ValueError, match="not among the cases: nope"):
         write_deepeval(NATIVE_CASES, expected={"nope": {}})

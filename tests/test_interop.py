@@ -47,18 +47,40 @@ def conversation(events: list[dict[str, Any]]) -> list[tuple[str, str, list[str]
     ]
 
 
+def transcript(events: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """Every event as (turn, actor, text, actions, set_role); no text and "" alike."""
+    return [
+        (
+            e["turn"],
+            e["actor"],
+            e.get("text") or None,
+            list(e.get("observed_actions") or []),
+            e.get("set_role"),
+        )
+        for e in events
+    ]
+
+
 def stored_conversation(run_cli: Any, db: str, case_id: str) -> dict[str, Any]:
     shown = run_cli("cases", "show", case_id, "--json", db=db)
     assert shown.returncode == 0, shown.stderr
     view = json.loads(shown.stdout)
     events = [
-        {"actor": t["actor"], "text": t["text"], "observed_actions": t["actions"]}
+        {
+            "turn": t["turn"],
+            "actor": t["actor"],
+            "text": t["text"],
+            "observed_actions": t["actions"],
+            "set_role": t["set_role"],
+        }
         for t in view["turns"]
     ]
     return {
         "chatbot_role": view["chatbot_role"],
         "contract": view["contract"],
         "conversation": conversation(events),
+        "transcript": transcript(events),
+        "violations": [(t["turn"], [v["code"] for v in t["violations"]]) for t in view["turns"]],
     }
 
 
@@ -134,6 +156,7 @@ def test_deepeval_export_loads_in_deepeval_and_imports_back(
         ]
 
     # deepeval saves the dataset in its own shape; both files import back.
+    original = {case_id: stored_conversation(run_cli, demo_db, case_id) for case_id in DEMO}
     saved = Path(dataset.save_as("json", str(tmp_path / "saved"), file_name="goldens"))
     for source in (path, saved):
         db = f"sqlite:///{tmp_path / (source.stem + '.db')}"
@@ -142,6 +165,10 @@ def test_deepeval_export_loads_in_deepeval_and_imports_back(
         for case_id, case in DEMO.items():
             stored = stored_conversation(run_cli, db, case_id)
             assert stored["conversation"] == conversation(case["transcript"]), (source, case_id)
+            # The same case: turn numbers, system handoffs and tool events come back too
+            # (only the harness's request records have no place in deepeval's format).
+            assert stored["transcript"] == transcript(case["transcript"]), (source, case_id)
+            assert stored["violations"] == original[case_id]["violations"], (source, case_id)
             assert stored["chatbot_role"] == case["chatbot_role"]
             assert stored["contract"] == case["contract"]
 

@@ -11,7 +11,9 @@ JSONL with one test case per line (a line may also hold ``{"test_cases": [...]}`
 Reading rules:
 
 * turns become events in order, numbered 1..n; ``role`` is the actor (deepeval
-  knows only ``user`` and ``assistant``), ``content`` the text;
+  knows only ``user`` and ``assistant``), ``content`` the text. A file this module
+  wrote gets its native turn numbers and its system and tool events back (see
+  :func:`_restore_native_turns`), so an export re-imports as the same case;
 * ``tools_called`` names become the event's ``observed_actions`` through
   ``tool_action_map``. An unmapped tool name is kept as the action itself, with or
   without a contract: with one, the vocabulary check reports it as
@@ -39,6 +41,7 @@ Reading rules:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -191,6 +194,7 @@ def _read_test_case(
     transcript = [
         _event(turn, position, tools=tools, fail=fail) for position, turn in enumerate(turns)
     ]
+    transcript = _restore_native_turns(transcript, turns, metadata, fail=fail)
     case: dict[str, Any] = {"case_id": case_id}
     if chatbot_role is not None:
         case["chatbot_role"] = chatbot_role
@@ -204,6 +208,51 @@ def _read_test_case(
     if kept:
         case["source_metadata"] = kept
     return finish_case(case, source=source, line=line, prefix=prefix)
+
+
+def _native_turn(turn: dict[str, Any]) -> Any:
+    for key in ("additional_metadata", "metadata"):
+        value = turn.get(key)
+        if isinstance(value, dict) and "turn" in value:
+            return value["turn"]
+    return None
+
+
+def _restore_native_turns(
+    transcript: list[dict[str, Any]],
+    turns: list[Any],
+    metadata: dict[str, Any],
+    *,
+    fail: _Fail,
+) -> list[dict[str, Any]]:
+    """The turn numbers and system/tool events of a file this module exported.
+
+    When every turn carries its native number (``additional_metadata.turn``, or
+    ``metadata.turn`` as deepeval saves it) and the numbers increase, the events
+    take them; the events kept under ``additional_metadata.role_review.omitted_events``
+    go back in their place (they are checked like any case's events). Any other
+    file keeps the numbering 1..n.
+    """
+    numbers = [_native_turn(turn) for turn in turns]
+    if not all(type(n) is int for n in numbers) or any(a >= b for a, b in pairwise(numbers)):
+        return transcript
+    restored = [
+        {**event, "turn": number} for event, number in zip(transcript, numbers, strict=True)
+    ]
+    review = metadata.get("role_review")
+    omitted = review.get("omitted_events") if isinstance(review, dict) else None
+    if omitted is None:
+        return restored
+    field = "additional_metadata.role_review.omitted_events"
+    if not isinstance(omitted, list):
+        raise fail(f"expected a list of events, got {type_name(omitted)}", field)
+    for index, event in enumerate(omitted):
+        if not isinstance(event, dict) or type(event.get("turn")) is not int:
+            raise fail("expected an event object with an integer turn", f"{field}[{index}]")
+        if event.get("actor") in TURN_ROLES:
+            raise fail("expected a system or tool event", f"{field}[{index}].actor")
+    metadata.pop("role_review")
+    return sorted([*restored, *(dict(event) for event in omitted)], key=lambda e: e["turn"])
 
 
 def _event(
