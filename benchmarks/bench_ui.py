@@ -167,7 +167,7 @@ def measure(path: Path, reruns: int) -> dict[str, list[float]]:
     print(f"first run (engine, migrations check, rubric sync): {first:.2f} s")
     assert len(queue.get("page_link")) == 25, "the queue shows a full page"
     review.run()
-    review.switch_page("pages/review.py")
+    review.switch_page("views/review.py")
     review.query_params["case"] = LONG_CASE
     pages = {
         "queue": queue,

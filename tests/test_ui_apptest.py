@@ -113,7 +113,7 @@ def run(at: AppTest) -> AppTest:
 
 
 def open_case(at: AppTest, case_id: str) -> AppTest:
-    at.switch_page("pages/review.py")
+    at.switch_page("views/review.py")
     at.query_params["case"] = case_id
     return run(at)
 
@@ -230,7 +230,7 @@ def test_every_page_renders_without_exception(db_url: str, monkeypatch: pytest.M
     assert at.title[0].value == "Queue"
     assert at.page_link, "ana's queue lists her cases"
 
-    at.switch_page("pages/review.py")
+    at.switch_page("views/review.py")
     run(at)
     assert at.title[0].value == "Review"
     at.text_input(key="jump_case").input("support-clean-late-parcel")
@@ -241,11 +241,11 @@ def test_every_page_renders_without_exception(db_url: str, monkeypatch: pytest.M
     open_case(at, "no-such-case")
     assert [e.value for e in at.error] == ["no case 'no-such-case' in the database"]
 
-    at.switch_page("pages/rubrics.py")
+    at.switch_page("views/rubrics.py")
     run(at)
     assert at.title[0].value == "Rubrics"
 
-    at.switch_page("pages/queue.py")
+    at.switch_page("views/queue.py")
     run(at)
     assert at.title[0].value == "Queue"
 
@@ -318,9 +318,9 @@ def test_queue_lists_assigned_cases_with_progress_and_paginates(
     assert by_case[first["case_id"]][1] == f"2 / {len(assistant_turns)}"
 
     # the page survives a visit to another page
-    at.switch_page("pages/rubrics.py")
+    at.switch_page("views/rubrics.py")
     run(at)
-    at.switch_page("pages/queue.py")
+    at.switch_page("views/queue.py")
     run(at)
     assert [row[0] for row in queue_rows(at)] == assigned[25:]
 
@@ -378,13 +378,13 @@ def test_queue_lane_filter_and_not_yet_labeled(
     at.selectbox(key="_w_queue_lane").set_value("invalid")
     run(at)
     assert not queue_rows(at)
-    assert [i.value for i in at.info] == ["No case matches these filters."]
+    assert [i.value for i in at.main.info] == ["No case matches these filters."]
 
 
 def test_empty_queue_says_so(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     at = open_app(monkeypatch, oidc="dora")
     assert not queue_rows(at)
-    assert "No cases are assigned to you" in at.info[0].value
+    assert "No cases are assigned to you" in at.main.info[0].value
 
 
 # --- review: findings ------------------------------------------------------------------------
@@ -722,7 +722,7 @@ def test_a_policy_owner_assigns_from_the_queue_page(
 ) -> None:
     at = open_app(monkeypatch, oidc="olivia")
     assert [e.label for e in at.expander] == ["Assign cases to reviewers"]
-    assert "No cases are assigned to you" in at.info[0].value
+    assert "No cases are assigned to you" in at.main.info[0].value
     at.multiselect(key="assign_reviewers").set_value(["olivia"])
     at.number_input(key="assign_overlap").set_value(4)  # the demo cases have 3 reviewers
     at.button(key="assign_submit").click()
@@ -764,7 +764,7 @@ def test_rubrics_page_shows_labels_examples_and_compares_versions(
     root = _rubric_dir(tmp_path, DEMO_RUBRIC_FILE.read_text(), _v2_text())
     monkeypatch.setenv("REVIEW_APP_RUBRICS_DIR", str(root))
     at = open_app(monkeypatch, local="ana")
-    at.switch_page("pages/rubrics.py")
+    at.switch_page("views/rubrics.py")
     run(at)
     assert not [w for w in at.warning if "not offered" in w.value], "both versions are offered"
     v1 = rubric(engine)
@@ -814,7 +814,7 @@ def test_rubrics_page_shows_labels_examples_and_compares_versions(
     v2 = rubric(engine, "role-adherence@2")
     mine = case_labels(engine, ana, case_id="support-clean-late-parcel", rubric=v2).mine
     assert {turn: row.code for turn, row in mine.items()} == {2: "in_role"}
-    at.switch_page("pages/rubrics.py")
+    at.switch_page("views/rubrics.py")
     run(at)
     assert at.selectbox(key="_w_rubric_ref").value == "role-adherence@2"
     assert "labels recorded: immutable" in at.caption[0].value
@@ -824,7 +824,7 @@ def test_a_single_rubric_version_has_nothing_to_compare(
     db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     at = open_app(monkeypatch, local="ana")
-    at.switch_page("pages/rubrics.py")
+    at.switch_page("views/rubrics.py")
     run(at)
     assert [i.value for i in at.tabs[2].info] == ["role-adherence has a single version so far."]
 
@@ -846,7 +846,7 @@ def test_a_changed_labeled_rubric_file_is_refused(
     assert "No usable rubric version" in at.sidebar.error[0].value
     assert not queue_rows(at)
 
-    at.switch_page("pages/rubrics.py")
+    at.switch_page("views/rubrics.py")
     run(at)
     assert [w.value for w in at.warning] == [f"`{RUBRIC}` is not offered"]
     assert "immutable" in at.text[0].value
@@ -857,7 +857,7 @@ def test_a_changed_labeled_rubric_file_is_refused(
 
     # restoring the file (a new modification time) makes it usable again
     (root / "role-adherence" / "v1.yaml").write_text(DEMO_RUBRIC_FILE.read_text())
-    at.switch_page("pages/queue.py")
+    at.switch_page("views/queue.py")
     run(at)
     assert not at.sidebar.warning
     assert len(queue_rows(at)) == 17

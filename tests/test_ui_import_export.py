@@ -81,7 +81,7 @@ def open_page(
         monkeypatch.setenv("REVIEW_APP_AUTH", "oidc")
         at.user = {"is_logged_in": True, "email": reviewer, "name": reviewer.title()}
     run(at)
-    at.switch_page(f"pages/{page}.py")
+    at.switch_page(f"views/{page}.py")
     return run(at)
 
 
@@ -220,11 +220,11 @@ def test_a_reviewer_sees_only_the_refusal(db_url: str, monkeypatch: pytest.Monke
     ):
         at = open_page(page, monkeypatch, reviewer="ana")
         assert texts(at.error) == [message]
-        assert not at.title
-        assert not at.file_uploader
-        assert not at.button
-        assert not at.download_button
-        assert not at.selectbox
+        assert not at.main.title
+        assert not at.main.file_uploader
+        assert not at.main.button
+        assert not at.main.download_button
+        assert not at.main.selectbox
 
 
 # --- the upload services -----------------------------------------------------------------

@@ -69,7 +69,7 @@ def judge_page(**user: Any) -> AppTest:
     if user:
         at.user = user
     at.run()
-    at.switch_page("pages/judge.py")
+    at.switch_page("views/judge.py")
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at

@@ -28,7 +28,7 @@ from review_app.services.rubric_catalog import RubricCatalog, sync_rubrics
 from review_app.ui import auth
 from storage.engine import database_url, shared_engine
 
-PAGES_DIR = Path(__file__).resolve().parent / "pages"
+PAGES_DIR = Path(__file__).resolve().parent / "views"
 
 # key -> default value
 DEFAULTS: dict[str, Any] = {
