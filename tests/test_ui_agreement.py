@@ -24,7 +24,7 @@ from review_app.services.agreement import agreement_report, confusion_between
 from review_app.services.demo import DEMO_CASES, load_demo
 from review_app.services.importing import import_paths
 from review_app.services.labels_io import import_labels
-from review_app.services.people import Actor
+from review_app.services.people import Actor, operator_actor
 from review_app.services.rubric_catalog import sync_rubrics
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
@@ -41,7 +41,7 @@ def engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Engine]:
     url = f"sqlite:///{tmp_path / 'ui.db'}"
     engine = create_database_engine(url)
     upgrade_database(engine)
-    load_demo(engine, local_user=ADMIN)
+    load_demo(engine, operator_actor(), local_user=ADMIN)
     monkeypatch.setenv("REVIEW_APP_DATABASE_URL", url)
     monkeypatch.setenv("REVIEW_APP_LOCAL_USER", ADMIN)
     monkeypatch.setenv("REVIEW_APP_AUTH", "local")
@@ -90,7 +90,7 @@ def links(at: AppTest) -> list[tuple[str, str, str]]:
 
 
 def rubric_of(engine: Engine) -> Any:
-    return sync_rubrics(engine).get(RUBRIC)
+    return sync_rubrics(engine, operator_actor()).get(RUBRIC)
 
 
 # --- the dashboard ---------------------------------------------------------------------------
@@ -99,7 +99,7 @@ def rubric_of(engine: Engine) -> Any:
 def test_dashboard_draws_its_charts_from_the_report(engine: Engine) -> None:
     at = open_page("views/agreement.py")
     assert at.title[0].value == "Agreement"
-    report = agreement_report(engine, rubric=rubric_of(engine), n_resamples=0)
+    report = agreement_report(engine, operator_actor(), rubric=rubric_of(engine), n_resamples=0)
     assert (
         f"{report['units']} units · 3 reviewers · {report['ratings']} labels" in at.caption[0].value
     )
@@ -122,7 +122,7 @@ def test_dashboard_draws_its_charts_from_the_report(engine: Engine) -> None:
     assert sum(row["count"] for row in shares) == report["ratings"]
     confusion = drawn[3][1]
     assert confusion == confusion_between(
-        engine, rubric=rubric_of(engine), reviewer_a="ana", reviewer_b="ben"
+        engine, operator_actor(), rubric=rubric_of(engine), reviewer_a="ana", reviewer_b="ben"
     )
 
     # One link per open disagreement, each opening that unit on the adjudication page.
@@ -140,7 +140,7 @@ def test_choosing_two_reviewers_redraws_the_confusion_chart(engine: Engine) -> N
     assert not at.exception
     confusion = charts(at)[3][1]
     assert confusion == confusion_between(
-        engine, rubric=rubric_of(engine), reviewer_a="ana", reviewer_b="chloe"
+        engine, operator_actor(), rubric=rubric_of(engine), reviewer_a="ana", reviewer_b="chloe"
     )
     assert sum(cell["count"] for cell in confusion) == 111
 
@@ -278,7 +278,7 @@ def test_a_long_queue_lists_its_first_units_only(engine: Engine, tmp_path: Path)
         "".join(json.dumps({**source, "case_id": f"copy-{n:03d}"}) + "\n" for n in range(40)),
         encoding="utf-8",
     )
-    import_paths(engine, [copies])
+    import_paths(engine, operator_actor(), [copies])
     labels = tmp_path / "labels.csv"
     labels.write_text(
         "case_id,turn,reviewer,label,rubric,rationale\n"
@@ -290,7 +290,7 @@ def test_a_long_queue_lists_its_first_units_only(engine: Engine, tmp_path: Path)
         ),
         encoding="utf-8",
     )
-    import_labels(engine, Actor.operator(), labels, catalog=sync_rubrics(engine))
+    import_labels(engine, Actor.operator(), labels, catalog=sync_rubrics(engine, operator_actor()))
     at = open_page("views/adjudicate.py")
     assert any(c.value == f"{27 + 240} open units under {RUBRIC}" for c in at.caption)
     assert len([link for link in links(at) if link[2]]) == 200

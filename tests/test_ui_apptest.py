@@ -31,7 +31,7 @@ from review_app.services.demo import DEMO_CASES, load_demo
 from review_app.services.importing import import_paths
 from review_app.services.labeling import case_labels, record_label
 from review_app.services.labels_io import import_labels
-from review_app.services.people import Actor, sign_in
+from review_app.services.people import Actor, operator_actor, sign_in
 from review_app.services.queue import assign_cases
 from review_app.services.rubric_catalog import sync_rubrics
 from storage import reviewing
@@ -68,7 +68,7 @@ def demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("demo-template") / "review.db"
     engine = create_database_engine(f"sqlite:///{path}")
     upgrade_database(engine)
-    load_demo(engine)
+    load_demo(engine, operator_actor())
     engine.dispose()  # the last connection checkpoints the WAL into the file
     return path
 
@@ -192,7 +192,7 @@ def queue_rows(at: AppTest) -> list[tuple[str, str, str, str]]:
 
 
 def rubric(engine: Engine, ref: str = RUBRIC) -> Rubric:
-    return sync_rubrics(engine, directory=default_rubrics_dir()).get(ref)
+    return sync_rubrics(engine, operator_actor(), directory=default_rubrics_dir()).get(ref)
 
 
 def actor(engine: Engine, name: str) -> Actor:
@@ -208,7 +208,7 @@ def import_cases(engine: Engine, directory: Path, cases: list[dict[str, Any]]) -
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "cases.jsonl"
     path.write_text("".join(json.dumps(case) + "\n" for case in cases))
-    import_paths(engine, [path])
+    import_paths(engine, operator_actor(), [path])
 
 
 def assign(engine: Engine, reviewer: str, case_ids: list[str]) -> None:
@@ -666,7 +666,9 @@ def test_others_labels_stay_hidden_until_every_turn_is_labeled(
         for name, code in others.items():
             for turn in turns:
                 writer.writerow(["blind-copy", turn, name, code, RUBRIC, f"secret-of-{name}"])
-    import_labels(engine, Actor.operator(), label_file, catalog=sync_rubrics(engine))
+    import_labels(
+        engine, Actor.operator(), label_file, catalog=sync_rubrics(engine, operator_actor())
+    )
     assign(engine, "ana", ["blind-copy"])
 
     at = open_app(monkeypatch, oidc="ana")

@@ -25,7 +25,7 @@ from review_app.errors import InputError, PermissionDenied
 from review_app.services.cases import list_cases, load_case_view
 from review_app.services.demo import DEMO_CASES, load_demo
 from review_app.services.export import export_data
-from review_app.services.people import Actor, sign_in
+from review_app.services.people import Actor, operator_actor, sign_in
 from review_app.services.rubric_catalog import sync_rubrics
 from review_app.services.uploads import (
     import_label_upload,
@@ -49,7 +49,7 @@ def demo_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("ui-demo") / "review.db"
     engine = create_database_engine(f"sqlite:///{path}")
     upgrade_database(engine)
-    load_demo(engine)
+    load_demo(engine, operator_actor())
     engine.dispose()
     return path
 
@@ -118,9 +118,9 @@ def test_export_page_prepares_a_zip_that_is_the_export(
     assert ready["name"] == "role-adherence-v1-fixtures.zip"
 
     engine = shared_engine(db_url)
-    rubric = sync_rubrics(engine).get(RUBRIC)
-    expected = export_data(engine, rubric=rubric, format="fixtures")
-    assert ready["zip"] == zip_export(expected)
+    rubric = sync_rubrics(engine, operator_actor()).get(RUBRIC)
+    expected = export_data(engine, operator_actor(), rubric=rubric, format="fixtures")
+    assert ready["zip"] == zip_export(engine, operator_actor(), expected)
     with zipfile.ZipFile(io.BytesIO(ready["zip"])) as archive:
         assert sorted(archive.namelist()) == sorted(expected.files)
         assert archive.read("test_role_fixtures.py") == expected.files["test_role_fixtures.py"]
@@ -135,8 +135,10 @@ def test_export_page_prepares_a_zip_that_is_the_export(
     assert texts(at.success) == ["2 files: 3 cases"]
     ready = at.session_state["export_ready"]
     assert ready["name"] == "role-adherence-v1-csv.zip"
-    redacted = export_data(engine, rubric=rubric, format="csv", lane="violation", redact=True)
-    assert ready["zip"] == zip_export(redacted)
+    redacted = export_data(
+        engine, operator_actor(), rubric=rubric, format="csv", lane="violation", redact=True
+    )
+    assert ready["zip"] == zip_export(engine, operator_actor(), redacted)
     manifest = json.loads(ready["manifest"])
     assert manifest["redacted"] is True
     assert manifest["format"] == "csv"
@@ -161,7 +163,7 @@ def test_import_page_checks_an_upload_then_imports_it(
     at.button(key="import_submit").click()
     run(at)
     assert any(t.startswith("imported 1,") for t in texts(at.success))
-    assert load_case_view(engine, case_id="upload-one").lane == "pass"
+    assert load_case_view(engine, operator_actor(), case_id="upload-one").lane == "pass"
 
 
 def test_import_page_names_the_uploaded_file_and_stores_nothing(
@@ -283,7 +285,7 @@ def test_upload_services_name_the_uploaded_file_and_store_nothing(db_url: str) -
     with pytest.raises(InputError, match="unknown format 'yaml'"):
         import_upload(engine, admin, name="a.json", data=b"{}", format="yaml", options={})
 
-    catalog = sync_rubrics(engine)
+    catalog = sync_rubrics(engine, operator_actor())
     with pytest.raises(InputError) as caught:
         import_label_upload(
             engine,
