@@ -889,6 +889,52 @@ def judge_local_server(
     os.execve(command[0], command, local_server_environment())
 
 
+# --- audit log -------------------------------------------------------------------------------
+
+
+@app.command()
+def audit(
+    since: Annotated[
+        str | None,
+        typer.Option("--since", metavar="ISO", help="Only entries at or after this UTC time."),
+    ] = None,
+    actor: Annotated[
+        str | None, typer.Option("--actor", metavar="NAME", help="Only this person's entries.")
+    ] = None,
+    action: Annotated[
+        str | None,
+        typer.Option("--action", metavar="A", help="Only this action (label, gold, export...)."),
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=1, help="At most this many entries.")
+    ] = None,
+    as_json: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """The audit log, newest first: who changed or exported what, and when.
+
+    Entries: label and gold changes, case imports (with the file's sha256) and
+    --replace, label and verdict imports, rubric publication, exports, people and
+    role changes, assignments, calibration fits. See docs/reference.md, "Audit log".
+    """
+    from review_app.services.audit import audit_entries, audit_line, parse_since
+
+    engine = _run(lambda: _engine(db))
+    moment = _run(lambda: parse_since(since)) if since else None
+    entries = _run(
+        lambda: audit_entries(
+            engine, _operator(), since=moment, by=actor, action=action, limit=limit
+        )
+    )
+    if as_json:
+        _print_json(entries)
+        return
+    if not entries:
+        typer.echo("no audit entries")
+    for entry in entries:
+        typer.echo(terminal_safe(audit_line(entry)))
+
+
 # --- serving the app ------------------------------------------------------------------
 
 PortOption = Annotated[int, typer.Option("--port", help="Port to listen on.")]
@@ -926,6 +972,9 @@ def _serve(db: str | None, port: int, host: str) -> None:
         "false",
         "--client.toolbarMode",
         "viewer",
+        # A traceback (file paths, code) never reaches a browser; the server logs it.
+        "--client.showErrorDetails",
+        "false",
     ]
     typer.echo(
         f"Role Review on http://{host}:{port}/  (database: {env['REVIEW_APP_DATABASE_URL']})"

@@ -240,7 +240,12 @@ def test_upload_services_name_the_uploaded_file_and_store_nothing(db_url: str) -
     bad_turn = json.dumps({**_native_case("service-bad"), "transcript": [{"turn": "x"}]})
 
     report = validate_upload(
-        admin, name="weekly.jsonl", data=f"{good}\n{bad_turn}\n".encode(), format=None, options={}
+        engine,
+        admin,
+        name="weekly.jsonl",
+        data=f"{good}\n{bad_turn}\n".encode(),
+        format=None,
+        options={},
     )
     assert not report.ok
     assert report.error is not None
@@ -265,7 +270,7 @@ def test_upload_services_name_the_uploaded_file_and_store_nothing(db_url: str) -
         "s-1,not a time,More,Sure\n"
     )
     report = validate_upload(
-        admin, name="openlayer.csv", data=sessions.encode(), format="openlayer", options={}
+        engine, admin, name="openlayer.csv", data=sessions.encode(), format="openlayer", options={}
     )
     assert report.error is not None
     assert report.error.startswith("openlayer.csv, line 3, field timestamp")
@@ -278,7 +283,7 @@ def test_upload_services_name_the_uploaded_file_and_store_nothing(db_url: str) -
             format="openlayer",
             options={},
         )
-    report = validate_upload(admin, name="notes.txt", data=b"hi", format=None, options={})
+    report = validate_upload(engine, admin, name="notes.txt", data=b"hi", format=None, options={})
     assert (report.error or "").startswith("notes.txt: expected a .json")
     with pytest.raises(InputError, match=r"^notes\.txt: expected a \.json"):
         import_upload(engine, admin, name="notes.txt", data=b"hi", format=None, options={})
@@ -301,7 +306,9 @@ def test_upload_services_name_the_uploaded_file_and_store_nothing(db_url: str) -
     assert {row.case_id for row in list_cases(engine)} == before
 
     # A valid upload goes in exactly as the command line would import it.
-    report = validate_upload(admin, name="good.json", data=good.encode(), format=None, options={})
+    report = validate_upload(
+        engine, admin, name="good.json", data=good.encode(), format=None, options={}
+    )
     assert report.ok
     assert report.format == "native"
     assert report.lanes == {"pass": 1}
@@ -318,7 +325,7 @@ def test_upload_services_are_for_policy_owners(db_url: str) -> None:
     assert ana.role == "reviewer"
     data = json.dumps(_native_case("from-ana")).encode()
     with pytest.raises(PermissionDenied):
-        validate_upload(ana, name="a.json", data=data, format=None, options={})
+        validate_upload(engine, ana, name="a.json", data=data, format=None, options={})
     with pytest.raises(PermissionDenied):
         import_upload(engine, ana, name="a.json", data=data, format=None, options={})
     assert "from-ana" not in {row.case_id for row in list_cases(engine)}

@@ -91,3 +91,12 @@ def audit_entries(
 
 def _utc(moment: datetime) -> datetime:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
+def audit_line(entry: dict[str, Any]) -> str:
+    """One entry as one line of plain text (the caller escapes it for its medium)."""
+    summary = json.dumps(entry["summary"], sort_keys=True, ensure_ascii=False)
+    return (
+        f"{entry['at']}  {entry['actor']}  {entry['action']}  "
+        f"{entry['object_type']} {entry['object'] or '-'}  {summary}"
+    )

@@ -27,7 +27,7 @@ from review_app.services.export import ExportResult
 from review_app.services.importing import ImportSummary, import_paths
 from review_app.services.judge import JudgeImportSummary, import_verdicts
 from review_app.services.labels_io import LabelImportSummary, import_labels
-from review_app.services.people import Actor, authorize, require_role
+from review_app.services.people import Actor, authorize
 from review_app.services.rubric_catalog import RubricCatalog
 
 MAX_UPLOAD_BYTES = 200 * 1024 * 1024
@@ -67,9 +67,15 @@ class ValidationReport:
 
 
 def validate_upload(
-    actor: Actor, *, name: str, data: bytes, format: str | None, options: dict[str, Any]
+    engine: Engine,
+    actor: Actor,
+    *,
+    name: str,
+    data: bytes,
+    format: str | None,
+    options: dict[str, Any],
 ) -> ValidationReport:
-    require_role(actor, "policy_owner")
+    authorize(engine, actor, "policy_owner")
     report = ValidationReport(file=name, format=format or "?")
     try:
         with uploaded_file(name, data) as path:
