@@ -6,8 +6,8 @@ import json
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, insert, select
-from sqlmodel import Session
+from sqlalchemy import Connection, insert
+from sqlmodel import Session, col, select
 
 from storage.models import AuditEntry, GoldLabel, Label, utcnow
 
@@ -51,15 +51,15 @@ def list_entries(
     """Entries, newest first."""
     query = select(AuditEntry)
     if since is not None:
-        query = query.where(AuditEntry.at >= since)  # type: ignore[arg-type]
+        query = query.where(col(AuditEntry.at) >= since)
     if actor is not None:
-        query = query.where(AuditEntry.actor == actor)  # type: ignore[arg-type]
+        query = query.where(col(AuditEntry.actor) == actor)
     if action is not None:
-        query = query.where(AuditEntry.action == action)  # type: ignore[arg-type]
-    query = query.order_by(AuditEntry.id.desc())  # type: ignore[union-attr]
+        query = query.where(col(AuditEntry.action) == action)
+    query = query.order_by(col(AuditEntry.id).desc())
     if limit is not None:
         query = query.limit(limit)
-    return list(session.scalars(query))
+    return list(session.exec(query))
 
 
 def current_gold_code(
@@ -67,18 +67,18 @@ def current_gold_code(
 ) -> str | None:
     """The unit's current gold code before a change (for the entry's ``before``)."""
     query = (
-        select(GoldLabel.code)
+        select(col(GoldLabel.code))
         .where(
-            GoldLabel.rubric_id == rubric_id,  # type: ignore[arg-type]
-            GoldLabel.rubric_version == version,  # type: ignore[arg-type]
-            GoldLabel.case_id == case_id,  # type: ignore[arg-type]
-            GoldLabel.turn == turn,  # type: ignore[arg-type]
-            GoldLabel.current,  # type: ignore[arg-type]
+            col(GoldLabel.rubric_id) == rubric_id,
+            col(GoldLabel.rubric_version) == version,
+            col(GoldLabel.case_id) == case_id,
+            col(GoldLabel.turn) == turn,
+            col(GoldLabel.current),
         )
-        .order_by(GoldLabel.id.desc())  # type: ignore[union-attr]
+        .order_by(col(GoldLabel.id).desc())
         .limit(1)
     )
-    return session.scalars(query).first()
+    return session.exec(query).first()
 
 
 def current_label_code(
@@ -86,16 +86,16 @@ def current_label_code(
 ) -> str | None:
     """The reviewer's current code on a unit before a change (for ``before``)."""
     query = (
-        select(Label.code)
+        select(col(Label.code))
         .where(
-            Label.rubric_id == rubric_id,  # type: ignore[arg-type]
-            Label.rubric_version == version,  # type: ignore[arg-type]
-            Label.case_id == case_id,  # type: ignore[arg-type]
-            Label.turn == turn,  # type: ignore[arg-type]
-            Label.reviewer_id == reviewer_id,  # type: ignore[arg-type]
-            Label.current,  # type: ignore[arg-type]
+            col(Label.rubric_id) == rubric_id,
+            col(Label.rubric_version) == version,
+            col(Label.case_id) == case_id,
+            col(Label.turn) == turn,
+            col(Label.reviewer_id) == reviewer_id,
+            col(Label.current),
         )
-        .order_by(Label.id.desc())  # type: ignore[union-attr]
+        .order_by(col(Label.id).desc())
         .limit(1)
     )
-    return session.scalars(query).first()
+    return session.exec(query).first()
