@@ -473,6 +473,7 @@ def test_set_role_on_a_user_event_is_an_ignored_transition(
     case["transcript"][2]["set_role"] = "billing_specialist"  # turn 3 is a user turn
     assert case["transcript"][2]["actor"] == "user"
     import_cases(engine, tmp_path / "cases", [case])
+    assign(engine, "ana", ["user-set-role"])  # a reviewer opens cases in their queue
 
     at = open_case(open_app(monkeypatch, local="ana"), "user-set-role")
     ignored = [w.value for w in at.warning if w.value.startswith("Ignored role change")]
@@ -882,6 +883,7 @@ def test_transcript_markup_is_shown_as_plain_text(
     case["transcript"][0]["text"] = f"user says {HOSTILE}"
     case["transcript"][1]["text"] = f"assistant says {HOSTILE}"
     import_cases(engine, tmp_path / "cases", [case])
+    assign(engine, "ana", ["markup-case"])  # a reviewer opens cases in their queue
 
     at = open_case(open_app(monkeypatch, local="ana"), "markup-case")
     texts = [t.value for t in at.text]
