@@ -115,6 +115,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     hostile = root / "hostile.jsonl"
     hostile.write_text(json.dumps(_hostile_case()) + "\n")
     import_paths(engine, operator_actor(), [hostile])
+    # A reviewer opens only cases in their queue (or labeled by them).
+    assign_cases(
+        engine, operator, rubric=rubric, reviewers=[REVIEWER], overlap=4, case_ids=[HOSTILE_CASE]
+    )
 
     port = _free_port()
     environment = dict(os.environ)
@@ -253,7 +257,9 @@ def test_reviewer_opens_a_case_and_labels_with_the_keyboard(
     _settled(tab)
     link = tab.get_by_role("link", name=case_id)
     expect(link).to_be_visible(timeout=30_000)
-    expect(tab.locator('[data-testid="stPageLink"]')).to_have_count(len(QUEUED))
+    expect(tab.locator('[data-testid="stPageLink"]')).to_have_count(
+        len(QUEUED) + 1
+    )  # and the hostile case
     link.click()
     tab.wait_for_url(f"**/review?case={case_id}")
     _settled(tab)

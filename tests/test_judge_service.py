@@ -40,6 +40,7 @@ from review_app.errors import InputError, NotFound, PermissionDenied
 from review_app.judging import JudgePrompt, find_judge_prompt
 from review_app.rubrics import Rubric
 from review_app.services.adjudication import gold_labels, record_gold
+from review_app.services.audit import audit_entries
 from review_app.services.demo import DEMO_VERDICTS, load_demo
 from review_app.services.importing import import_paths
 from review_app.services.judge import (
@@ -382,6 +383,9 @@ def test_a_run_judges_every_assistant_turn_and_stores_what_comes_back(world: Jud
     assert sorted(stored_at_progress) == list(range(1, 13))
     # Verdicts are stored in batches as they arrive, not only at the end.
     assert stored_at_progress[11] == 10
+    [entry] = audit_entries(world.engine, OPERATOR, action="judge_run")
+    assert (entry["actor"], entry["object"]) == ("operator", str(summary.run_id))
+    assert (entry["summary"]["run"], entry["summary"]["answered"]) == ("role-judge@v1/fake", 12)
 
     seen = world.server.requests
     assert sorted(r.unit for r in seen) == sorted(UNITS)

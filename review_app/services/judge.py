@@ -489,6 +489,14 @@ def run_judge(
             if queries.count_errors_starting(session, run_id=run_id, prefix=ENDPOINT_ERROR)
             else "complete",
         )
+        audit.add_entry(
+            session,
+            actor=actor.name,
+            action="judge_run",
+            object_type="judge_run",
+            object_key=str(run_id),
+            summary={"rubric": rubric.ref, "run": name, **summary.to_dict()},
+        )
         session.commit()
     return summary
 
