@@ -27,7 +27,7 @@ from sqlalchemy import Engine
 from review_app.services.demo import DEMO_CASES, load_demo
 from review_app.services.importing import import_paths
 from review_app.services.labeling import case_labels
-from review_app.services.people import Actor, add_person, sign_in
+from review_app.services.people import Actor, add_person, operator_actor, sign_in
 from review_app.services.queue import assign_cases
 from review_app.services.rubric_catalog import sync_rubrics
 from storage.engine import create_database_engine
@@ -107,14 +107,18 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     database = f"sqlite:///{root / 'review.db'}"
     engine = create_database_engine(database)
     upgrade_database(engine)
-    load_demo(engine)
+    load_demo(engine, operator_actor())
     operator = Actor.operator()
     add_person(engine, operator, name=REVIEWER, role="reviewer")
-    rubric = sync_rubrics(engine).get(RUBRIC)
+    rubric = sync_rubrics(engine, operator_actor()).get(RUBRIC)
     assign_cases(engine, operator, rubric=rubric, reviewers=[REVIEWER], overlap=4, case_ids=QUEUED)
     hostile = root / "hostile.jsonl"
     hostile.write_text(json.dumps(_hostile_case()) + "\n")
-    import_paths(engine, [hostile])
+    import_paths(engine, operator_actor(), [hostile])
+    # A reviewer opens only cases in their queue (or labeled by them).
+    assign_cases(
+        engine, operator, rubric=rubric, reviewers=[REVIEWER], overlap=4, case_ids=[HOSTILE_CASE]
+    )
 
     port = _free_port()
     environment = dict(os.environ)
@@ -224,7 +228,7 @@ def _settled(page: Any) -> None:
 
 def _labels(server: Server, case_id: str) -> dict[int, str]:
     reviewer = sign_in(server.engine, name=REVIEWER, auth_mode="local")
-    rubric = sync_rubrics(server.engine).get(RUBRIC)
+    rubric = sync_rubrics(server.engine, operator_actor()).get(RUBRIC)
     found = case_labels(server.engine, reviewer, case_id=case_id, rubric=rubric)
     return {turn: row.code for turn, row in found.mine.items()}
 
@@ -253,7 +257,9 @@ def test_reviewer_opens_a_case_and_labels_with_the_keyboard(
     _settled(tab)
     link = tab.get_by_role("link", name=case_id)
     expect(link).to_be_visible(timeout=30_000)
-    expect(tab.locator('[data-testid="stPageLink"]')).to_have_count(len(QUEUED))
+    expect(tab.locator('[data-testid="stPageLink"]')).to_have_count(
+        len(QUEUED) + 1
+    )  # and the hostile case
     link.click()
     tab.wait_for_url(f"**/review?case={case_id}")
     _settled(tab)

@@ -15,6 +15,7 @@ import typer
 from review_app.cli import app
 from review_app.evaluator import diagnostic, evaluate_case, lane
 from review_app.services.importing import import_paths
+from review_app.services.people import operator_actor
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
 from tests.conftest import DEMO_CASES, REPO, Database, row_counts
@@ -182,7 +183,7 @@ def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
     url = f"sqlite:///{tmp_path_factory.mktemp('demo') / 'review.db'}"
     engine = create_database_engine(url)
     upgrade_database(engine)
-    import_paths(engine, [DEMO_CASES])
+    import_paths(engine, operator_actor(), [DEMO_CASES])
     yield Database("sqlite", url, engine)
     engine.dispose()
 

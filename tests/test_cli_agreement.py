@@ -21,7 +21,7 @@ from sqlmodel import Session, col
 from review_app.services.demo import DEMO_CASES, DEMO_LABELS
 from review_app.services.importing import import_paths
 from review_app.services.labels_io import import_labels
-from review_app.services.people import Actor, add_person
+from review_app.services.people import Actor, add_person, operator_actor
 from review_app.services.rubric_catalog import sync_rubrics
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
@@ -95,8 +95,10 @@ def demo_db(db: str) -> str:
     """Cases imported and the demo labels loaded (in this process: setup, not under test)."""
     engine = create_database_engine(db)
     upgrade_database(engine)
-    import_paths(engine, [DEMO_CASES])
-    summary = import_labels(engine, Actor.operator(), DEMO_LABELS, catalog=sync_rubrics(engine))
+    import_paths(engine, operator_actor(), [DEMO_CASES])
+    summary = import_labels(
+        engine, Actor.operator(), DEMO_LABELS, catalog=sync_rubrics(engine, operator_actor())
+    )
     assert summary.stored == N_DEMO_LABELS
     engine.dispose()
     return db
@@ -107,7 +109,7 @@ def cases_db(db: str) -> str:
     """The demo cases and reviewers a, b and c; no labels, no assignments."""
     engine = create_database_engine(db)
     upgrade_database(engine)
-    import_paths(engine, [DEMO_CASES])
+    import_paths(engine, operator_actor(), [DEMO_CASES])
     for name in ("a", "b", "c"):
         add_person(engine, Actor.operator(), name=name)
     engine.dispose()
@@ -127,7 +129,7 @@ def reviewer_names(url: str) -> set[str]:
 
 
 def test_labels_import_prints_a_summary_and_is_idempotent(database: Database, home: Path) -> None:
-    import_paths(database.engine, [DEMO_CASES])
+    import_paths(database.engine, operator_actor(), [DEMO_CASES])
     # The real entry point, in its own process (most commands here run in-process).
     first = ok(
         cli("labels", "import", str(DEMO_LABELS), db=database.url, home=home, subprocess=True)

@@ -21,6 +21,7 @@ import pytest
 from review_app.services.cases import list_cases, load_case_view
 from review_app.services.demo import DEMO_CASES, load_demo
 from review_app.services.export import export_data
+from review_app.services.people import operator_actor
 from review_app.services.rubric_catalog import sync_rubrics
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
@@ -74,7 +75,7 @@ def demo_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     url = f"sqlite:///{tmp_path_factory.mktemp('cli-demo') / 'review.db'}"
     engine = create_database_engine(url)
     upgrade_database(engine)
-    load_demo(engine)
+    load_demo(engine, operator_actor())
     engine.dispose()
     yield url
 
@@ -178,10 +179,10 @@ def test_data_formats_write_what_the_service_builds(demo_url: str, tmp_path: Pat
         assert outcome.stderr == ""
 
     engine = create_database_engine(demo_url)
-    rubric = sync_rubrics(engine).get(RUBRIC)
+    rubric = sync_rubrics(engine, operator_actor()).get(RUBRIC)
     try:
         built = {
-            name: export_data(engine, rubric=rubric, format=name, **arguments)
+            name: export_data(engine, operator_actor(), rubric=rubric, format=name, **arguments)
             for name, (_, arguments) in exports.items()
         }
     finally:
@@ -347,7 +348,7 @@ def test_import_other_formats_with_their_options(tmp_path: Path) -> None:
             "s-1": "no-contract",
             "s-2": "no-contract",
         }
-        view = load_case_view(engine, case_id="s-1")
+        view = load_case_view(engine, operator_actor(), case_id="s-1")
         assert [(t.actor, t.text) for t in view.turns] == [
             ("user", "Where is my parcel?"),
             ("assistant", "Can I have your order number?"),
@@ -363,7 +364,7 @@ def test_import_other_formats_with_their_options(tmp_path: Path) -> None:
     try:
         (row,) = list_cases(engine)
         assert (row.case_id, row.lane, row.first_violation_turn) == ("chat-1", "violation", 4)
-        view = load_case_view(engine, case_id="chat-1")
+        view = load_case_view(engine, operator_actor(), case_id="chat-1")
         # The map turned tool names into contract actions (log_event: not an action).
         assert [t.actions for t in view.turns if t.actor == "assistant"] == [
             ["lookup_order"],
@@ -377,7 +378,7 @@ def test_import_other_formats_with_their_options(tmp_path: Path) -> None:
     assert galtea.returncode == 0, galtea
     engine = create_database_engine(galtea_url)
     try:
-        view = load_case_view(engine, case_id="g-1")
+        view = load_case_view(engine, operator_actor(), case_id="g-1")
         assert view.chatbot_role == description
         assert view.lane == "no-contract"
         assert [t.text for t in view.turns] == [

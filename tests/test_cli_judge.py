@@ -19,7 +19,7 @@ from review_app.services.adjudication import record_gold
 from review_app.services.demo import DEMO_VERDICTS, load_demo
 from review_app.services.importing import import_paths
 from review_app.services.judge import list_judge_runs
-from review_app.services.people import Actor
+from review_app.services.people import Actor, operator_actor
 from review_app.services.rubric_catalog import sync_rubrics
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
@@ -34,10 +34,10 @@ def build(path: Path, *, demo: bool) -> Path:
     engine = create_database_engine(f"sqlite:///{path}")
     upgrade_database(engine)
     if demo:
-        load_demo(engine, local_user="admin")
+        load_demo(engine, operator_actor(), local_user="admin")
     else:
-        import_paths(engine, [DEMO_CASES])
-        sync_rubrics(engine)
+        import_paths(engine, operator_actor(), [DEMO_CASES])
+        sync_rubrics(engine, operator_actor())
     engine.dispose()
     return path
 
@@ -64,7 +64,7 @@ class Cli:
         """The stored runs, read in this process (cheaper than one more command)."""
         engine = create_database_engine(self.url)
         try:
-            return list_judge_runs(engine)
+            return list_judge_runs(engine, operator_actor())
         finally:
             engine.dispose()
 
@@ -250,7 +250,7 @@ def test_judge_calibrate_says_when_there_are_too_few_breaks(demo_cli: Cli) -> No
 
 def test_judge_few_shot_lists_the_adjudicated_units(demo_cli: Cli) -> None:
     engine = create_database_engine(demo_cli.url)
-    rubric = sync_rubrics(engine).get(RUBRIC)
+    rubric = sync_rubrics(engine, operator_actor()).get(RUBRIC)
     for turn, code, note in (
         (8, "authority_break", "Refund by triage."),
         (4, "in_role", "Looks up."),

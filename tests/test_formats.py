@@ -43,6 +43,7 @@ from review_app.formats import (
 from review_app.formats._common import slugify
 from review_app.services.cases import lane_counts
 from review_app.services.importing import import_records
+from review_app.services.people import operator_actor
 from tests.conftest import Database
 
 CONTRACT: dict[str, Any] = {
@@ -1252,7 +1253,11 @@ def stored(database: Database, sql: str) -> list[Any]:
 def import_file(database: Database, path: Path, format: str | None) -> Any:
     name = format or detect_format(path)
     return import_records(
-        database.engine, read_cases(path, format=format), source=str(path), source_format=name
+        database.engine,
+        operator_actor(),
+        read_cases(path, format=format),
+        source=str(path),
+        source_format=name,
     )
 
 
@@ -1292,6 +1297,7 @@ def test_import_with_tool_map_finds_the_violation(database: Database, tmp_path: 
     path = write(tmp_path / "chats.jsonl", jsonl(openai_conversation()))
     outcome = import_records(
         database.engine,
+        operator_actor(),
         read_cases(path, format="openai", tool_action_map=TOOLS),
         source=str(path),
         source_format="openai",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from review_app.services.demo import load_demo
 from review_app.services.labeling import record_label
-from review_app.services.people import Actor, add_person, sign_in
+from review_app.services.people import Actor, add_person, operator_actor, sign_in
 from review_app.services.queue import assign_cases, queue_page
 from review_app.services.rubric_catalog import sync_rubrics
 from tests.conftest import Database
@@ -15,10 +15,10 @@ RUBRIC = "role-adherence@1"
 
 def test_a_new_reviewer_joins_cases_that_others_already_hold(sqlite_database: Database) -> None:
     engine = sqlite_database.engine
-    load_demo(engine)  # every case is held by ana, ben and chloe
+    load_demo(engine, operator_actor())  # every case is held by ana, ben and chloe
     operator = Actor.operator()
     add_person(engine, operator, name="rita", role="reviewer")
-    rubric = sync_rubrics(engine).get(RUBRIC)
+    rubric = sync_rubrics(engine, operator_actor()).get(RUBRIC)
 
     enough = assign_cases(engine, operator, rubric=rubric, reviewers=["rita"], overlap=3)
     assert (enough.new_assignments, enough.already_covered) == (0, 17)
@@ -42,10 +42,10 @@ def test_a_new_reviewer_joins_cases_that_others_already_hold(sqlite_database: Da
 
 def test_queue_counts_follow_labels_and_assignments_at_once(sqlite_database: Database) -> None:
     engine = sqlite_database.engine
-    load_demo(engine)
+    load_demo(engine, operator_actor())
     operator = Actor.operator()
     add_person(engine, operator, name="rita", role="reviewer")
-    rubric = sync_rubrics(engine).get(RUBRIC)
+    rubric = sync_rubrics(engine, operator_actor()).get(RUBRIC)
     rita = sign_in(engine, name="rita", auth_mode="local")
 
     empty = queue_page(engine, rita, rubric=rubric)

@@ -17,9 +17,9 @@ from sqlmodel import Session
 
 from review_app.errors import InputError, NotFound
 from review_app.rubrics import Rubric
-from review_app.services.people import Actor, require_reviewer_id, require_role
+from review_app.services.people import Actor, authorize, require_reviewer_id
 from review_app.services.queue import forget_progress
-from storage import reviewing
+from storage import audit, reviewing
 from storage.cases import get_case
 from storage.engine import read_only
 from storage.reviewing import LabelRow
@@ -63,7 +63,7 @@ def record_label(
     rationale: str | None = None,
 ) -> SavedLabel:
     """Store the actor's label for one turn (a new row; the previous one stops counting)."""
-    require_role(actor, "reviewer")
+    actor = authorize(engine, actor, "reviewer")
     reviewer_id = require_reviewer_id(actor)
     if code not in rubric.codes:
         raise InputError(
@@ -83,6 +83,14 @@ def record_label(
                 f"{rubric.applies_to} turns",
                 field="turn",
             )
+        before = audit.current_label_code(
+            session,
+            rubric_id=rubric.id,
+            version=rubric.version,
+            case_id=case_id,
+            turn=turn,
+            reviewer_id=reviewer_id,
+        )
         label = reviewing.add_label(
             session,
             case_id=case_id,
@@ -109,6 +117,14 @@ def record_label(
             version=rubric.version,
             labeled_turns=labeled,
             complete=labeled >= total,
+        )
+        audit.add_entry(
+            session,
+            actor=actor.name,
+            action="label",
+            object_type="unit",
+            object_key=f"{rubric.ref}:{case_id}:{turn}",
+            summary={"before": before, "after": code, "rationale": text is not None},
         )
         session.commit()
         assert label.id is not None
@@ -140,7 +156,7 @@ class CaseLabels:
 
 
 def case_labels(engine: Engine, actor: Actor, *, case_id: str, rubric: Rubric) -> CaseLabels:
-    require_role(actor, "reviewer")
+    actor = authorize(engine, actor, "reviewer")
     with Session(read_only(engine)) as session:
         total = reviewing.n_turns_by_actor(session, case_id=case_id, actor=rubric.applies_to)
         mine: dict[int, LabelRow] = {}

@@ -31,13 +31,13 @@ from review_app.cases import iter_json_records, read_text_file
 from review_app.errors import InputError, PermissionDenied
 from review_app.formats.csv_safety import neutralise_cell, restore_cell
 from review_app.rubrics import Rubric, parse_rubric_ref
+from review_app.services.audit import file_sha256
 from review_app.services.export import LABEL_EXPORT_COLUMNS
 from review_app.services.labeling import MAX_RATIONALE_CHARS
-from review_app.services.people import Actor, check_reviewer_name, require_role
+from review_app.services.people import Actor, authorize, check_reviewer_name
 from review_app.services.queue import forget_progress
 from review_app.services.rubric_catalog import RubricCatalog
-from storage import labels_bulk, reviewing
-from storage.engine import read_only
+from storage import audit, labels_bulk, reviewing
 
 LABEL_COLUMNS = ("case_id", "turn", "reviewer", "label", "rubric", "rationale")
 REQUIRED_COLUMNS = ("case_id", "turn", "reviewer", "label", "rubric")
@@ -221,7 +221,7 @@ def import_labels(
     sign_in_enabled: bool = False,
 ) -> LabelImportSummary:
     """Import a label CSV in one transaction (all rows or none)."""
-    require_role(actor, "reviewer")
+    actor = authorize(engine, actor, "reviewer")
     source = str(path)
     records = parse_label_file(path, catalog=catalog)
     applies_to = {
@@ -324,22 +324,51 @@ def import_labels(
                 now=now,
             )
             summary.stored += len(rows)
+        audit.add_entry(
+            session,
+            actor=actor.name,
+            action="labels_import",
+            object_type="file",
+            object_key=path.name,
+            summary={
+                "sha256": file_sha256(path),
+                "rows": summary.rows,
+                "stored": summary.stored,
+                "unchanged": summary.unchanged,
+                "reviewers_created": new_names,
+                "rubrics": sorted(f"{r}@{v}" for r, v in by_rubric),
+            },
+        )
         session.commit()
     forget_progress()
     return summary
 
 
-def export_labels_csv(engine: Engine, *, rubric: Rubric, history: bool = False) -> str:
+def export_labels_csv(
+    engine: Engine, actor: Actor, *, rubric: Rubric, history: bool = False
+) -> str:
     """Current labels of a rubric version (or every label ever, with ``history``) as CSV.
+
+    Every reviewer's labels: policy owners and admins only. Recorded in the audit log.
 
     Rows are ordered by case, turn, reviewer (and time), so the same data always
     gives the same bytes. Cells that a spreadsheet would run as a formula are
     prefixed with ``'``.
     """
-    with Session(read_only(engine)) as session:
+    actor = authorize(engine, actor, "policy_owner")
+    with Session(engine) as session:
         rows = labels_bulk.export_rows(
             session, rubric_id=rubric.id, version=rubric.version, history=history
         )
+        audit.add_entry(
+            session,
+            actor=actor.name,
+            action="export",
+            object_type="rubric",
+            object_key=rubric.ref,
+            summary={"format": "labels_csv", "history": history, "rows": len(rows)},
+        )
+        session.commit()
     buffer = io.StringIO()
     # \r\n line ends (RFC 4180): the csv module then quotes a rationale holding a
     # carriage return, which a bare \n terminator would leave unquoted.

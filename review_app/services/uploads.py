@@ -27,7 +27,7 @@ from review_app.services.export import ExportResult
 from review_app.services.importing import ImportSummary, import_paths
 from review_app.services.judge import JudgeImportSummary, import_verdicts
 from review_app.services.labels_io import LabelImportSummary, import_labels
-from review_app.services.people import Actor, require_role
+from review_app.services.people import Actor, authorize
 from review_app.services.rubric_catalog import RubricCatalog
 
 MAX_UPLOAD_BYTES = 200 * 1024 * 1024
@@ -67,9 +67,15 @@ class ValidationReport:
 
 
 def validate_upload(
-    actor: Actor, *, name: str, data: bytes, format: str | None, options: dict[str, Any]
+    engine: Engine,
+    actor: Actor,
+    *,
+    name: str,
+    data: bytes,
+    format: str | None,
+    options: dict[str, Any],
 ) -> ValidationReport:
-    require_role(actor, "policy_owner")
+    authorize(engine, actor, "policy_owner")
     report = ValidationReport(file=name, format=format or "?")
     try:
         with uploaded_file(name, data) as path:
@@ -111,12 +117,14 @@ def import_upload(
     options: dict[str, Any],
     replace: bool = False,
 ) -> ImportSummary:
-    require_role(actor, "policy_owner")
+    actor = authorize(engine, actor, "policy_owner")
     if format is not None and format not in FORMATS:
         raise InputError(f"unknown format {format!r}", field="format")
     with uploaded_file(name, data) as path:
         try:
-            return import_paths(engine, [path], replace=replace, format=format, options=options)
+            return import_paths(
+                engine, actor, [path], replace=replace, format=format, options=options
+            )
         except InputError as error:
             raise InputError(_display_name(str(error), name)) from None
 
@@ -155,8 +163,9 @@ def import_verdict_upload(
             raise InputError(_display_name(str(error), name)) from None
 
 
-def zip_export(result: ExportResult) -> bytes:
+def zip_export(engine: Engine, actor: Actor, result: ExportResult) -> bytes:
     """The export's files as a zip with fixed timestamps (same data, same bytes)."""
+    authorize(engine, actor, "policy_owner")
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for name, data in sorted(result.files.items()):

@@ -1,4 +1,8 @@
-"""Entry script: page setup, sign-in, routing. Pages live in ``pages/``."""
+"""Entry script: page setup, sign-in, routing. Pages live in ``views/``.
+
+Not ``pages/``: Streamlit discovers a folder of that name by itself, and a deep link as
+the first request of a fresh server would run the page without this script.
+"""
 
 from __future__ import annotations
 

@@ -149,6 +149,7 @@ left.selectbox(
 right.selectbox("Label", ["all", *rubric.codes], key="judge_label")
 rows = disagreement_explorer(
     engine,
+    state.actor(),
     rubric=rubric,
     report_run=run,
     kind=None if st.session_state["judge_kind"] == "all" else st.session_state["judge_kind"],
@@ -174,7 +175,7 @@ for item in rows[:100]:
             st.text(f"{human['reviewer']} ({human['label']}): {human['rationale'] or ''}")
 
 st.subheader("Few-shot material for the next prompt version")
-examples = few_shot_material(engine, rubric=rubric, run_id=run["id"])
+examples = few_shot_material(engine, state.actor(), rubric=rubric, run_id=run["id"])
 st.caption(f"{len(examples)} adjudicated contrasting examples (pass / fail / borderline).")
 st.download_button(
     "Download examples (JSON)",

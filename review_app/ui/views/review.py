@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from review_app.errors import InputError, NotFound
+from review_app.errors import InputError, NotFound, PermissionDenied
 from review_app.services.cases import CaseView, TurnView
 from review_app.services.labeling import (
     MAX_RATIONALE_CHARS,
@@ -50,7 +50,7 @@ if not case_id:
 
 try:
     view: CaseView = state.case_view(case_id)
-except NotFound as error:
+except (NotFound, PermissionDenied) as error:
     st.title("Review")
     st.error(str(error))
     st.stop()

@@ -28,7 +28,9 @@ with cases_tab:
     form = None if chosen == "detect" else chosen
     if upload is not None:
         data = upload.getvalue()
-        report = validate_upload(actor, name=upload.name, data=data, format=form, options={})
+        report = validate_upload(
+            state.engine(), actor, name=upload.name, data=data, format=form, options={}
+        )
         if not report.ok:
             st.error("This file cannot be imported; nothing was stored.")
             st.text(report.error or "")
