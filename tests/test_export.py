@@ -800,10 +800,11 @@ def test_deepeval_export_shape_and_read_back(demo: DemoDatabase, tmp_path: Path)
         case = DEMO[record.case["case_id"]]
         assert record.case["chatbot_role"] == case["chatbot_role"]
         assert record.case["contract"] == case["contract"]
-        conversational = [e for e in case["transcript"] if e["actor"] in ("user", "assistant")]
-        assert [e.get("text") or "" for e in record.case["transcript"]] == [
-            e.get("text") or "" for e in conversational
-        ]
+        # Our own export carries the system and tool events too: the whole conversation,
+        # turn numbers included, comes back.
+        assert [
+            (e["turn"], e["actor"], e.get("text") or "") for e in record.case["transcript"]
+        ] == [(e["turn"], e["actor"], e.get("text") or "") for e in case["transcript"]]
 
 
 # --- writing, filters, errors ------------------------------------------------------------
