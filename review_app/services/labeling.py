@@ -83,7 +83,18 @@ def record_label(
                 f"{rubric.applies_to} turns",
                 field="turn",
             )
-        label = reviewing.add_label(
+        # One transaction: lock the reviewer's assignment (created on a first save),
+        # flip the previous label, insert the new one, count. Everything the caller
+        # gets back is read before the commit, so nothing touches the database after
+        # it: once commit returns, the label is stored and acknowledged.
+        assignment_id = reviewing.lock_assignment(
+            session,
+            case_id=case_id,
+            reviewer_id=reviewer_id,
+            rubric_id=rubric.id,
+            version=rubric.version,
+        )
+        label_id = reviewing.add_label(
             session,
             case_id=case_id,
             turn=turn,
@@ -103,16 +114,12 @@ def record_label(
         total = sum(1 for actor_name in actors.values() if actor_name == rubric.applies_to)
         reviewing.record_progress(
             session,
-            case_id=case_id,
-            reviewer_id=reviewer_id,
-            rubric_id=rubric.id,
-            version=rubric.version,
+            assignment_id=assignment_id,
             labeled_turns=labeled,
             complete=labeled >= total,
         )
+        saved = SavedLabel(label_id, case_id, turn, code, labeled, total)
         session.commit()
-        assert label.id is not None
-        saved = SavedLabel(label.id, case_id, turn, code, labeled, total)
     forget_progress()
     return saved
 
