@@ -10,11 +10,14 @@ must give the same answers.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.exc import IntegrityError
 
 from review_app.rubrics import Rubric
@@ -23,7 +26,9 @@ from review_app.services.importing import import_paths
 from review_app.services.labeling import record_label
 from review_app.services.people import Actor, sign_in
 from review_app.services.rubric_catalog import sync_rubrics
-from tests.conftest import DEMO_CASES, Database
+from storage.engine import create_database_engine
+from storage.migrations import upgrade_database
+from tests.conftest import DEMO_CASES, POSTGRES_URL, Database, require_postgres
 
 RUBRIC = "role-adherence@1"
 CASE = "support-clean-late-parcel"
@@ -182,3 +187,97 @@ def test_the_database_refuses_a_second_current_label(database: Database) -> None
         connection.execute(text(gold), {"c": CASE})
     with pytest.raises(IntegrityError), database.engine.begin() as connection:
         connection.execute(text(gold), {"c": CASE})
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def unmigrated(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
+    """An empty database with no schema at all (the test migrates it step by step)."""
+    if request.param == "sqlite":
+        engine = create_database_engine(f"sqlite:///{tmp_path / 'old.db'}")
+        yield engine
+        engine.dispose()
+        return
+    require_postgres()
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    admin = create_engine(POSTGRES_URL)
+    with admin.begin() as connection:
+        connection.execute(text(f"CREATE SCHEMA {schema}"))
+    separator = "&" if "?" in POSTGRES_URL else "?"
+    engine = create_database_engine(
+        f"{POSTGRES_URL}{separator}options={quote(f'-csearch_path={schema}')}"
+    )
+    try:
+        yield engine
+    finally:
+        engine.dispose()
+        with admin.begin() as connection:
+            connection.execute(text(f"DROP SCHEMA {schema} CASCADE"))
+        admin.dispose()
+
+
+def test_the_migration_repairs_duplicate_current_labels(unmigrated: Engine) -> None:
+    upgrade_database(unmigrated, "0004")
+    with unmigrated.begin() as connection:
+        connection.execute(
+            text(
+                "INSERT INTO cases (case_id, n_events, n_assistant_turns, content_sha256, "
+                "source_format, imported_at) VALUES ('c', 4, 2, 'x', 'native', CURRENT_TIMESTAMP)"
+            )
+        )
+        for name in ("ana", "ben"):
+            connection.execute(
+                text(
+                    "INSERT INTO reviewers (name, role, active, created_at) "
+                    "VALUES (:n, 'reviewer', true, CURRENT_TIMESTAMP)"
+                ),
+                {"n": name},
+            )
+        label = (
+            "INSERT INTO labels (case_id, turn, reviewer_id, rubric_id, rubric_version, code, "
+            "current, source, created_at) VALUES ('c', :t, :r, 'role-adherence', 1, :code, "
+            ":current, 'app', CURRENT_TIMESTAMP)"
+        )
+        rows = [
+            (2, 1, "in_role", False),  # history of ana on turn 2
+            (2, 1, "scope_break", True),  # three current labels of ana on turn 2
+            (2, 1, "in_role", True),
+            (2, 1, "borderline", True),  # the latest: stays current
+            (2, 2, "in_role", True),  # ben on turn 2: alone, untouched
+            (4, 1, "in_role", True),  # ana on turn 4: two current
+            (4, 1, "tone_break", True),
+        ]
+        for turn, reviewer, code, current in rows:
+            connection.execute(
+                text(label), {"t": turn, "r": reviewer, "code": code, "current": current}
+            )
+        gold = (
+            "INSERT INTO gold_labels (case_id, turn, rubric_id, rubric_version, code, "
+            "calibration_item, current, created_at) VALUES ('c', 2, 'role-adherence', 1, :code, "
+            "false, true, CURRENT_TIMESTAMP)"
+        )
+        for code in ("in_role", "scope_break"):
+            connection.execute(text(gold), {"code": code})
+
+    upgrade_database(unmigrated)
+
+    with unmigrated.connect() as connection:
+        labels = connection.execute(
+            text("SELECT id, turn, reviewer_id, code, current, stale FROM labels ORDER BY id")
+        ).all()
+        gold_rows = connection.execute(
+            text("SELECT code, current FROM gold_labels ORDER BY id")
+        ).all()
+    assert len(labels) == len(rows)  # every row kept as history
+    current = {
+        (turn, reviewer): code for _, turn, reviewer, code, is_current, _ in labels if is_current
+    }
+    assert current == {(2, 1): "borderline", (2, 2): "in_role", (4, 1): "tone_break"}
+    assert sum(1 for row in labels if row[4]) == 3
+    assert not any(row[5] for row in labels)  # nothing stale
+    assert [(code, bool(is_current)) for code, is_current in gold_rows] == [
+        ("in_role", False),
+        ("scope_break", True),
+    ]
+    # and from now on the database holds the line
+    with pytest.raises(IntegrityError), unmigrated.begin() as connection:
+        connection.execute(text(label), {"t": 4, "r": 1, "code": "in_role", "current": True})
