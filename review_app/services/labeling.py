@@ -136,6 +136,9 @@ class CaseLabels:
     labeled_turns: int
     total_turns: int
     other_reviewers: list[str] = field(default_factory=list)
+    needs_relabeling: frozenset[int] = frozenset()
+    """Turns whose label went stale when ``import --replace`` changed the conversation
+    (the reviewer's latest label there is history now; the turn counts as unlabeled)."""
 
     @property
     def complete(self) -> bool:
@@ -149,7 +152,14 @@ class CaseLabels:
 def case_labels(engine: Engine, actor: Actor, *, case_id: str, rubric: Rubric) -> CaseLabels:
     require_role(actor, "reviewer")
     with Session(read_only(engine)) as session:
-        total = reviewing.n_turns_by_actor(session, case_id=case_id, actor=rubric.applies_to)
+        labelable = {
+            turn
+            for turn, event_actor in reviewing.event_actors_by_turn(
+                session, case_id=case_id
+            ).items()
+            if event_actor == rubric.applies_to
+        }
+        total = len(labelable)
         mine: dict[int, LabelRow] = {}
         history: dict[int, list[LabelRow]] = {}
         if actor.reviewer_id is not None:
@@ -164,7 +174,7 @@ def case_labels(engine: Engine, actor: Actor, *, case_id: str, rubric: Rubric) -
                 history.setdefault(row.turn, []).append(row)
                 if row.current:
                     mine[row.turn] = row
-        labeled = len(mine)
+        labeled = sum(1 for turn in mine if turn in labelable)
         complete = total > 0 and labeled >= total
         others: dict[int, list[LabelRow]] | None = None
         names: list[str] = []
@@ -176,4 +186,9 @@ def case_labels(engine: Engine, actor: Actor, *, case_id: str, rubric: Rubric) -
                 if row.reviewer_id != actor.reviewer_id:
                     others.setdefault(row.turn, []).append(row)
                     names.append(row.reviewer)
-    return CaseLabels(mine, history, others, labeled, total, sorted(set(names)))
+    stale = frozenset(
+        turn
+        for turn, rows in history.items()
+        if turn in labelable and turn not in mine and rows[-1].stale
+    )
+    return CaseLabels(mine, history, others, labeled, total, sorted(set(names)), stale)
