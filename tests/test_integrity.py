@@ -24,6 +24,7 @@ from review_app.rubrics import Rubric
 from review_app.services.adjudication import record_gold
 from review_app.services.importing import import_paths
 from review_app.services.labeling import record_label
+from review_app.services.labels_io import import_labels
 from review_app.services.people import Actor, sign_in
 from review_app.services.rubric_catalog import sync_rubrics
 from storage.engine import create_database_engine
@@ -281,3 +282,34 @@ def test_the_migration_repairs_duplicate_current_labels(unmigrated: Engine) -> N
     # and from now on the database holds the line
     with pytest.raises(IntegrityError), unmigrated.begin() as connection:
         connection.execute(text(label), {"t": 4, "r": 1, "code": "in_role", "current": True})
+
+
+def test_a_label_csv_import_racing_a_save_leaves_one_current_label(
+    database: Database, tmp_path: Path
+) -> None:
+    rubric = _setup(database)
+    catalog = sync_rubrics(database.engine)
+    ana = sign_in(database.engine, name="ana", auth_mode="local")
+    record_label(database.engine, ana, case_id=CASE, turn=2, rubric=rubric, code="in_role")
+    for round_ in range(ROUNDS):
+        csv_file = tmp_path / f"labels-{round_}.csv"
+        csv_file.write_text(
+            "case_id,turn,reviewer,label,rubric,rationale\n"
+            f"{CASE},2,ana,borderline,{RUBRIC},round {round_}\n"
+        )
+        results = _race(
+            lambda: import_labels(
+                database.engine,
+                Actor.operator(),
+                csv_file,  # noqa: B023
+                catalog=catalog,
+            ),
+            lambda: record_label(
+                database.engine, ana, case_id=CASE, turn=2, rubric=rubric, code="scope_break"
+            ),
+        )
+        assert not [r for r in results if isinstance(r, Exception)], results
+        current = _scalar(database, "SELECT count(*) FROM labels WHERE current")
+        assert current == 1, f"round {round_}: {current} current labels"
+        assert _scalar(database, "SELECT count(*) FROM labels") == 1 + 2 * (round_ + 1)
+        assert _scalar(database, "SELECT labeled_turns FROM assignments") == 1
