@@ -1023,6 +1023,39 @@ def demo(
         _serve(db, port, host)
 
 
+# --- backup and restore -----------------------------------------------------------
+
+
+@app.command()
+def backup(
+    path: Annotated[Path, typer.Argument(metavar="PATH", help="The backup file to write.")],
+    db: DbOption = None,
+) -> None:
+    """Back up the database: a consistent SQLite snapshot while servers keep running
+    (PostgreSQL: prints the pg_dump command to run)."""
+    from review_app.services.backup import backup_database
+    from review_app.services.people import Actor
+
+    outcome = _run(lambda: backup_database(Actor.operator(), db=db, path=path))
+    typer.echo(outcome.message)
+
+
+@app.command()
+def restore(
+    path: Annotated[Path, typer.Argument(metavar="PATH", help="A file written by backup.")],
+    db: DbOption = None,
+) -> None:
+    """Restore a backup into the database; the current content is saved first as
+    <database>.before-restore (PostgreSQL: prints the pg_restore command to run)."""
+    from review_app.services.backup import restore_database
+    from review_app.services.people import Actor
+
+    outcome = _run(lambda: restore_database(Actor.operator(), db=db, path=path))
+    if outcome.done:
+        _run(lambda: _engine(db))  # an older backup is migrated now, not by the next command
+    typer.echo(outcome.message)
+
+
 def main() -> None:
     app()
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sqlalchemy import Column, Index, Text
+from sqlalchemy import Column, Index, Text, false, text
 from sqlmodel import Field, SQLModel
 
 
@@ -198,12 +198,27 @@ class Label(LabelBase, table=True):
     __table_args__ = (
         Index("ix_labels_rubric_case_turn", "rubric_id", "rubric_version", "case_id", "turn"),
         Index("ix_labels_reviewer_case", "reviewer_id", "rubric_id", "rubric_version", "case_id"),
+        # One current label per reviewer and unit, enforced by the database.
+        Index(
+            "ux_labels_current_unit",
+            "rubric_id",
+            "rubric_version",
+            "case_id",
+            "turn",
+            "reviewer_id",
+            unique=True,
+            sqlite_where=text("current"),
+            postgresql_where=text("current"),
+        ),
     )
     id: int | None = Field(default=None, primary_key=True)
     reviewer_id: int = Field(foreign_key="reviewers.id")
     current: bool = True
     source: str = Field(default="app", max_length=20)
     created_at: datetime = Field(default_factory=utcnow)
+    stale: bool = Field(default=False, sa_column_kwargs={"server_default": false()})
+    """Set when ``import --replace`` changed the turn under the label: it stopped being
+    current and its reviewer is asked to label the turn again."""
 
 
 # --- adjudication ----------------------------------------------------------------
@@ -215,6 +230,17 @@ class GoldLabel(SQLModel, table=True):
     __tablename__ = "gold_labels"
     __table_args__ = (
         Index("ix_gold_rubric_case_turn", "rubric_id", "rubric_version", "case_id", "turn"),
+        # One current gold label per unit, enforced by the database.
+        Index(
+            "ux_gold_current_unit",
+            "rubric_id",
+            "rubric_version",
+            "case_id",
+            "turn",
+            unique=True,
+            sqlite_where=text("current"),
+            postgresql_where=text("current"),
+        ),
     )
     id: int | None = Field(default=None, primary_key=True)
     case_id: str = Field(foreign_key="cases.case_id", max_length=200)
@@ -228,6 +254,8 @@ class GoldLabel(SQLModel, table=True):
     adjudicator_id: int | None = Field(default=None, foreign_key="reviewers.id")
     current: bool = True
     created_at: datetime = Field(default_factory=utcnow)
+    stale: bool = Field(default=False, sa_column_kwargs={"server_default": false()})
+    """Set when ``import --replace`` changed the turn under the gold label."""
 
 
 # --- LLM judge runs --------------------------------------------------------------

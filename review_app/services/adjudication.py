@@ -115,6 +115,9 @@ class GoldRecord:
     rubric_ambiguity: str | None
     adjudicator: str | None
     created_at: datetime
+    current: bool = True
+    stale: bool = False
+    """No longer current because ``import --replace`` changed the turn."""
 
 
 @dataclass(frozen=True)
@@ -136,7 +139,8 @@ class UnitDetail:
 
     @property
     def gold(self) -> GoldRecord | None:
-        return self.gold_history[-1] if self.gold_history else None
+        latest = self.gold_history[-1] if self.gold_history else None
+        return latest if latest is not None and latest.current else None
 
 
 def unit_detail(
@@ -170,7 +174,16 @@ def unit_detail(
         labels=sorted((r for r in unit_rows if r.current), key=lambda r: r.reviewer),
         history=[r for r in unit_rows if not r.current],
         gold_history=[
-            GoldRecord(g.code, g.note, g.calibration_item, g.rubric_ambiguity, name, g.created_at)
+            GoldRecord(
+                g.code,
+                g.note,
+                g.calibration_item,
+                g.rubric_ambiguity,
+                name,
+                g.created_at,
+                g.current,
+                g.stale,
+            )
             for g, name in gold_rows
         ],
     )

@@ -30,6 +30,7 @@ from review_app.formats import FORMATS, NATIVE, detect_format, read_cases
 from review_app.services.audit import file_sha256
 from review_app.services.people import Actor, authorize
 from storage import audit
+from review_app.services.queue import forget_progress
 from storage.bulk import timestamp_param
 from storage.cases import (
     CaseRows,
@@ -40,6 +41,7 @@ from storage.cases import (
     stored_case_hashes,
     stored_contract_hashes,
 )
+from storage.replacing import mark_replaced_turns_stale
 
 BATCH_CASES = 1000
 KNOWN_CASE_KEYS = frozenset({"case_id", "chatbot_role", "contract", "transcript"})
@@ -303,6 +305,9 @@ def import_records(
                 outcome.without_contract += status == "no_contract"
                 outcome.with_harness_findings += bool(record.result["harness_findings"])
             if to_replace:
+                mark_replaced_turns_stale(
+                    connection, case_ids=to_replace, new_cases=rows.cases, new_events=rows.events
+                )
                 delete_case_content(connection, case_ids=to_replace)
                 replaced_ids.extend(to_replace)
             insert_contracts(connection, rows=new_contracts)
@@ -378,6 +383,8 @@ def import_paths(
             source_format=name,
             sha256=file_sha256(path),
         )
+        if outcome.replaced:
+            forget_progress()  # a replacement recounts reviewers' progress on its cases
         summary.files.append(outcome)
         if on_file_done:
             on_file_done(outcome)

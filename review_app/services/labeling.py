@@ -83,6 +83,17 @@ def record_label(
                 f"{rubric.applies_to} turns",
                 field="turn",
             )
+        # One transaction: lock the reviewer's assignment (created on a first save),
+        # flip the previous label, insert the new one, count. Everything the caller
+        # gets back is read before the commit, so nothing touches the database after
+        # it: once commit returns, the label is stored and acknowledged.
+        assignment_id = reviewing.lock_assignment(
+            session,
+            case_id=case_id,
+            reviewer_id=reviewer_id,
+            rubric_id=rubric.id,
+            version=rubric.version,
+        )
         before = audit.current_label_code(
             session,
             rubric_id=rubric.id,
@@ -91,7 +102,7 @@ def record_label(
             turn=turn,
             reviewer_id=reviewer_id,
         )
-        label = reviewing.add_label(
+        label_id = reviewing.add_label(
             session,
             case_id=case_id,
             turn=turn,
@@ -111,10 +122,7 @@ def record_label(
         total = sum(1 for actor_name in actors.values() if actor_name == rubric.applies_to)
         reviewing.record_progress(
             session,
-            case_id=case_id,
-            reviewer_id=reviewer_id,
-            rubric_id=rubric.id,
-            version=rubric.version,
+            assignment_id=assignment_id,
             labeled_turns=labeled,
             complete=labeled >= total,
         )
@@ -126,9 +134,8 @@ def record_label(
             object_key=f"{rubric.ref}:{case_id}:{turn}",
             summary={"before": before, "after": code, "rationale": text is not None},
         )
+        saved = SavedLabel(label_id, case_id, turn, code, labeled, total)
         session.commit()
-        assert label.id is not None
-        saved = SavedLabel(label.id, case_id, turn, code, labeled, total)
     forget_progress()
     return saved
 
@@ -145,6 +152,9 @@ class CaseLabels:
     labeled_turns: int
     total_turns: int
     other_reviewers: list[str] = field(default_factory=list)
+    needs_relabeling: frozenset[int] = frozenset()
+    """Turns whose label went stale when ``import --replace`` changed the conversation
+    (the reviewer's latest label there is history now; the turn counts as unlabeled)."""
 
     @property
     def complete(self) -> bool:
@@ -158,7 +168,14 @@ class CaseLabels:
 def case_labels(engine: Engine, actor: Actor, *, case_id: str, rubric: Rubric) -> CaseLabels:
     actor = authorize(engine, actor, "reviewer")
     with Session(read_only(engine)) as session:
-        total = reviewing.n_turns_by_actor(session, case_id=case_id, actor=rubric.applies_to)
+        labelable = {
+            turn
+            for turn, event_actor in reviewing.event_actors_by_turn(
+                session, case_id=case_id
+            ).items()
+            if event_actor == rubric.applies_to
+        }
+        total = len(labelable)
         mine: dict[int, LabelRow] = {}
         history: dict[int, list[LabelRow]] = {}
         if actor.reviewer_id is not None:
@@ -173,7 +190,7 @@ def case_labels(engine: Engine, actor: Actor, *, case_id: str, rubric: Rubric) -
                 history.setdefault(row.turn, []).append(row)
                 if row.current:
                     mine[row.turn] = row
-        labeled = len(mine)
+        labeled = sum(1 for turn in mine if turn in labelable)
         complete = total > 0 and labeled >= total
         others: dict[int, list[LabelRow]] | None = None
         names: list[str] = []
@@ -185,4 +202,9 @@ def case_labels(engine: Engine, actor: Actor, *, case_id: str, rubric: Rubric) -
                 if row.reviewer_id != actor.reviewer_id:
                     others.setdefault(row.turn, []).append(row)
                     names.append(row.reviewer)
-    return CaseLabels(mine, history, others, labeled, total, sorted(set(names)))
+    stale = frozenset(
+        turn
+        for turn, rows in history.items()
+        if turn in labelable and turn not in mine and rows[-1].stale
+    )
+    return CaseLabels(mine, history, others, labeled, total, sorted(set(names)), stale)

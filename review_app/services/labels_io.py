@@ -273,13 +273,21 @@ def import_labels(
                 "an admin's import may create reviewers"
             )
         for name in new_names:
-            people[name] = reviewing.create_reviewer(session, name=name, role="reviewer")
+            people[name] = reviewing.ensure_reviewer(session, name=name, role="reviewer")
         summary.reviewers_created = len(new_names)
         ids = {name: person.id for name, person in people.items()}
         by_rubric: dict[tuple[str, int], list[LabelRecord]] = defaultdict(list)
         for record in records:
             by_rubric[(record.rubric_id, record.rubric_version)].append(record)
         for (rubric_id, version), group in by_rubric.items():
+            # The same row locks as a reviewer's save, so a save racing this import
+            # waits for it (and the import for the save) instead of both staying current.
+            reviewing.lock_assignments(
+                session,
+                rubric_id=rubric_id,
+                version=version,
+                pairs=[(r.case_id, int(ids[r.reviewer] or 0)) for r in group],
+            )
             current = labels_bulk.current_labels(
                 session,
                 rubric_id=rubric_id,

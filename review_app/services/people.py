@@ -207,14 +207,14 @@ def sign_in(
             return _actor(existing, auth_mode)
     role = "admin" if name in configured_admins() else check_role_name(first_role)
     with Session(engine) as session:
-        reviewer = reviewing.get_reviewer_by_name(session, name=name)
-        if reviewer is None:
-            reviewer = reviewing.create_reviewer(
-                session, name=name, role=role, display_name=display_name
-            )
+        # INSERT ... ON CONFLICT DO NOTHING: a first sign-in from two tabs at once
+        # gives both the one reviewer row instead of an IntegrityError to one of them.
+        reviewer = reviewing.ensure_reviewer(
+            session, name=name, role=role, display_name=display_name
+        )
+        signed_in = _actor(reviewer, auth_mode)
         session.commit()
-        session.refresh(reviewer)
-        return _actor(reviewer, auth_mode)
+    return signed_in
 
 
 def list_people(engine: Engine) -> list[Reviewer]:

@@ -259,8 +259,11 @@ def _label_line(turn: TurnView) -> str | None:
     mine = labels.mine.get(turn.turn)
     history = labels.my_history.get(turn.turn, [])
     line = f"Your label: {code_span(mine.code) if mine else '—'}"
-    if len(history) > 1:
-        line += " (was " + " → ".join(code_span(h.code) for h in history[:-1]) + ")"
+    earlier = [h for h in history if not h.current]
+    if earlier:
+        line += " (was " + " → ".join(code_span(h.code) for h in earlier) + ")"
+    if turn.turn in labels.needs_relabeling:
+        line += " · **needs relabeling**: the conversation changed since you labeled it"
     if labels.others is not None:
         others = labels.others.get(turn.turn, [])
         if others:
