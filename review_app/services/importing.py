@@ -29,8 +29,8 @@ from review_app.evaluator import diagnostic, lane
 from review_app.formats import FORMATS, NATIVE, detect_format, read_cases
 from review_app.services.audit import file_sha256
 from review_app.services.people import Actor, authorize
-from storage import audit
 from review_app.services.queue import forget_progress
+from storage import audit
 from storage.bulk import timestamp_param
 from storage.cases import (
     CaseRows,
