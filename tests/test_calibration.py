@@ -566,6 +566,8 @@ def test_no_overlap_gives_none_with_reasons() -> None:
         "n": 0,
         "ci95": None,
         "reason": "no unit has codes from both the reference and the judge",
+        "warning": None,
+        "method": None,
     }
 
 
