@@ -619,7 +619,9 @@ def test_ignore_codes_drops_units_and_counts_them() -> None:
     assert report.confusion.labels == ("scope_break",)
     assert report.accuracy.value == 1.0
     assert report.accuracy.ci95 is None
-    assert report.accuracy.reason == "no confidence interval from fewer than 2 units"
+    assert report.accuracy.reason == (
+        "no interval: only 1 unit behind this proportion (fewer than 10)"
+    )
 
     one_binary = compare_to_reference(
         reference={("a", 1): "borderline", ("b", 1): "scope_break"},
@@ -627,9 +629,13 @@ def test_ignore_codes_drops_units_and_counts_them() -> None:
         break_mapping=BREAK_MAPPING,
     )
     assert one_binary.n_compared == 2 and one_binary.n_break_comparable == 1
-    assert one_binary.accuracy.ci95 is not None
+    # A proportion over fewer than 10 units gets no interval, and says why.
+    assert one_binary.accuracy.ci95 is None
     assert one_binary.recall.value == 1.0 and one_binary.recall.ci95 is None
-    assert one_binary.recall.reason == "no confidence interval from fewer than 2 units"
+    assert one_binary.recall.reason == (
+        "no interval: only 1 unit behind this proportion (fewer than 10)"
+    )
+    assert one_binary.break_kappa.reason is not None
 
 
 def test_small_and_dominated_samples_are_warned_about() -> None:
@@ -678,12 +684,14 @@ def test_threshold_sweep_degenerate_inputs() -> None:
     assert all(p.kappa is None and p.reasons["kappa"] == "no units" for p in empty.points)
     json_safe(empty)
 
-    only_no_break = threshold_sweep(y_true=[0, 0, 0], scores=[0.2, 0.4, 0.9])
+    only_no_break = threshold_sweep(y_true=[0, 0, 0], scores=[0.2, 0.4, 0.9], min_minority_units=0)
     assert all(p.recall is None for p in only_no_break.points)
     assert only_no_break.best is not None and only_no_break.best.kappa == 0.0
     assert only_no_break.best_threshold == 0.5
 
-    undefined = threshold_sweep(y_true=[0, 0], scores=[0.2, 0.3], thresholds=[0.5, 0.9])
+    undefined = threshold_sweep(
+        y_true=[0, 0], scores=[0.2, 0.3], thresholds=[0.5, 0.9], min_minority_units=0
+    )
     assert undefined.best_threshold is None
     assert undefined.best_reason is not None and "single class" in undefined.best_reason
     json_safe(undefined)
@@ -692,12 +700,26 @@ def test_threshold_sweep_degenerate_inputs() -> None:
 def test_threshold_ties_go_to_the_threshold_closest_to_one_half() -> None:
     y = [0, 0, 1, 1]
     scores = [0.1, 0.1, 0.9, 0.9]
-    sweep = threshold_sweep(y_true=y, scores=scores, thresholds=[0.2, 0.3, 0.6, 0.8])
+    sweep = threshold_sweep(
+        y_true=y, scores=scores, thresholds=[0.2, 0.3, 0.6, 0.8], min_minority_units=0
+    )
     assert [p.kappa for p in sweep.points] == [1.0] * 4
     assert sweep.best_threshold == 0.6
     assert "tied at 4 thresholds" in str(sweep.best_reason)
-    symmetric = threshold_sweep(y_true=y, scores=scores, thresholds=[0.4, 0.6])
+    symmetric = threshold_sweep(
+        y_true=y, scores=scores, thresholds=[0.4, 0.6], min_minority_units=0
+    )
     assert symmetric.best_threshold == 0.4
+
+
+def test_no_best_threshold_from_fewer_than_ten_breaks() -> None:
+    y = [1] * 9 + [0] * 50
+    scores = [0.9] * 9 + [0.1] * 50
+    sweep = threshold_sweep(y_true=y, scores=scores)
+    assert sweep.best_threshold is None and sweep.best is None
+    assert str(sweep.best_reason).startswith("too few breaks to judge: 9 units")
+    enough = threshold_sweep(y_true=[1, *y], scores=[0.9, *scores])
+    assert enough.best_threshold is not None
 
 
 def test_reliability_of_no_units() -> None:

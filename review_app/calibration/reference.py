@@ -6,8 +6,8 @@ Cohen (1960) for kappa; Wilson (1927) and Efron & Tibshirani (1993) for interval
 from __future__ import annotations
 
 import math
-from collections.abc import Collection, Hashable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -38,8 +38,11 @@ from review_app.stats.core import (
     NO_BREAK,
     Estimate,
     bootstrap_confusions,
+    bootstrap_method,
+    cluster_codes,
     kappa_from_confusion,
     percentile_interval,
+    proportion,
     ratio,
     wilson_interval,
 )
@@ -202,6 +205,7 @@ def compare_to_reference(
     ignore_codes: Collection[str] = (),
     n_resamples: int = 1000,
     seed: int = 0,
+    cluster_of: Callable[[UnitT], Hashable] | None = None,
 ) -> AgreementReport:
     """Agreement of a judge's codes with reference codes on the units both labelled.
 
@@ -265,13 +269,22 @@ def compare_to_reference(
 
     resampled: dict[str, NDArray[np.float64]] | None = None
     no_interval_reason: str | None = None
+    clusters = (
+        None if cluster_of is None else cluster_codes([cluster_of(unit) for unit in compared])
+    )
+    method = bootstrap_method(clusters)
     if n_resamples == 0:
         no_interval_reason = "no confidence interval: n_resamples is 0"
     elif n < 2:
         no_interval_reason = "no confidence interval from fewer than 2 units"
     else:
         boot = bootstrap_confusions(
-            reference_index, judged_index, n_labels, n_resamples=n_resamples, seed=seed
+            reference_index,
+            judged_index,
+            n_labels,
+            n_resamples=n_resamples,
+            seed=seed,
+            clusters=clusters,
         )
         resampled = {
             "kappa": kappa_from_confusion(boot),
@@ -310,11 +323,11 @@ def compare_to_reference(
         else "TNR is undefined: the reference has no unit without a break",
     }
     estimates: dict[str, Estimate] = {}
-    for name, values in point.items():
-        support = n if name in ("kappa", "accuracy") else n_binary
+    for name in ("kappa", "break_kappa", "f1"):
+        support = n if name == "kappa" else n_binary
         few = support < 2 and resampled is not None
-        estimates[name] = _estimate(
-            float(values.reshape(-1)[0]),
+        estimate = _estimate(
+            float(point[name].reshape(-1)[0]),
             support,
             None if resampled is None or few else resampled[name],
             undefined_reason=undefined[name],
@@ -322,6 +335,18 @@ def compare_to_reference(
             if few
             else no_interval_reason,
         )
+        estimates[name] = replace(estimate, method=method) if estimate.ci95 else estimate
+    # Proportions get Wilson intervals (none below 10 units in the denominator).
+    correct = int(np.trace(confusion))
+    for name, successes, total in (
+        ("accuracy", correct, n),
+        ("break_accuracy", tp + tn, n_binary),
+        ("precision", tp, tp + fp),
+        ("recall", tp, tp + fn),
+        ("tpr", tp, tp + fn),
+        ("tnr", tn, tn + fp),
+    ):
+        estimates[name] = proportion(successes, total, undefined_reason=undefined[name])
 
     warnings: list[str] = []
     if n_binary < MIN_RELIABLE_UNITS:

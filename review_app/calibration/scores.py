@@ -28,6 +28,8 @@ from review_app.calibration._common import (
     _probability_array,
 )
 from review_app.stats.core import (
+    MIN_MINORITY_UNITS,
+    TOO_FEW_BREAKS,
     kappa_from_confusion,
 )
 
@@ -104,6 +106,7 @@ def threshold_sweep(
     y_true: Sequence[int] | ArrayLike,
     scores: Sequence[float] | ArrayLike,
     thresholds: Sequence[float] | ArrayLike | None = None,
+    min_minority_units: int = MIN_MINORITY_UNITS,
 ) -> ThresholdSweep:
     """Kappa, F1, precision, recall and accuracy of ``score >= t`` for each threshold t.
 
@@ -113,7 +116,10 @@ def threshold_sweep(
     Kappa is Cohen's (1960) on the 2x2 table; precision TP/(TP+FP), recall TP/(TP+FN),
     F1 2TP/(2TP+FP+FN), accuracy (TP+TN)/n. Recall is non-increasing in the threshold.
 
-    ``best`` maximises kappa. Ties (within 1e-12) go to the threshold closest to 0.5,
+    ``best`` maximises kappa; it is not chosen (``best_threshold`` ``None``, reason
+    "too few breaks to judge") when either class has fewer than ``min_minority_units``
+    units (10 by default). Ties
+    (within 1e-12) go to the threshold closest to 0.5,
     the decision threshold a calibrated probability implies under equal costs, so the
     choice departs as little as possible from reading the score as a probability; a
     remaining tie (e.g. 0.4 and 0.6) goes to the lower threshold, which finds more
@@ -148,7 +154,13 @@ def threshold_sweep(
 
     best_index: int | None = None
     best_reason: str | None
-    if np.all(np.isnan(kappa)):
+    minority = min(n_break, n - n_break)
+    if n and minority < min_minority_units:
+        best_reason = (
+            f"{TOO_FEW_BREAKS}: {minority} units in the rarer class "
+            f"(fewer than {min_minority_units}), so no threshold is chosen"
+        )
+    elif np.all(np.isnan(kappa)):
         best_reason = (
             "no units"
             if n == 0

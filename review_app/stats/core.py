@@ -216,7 +216,8 @@ def proportion(
 
     ``n == 0`` gives an undefined value with ``undefined_reason``. A denominator under
     ``min_units`` gives the value without an interval and the reason
-    ``"no interval: only <n> units behind this proportion (fewer than <min_units>)"``.
+    ``"no interval: only <n> units behind this proportion (fewer than <min_units>)"``
+    (a proportion over so few units gets no honest interval).
     """
     if n == 0:
         return Estimate(None, 0, None, undefined_reason)
@@ -226,7 +227,8 @@ def proportion(
             value,
             n,
             None,
-            f"no interval: only {n} units behind this proportion (fewer than {min_units})",
+            f"no interval: only {n} unit{'' if n == 1 else 's'} behind this proportion "
+            f"(fewer than {min_units})",
             warning=f"fewer than {min_units} units",
         )
     return Estimate(value, n, wilson_interval(int(successes), int(n)), None, method=WILSON_METHOD)
