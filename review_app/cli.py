@@ -795,9 +795,17 @@ def judge_report(
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     resamples: Annotated[int, typer.Option("--resamples", help="Bootstrap resamples.")] = 1000,
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
+    epsilon: Annotated[
+        float,
+        typer.Option(
+            "--epsilon",
+            help="Alternative annotator test margin: how much worse than a reviewer the "
+            "judge may be, for being cheaper and faster (0.2 as in the paper).",
+        ),
+    ] = 0.2,
     db: DbOption = None,
 ) -> None:
-    """Calibration of judge runs against gold labels and each reviewer."""
+    """May the judge replace a reviewer (alternative annotator test), and how it agrees."""
     from review_app.services.judge import calibration_report
     from review_app.services.render import render_judge_report
 
@@ -805,7 +813,7 @@ def judge_report(
     chosen = _run(lambda: _catalog(engine).for_reports(rubric))
     report = _run(
         lambda: calibration_report(
-            engine, rubric=chosen, run_ids=run, n_resamples=resamples, seed=seed
+            engine, rubric=chosen, run_ids=run, n_resamples=resamples, seed=seed, epsilon=epsilon
         )
     )
     if as_json:

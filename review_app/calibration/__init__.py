@@ -42,6 +42,8 @@ from review_app.calibration.few_shot import (
     few_shot_examples,
 )
 from review_app.calibration.reference import (
+    kappa_estimate,
+    like_for_like,
     AgreementReport,
     ConfusionMatrix,
     FirstBreakMismatch,
@@ -72,6 +74,8 @@ from review_app.calibration.versions import (
 from review_app.stats.core import BREAK, NO_BREAK, Estimate, break_mapping_from_verdicts
 
 __all__ = [
+    "kappa_estimate",
+    "like_for_like",
     "BREAK",
     "DEFAULT_THRESHOLDS",
     "DISAGREEMENT_KINDS",
