@@ -966,9 +966,7 @@ def test_summary_shape_and_values() -> None:
     # Turn-level intervals resample conversations (turns of one conversation are not
     # independent), and the summary says so.
     assert summary["alpha_ci95"] == list(
-        alpha_bootstrap_ci(
-            table, n_resamples=200, seed=4, cluster_of=lambda unit: unit[0]
-        ).ci95
+        alpha_bootstrap_ci(table, n_resamples=200, seed=4, cluster_of=lambda unit: unit[0]).ci95
         or []
     )
     assert summary["bootstrap"]["method"].startswith("percentile bootstrap over conversations")

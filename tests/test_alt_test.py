@@ -235,3 +235,22 @@ def test_invalid_options_raise_exact_messages(options: dict[str, Any], message: 
     with pytest.raises(ValueError) as error:
         alt_test({}, {}, **options)
     assert str(error.value) == message
+
+
+def test_a_constant_judge_passing_too_makes_the_verdict_inconclusive() -> None:
+    # 95% of units are in_role: a judge that always says in_role wins on accuracy.
+    units = [(f"c{i}", 1) for i in range(200)]
+    rng = np.random.default_rng(9)
+    truth = {u: ("scope_break" if i % 20 == 0 else "in_role") for i, u in enumerate(units)}
+    labels = {
+        name: {u: (str(rng.choice(CODES)) if rng.random() < 0.15 else c) for u, c in truth.items()}
+        for name in ("ana", "ben", "cy")
+    }
+    result = alt_test(labels, dict(truth), baseline=True)
+    assert result.passed  # the definition's verdict ...
+    assert result.baseline == {"code": "in_role", "winning_rate": 1.0, "passed": True}
+    assert result.verdict == "inconclusive: a judge that always answers 'in_role' passes too"
+    balanced, _ = generated(1, n_units=150, n_reviewers=5, noise=0.3, missing=0.0)
+    fair = alt_test(balanced, majority_judge(balanced), baseline=True)
+    assert fair.verdict == "passed" and fair.baseline is not None
+    assert not fair.baseline["passed"]

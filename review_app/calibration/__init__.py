@@ -42,8 +42,6 @@ from review_app.calibration.few_shot import (
     few_shot_examples,
 )
 from review_app.calibration.reference import (
-    kappa_estimate,
-    like_for_like,
     AgreementReport,
     ConfusionMatrix,
     FirstBreakMismatch,
@@ -52,6 +50,8 @@ from review_app.calibration.reference import (
     compare_to_reference,
     first_break_comparison,
     human_ceiling,
+    kappa_estimate,
+    like_for_like,
     mean_pairwise_kappa,
 )
 from review_app.calibration.scores import (
@@ -74,8 +74,6 @@ from review_app.calibration.versions import (
 from review_app.stats.core import BREAK, NO_BREAK, Estimate, break_mapping_from_verdicts
 
 __all__ = [
-    "kappa_estimate",
-    "like_for_like",
     "BREAK",
     "DEFAULT_THRESHOLDS",
     "DISAGREEMENT_KINDS",
@@ -101,6 +99,8 @@ __all__ = [
     "first_break_comparison",
     "fit_calibration_map",
     "human_ceiling",
+    "kappa_estimate",
+    "like_for_like",
     "mean_pairwise_kappa",
     "reliability",
     "threshold_sweep",

@@ -660,7 +660,7 @@ def calibration_report(
             "errors": sum(1 for r in rows if r.error),
         }
         entry["alt_test"] = alt_test(
-            by_reviewer, judged, epsilon=epsilon, break_codes=break_codes
+            by_reviewer, judged, epsilon=epsilon, break_codes=break_codes, baseline=True
         ).to_dict()
         vs_gold = (
             calibration.compare_to_reference(

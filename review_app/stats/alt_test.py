@@ -104,6 +104,7 @@ class AltTestResult:
     units: int
     break_units: int | None
     reason: str | None
+    baseline: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -118,6 +119,7 @@ class AltTestResult:
             "reviewers": [r.to_dict() for r in self.reviewers],
             "skipped": [s.to_dict() for s in self.skipped],
             "reason": self.reason,
+            "baseline": self.baseline,
         }
 
 
@@ -163,6 +165,7 @@ def alt_test(
     min_reviewers_per_unit: int = DEFAULT_MIN_REVIEWERS_PER_UNIT,
     min_units_per_reviewer: int = DEFAULT_MIN_UNITS_PER_REVIEWER,
     break_codes: Collection[Hashable] | None = None,
+    baseline: bool = False,
 ) -> AltTestResult:
     """Run the alternative annotator test (module docstring) with accuracy scoring.
 
@@ -170,6 +173,11 @@ def alt_test(
     judge's code. ``break_codes``, when given, enables the minority-class guard: with
     fewer than 10 tested units where a reviewer found a break (or fewer than 10
     without), ``passed`` is ``False`` and ``verdict`` is "too few breaks to judge".
+
+    ``baseline=True`` also runs the test for a judge that always gives the reviewers'
+    most common code (``baseline``: ``{"code", "winning_rate", "passed"}``). When that
+    trivial judge passes too, accuracy cannot tell judges apart on these data (one class
+    dominates) and ``verdict`` says "inconclusive" (``passed`` keeps its definition).
 
     Raises ``ValueError`` with these messages:
 
@@ -266,7 +274,30 @@ def alt_test(
             f"{break_units} of the {n_tested_units} tested units have a break: fewer than "
             f"{MIN_MINORITY_UNITS} in the rarer class, so no verdict is drawn"
         )
+    trivial: dict[str, Any] | None = None
+    if baseline:
+        counts = np.bincount(matrix[present], minlength=len(codes_seen))
+        code = next(c for c, i in codes_seen.items() if i == int(np.argmax(counts)))
+        constant = alt_test(
+            labels_by_reviewer,
+            dict.fromkeys(kept, code),
+            epsilon=epsilon,
+            q=q,
+            min_reviewers_per_unit=min_reviewers_per_unit,
+            min_units_per_reviewer=min_units_per_reviewer,
+        )
+        trivial = {
+            "code": code,
+            "winning_rate": constant.winning_rate,
+            "passed": constant.passed,
+        }
+        if constant.passed and verdict == "passed":
+            verdict = f"inconclusive: a judge that always answers {code!r} passes too"
+            reason = (
+                "with accuracy as the score and one code this common, the test cannot tell "
+                "a useful judge from a constant one; read the like-for-like kappas"
+            )
     return AltTestResult(
         float(epsilon), float(q), winning_rate, advantage, passed, verdict, results,
-        tuple(skipped), n_tested_units, break_units, reason,
+        tuple(skipped), n_tested_units, break_units, reason, trivial,
     )  # fmt: skip

@@ -78,7 +78,7 @@ if alt_test.get("winning_rate") is not None:
         f" (winning rate {alt_test['winning_rate']:.2f}, advantage probability "
         f"{alt_test['advantage_probability']:.2f}, epsilon {alt_test['epsilon']:.2f})"
     )
-if alt_test.get("passed"):
+if verdict == "passed":
     st.success(headline)
 elif verdict == "failed":
     st.error(headline)
