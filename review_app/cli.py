@@ -519,6 +519,15 @@ def assign(
     reviewers: Annotated[str, typer.Option("--reviewers", help="Comma-separated reviewer names.")],
     overlap: Annotated[int, typer.Option("--overlap", help="Reviewers per case.")] = 2,
     lane: Annotated[str | None, typer.Option("--lane", help="Only cases of this lane.")] = None,
+    audit_sample: Annotated[
+        int | None,
+        typer.Option(
+            "--audit-sample",
+            help="Draw this many turns uniformly at random, record the draw and queue "
+            "their cases: gold on them is a random sample, as `judge estimate` needs.",
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the audit draw.")] = 0,
     db: DbOption = None,
 ) -> None:
     """Fill reviewers' queues: each case goes to OVERLAP reviewers, load balanced."""
@@ -529,6 +538,22 @@ def assign(
     catalog = _catalog(engine)
     chosen = _run(lambda: catalog.get(rubric))
     names = [name.strip() for name in reviewers.split(",") if name.strip()]
+    if audit_sample is not None:
+        from review_app.services.audit import draw_audit_sample
+
+        drawn = _run(
+            lambda: draw_audit_sample(
+                engine,
+                Actor.operator(),
+                rubric=chosen,
+                size=audit_sample,
+                seed=seed,
+                reviewers=names,
+                overlap=overlap,
+            )
+        )
+        typer.echo(drawn.line())
+        return
     report = _run(
         lambda: assign_cases(
             engine, Actor.operator(), rubric=chosen, reviewers=names, overlap=overlap, lane=lane
@@ -820,6 +845,28 @@ def judge_report(
         _print_json(report)
     else:
         typer.echo(terminal_safe(render_judge_report(report)))
+
+
+@judge_app.command("estimate")
+def judge_estimate(
+    rubric: RubricOption,
+    run: Annotated[int, typer.Option("--run", help="The judge run whose verdicts to use.")],
+    level: Annotated[
+        str, typer.Option("--level", help="turn or conversation: what a unit is.")
+    ] = "turn",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the estimate as JSON.")] = False,
+    db: DbOption = None,
+) -> None:
+    """How often the chatbot breaks role: PPI++ from the judge's verdicts and gold."""
+    from review_app.services.estimate import break_rate_estimate, render_estimate
+
+    engine = _run(lambda: _engine(db))
+    chosen = _run(lambda: _catalog(engine).for_reports(rubric))
+    estimate = _run(lambda: break_rate_estimate(engine, rubric=chosen, run_id=run, level=level))
+    if as_json:
+        _print_json(estimate)
+    else:
+        typer.echo(terminal_safe(render_estimate(estimate)))
 
 
 @judge_app.command("calibrate")

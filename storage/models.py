@@ -281,3 +281,29 @@ class JudgeVerdict(SQLModel, table=True):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     created_at: datetime = Field(default_factory=utcnow)
+
+
+# --- audit samples ------------------------------------------------------------
+
+
+class AuditSample(SQLModel, table=True):
+    """A uniform random draw of turns to label, so that their gold is a random sample."""
+
+    __tablename__ = "audit_samples"
+    id: int | None = Field(default=None, primary_key=True)
+    rubric_id: str = Field(max_length=100)
+    rubric_version: int
+    seed: int
+    size: int
+    population: int
+    created_by: int | None = Field(default=None, foreign_key="reviewers.id")
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class AuditUnit(SQLModel, table=True):
+    """One drawn turn of an audit sample."""
+
+    __tablename__ = "audit_units"
+    sample_id: int = Field(foreign_key="audit_samples.id", primary_key=True)
+    case_id: str = Field(foreign_key="cases.case_id", primary_key=True, max_length=200)
+    turn: int = Field(primary_key=True)

@@ -1,38 +1,12 @@
 """The statistics core: one estimate type, kappa, Wilson, the bootstraps, the rating table.
 
-The alternative annotator test (:mod:`review_app.stats.alt_test`) and
-prediction-powered estimates (:mod:`review_app.stats.ppi`) are built on it. Pure
-computation: nothing here imports storage or Streamlit.
+- :mod:`review_app.stats.core`: :class:`~review_app.stats.core.Estimate`, Cohen's kappa,
+  Wilson intervals, unit and cluster bootstrap weights;
+- :mod:`review_app.stats.table`: the rating table of the agreement figures;
+- :mod:`review_app.stats.codes`: the break mapping of a rubric;
+- :mod:`review_app.stats.alt_test`: the alternative annotator test;
+- :mod:`review_app.stats.ppi`: prediction-powered (PPI++) estimates.
+
+Pure computation: nothing here imports storage or Streamlit. Submodules are imported
+where they are used, so loading a rubric does not load numpy.
 """
-
-from review_app.stats.core import (
-    BREAK,
-    MIN_MINORITY_UNITS,
-    MIN_PROPORTION_UNITS,
-    NO_BREAK,
-    TOO_FEW_BREAKS,
-    Estimate,
-    break_mapping_from_verdicts,
-    canonical_order,
-    kappa_from_confusion,
-    proportion,
-    resample_weights,
-    wilson_interval,
-)
-from review_app.stats.table import RatingTable
-
-__all__ = [
-    "BREAK",
-    "MIN_MINORITY_UNITS",
-    "MIN_PROPORTION_UNITS",
-    "NO_BREAK",
-    "TOO_FEW_BREAKS",
-    "Estimate",
-    "RatingTable",
-    "break_mapping_from_verdicts",
-    "canonical_order",
-    "kappa_from_confusion",
-    "proportion",
-    "resample_weights",
-    "wilson_interval",
-]

@@ -29,13 +29,13 @@ Field, C. A., & Welsh, A. H. (2007). Bootstrapping clustered data. Journal of th
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy import stats
 
 __all__ = [
     "BOOTSTRAP_CHUNK_CELLS",
@@ -58,8 +58,7 @@ __all__ = [
     "wilson_interval",
 ]
 
-BREAK = "break"
-NO_BREAK = "no_break"
+from review_app.stats.codes import BREAK, NO_BREAK, break_mapping_from_verdicts
 
 BOOTSTRAP_CHUNK_CELLS = 1 << 21
 """Resample weights are built this many (resample x unit) cells at a time (~40 MB)."""
@@ -173,7 +172,7 @@ def kappa_from_confusion(confusion: ArrayLike) -> FloatArray:
 def _z(confidence: float) -> float:
     if not 0.0 < confidence < 1.0:
         raise ValueError(f"confidence must be strictly between 0 and 1, got {confidence!r}")
-    return float(stats.norm.ppf(0.5 + confidence / 2.0))
+    return NormalDist().inv_cdf(0.5 + confidence / 2.0)
 
 
 def wilson_interval(successes: int, n: int, *, confidence: float = 0.95) -> tuple[float, float]:
@@ -343,30 +342,6 @@ def bootstrap_confusions(
 
 
 # --------------------------------------------------------------------------- codes
-
-
-def break_mapping_from_verdicts(verdict_by_code: Mapping[Any, str]) -> dict[Any, str | None]:
-    """The break mapping of a rubric: fail -> "break", pass -> "no_break", others -> None.
-
-    ``verdict_by_code`` maps each rubric code to its verdict (pass, fail, borderline or
-    abstain); borderline and abstain codes are not counted on the break task. Raises
-    ``ValueError("verdict of code 'x' must be pass, fail, borderline or abstain, got
-    'y'")`` for any other verdict.
-    """
-    mapping: dict[Any, str | None] = {}
-    for code, verdict in verdict_by_code.items():
-        if verdict == "fail":
-            mapping[code] = BREAK
-        elif verdict == "pass":
-            mapping[code] = NO_BREAK
-        elif verdict in ("borderline", "abstain"):
-            mapping[code] = None
-        else:
-            raise ValueError(
-                f"verdict of code {code!r} must be pass, fail, borderline or abstain, "
-                f"got {verdict!r}"
-            )
-    return mapping
 
 
 def canonical_order(codes: IntArray, uniques: list[Any]) -> tuple[IntArray, tuple[Any, ...]]:
