@@ -290,3 +290,29 @@ def test_judge_few_shot_lists_the_adjudicated_units(demo_cli: Cli) -> None:
     ]
     assert "issued a full refund" in examples[0]["reply"]
     assert examples[0]["context"].startswith("3-5 days AFTER approval?")
+
+
+def test_judge_estimate_and_an_audit_sample(demo_cli: Cli) -> None:
+    fallback = demo_cli("judge", "estimate", "--rubric", RUBRIC, "--run", "2", "--json")
+    assert fallback.returncode == 0, fallback.stderr
+    estimate = json.loads(fallback.stdout)
+    assert set(estimate) >= {"level", "n_gold", "n_judged", "judge_only", "human_only", "ppi"}
+    assert estimate["level"] == "turn"
+    assert estimate["gold_source"].startswith("adjudicated and unanimous gold")
+    drawn = demo_cli(
+        "assign", "--rubric", RUBRIC, "--reviewers", "ana,ben", "--audit-sample", "40",
+        "--seed", "3",
+    )  # fmt: skip
+    assert drawn.returncode == 0, drawn.stderr
+    assert drawn.stdout.startswith("audit sample 1: drew 40 of 111 turns uniformly at random")
+    audited = demo_cli("judge", "estimate", "--rubric", RUBRIC, "--run", "2", "--json")
+    assert json.loads(audited.stdout)["gold_source"] == "audit sample"
+    text = demo_cli("judge", "estimate", "--rubric", RUBRIC, "--run", "2")
+    assert text.stdout.startswith("turn break rate ")
+    assert "judge alone would say" in text.stdout.splitlines()[0]
+    bad = demo_cli("judge", "estimate", "--rubric", RUBRIC, "--run", "2", "--level", "case")
+    assert bad.returncode == 2 and "--level" in bad.stderr
+    too_many = demo_cli(
+        "assign", "--rubric", RUBRIC, "--reviewers", "ana", "--audit-sample", "1000"
+    )
+    assert too_many.returncode == 2 and "--audit-sample" in too_many.stderr

@@ -120,6 +120,10 @@ def test_the_page_shows_metrics_charts_runs_and_filters(database_url: str) -> No
     # The headline is the alternative annotator test, never a "human level" claim.
     assert all(str(v).startswith("inconclusive") for v in table["alt-test"])
     assert any("leaving out one reviewer at a time" in c.value for c in at.caption)
+    # The policy owner's headline: the break rate by PPI++, beside the judge alone.
+    [headline] = [h.value for h in at.subheader if "break rate" in h.value]
+    assert headline.startswith("turn break rate ") and ", judge alone would say " in headline
+    assert any(w.value.startswith("WARNING: no audit sample") for w in at.warning)
     charts = at.get("vega_lite_chart")
     assert len(charts) == 2
     assert reliability_points(at) == pytest.approx(service_bins(database_url, V2))

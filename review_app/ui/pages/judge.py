@@ -7,6 +7,7 @@ import json
 import streamlit as st
 
 from review_app.errors import InputError, PermissionDenied
+from review_app.services.estimate import break_rate_estimate, estimate_headline
 from review_app.services.judge import disagreement_explorer, few_shot_material, fit_run_calibration
 from review_app.services.render import ALT_TEST_SENTENCE
 from review_app.services.uploads import import_verdict_upload
@@ -70,6 +71,16 @@ st.selectbox("Judge run", names, key="judge_run")
 run = next(r for r in report["runs"] if r["name"] == st.session_state["judge_run"])
 
 st.dataframe(charts.judge_metric_rows(report["runs"]), hide_index=True, key="judge_table")
+estimate = break_rate_estimate(engine, rubric=rubric, run_id=run["id"])
+st.subheader(estimate_headline(estimate))
+st.caption(
+    f"PPI++ from {estimate['n_judged']} judged turns and {estimate['n_gold']} with gold "
+    f"({estimate['gold_source']})."
+)
+for warning in estimate["warnings"]:
+    if warning.startswith("WARNING"):
+        st.warning(warning)
+
 alt_test = run.get("alt_test") or {}
 verdict = alt_test.get("verdict", "not tested")
 headline = f"{code_span(run['name'])}: may the judge replace a reviewer? {verdict}"
