@@ -363,15 +363,17 @@ def _bootstrap_alphas(
     """
     if clusters is not None:
         value_counts, diagonal = _alpha_parts(counts, per_unit)
-        statistics = np.column_stack([value_counts, diagonal]).astype(np.float64)
-        alphas = np.empty(n_resamples, dtype=np.float64)
-        for start, weights in resample_weights(
+        cluster_statistics = np.column_stack([value_counts, diagonal]).astype(np.float64)
+        cluster_alphas = np.empty(n_resamples, dtype=np.float64)
+        for start, cluster_weights in resample_weights(
             counts.shape[0], n_resamples=n_resamples, seed=seed, clusters=clusters
         ):
-            totals = weights @ statistics
-            alphas[start : start + len(weights)] = _alpha_from_totals(totals[:, :-1], totals[:, -1])
-        alphas[~np.isfinite(alphas)] = np.nan
-        return alphas
+            totals = cluster_weights @ cluster_statistics
+            cluster_alphas[start : start + len(cluster_weights)] = _alpha_from_totals(
+                totals[:, :-1], totals[:, -1]
+            )
+        cluster_alphas[~np.isfinite(cluster_alphas)] = np.nan
+        return cluster_alphas
     n_units = counts.shape[0]
     rng = np.random.default_rng(seed)
     profiles, profile_sizes = _unit_profiles(counts)

@@ -41,7 +41,6 @@ from review_app.calibration import (
     few_shot_examples,
     first_break_comparison,
     fit_calibration_map,
-    human_ceiling,
     reliability,
     threshold_sweep,
 )
@@ -772,30 +771,6 @@ def test_first_break_without_overlap_or_breaks() -> None:
         ValueError, match=r"^judged\['a'\] must be an integer turn or None, got '3'$"
     ):
         first_break_comparison(reference={"a": 3}, judged={"a": "3"})  # type: ignore[dict-item]
-
-
-# --------------------------------------------------------------------------- human ceiling
-
-
-def test_human_ceiling() -> None:
-    within = human_ceiling(judge_kappa=0.7, human_ci95=(0.6, 0.8))
-    assert within["status"] == "at_human_level" and within["position"] == "within"
-    above = human_ceiling(judge_kappa=0.85, human_ci95=(0.6, 0.8))
-    assert above["status"] == "at_human_level" and above["position"] == "above"
-    below = human_ceiling(judge_kappa=0.55, human_ci95=(0.6, 0.8))
-    assert below["status"] == "below_human_level" and below["position"] == "below"
-    unknown = human_ceiling(judge_kappa=0.9, human_ci95=None)
-    assert unknown["status"] == "undetermined" and unknown["reason"]
-    no_judge = human_ceiling(judge_kappa=None, human_ci95=(0.6, 0.8))
-    assert no_judge["status"] == "undetermined"
-    for result in (within, above, below, unknown, no_judge):
-        json.dumps(result, allow_nan=False)
-    with pytest.raises(
-        ValueError, match=r"^judge_kappa must be a number in \[-1, 1\] or None, got nan$"
-    ):
-        human_ceiling(judge_kappa=float("nan"), human_ci95=(0.6, 0.8))
-    with pytest.raises(ValueError, match=r"^human_ci95 must be a pair \(low, high\)"):
-        human_ceiling(judge_kappa=0.5, human_ci95=(0.8, 0.6))
 
 
 # --------------------------------------------------------------------------- prompt versions

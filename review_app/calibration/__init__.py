@@ -49,10 +49,8 @@ from review_app.calibration.reference import (
     classify_disagreement,
     compare_to_reference,
     first_break_comparison,
-    human_ceiling,
     kappa_estimate,
     like_for_like,
-    mean_pairwise_kappa,
 )
 from review_app.calibration.scores import (
     DEFAULT_THRESHOLDS,
@@ -98,10 +96,8 @@ __all__ = [
     "few_shot_examples",
     "first_break_comparison",
     "fit_calibration_map",
-    "human_ceiling",
     "kappa_estimate",
     "like_for_like",
-    "mean_pairwise_kappa",
     "reliability",
     "threshold_sweep",
 ]

@@ -152,8 +152,8 @@ def _estimate(
 
 
 def _binary_confusion(
-    confusion: NDArray[np.int64], is_no_break: NDArray[np.int64], is_break: NDArray[np.int64]
-) -> NDArray[np.int64]:
+    confusion: NDArray[Any], is_no_break: NDArray[np.int64], is_break: NDArray[np.int64]
+) -> NDArray[Any]:
     """Collapse code confusion matrices to ``[[tn, fp], [fn, tp]]`` (rows reference)."""
     collapse = np.stack([is_no_break, is_break], axis=1)  # (K, 2)
     return np.einsum("ki,...kl,lj->...ij", collapse, confusion, collapse)
@@ -192,7 +192,9 @@ def _check_break_mapping(break_mapping: BreakMapping) -> dict[str, str | None]:
 def _check_codes(codes: Mapping[Any, str], name: str, mapping: Mapping[str, str | None]) -> None:
     if not isinstance(codes, Mapping):
         raise ValueError(f"{name} must be a mapping of unit to code, got {type(codes).__name__}")
-    for unit in _sorted_units(codes):
+    # Check every code; sort (for a reproducible message) only the units that fail.
+    bad = [u for u, c in codes.items() if not isinstance(c, str) or c not in mapping]
+    for unit in _sorted_units(bad)[:1]:
         code = codes[unit]
         if not isinstance(code, str):
             raise ValueError(f"{name} code for unit {unit!r} must be a string, got {code!r}")

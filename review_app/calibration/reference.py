@@ -28,7 +28,6 @@ from review_app.calibration._common import (
     _check_int,
     _check_seed,
     _estimate,
-    _finite_floats,
     _json_value,
     _sort_key,
     _sorted_units,
@@ -538,168 +537,6 @@ def first_break_comparison(
     )
 
 
-def human_ceiling(
-    *,
-    judge_kappa: float | None,
-    human_ci95: tuple[float, float] | Sequence[float] | None,
-) -> dict[str, Any]:
-    """Is the judge's agreement with gold at the level humans reach with each other?
-
-    The judge is ``"at_human_level"`` when its kappa against gold lies within the 95%
-    interval of the human (inter-rater) kappa or above it, and ``"below_human_level"``
-    when it lies below the interval's lower end. Without an interval, or without a judge
-    kappa, the status is ``"undetermined"``. Comparing a point estimate with the human
-    interval is deliberately lenient towards the judge only as far as the humans' own
-    uncertainty reaches.
-
-    Returns ``{"status", "position" ("within" | "above" | "below" | None),
-    "judge_kappa", "human_ci95", "reason"}``.
-
-    Raises ``ValueError`` with these messages:
-
-    - ``"judge_kappa must be a number in [-1, 1] or None, got <value>"``
-    - ``"human_ci95 must be a pair (low, high) of numbers in [-1, 1] with low <= high,
-      got <value>"``
-    """
-    if judge_kappa is not None and (
-        isinstance(judge_kappa, bool)
-        or not isinstance(judge_kappa, int | float)
-        or not -1 <= judge_kappa <= 1
-    ):
-        raise ValueError(f"judge_kappa must be a number in [-1, 1] or None, got {judge_kappa!r}")
-    interval: tuple[float, float] | None = None
-    if human_ci95 is not None:
-        pair = (
-            _finite_floats(list(human_ci95))
-            if isinstance(human_ci95, Sequence | np.ndarray) and not isinstance(human_ci95, str)
-            else None
-        )
-        if pair is None or len(pair) != 2 or not -1 <= pair[0] <= pair[1] <= 1:
-            raise ValueError(
-                "human_ci95 must be a pair (low, high) of numbers in [-1, 1] with low <= high, "
-                f"got {human_ci95!r}"
-            )
-        interval = (pair[0], pair[1])
-    result: dict[str, Any] = {
-        "status": "undetermined",
-        "position": None,
-        "judge_kappa": None if judge_kappa is None else float(judge_kappa),
-        "human_ci95": None if interval is None else list(interval),
-        "reason": "",
-    }
-    if judge_kappa is None:
-        result["reason"] = "the judge's kappa against gold is undefined"
-        return result
-    if interval is None:
-        result["reason"] = (
-            "no interval for the human agreement (too few units labelled by several "
-            "reviewers), so the human level is unknown"
-        )
-        return result
-    low, high = interval
-    shown = f"judge kappa {judge_kappa:.3f}, human interval [{low:.3f}, {high:.3f}]"
-    if judge_kappa < low:
-        result.update(
-            status="below_human_level",
-            position="below",
-            reason=f"{shown}: the judge agrees with gold less than reviewers agree with each other",
-        )
-    elif judge_kappa > high:
-        result.update(
-            status="at_human_level",
-            position="above",
-            reason=f"{shown}: the judge agrees with gold more than reviewers agree with each other",
-        )
-    else:
-        result.update(
-            status="at_human_level",
-            position="within",
-            reason=f"{shown}: the judge agrees with gold as well as reviewers agree with "
-            "each other",
-        )
-    return result
-
-
-def mean_pairwise_kappa(
-    labels_by_rater: Mapping[Any, Mapping[Any, str]],
-    *,
-    units: Collection[Hashable] | None = None,
-    n_resamples: int = 1000,
-    seed: int = 0,
-) -> Estimate:
-    """Human-human agreement: the mean of Cohen's kappa over every pair of raters.
-
-    For each pair of raters, kappa on the units both labelled (restricted to ``units``
-    when given); pairs sharing fewer than two units are left out. The mean over pairs
-    gets a percentile interval from resampling the units (the same resample for every
-    pair, Efron & Tibshirani 1993, ch. 6). This is the human ceiling a judge's kappa
-    against gold is set beside (see :func:`human_ceiling`).
-
-    ``n`` counts the distinct units that enter at least one pair. Undefined (``None``
-    with a reason) when no pair shares two units, or every pair's kappa is undefined.
-    """
-    _check_int(n_resamples, "n_resamples", 0)
-    seed = _check_seed(seed)
-    wanted = None if units is None else set(units)
-    all_units = sorted(
-        {u for labels in labels_by_rater.values() for u in labels if wanted is None or u in wanted},
-        key=_sort_key,
-    )
-    position = {unit: i for i, unit in enumerate(all_units)}
-    codes = sorted({c for labels in labels_by_rater.values() for c in labels.values()})
-    code_index = {code: i for i, code in enumerate(codes)}
-    raters = sorted(labels_by_rater, key=_sort_key)
-    pairs: list[tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.int64]]] = []
-    used: set[int] = set()
-    for i, first in enumerate(raters):
-        for second in raters[i + 1 :]:
-            a, b = labels_by_rater[first], labels_by_rater[second]
-            shared = [u for u in a.keys() & b.keys() if u in position]
-            if len(shared) < 2:
-                continue
-            idx = np.array([position[u] for u in shared], dtype=np.int64)
-            pairs.append(
-                (
-                    idx,
-                    np.array([code_index[a[u]] for u in shared], dtype=np.int64),
-                    np.array([code_index[b[u]] for u in shared], dtype=np.int64),
-                )
-            )
-            used.update(idx.tolist())
-    if not pairs:
-        return Estimate(None, 0, None, "no two raters share two or more units")
-    k = len(codes)
-
-    def mean_kappa(weights: NDArray[np.int64]) -> NDArray[np.float64]:
-        # weights: (R, U) how often each unit is drawn in each of R resamples
-        values = []
-        for idx, left, right in pairs:
-            cells = left * k + right
-            w = weights[:, idx]
-            confusion = np.zeros((weights.shape[0], k * k), dtype=np.int64)
-            for cell in np.unique(cells):
-                confusion[:, cell] = w[:, cells == cell].sum(axis=1)
-            values.append(kappa_from_confusion(confusion.reshape(-1, k, k)))
-        stacked = np.vstack(values)
-        with np.errstate(invalid="ignore"):
-            finite = np.where(np.isfinite(stacked), stacked, np.nan)
-            counts = np.isfinite(stacked).sum(axis=0)
-            totals = np.nansum(finite, axis=0)
-        return np.where(counts > 0, totals / np.maximum(counts, 1), np.nan)
-
-    point = float(mean_kappa(np.ones((1, len(all_units)), dtype=np.int64))[0])
-    if not math.isfinite(point):
-        return Estimate(None, len(used), None, "every pair's kappa is undefined (one category)")
-    if n_resamples == 0:
-        return Estimate(point, len(used), None, "no bootstrap was asked for")
-    rng = np.random.default_rng(seed)
-    draws = rng.integers(0, len(all_units), size=(n_resamples, len(all_units)))
-    weights = np.zeros((n_resamples, len(all_units)), dtype=np.int64)
-    np.add.at(weights, (np.arange(n_resamples)[:, None], draws), 1)
-    interval, reason = percentile_interval(mean_kappa(weights))
-    return Estimate(point, len(used), interval, reason)
-
-
 # --------------------------------------------------------------------------- like for like
 
 
@@ -732,8 +569,8 @@ def kappa_estimate(
             None, n, None, "kappa is undefined: both sides gave one and the same code throughout"
         )
     if n_resamples == 0 or n < 2:
-        reason = "no bootstrap was asked for" if n_resamples == 0 else "too few units"
-        return Estimate(value, n, None, f"no confidence interval: {reason}")
+        why = "no bootstrap was asked for" if n_resamples == 0 else "too few units"
+        return Estimate(value, n, None, f"no confidence interval: {why}")
     codes = None if clusters is None else cluster_codes(list(clusters))
     boot = bootstrap_confusions(a, b, k, n_resamples=n_resamples, seed=seed, clusters=codes)
     interval, reason = percentile_interval(kappa_from_confusion(boot))

@@ -123,8 +123,10 @@ def break_rate_estimate(
         gold_used = gold
         warnings.append(NOT_RANDOM)
 
+    judged: dict[Any, int]
+    truth: dict[Any, int]
     if level == "turn":
-        judged = judge_turns
+        judged = dict(judge_turns)
         truth = {u: int(c == "break") for u, c in gold_used.items() if c is not None}
     else:
         judged, truth = _conversations(judge_turns, gold_used)

@@ -640,12 +640,9 @@ def calibration_report(
     for run, rows in runs:
         turn_rows = [r for r in rows if r.turn is not None]
         judged: dict[tuple[str, int], str] = {}
-        judged_units: set[tuple[str, int]] = set()
         for unit, r in _turn_units(rows):
-            if r.error is None:
-                judged_units.add(unit)
-                if r.label is not None:
-                    judged[unit] = r.label
+            if r.error is None and r.label is not None:
+                judged[unit] = r.label
         judged_by_run[run_name(run)] = judged
         entry: dict[str, Any] = {
             "id": run.id,

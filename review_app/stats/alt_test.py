@@ -157,8 +157,8 @@ def _check_options(epsilon: float, q: float, min_reviewers: int, min_units: int)
 
 
 def alt_test(
-    labels_by_reviewer: Mapping[Any, Mapping[Hashable, Hashable]],
-    judged: Mapping[Hashable, Hashable],
+    labels_by_reviewer: Mapping[Any, Mapping[Any, Any]],
+    judged: Mapping[Any, Any],
     *,
     epsilon: float = DEFAULT_EPSILON,
     q: float = DEFAULT_Q,
@@ -251,6 +251,7 @@ def alt_test(
         has_break = np.isin(matrix, list(wanted)).any(axis=1) if wanted else np.zeros(n_units, bool)
         break_units = int((has_break & tested_units).sum())
     n_tested_units = int(tested_units.sum())
+    reason: str | None
     if not results:
         reason = (
             f"no reviewer has {min_units_per_reviewer} or more judged units labeled by "
