@@ -108,6 +108,9 @@ def render_agreement_text(report: dict[str, Any]) -> str:
         _coefficient_line("Fleiss' kappa (all raters)", report["fleiss_kappa"]),
         _coefficient_line("Gwet's AC1", report["gwet_ac1"]),
     ]
+    method = (report.get("bootstrap") or {}).get("method")
+    if method and report.get("alpha_ci95"):
+        out.append(f"alpha's interval: {method}")
     if report["cohen_kappa"]:
         out.append("Cohen's kappa, per pair of reviewers")
         for pair, coefficient in sorted(report["cohen_kappa"].items()):
