@@ -45,7 +45,6 @@ from review_app.stats.core import (
     percentile_interval,
     proportion,
     ratio,
-    wilson_interval,
 )
 
 
@@ -487,7 +486,8 @@ def first_break_comparison(
     """Compare the first break turn per conversation (``None`` = no break).
 
     On the conversations present in both mappings: exact-match rate (``None == None``
-    counts as a match) with a Wilson (1927) 95% interval; mean signed offset
+    counts as a match) with a Wilson (1927) 95% interval (none under 10 conversations);
+    mean signed offset
     judged - reference and mean absolute offset over the conversations where both found
     a break, with Student-t 95% intervals.
 
@@ -515,10 +515,9 @@ def first_break_comparison(
         else:
             offsets.append(int(judged_turn) - int(reference_turn))
     n = len(shared)
-    if n:
-        exact_match = Estimate(n_exact / n, n, wilson_interval(n_exact, n), None)
-    else:
-        exact_match = Estimate(None, 0, None, "no conversation has a first break from both sides")
+    exact_match = proportion(
+        n_exact, n, undefined_reason="no conversation has a first break from both sides"
+    )
     return FirstBreakReport(
         n_conversations=n,
         n_only_reference=len(reference) - n,
