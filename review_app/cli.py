@@ -33,7 +33,9 @@ app = typer.Typer(
 )
 cases_app = typer.Typer(help="List and show imported cases.", no_args_is_help=True)
 app.add_typer(cases_app, name="cases")
-labels_app = typer.Typer(help="Human labels in bulk (CSV: SPEC §4).", no_args_is_help=True)
+labels_app = typer.Typer(
+    help='Human labels in bulk (CSV: docs/reference.md, "Label CSV").', no_args_is_help=True
+)
 app.add_typer(labels_app, name="labels")
 reviewers_app = typer.Typer(help="Reviewers and their roles.", no_args_is_help=True)
 app.add_typer(reviewers_app, name="reviewers")
@@ -239,8 +241,8 @@ def import_(
 ) -> None:
     """Import cases: one transaction per file; identical cases are skipped.
 
-    Native files (SPEC §1) and other tools' files: deepeval conversational test
-    cases, Openlayer session rows, Galtea-style rows, OpenAI chat-completions
+    Native files (docs/reference.md, "Cases") and other tools' files: deepeval
+    conversational test cases, Openlayer session rows, Galtea-style rows, OpenAI chat-completions
     message lists. Cases without a contract are stored for semantic review only.
     A changed case under a stored case id is refused unless --replace; a contract
     version stored with a different body is refused. Findings are computed at import.
@@ -564,7 +566,7 @@ def assign(
 
 @labels_app.command("import")
 def labels_import(
-    label_file: Annotated[Path, typer.Argument(metavar="FILE.csv")],
+    label_file: Annotated[Path, typer.Argument(metavar="FILE.csv|FILE.jsonl")],
     db: DbOption = None,
 ) -> None:
     """Import labels (case_id,turn,reviewer,label,rubric,rationale); all rows or none."""
@@ -607,7 +609,9 @@ def labels_export(
 @app.command()
 def agreement(
     rubric: RubricOption,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the SPEC §6 JSON object.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help='Print JSON (docs/reference.md, "Agreement JSON").')
+    ] = False,
     resamples: Annotated[
         int, typer.Option("--resamples", help="Bootstrap resamples for the alpha interval.")
     ] = 1000,
@@ -677,13 +681,17 @@ def export(
 
 @judge_app.command("import")
 def judge_import(
-    verdict_file: Annotated[Path, typer.Argument(metavar="FILE", help="CSV or JSONL (SPEC §5).")],
+    verdict_file: Annotated[
+        Path,
+        typer.Argument(metavar="FILE", help='CSV or JSONL (docs/reference.md, "Judge verdicts").'),
+    ],
     rubric: RubricOption,
     score_means: Annotated[
         str,
         typer.Option(
             "--score-means",
-            help="break (1 = breaks the role, SPEC §5) or adherence (1 = stays in "
+            help='break (1 = breaks the role; docs/reference.md, "Judge verdicts") or adherence '
+            "(1 = stays in "
             "role, as deepeval, Galtea and Openlayer report).",
         ),
     ] = "break",

@@ -361,7 +361,8 @@ def test_a_file_failing_at_line_4_stores_nothing(
     before = row_counts(database.engine)
     path = three_good_then_bad(tmp_path)
 
-    result = run_cli("import", str(path), db=database.url)
+    # Through the real entry point, in its own process (most tests here run in-process).
+    result = run_cli("import", str(path), db=database.url, subprocess=True)
 
     assert_refused(result, name="mid-file.jsonl", line=4, field="transcript[1].observed_actions")
     assert row_counts(database.engine) == before
@@ -481,7 +482,7 @@ def test_inspect_on_unreadable_input_exits_2_with_one_line(
     elif isinstance(content, bytes):
         path.write_bytes(content)
 
-    result = run_cli("inspect", str(path))
+    result = run_cli("inspect", str(path), subprocess=True)
 
     assert result.returncode == 2
     assert "Traceback" not in result.stderr

@@ -1,7 +1,7 @@
 """The label, reviewer, assignment, rubric and agreement commands, run as a user runs them.
 
-Each command runs in a subprocess through ``python -m review_app`` with this
-checkout first on ``PYTHONPATH``, against a database of its own.
+Each command runs against a database of its own, in-process through Typer's runner
+(tests.conftest.invoke_cli); a few run the real entry point in a subprocess.
 """
 
 from __future__ import annotations
@@ -9,10 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import re
-import subprocess
-import sys
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +26,7 @@ from review_app.services.rubric_catalog import sync_rubrics
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
 from storage.models import Assignment, Label, Reviewer
-from tests.conftest import REPO, Database
+from tests.conftest import Database, cli_test_environment, invoke_cli
 
 RUBRIC = "role-adherence@1"
 CASE = "support-clean-late-parcel"
@@ -44,24 +41,17 @@ class Run:
     stderr: str
 
 
-def cli(*args: str, db: str | None, home: Path, stdin: str | None = None) -> Run:
-    environment = dict(os.environ)
-    environment["PYTHONPATH"] = str(REPO)
-    environment["HOME"] = str(home)
-    environment["XDG_DATA_HOME"] = str(home / "data")
-    environment.pop("REVIEW_APP_DATABASE_URL", None)
-    if db is not None:
-        environment["REVIEW_APP_DATABASE_URL"] = db
-    completed = subprocess.run(
-        [sys.executable, "-m", "review_app", *args],
-        capture_output=True,
-        text=True,
-        input=stdin,
+def cli(
+    *args: str, db: str | None, home: Path, stdin: str | None = None, subprocess: bool = False
+) -> Run:
+    done = invoke_cli(
+        args,
+        env=cli_test_environment(home, db),
         cwd=home,
-        env=environment,
-        timeout=300,
+        input=stdin,
+        subprocess=subprocess,
     )
-    return Run(completed.returncode, completed.stdout, completed.stderr)
+    return Run(done.returncode, done.stdout, done.stderr)
 
 
 @pytest.fixture
@@ -138,7 +128,10 @@ def reviewer_names(url: str) -> set[str]:
 
 def test_labels_import_prints_a_summary_and_is_idempotent(database: Database, home: Path) -> None:
     import_paths(database.engine, [DEMO_CASES])
-    first = ok(cli("labels", "import", str(DEMO_LABELS), db=database.url, home=home))
+    # The real entry point, in its own process (most commands here run in-process).
+    first = ok(
+        cli("labels", "import", str(DEMO_LABELS), db=database.url, home=home, subprocess=True)
+    )
     assert first.stdout == (
         f"read {N_DEMO_LABELS} labels: stored {N_DEMO_LABELS}, unchanged 0, new reviewers 3\n"
     )

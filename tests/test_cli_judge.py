@@ -1,4 +1,5 @@
-"""The ``review-app judge`` commands through the real entry point, in subprocesses.
+"""The ``review-app judge`` commands as a user runs them (in-process runner; one test
+through the real entry point in its own process).
 
 A demo database (SQLite file) is built once and copied for each test; ``judge run``
 talks to the loopback OpenAI-compatible server of tests/judge_support.py.
@@ -56,8 +57,8 @@ class Cli:
         self.url = f"sqlite:///{db_path}"
         self.home = home
 
-    def __call__(self, *args: str) -> CliResult:
-        return run_review_app(*args, db=self.url, home=self.home)
+    def __call__(self, *args: str, subprocess: bool = False) -> CliResult:
+        return run_review_app(*args, db=self.url, home=self.home, subprocess=subprocess)
 
     def runs(self) -> list[dict[str, Any]]:
         """The stored runs, read in this process (cheaper than one more command)."""
@@ -98,7 +99,7 @@ def test_judge_import_prints_a_summary_and_refuses_a_bad_file(
     lines = DEMO_VERDICTS.read_text().splitlines()
     broken = json.loads(lines[2]) | {"label": "rude"}
     bad.write_text("\n".join([*lines[:2], json.dumps(broken), *lines[3:]]) + "\n")
-    refused = cases_cli("judge", "import", str(bad), "--rubric", RUBRIC)
+    refused = cases_cli("judge", "import", str(bad), "--rubric", RUBRIC, subprocess=True)
     assert refused.returncode == 2
     assert refused.stdout == ""
     assert refused.stderr.count("\n") == 1

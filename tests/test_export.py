@@ -221,7 +221,7 @@ def test_fixtures_export_has_one_file_per_case_the_module_and_the_manifest(
     assert set(documents) == set(DEMO)
     for case_id, document in documents.items():
         case = {key: value for key, value in document.items() if key != "expected"}
-        # The case part is the case as imported (SPEC §1), nothing lost or added.
+        # The case part is the case as imported (docs/reference.md, "Cases"), nothing lost or added.
         assert case == DEMO[case_id], case_id
         assert result.files[fixture_file_name(case_id)].decode("utf-8").endswith("}\n")
 
@@ -705,7 +705,7 @@ def test_csv_cells_that_a_spreadsheet_would_run_are_neutralised(
     originals = [json.loads(line) for line in jsonl.decode().splitlines()]
     assert restore_cell(first["rationale"]) == originals[0]["rationale"] == formula
     assert restore_cell(second["assistant_text"]) == originals[1]["assistant_text"] == "\rOK"
-    # The SPEC §4 label CSV (labels export) quotes the carriage return as well.
+    # The label CSV (docs/reference.md, "Label CSV") quotes the carriage return as well.
     spec_rows = list(csv.DictReader(io.StringIO(export_labels_csv(database.engine, rubric=rubric))))
     assert [restore_cell(row["rationale"]) for row in spec_rows] == [
         formula,
@@ -735,6 +735,8 @@ def test_deepeval_export_shape_and_read_back(demo: DemoDatabase, tmp_path: Path)
         ]
         assert isinstance(item["expected_outcome"], str)
         assert item["additional_metadata"]["role_contract"] == case["contract"]
+        assert item["additional_metadata"]["chatbot_role"] == case["chatbot_role"]
+        assert case_id in item["scenario"] and case["chatbot_role"] in item["scenario"]
     breaking = by_name["support-delayed-refund-violation"]
     assert "turn 8" in breaking["expected_outcome"]
     assert breaking["additional_metadata"]["expected"]["first_break_turn"] == 8

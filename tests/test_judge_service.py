@@ -1,20 +1,21 @@
 """Tests of review_app.services.judge on real databases (SQLite and PostgreSQL).
 
-Three parts: importing SPEC §5 verdict files; running a judge prompt against a real
-OpenAI-compatible HTTP server on 127.0.0.1 (tests/judge_support.py; httpx is not
-replaced); and the calibration report on a corpus whose truth is known, its figures
-recomputed here with scikit-learn and plain counting. What a run stores and resumes
-from is tested on both databases; how it talks HTTP (concurrency, retries, odd
-responses, request options) on SQLite only, to keep the suite quick.
+Three parts: importing verdict files (docs/reference.md, "Judge verdicts"); running a
+judge prompt against a real OpenAI-compatible HTTP server on 127.0.0.1
+(tests/judge_support.py; httpx is not replaced); and the calibration report on a
+corpus whose truth is known, its figures recomputed here with scikit-learn and plain
+counting. What a run stores and resumes from is tested on both databases; how it
+talks HTTP (concurrency, retries, odd responses, request options) on SQLite only, to
+keep the suite quick.
 """
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import itertools
 import json
 import shutil
-import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -518,14 +519,27 @@ def test_endpoint_failures_leave_a_partial_run_that_a_second_run_completes(
     assert run["summary"]["prompt_tokens"] == first.prompt_tokens + second.prompt_tokens
 
 
-def test_no_wait_for_retry_after_when_no_attempt_is_left(http_world: JudgeWorld) -> None:
+def test_no_wait_for_retry_after_when_no_attempt_is_left(
+    http_world: JudgeWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The runner's waits are recorded (and shortened), not timed by the wall clock.
+    waits: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def recorded_sleep(delay: float, *args: Any, **kwargs: Any) -> Any:
+        waits.append(delay)
+        return await real_sleep(0)
+
+    monkeypatch.setattr(asyncio, "sleep", recorded_sleep)
     http_world.server.always[("c00", 2)] = Reply(429, raw=b"busy", headers={"Retry-After": "4"})
-    started = time.perf_counter()
     summary = http_world.run(retries=0)
-    assert time.perf_counter() - started < 3
+    assert 4 not in waits
     assert (summary.answered, summary.endpoint_errors) == (11, 1)
     stored = stored_verdicts(http_world.engine, summary.run_id)
     assert stored[("c00", 2)].error == f"{ENDPOINT_ERROR}HTTP 429 after 1 attempts"
+    # With an attempt left, the same answer is waited for as the server asked.
+    http_world.run(retries=1)
+    assert 4 in waits
 
 
 def completion(content: Any, **extra: Any) -> Reply:

@@ -1,4 +1,4 @@
-"""Label CSV import and export (SPEC §4) on SQLite and PostgreSQL.
+"""Label CSV import and export (docs/reference.md, "Label CSV") on SQLite and PostgreSQL.
 
 Every test starts from the demo set (17 cases, ana/ben/chloe, olivia, 333 labels),
 so the files tried here refer to real cases and turns. A rejected file must leave
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -487,3 +488,41 @@ def test_with_sign_in_only_an_admin_import_creates_reviewers(
         import_labels(demo.engine, olivia, existing, catalog=catalog, sign_in_enabled=True).stored
         == 1
     )
+
+
+# --- JSONL ------------------------------------------------------------------------------
+
+
+def test_jsonl_labels_import_like_the_csv_and_bad_lines_name_line_and_field(
+    demo: Database, catalog: RubricCatalog, tmp_path: Path
+) -> None:
+    formula = '=HYPERLINK("http://evil.example")'
+    rows = [
+        {"case_id": CASE, "turn": 2, "reviewer": "newcomer", "label": "in_role", "rubric": RUBRIC},
+        # A context key of `export --format jsonl` is ignored; JSONL text is not neutralised.
+        {"case_id": CASE, "turn": 4, "reviewer": "newcomer", "label": "in_role", "rubric": RUBRIC,
+         "rationale": formula, "verdict": "pass", "actions": ["x"], "gold_label": None},
+    ]  # fmt: skip
+    path = tmp_path / "labels.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    summary = import_labels(demo.engine, Actor.operator(), path, catalog=catalog)
+    assert (summary.rows, summary.stored, summary.reviewers_created) == (2, 2, 1)
+    assert label_rows(demo.engine, case_id=CASE, turn=4, reviewer="newcomer") == [
+        ("in_role", formula, True)
+    ]
+
+    for line, field, bad in [
+        (2, "colour", {**rows[0], "colour": "red"}),
+        (2, "turn", {**rows[0], "turn": "4x"}),
+        (2, "reviewer", {**rows[0], "reviewer": 7}),
+    ]:
+        broken = tmp_path / f"broken-{field}.jsonl"
+        broken.write_text(json.dumps(rows[1]) + "\n" + json.dumps(bad) + "\n", encoding="utf-8")
+        with pytest.raises(InputError) as raised:
+            import_labels(demo.engine, Actor.operator(), broken, catalog=catalog)
+        assert (raised.value.source, raised.value.line, raised.value.field) == (
+            str(broken),
+            line,
+            field,
+        )
+    assert count_labels(demo.engine) == DEMO_LABEL_COUNT + 2

@@ -54,7 +54,7 @@ def label_token(engine: Engine, *, rubric: Rubric) -> tuple[int, int, int, int]:
 def agreement_report(
     engine: Engine, *, rubric: Rubric, n_resamples: int = 1000, seed: int = 0
 ) -> dict[str, Any]:
-    """Every agreement figure of SPEC §6 for a rubric version, JSON-ready (no NaN)."""
+    """The figures of docs/reference.md, "Agreement JSON", for a rubric version (no NaN)."""
     with Session(read_only(engine)) as session:
         table = load_rating_table(session, rubric_id=rubric.id, version=rubric.version)
         adjudicated = queries.current_gold(session, rubric_id=rubric.id, version=rubric.version)

@@ -81,7 +81,7 @@ class CaseView:
         return [t.turn for t in self.turns if t.is_assistant]
 
     def to_case_dict(self) -> dict[str, Any]:
-        """The case in the SPEC §1 shape, as it was imported (minus unknown top-level keys)."""
+        """The case as imported (docs/reference.md, "Cases"), minus unknown top-level keys."""
         transcript = []
         for t in self.turns:
             event: dict[str, Any] = {"turn": t.turn, "actor": t.actor}

@@ -1,7 +1,7 @@
 """LLM judges: importing their verdicts, running a judge prompt, and the calibration report.
 
-A judge run is identified by judge + prompt version + model (SPEC §5), within one
-rubric version. Running a prompt talks to any OpenAI-compatible chat endpoint
+A judge run is identified by judge + prompt version + model (docs/reference.md, "Judge
+verdicts"), within one rubric version. Running a prompt talks to any OpenAI-compatible chat endpoint
 (OpenAI, vLLM, Ollama, llama.cpp's server) with bounded concurrency, retries with
 backoff, and resumption: verdicts are stored as they arrive, and a second run of
 the same judge skips the units already answered (endpoint failures are retried,
@@ -76,7 +76,7 @@ def run_name(run: JudgeRun) -> str:
 def import_verdicts(
     engine: Engine, actor: Actor, path: Path, *, rubric: Rubric, score_means: str = "break"
 ) -> JudgeImportSummary:
-    """Import a SPEC §5 verdict file (CSV or JSONL) in one transaction (all rows or none)."""
+    """Import a verdict file (docs/reference.md, "Judge verdicts") in one transaction."""
     require_role(actor, "policy_owner")
     records = read_verdict_file(path, rubric=rubric, score_means=score_means)
     source = str(path)

@@ -1,11 +1,13 @@
-"""Human labels in bulk: the CSV of SPEC §4 (``case_id,turn,reviewer,label,rubric,rationale``).
+"""Human labels in bulk: the CSV of docs/reference.md, "Label CSV" (case_id,turn,...).
 
 Import checks every row before storing any: an unknown case, turn, rubric or label
 code is an error naming the line, and nothing from that file is stored. A row that
 repeats the reviewer's current label (same code and rationale) changes nothing, so
 importing a file twice is harmless; a different label supersedes the current one
 (labels are append-only). Reviewers named in the file who do not exist yet are
-created as reviewers, which only an admin may do when sign-in is on.
+created as reviewers, which only an admin may do when sign-in is on. A ``.jsonl``
+file (one object per line, the same keys) is read too, including the label data of
+``review-app export --format jsonl`` (its context keys are ignored).
 
 Export prefixes ``'`` to cells a spreadsheet would run as a formula (OWASP CSV
 injection); import takes that prefix off again, so exporting and re-importing
@@ -25,10 +27,11 @@ from pathlib import Path
 from sqlalchemy import Engine
 from sqlmodel import Session
 
-from review_app.cases import read_text_file
+from review_app.cases import iter_json_records, read_text_file
 from review_app.errors import InputError, PermissionDenied
 from review_app.formats.csv_safety import neutralise_cell, restore_cell
 from review_app.rubrics import Rubric, parse_rubric_ref
+from review_app.services.export import LABEL_EXPORT_COLUMNS
 from review_app.services.labeling import MAX_RATIONALE_CHARS
 from review_app.services.people import Actor, check_reviewer_name, require_role
 from review_app.services.queue import forget_progress
@@ -39,6 +42,7 @@ from storage.engine import read_only
 LABEL_COLUMNS = ("case_id", "turn", "reviewer", "label", "rubric", "rationale")
 REQUIRED_COLUMNS = ("case_id", "turn", "reviewer", "label", "rubric")
 _NEUTRALISED_COLUMNS = ("case_id", "reviewer", "rationale")
+_EXPORT_CONTEXT_KEYS = tuple(k for k in LABEL_EXPORT_COLUMNS if k not in LABEL_COLUMNS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +72,9 @@ class LabelImportSummary:
 
 
 def _read_rows(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
+    if path.suffix.lower() in (".jsonl", ".ndjson"):
+        yield from _read_jsonl_rows(path)
+        return
     source = str(path)
     text = read_text_file(path, allow_bom=True)
     reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
@@ -96,6 +103,44 @@ def _read_rows(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
             yield reader.line_num, row
     except csv.Error as error:
         raise InputError(f"not valid CSV ({error})", source=source, line=reader.line_num) from None
+
+
+def _read_jsonl_rows(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
+    """Rows of a JSONL label file: one object per line with the label CSV's keys.
+
+    The context keys of ``review-app export --format jsonl`` are accepted and
+    ignored, so that export imports back. JSONL cells are not neutralised, so the
+    text columns are neutralised here for :func:`parse_label_file` to restore.
+    """
+    source = str(path)
+    for line, _, value in iter_json_records(path):
+        number = line or 1
+        if not isinstance(value, dict):
+            raise InputError("expected a JSON object per line", source=source, line=number)
+        unknown = [key for key in value if key not in LABEL_COLUMNS + _EXPORT_CONTEXT_KEYS]
+        if unknown:
+            raise InputError(
+                f"unknown key {unknown[0]!r} (expected {','.join(LABEL_COLUMNS)})",
+                source=source,
+                line=number,
+                field=unknown[0],
+            )
+        row: dict[str, str] = {}
+        for name in LABEL_COLUMNS:
+            cell = value.get(name)
+            if cell is None:
+                continue
+            if name == "turn" and type(cell) is int:
+                cell = str(cell)
+            if type(cell) is not str:
+                raise InputError(
+                    f"expected text, got {type(cell).__name__}",
+                    source=source,
+                    line=number,
+                    field=name,
+                )
+            row[name] = neutralise_cell(cell) if name in _NEUTRALISED_COLUMNS else cell
+        yield number, row
 
 
 def parse_label_file(path: Path, *, catalog: RubricCatalog) -> list[LabelRecord]:

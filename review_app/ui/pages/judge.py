@@ -24,7 +24,7 @@ if rubric is None:
     st.stop()
 engine = state.engine()
 
-with st.expander("Import judge verdicts (SPEC §5: CSV or JSONL)"):
+with st.expander('Import judge verdicts (CSV or JSONL; docs/reference.md, "Judge verdicts")'):
     st.file_uploader("Verdict file", type=["csv", "jsonl"], key="judge_file")
     st.selectbox(
         "Scores mean",
