@@ -36,14 +36,25 @@ Cohen, J. (1960). A coefficient of agreement for nominal scales. Educational
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Collection, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
+
+from review_app.stats.core import (
+    BOOTSTRAP_CHUNK_CELLS,
+    CLUSTER_METHOD,
+    UNIT_METHOD,
+    Estimate,
+    break_mapping_from_verdicts,
+    canonical_order,
+    kappa_from_confusion,
+    resample_weights,
+)
+from review_app.stats.core import cluster_codes as cluster_codes_of
+from review_app.stats.table import FloatArray, IntArray, RatingTable, factorize
 
 __all__ = [
     "SMALL_SAMPLE_UNITS",
@@ -71,45 +82,12 @@ SMALL_SAMPLE_UNITS = 30
 
 SMALL_SAMPLE_WARNING = "fewer than 30 pairable units"
 
-IntArray = npt.NDArray[np.int64]
-FloatArray = npt.NDArray[np.float64]
-
-# Bootstrap resample weights are built this many matrix cells at a time
-# (int32 draws + int64 counts + float64 weights: about 40 MB per chunk).
-_BOOTSTRAP_CHUNK_CELLS = 1 << 21
-
 
 # --------------------------------------------------------------------------- results
 
 
-@dataclass(frozen=True)
-class Coefficient:
-    """One agreement number and what stands behind it.
-
-    ``value`` is ``None`` exactly when the coefficient is undefined for the data;
-    ``reason`` then says why. (A bootstrap result with a value but no interval
-    uses ``reason`` to say why the interval is missing.) ``n_units`` counts the
-    units the number is computed on (each function's docstring says which).
-    ``ci95`` is a bootstrap interval when one was computed. ``warning`` flags a
-    defined value that rests on fewer than :data:`SMALL_SAMPLE_UNITS` units or
-    on a partial bootstrap.
-    """
-
-    value: float | None
-    n_units: int
-    reason: str | None = None
-    ci95: tuple[float, float] | None = None
-    warning: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form: ``{"value", "n_units", "reason", "ci95", "warning"}``."""
-        return {
-            "value": None if self.value is None else float(self.value),
-            "n_units": int(self.n_units),
-            "reason": self.reason,
-            "ci95": None if self.ci95 is None else [float(self.ci95[0]), float(self.ci95[1])],
-            "warning": self.warning,
-        }
+Coefficient = Estimate
+"""An agreement figure is an :class:`~review_app.stats.core.Estimate` (``n`` = units)."""
 
 
 @dataclass(frozen=True)
@@ -134,8 +112,8 @@ class FirstBreakAgreement:
     reason: str | None = None
     warning: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form, with the keys of :meth:`Coefficient.to_dict` and the counts."""
+    def to_dict(self, *, count_key: Literal["n_units"] = "n_units") -> dict[str, Any]:
+        """JSON-ready form: the agreement keys of :meth:`Estimate.to_dict` and the counts."""
         return {
             "value": None if self.value is None else float(self.value),
             "n_units": int(self.n_units),
@@ -165,352 +143,7 @@ def _undefined(n_units: int, reason: str) -> Coefficient:
 
 # --------------------------------------------------------------------------- the table
 
-
-def _as_1d(name: str, data: Any) -> np.ndarray:
-    """A one-dimensional array holding exactly the given elements (tuples stay whole)."""
-    if isinstance(data, np.ndarray):
-        if data.ndim != 1:
-            raise ValueError(f"{name} must be one-dimensional, got an array of shape {data.shape}")
-        return data
-    if isinstance(data, pd.Series | pd.Index):
-        return np.asarray(data.to_numpy())
-    items = data if isinstance(data, Sequence) and not isinstance(data, str) else list(data)
-    if len(items) and isinstance(items[0], tuple):
-        return np.fromiter(items, dtype=object, count=len(items))
-    try:
-        array = np.asarray(items)
-    except ValueError:  # ragged nested sequences
-        array = np.empty(0)
-    # Strings go to an object array: numpy would turn a NaN among them into "nan".
-    if array.ndim != 1 or len(array) != len(items) or array.dtype.kind in "USO":
-        array = np.fromiter(items, dtype=object, count=len(items))
-    return array
-
-
-def _factorize(array: np.ndarray) -> tuple[IntArray, list[Any]]:
-    """Integer codes (-1 for None/NaN) and the distinct Python values they stand for."""
-    codes, uniques = pd.factorize(array, use_na_sentinel=True)
-    return codes.astype(np.int64, copy=False), np.asarray(uniques).tolist()
-
-
-def _encode(array: np.ndarray) -> tuple[IntArray, tuple[Any, ...]]:
-    """Codes (-1 for None/NaN) into the sorted distinct values (when they can be sorted)."""
-    if array.dtype.kind in "iu" and len(array):
-        low, high = int(array.min()), int(array.max())
-        if high - low <= 4 * len(array):  # dense integers: a lookup table beats hashing
-            offsets = (array - low).astype(np.int64, copy=False)
-            present = np.bincount(offsets, minlength=high - low + 1) > 0
-            code_of_offset = np.cumsum(present, dtype=np.int64) - 1
-            uniques = np.flatnonzero(present) + low
-            return code_of_offset[offsets], tuple(uniques.astype(array.dtype).tolist())
-    if array.dtype.kind in "biuf":
-        codes, uniques = pd.factorize(array, sort=True, use_na_sentinel=True)
-        return codes.astype(np.int64, copy=False), tuple(np.asarray(uniques).tolist())
-    return _canonical_order(*_factorize(array))
-
-
-def _canonical_order(codes: IntArray, uniques: list[Any]) -> tuple[IntArray, tuple[Any, ...]]:
-    """Re-number codes so that the categories come out sorted (if they can be sorted)."""
-    if not uniques:
-        return codes, ()
-    try:
-        order = sorted(range(len(uniques)), key=uniques.__getitem__)
-    except TypeError:
-        try:
-            order = sorted(
-                range(len(uniques)),
-                key=lambda i: (type(uniques[i]).__name__, repr(uniques[i])),
-            )
-        except TypeError:  # pragma: no cover - repr always gives str
-            order = list(range(len(uniques)))
-    rank = np.empty(len(uniques), dtype=np.int64)
-    rank[np.asarray(order, dtype=np.int64)] = np.arange(len(uniques), dtype=np.int64)
-    if len(codes) and codes.min() < 0:
-        recoded = np.where(codes >= 0, rank[np.maximum(codes, 0)], -1)
-    else:
-        recoded = rank[codes]
-    return recoded, tuple([uniques[i] for i in order])
-
-
-def _drop_unused(
-    codes: IntArray, categories: tuple[Hashable, ...]
-) -> tuple[IntArray, tuple[Hashable, ...]]:
-    """Codes renumbered to the categories they use, keeping the categories' order."""
-    used = np.zeros(len(categories), dtype=bool)
-    used[codes] = True
-    if used.all():
-        return codes, categories
-    new_code = np.cumsum(used) - 1
-    return new_code[codes], tuple(
-        category for category, kept in zip(categories, used.tolist(), strict=True) if kept
-    )
-
-
-def _readonly(array: npt.ArrayLike) -> IntArray:
-    result = np.array(array, dtype=np.int64, copy=True)
-    result.setflags(write=False)
-    return result
-
-
-@dataclass(frozen=True, eq=False, repr=False)
-class RatingTable:
-    """Nominal ratings in long form, integer-encoded.
-
-    ``unit_idx[i]``, ``rater_idx[i]`` and ``value_idx[i]`` describe rating ``i``:
-    the rater ``raters[rater_idx[i]]`` gave unit ``units[unit_idx[i]]`` the value
-    ``values[value_idx[i]]``. Each rater rates a unit at most once. Only units,
-    raters and values that occur in at least one rating are listed; ``values``
-    (and ``raters`` and ``units``, whenever their elements can be compared) are
-    sorted, so the same ratings give the same table whatever their input order.
-
-    Build one with :meth:`from_records` or :meth:`from_arrays`.
-    """
-
-    unit_idx: IntArray
-    rater_idx: IntArray
-    value_idx: IntArray
-    units: tuple[Hashable, ...]
-    raters: tuple[Hashable, ...]
-    values: tuple[Hashable, ...]
-
-    def __post_init__(self) -> None:
-        n = len(self.unit_idx)
-        if len(self.rater_idx) != n or len(self.value_idx) != n:
-            raise ValueError("unit_idx, rater_idx and value_idx must have the same length")
-        for name, codes, categories in (
-            ("unit_idx", self.unit_idx, self.units),
-            ("rater_idx", self.rater_idx, self.raters),
-            ("value_idx", self.value_idx, self.values),
-        ):
-            codes = np.asarray(codes)
-            if n and (codes.min() < 0 or codes.max() >= len(categories)):
-                raise ValueError(f"{name} holds a code outside 0..{len(categories) - 1}")
-            object.__setattr__(self, name, _readonly(codes))
-
-    def __repr__(self) -> str:
-        return (
-            f"RatingTable(n_units={self.n_units}, n_raters={self.n_raters}, "
-            f"n_ratings={self.n_ratings}, values={self.values!r})"
-        )
-
-    # ---------------------------------------------------------------- constructors
-
-    @classmethod
-    def from_records(cls, records: Iterable[tuple[Any, Any, Any]]) -> RatingTable:
-        """A table from ``(unit, rater, value)`` triples.
-
-        A value of ``None`` (or NaN) means "no rating" and the record is skipped.
-        Raises ``ValueError`` for a record that is not a triple, a missing unit or
-        rater, or a rater who rates the same unit twice.
-        """
-        units: list[Hashable] = []
-        raters: list[Hashable] = []
-        values: list[Hashable] = []
-        for position, record in enumerate(records):
-            try:
-                unit, rater, value = record
-            except (TypeError, ValueError):
-                raise ValueError(
-                    f"record {position} is not a (unit, rater, value) triple: {record!r}"
-                ) from None
-            units.append(unit)
-            raters.append(rater)
-            values.append(value)
-        return cls.from_arrays(
-            units=np.fromiter(units, dtype=object, count=len(units)),
-            raters=np.fromiter(raters, dtype=object, count=len(raters)),
-            values=np.fromiter(values, dtype=object, count=len(values)),
-        )
-
-    @classmethod
-    def from_arrays(cls, *, units: Any, raters: Any, values: Any) -> RatingTable:
-        """A table from three parallel array-likes of equal length.
-
-        Element ``i`` of each says that rater ``raters[i]`` gave unit ``units[i]``
-        the value ``values[i]``. Units may be any hashables, tuples included. A
-        missing value (``None`` or NaN) skips that rating; a missing unit or rater
-        is an error, and so is a rater rating the same unit twice::
-
-            ValueError: rater 'ana' rated unit ('case-1', 3) more than once
-        """
-        unit_array = _as_1d("units", units)
-        rater_array = _as_1d("raters", raters)
-        value_array = _as_1d("values", values)
-        lengths = (len(unit_array), len(rater_array), len(value_array))
-        if len(set(lengths)) != 1:
-            raise ValueError(
-                "units, raters and values must have the same length, "
-                f"got {lengths[0]}, {lengths[1]} and {lengths[2]}"
-            )
-
-        value_codes, value_labels = _encode(value_array)
-        present = value_codes >= 0
-        if not present.all():
-            # Every distinct value that factorizing reports occurs in a present rating.
-            unit_array = unit_array[present]
-            rater_array = rater_array[present]
-            value_codes = value_codes[present]
-
-        unit_codes, unit_labels = _encode(unit_array)
-        rater_codes, rater_labels = _encode(rater_array)
-        for name, codes in (("units", unit_codes), ("raters", rater_codes)):
-            if len(codes) and codes.min() < 0:
-                raise ValueError(f"{name} must not contain missing entries (None or NaN)")
-
-        table = cls(
-            unit_idx=unit_codes,
-            rater_idx=rater_codes,
-            value_idx=value_codes,
-            units=unit_labels,
-            raters=rater_labels,
-            values=value_labels,
-        )
-        table._raise_on_duplicates()
-        return table
-
-    def _raise_on_duplicates(self) -> None:
-        if self.n_ratings < 2:
-            return
-        keys = self.unit_idx * self.n_raters + self.rater_idx
-        n_keys = self.n_units * self.n_raters
-        # A dense key range is checked by counting; sorting finds the repeat to report.
-        if n_keys <= 4 * self.n_ratings + (1 << 20) and np.bincount(keys).max() < 2:
-            return
-        order = np.argsort(keys, kind="stable")
-        sorted_keys = keys[order]
-        repeated = np.flatnonzero(sorted_keys[1:] == sorted_keys[:-1])
-        if len(repeated):
-            first = order[repeated[0]]
-            unit = self.units[int(self.unit_idx[first])]
-            rater = self.raters[int(self.rater_idx[first])]
-            raise ValueError(f"rater {rater!r} rated unit {unit!r} more than once")
-
-    @classmethod
-    def _empty(cls) -> RatingTable:
-        nothing = np.zeros(0, dtype=np.int64)
-        return cls(
-            unit_idx=nothing, rater_idx=nothing, value_idx=nothing, units=(), raters=(), values=()
-        )
-
-    # ---------------------------------------------------------------- sizes
-
-    @property
-    def n_units(self) -> int:
-        """Units with at least one rating."""
-        return len(self.units)
-
-    @property
-    def n_raters(self) -> int:
-        """Raters with at least one rating."""
-        return len(self.raters)
-
-    @property
-    def n_ratings(self) -> int:
-        return len(self.unit_idx)
-
-    @property
-    def ratings_per_unit(self) -> IntArray:
-        """How many raters rated each unit, aligned with ``units``."""
-        return np.bincount(self.unit_idx, minlength=self.n_units).astype(np.int64, copy=False)
-
-    @property
-    def pairable_units(self) -> tuple[Hashable, ...]:
-        """The units rated by two or more raters (the only ones that show agreement)."""
-        return tuple(self.units[i] for i in np.flatnonzero(self.ratings_per_unit >= 2))
-
-    @property
-    def n_pairable_units(self) -> int:
-        return int(np.count_nonzero(self.ratings_per_unit >= 2))
-
-    # ---------------------------------------------------------------- derived tables
-
-    def _subset(self, keep: npt.NDArray[np.bool_]) -> RatingTable:
-        """The ratings where ``keep`` is true, with unused categories dropped."""
-        if keep.all():
-            return self
-        unit_idx = self.unit_idx[keep]
-        rater_idx = self.rater_idx[keep]
-        value_idx = self.value_idx[keep]
-        unit_idx, units = _drop_unused(unit_idx, self.units)
-        rater_idx, raters = _drop_unused(rater_idx, self.raters)
-        value_idx, values = _drop_unused(value_idx, self.values)
-        return RatingTable(
-            unit_idx=unit_idx,
-            rater_idx=rater_idx,
-            value_idx=value_idx,
-            units=units,
-            raters=raters,
-            values=values,
-        )
-
-    def collapse(self, mapping: Mapping[Any, Hashable | None]) -> RatingTable:
-        """Recode every value through ``mapping``; a value mapped to ``None`` is dropped.
-
-        Used for the break / no-break and pass / fail / borderline views of the
-        rubric codes. Every value in the table needs an entry::
-
-            ValueError: collapse mapping has no entry for value 'tone_break'
-        """
-        targets: list[Hashable | None] = []
-        for value in self.values:
-            if value not in mapping:
-                raise ValueError(f"collapse mapping has no entry for value {value!r}")
-            targets.append(mapping[value])
-        kept_targets = [target for target in targets if target is not None]
-        if not kept_targets:
-            return RatingTable._empty()
-        target_codes, target_uniques = _factorize(
-            np.fromiter(kept_targets, dtype=object, count=len(kept_targets))
-        )
-        target_codes, new_values = _canonical_order(target_codes, target_uniques)
-        recode = np.full(len(self.values), -1, dtype=np.int64)
-        recode[[i for i, target in enumerate(targets) if target is not None]] = target_codes
-        new_value_idx = recode[self.value_idx] if self.n_ratings else self.value_idx
-        keep = new_value_idx >= 0
-        collapsed = RatingTable(
-            unit_idx=self.unit_idx,
-            rater_idx=self.rater_idx,
-            value_idx=np.maximum(new_value_idx, 0),
-            units=self.units,
-            raters=self.raters,
-            values=new_values,
-        )
-        return collapsed._subset(keep)
-
-    def restrict_units(self, units: Iterable[Hashable]) -> RatingTable:
-        """Only the ratings of the given units (units not in the table are ignored)."""
-        position = self._unit_positions
-        wanted = np.zeros(self.n_units, dtype=bool)
-        indices = [position[unit] for unit in units if unit in position]
-        wanted[np.asarray(indices, dtype=np.int64)] = True
-        return self._subset(wanted[self.unit_idx])
-
-    @cached_property
-    def _unit_positions(self) -> dict[Hashable, int]:
-        return {unit: i for i, unit in enumerate(self.units)}
-
-    # ---------------------------------------------------------------- matrices
-
-    def value_counts(self) -> IntArray:
-        """``counts[u, v]``: how many raters gave unit ``u`` the value ``v`` (units x values)."""
-        n_values = max(self.n_values, 1)
-        flat = np.bincount(
-            self.unit_idx * n_values + self.value_idx, minlength=self.n_units * n_values
-        )
-        return flat.reshape(self.n_units, n_values).astype(np.int64, copy=False)
-
-    @property
-    def n_values(self) -> int:
-        return len(self.values)
-
-    def to_reliability_data(self) -> FloatArray:
-        """Raters x units matrix of value codes (``values`` positions), NaN where unrated.
-
-        This is the ``reliability_data`` layout of the ``krippendorff`` package.
-        """
-        matrix = np.full((self.n_raters, self.n_units), np.nan)
-        matrix[self.rater_idx, self.unit_idx] = self.value_idx
-        return matrix
+# RatingTable lives in review_app.stats.table (re-exported here).
 
 
 # --------------------------------------------------------------------------- helpers
@@ -622,8 +255,9 @@ def alpha_bootstrap_ci(
     n_resamples: int = 1000,
     seed: int = 0,
     confidence: float = 0.95,
+    cluster_of: Callable[[Any], Hashable] | None = None,
 ) -> Coefficient:
-    """Nominal alpha with a percentile bootstrap interval over units.
+    """Nominal alpha with a percentile bootstrap interval over units (or conversations).
 
     Each resample draws the pairable units with replacement (as many as there
     are) and recomputes alpha from per-unit sufficient statistics: a unit adds
@@ -643,6 +277,11 @@ def alpha_bootstrap_ci(
     The interval is ``None`` (with a reason) when alpha itself is undefined or no
     resample defines it. Resampling units follows Hayes & Krippendorff (2007) in
     spirit; their algorithm resamples pairable values instead.
+
+    ``cluster_of`` (a unit -> conversation function) makes it a cluster bootstrap:
+    each resample draws conversations with replacement and keeps all their pairable
+    units (Field & Welsh 2007), because turns of one conversation are not
+    independent. ``method`` says which bootstrap was used.
     """
     if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 1:
         raise ValueError(f"n_resamples must be a positive integer, got {n_resamples!r}")
@@ -652,7 +291,14 @@ def alpha_bootstrap_ci(
     if point.value is None:
         return point
     counts, per_unit = _pairable_counts(table)
-    alphas = _bootstrap_alphas(counts, per_unit, n_resamples=n_resamples, seed=seed)
+    clusters = None
+    if cluster_of is not None:
+        pairable = np.flatnonzero(table.ratings_per_unit >= 2)
+        clusters = cluster_codes_of([cluster_of(table.units[i]) for i in pairable.tolist()])
+    alphas = _bootstrap_alphas(
+        counts, per_unit, n_resamples=n_resamples, seed=seed, clusters=clusters
+    )
+    method = UNIT_METHOD if clusters is None else CLUSTER_METHOD
     defined = alphas[np.isfinite(alphas)]
     n_units = point.n_units
     if len(defined) == 0:
@@ -661,6 +307,7 @@ def alpha_bootstrap_ci(
             n_units,
             reason="no bootstrap resample had two or more values, so there is no interval",
             warning=point.warning,
+            method=method,
         )
     tail = (1.0 - confidence) / 2.0
     low, high = np.quantile(defined, [tail, 1.0 - tail])
@@ -675,6 +322,7 @@ def alpha_bootstrap_ci(
         n_units,
         ci95=(float(low), float(high)),
         warning="; ".join(warnings) or None,
+        method=method,
     )
 
 
@@ -698,6 +346,7 @@ def _bootstrap_alphas(
     n_resamples: int,
     seed: int,
     draw: Literal["auto", "units", "profiles"] = "auto",
+    clusters: IntArray | None = None,
 ) -> FloatArray:
     """Alpha of each unit resample (NaN where undefined), for the pairable units' counts.
 
@@ -709,8 +358,22 @@ def _bootstrap_alphas(
     otherwise the units themselves are drawn (``draw`` forces one way, for
     tests). Either way each resample is a weight vector times a (units or
     profiles) x (values + 1) statistics matrix, built a bounded number of cells
-    at a time.
+    at a time. With ``clusters`` (a cluster code per pairable unit) the weights
+    come from the cluster bootstrap of :func:`review_app.stats.core.resample_weights`.
     """
+    if clusters is not None:
+        value_counts, diagonal = _alpha_parts(counts, per_unit)
+        cluster_statistics = np.column_stack([value_counts, diagonal]).astype(np.float64)
+        cluster_alphas = np.empty(n_resamples, dtype=np.float64)
+        for start, cluster_weights in resample_weights(
+            counts.shape[0], n_resamples=n_resamples, seed=seed, clusters=clusters
+        ):
+            totals = cluster_weights @ cluster_statistics
+            cluster_alphas[start : start + len(cluster_weights)] = _alpha_from_totals(
+                totals[:, :-1], totals[:, -1]
+            )
+        cluster_alphas[~np.isfinite(cluster_alphas)] = np.nan
+        return cluster_alphas
     n_units = counts.shape[0]
     rng = np.random.default_rng(seed)
     profiles, profile_sizes = _unit_profiles(counts)
@@ -723,7 +386,7 @@ def _bootstrap_alphas(
         value_counts, diagonal = _alpha_parts(counts, per_unit)
     statistics = np.column_stack([value_counts, diagonal])
     n_rows = statistics.shape[0]
-    rows_per_chunk = max(1, min(n_resamples, _BOOTSTRAP_CHUNK_CELLS // n_rows))
+    rows_per_chunk = max(1, min(n_resamples, BOOTSTRAP_CHUNK_CELLS // n_rows))
     alphas = np.empty(n_resamples, dtype=np.float64)
     for start in range(0, n_resamples, rows_per_chunk):
         rows = min(rows_per_chunk, n_resamples - start)
@@ -878,19 +541,15 @@ def _cohen_kappa(
         return _undefined(0, f"raters {rater_a!r} and {rater_b!r} share no rated unit")
     confusion = np.bincount(values_a * n_values + values_b, minlength=n_values * n_values)
     confusion = confusion.reshape(n_values, n_values)
-    margin_a = confusion.sum(axis=1)
-    margin_b = confusion.sum(axis=0)
-    chance_numerator = int((margin_a * margin_b).sum())
-    if chance_numerator == n_units * n_units:
-        category = table.values[int(np.argmax(margin_a))]
+    kappa = float(kappa_from_confusion(confusion))
+    if not math.isfinite(kappa):
+        category = table.values[int(np.argmax(confusion.sum(axis=1)))]
         return _undefined(
             n_units,
             f"raters {rater_a!r} and {rater_b!r} both gave only {category!r} on their "
             "shared units, so chance agreement is perfect and kappa is undefined",
         )
-    observed = np.trace(confusion) / n_units
-    chance = chance_numerator / (n_units * n_units)
-    return _defined((observed - chance) / (1.0 - chance), n_units)
+    return _defined(kappa, n_units)
 
 
 def per_label_alpha(table: RatingTable) -> dict[Hashable, Coefficient]:
@@ -953,14 +612,14 @@ def _first_breaks_from_table(
     turn_of: Callable[[Any], int],
     break_values: Collection[Hashable],
 ) -> _FirstBreaks:
-    conversation_codes, conversation_uniques = _factorize(
+    conversation_codes, conversation_uniques = factorize(
         np.fromiter(
             (conversation_of(unit) for unit in table.units), dtype=object, count=table.n_units
         )
     )
     if len(conversation_codes) and conversation_codes.min() < 0:
         raise ValueError("conversation_of returned None for a unit")
-    conversation_codes, conversations = _canonical_order(conversation_codes, conversation_uniques)
+    conversation_codes, conversations = canonical_order(conversation_codes, conversation_uniques)
     turn_list = [turn_of(unit) for unit in table.units]
     turns = np.asarray(turn_list) if turn_list else np.zeros(0, dtype=np.int64)
     if turns.dtype.kind not in "iu" or turns.ndim != 1:
@@ -1014,11 +673,11 @@ def _first_breaks_from_mapping(
             rater_names.append(rater)
             has_break.append(turn is not None)
             first_turn.append(0 if turn is None else _checked_turn(turn, conversation))
-    conversation_codes, conversations = _canonical_order(
-        *_factorize(np.fromiter(conversation_ids, dtype=object, count=len(conversation_ids)))
+    conversation_codes, conversations = canonical_order(
+        *factorize(np.fromiter(conversation_ids, dtype=object, count=len(conversation_ids)))
     )
-    rater_codes, raters = _canonical_order(
-        *_factorize(np.fromiter(rater_names, dtype=object, count=len(rater_names)))
+    rater_codes, raters = canonical_order(
+        *factorize(np.fromiter(rater_names, dtype=object, count=len(rater_names)))
     )
     if (conversation_codes < 0).any() or (rater_codes < 0).any():
         raise ValueError("first_break must not contain a missing conversation or rater (None)")
@@ -1170,16 +829,6 @@ def any_break_alpha(first_break: Mapping[Any, Mapping[Any, int | None]]) -> Coef
 # --------------------------------------------------------------------------- collapses
 
 
-def break_mapping_from_verdicts(verdicts: Mapping[Any, str]) -> dict[Any, str | None]:
-    """Code -> ``"break"`` / ``"no_break"`` / ``None`` from code -> rubric verdict.
-
-    A ``fail`` code is a break, a ``pass`` code is no break, ``borderline`` and
-    ``abstain`` codes are not counted.
-    """
-    collapse = {"fail": "break", "pass": "no_break"}
-    return {code: collapse.get(verdict) for code, verdict in verdicts.items()}
-
-
 def verdict_mapping_from_verdicts(verdicts: Mapping[Any, str]) -> dict[Any, str | None]:
     """Code -> ``"pass"`` / ``"fail"`` / ``"borderline"`` / ``None`` (abstain is not counted)."""
     kept = {"pass", "fail", "borderline"}
@@ -1227,7 +876,7 @@ def agreement_summary(
         raise ValueError(f"break_mapping maps no code to the break value {break_value!r}")
 
     alpha = (
-        alpha_bootstrap_ci(table, n_resamples=n_resamples, seed=seed)
+        alpha_bootstrap_ci(table, n_resamples=n_resamples, seed=seed, cluster_of=conversation_of)
         if n_resamples
         else krippendorff_alpha(table)
     )
@@ -1271,19 +920,26 @@ def agreement_summary(
         "ratings": table.n_ratings,
         "rater_names": [str(rater) for rater in table.raters],
         "alpha_ci95": None if alpha.ci95 is None else [alpha.ci95[0], alpha.ci95[1]],
-        "bootstrap": {"n_resamples": n_resamples, "seed": seed, "confidence": 0.95},
-        "cohen_kappa": {pair: coefficient.to_dict() for pair, coefficient in pairwise.items()},
+        "bootstrap": {
+            "n_resamples": n_resamples,
+            "seed": seed,
+            "confidence": 0.95,
+            "method": CLUSTER_METHOD,
+        },
+        "cohen_kappa": {
+            pair: coefficient.to_dict(count_key="n_units") for pair, coefficient in pairwise.items()
+        },
         "per_label": {
-            str(value): coefficient.to_dict()
+            str(value): coefficient.to_dict(count_key="n_units")
             for value, coefficient in per_label_alpha(table).items()
         },
         "conversation": {
             "conversations": len(breaks.conversations),
             "first_break_agreement": first_break.to_dict(),
-            "any_break_alpha": any_break.to_dict(),
+            "any_break_alpha": any_break.to_dict(count_key="n_units"),
         },
         "warnings": warnings,
     }
     for name, figure in figures.items():
-        summary[name] = figure.to_dict()
+        summary[name] = figure.to_dict(count_key="n_units")
     return summary

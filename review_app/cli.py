@@ -529,6 +529,15 @@ def assign(
     reviewers: Annotated[str, typer.Option("--reviewers", help="Comma-separated reviewer names.")],
     overlap: Annotated[int, typer.Option("--overlap", help="Reviewers per case.")] = 2,
     lane: Annotated[str | None, typer.Option("--lane", help="Only cases of this lane.")] = None,
+    audit_sample: Annotated[
+        int | None,
+        typer.Option(
+            "--audit-sample",
+            help="Draw this many turns uniformly at random, record the draw and queue "
+            "their cases: gold on them is a random sample, as `judge estimate` needs.",
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the audit draw.")] = 0,
     db: DbOption = None,
 ) -> None:
     """Fill reviewers' queues: each case goes to OVERLAP reviewers, load balanced."""
@@ -538,6 +547,22 @@ def assign(
     catalog = _catalog(engine)
     chosen = _run(lambda: catalog.get(rubric))
     names = [name.strip() for name in reviewers.split(",") if name.strip()]
+    if audit_sample is not None:
+        from review_app.services.audit_samples import draw_audit_sample
+
+        drawn = _run(
+            lambda: draw_audit_sample(
+                engine,
+                _operator(),
+                rubric=chosen,
+                size=audit_sample,
+                seed=seed,
+                reviewers=names,
+                overlap=overlap,
+            )
+        )
+        typer.echo(drawn.line())
+        return
     report = _run(
         lambda: assign_cases(
             engine, _operator(), rubric=chosen, reviewers=names, overlap=overlap, lane=lane
@@ -813,9 +838,17 @@ def judge_report(
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     resamples: Annotated[int, typer.Option("--resamples", help="Bootstrap resamples.")] = 1000,
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
+    epsilon: Annotated[
+        float,
+        typer.Option(
+            "--epsilon",
+            help="Alternative annotator test margin: how much worse than a reviewer the "
+            "judge may be, for being cheaper and faster (0.2 as in the paper).",
+        ),
+    ] = 0.2,
     db: DbOption = None,
 ) -> None:
-    """Calibration of judge runs against gold labels and each reviewer."""
+    """May the judge replace a reviewer (alternative annotator test), and how it agrees."""
     from review_app.services.judge import calibration_report
     from review_app.services.render import render_judge_report
 
@@ -823,13 +856,43 @@ def judge_report(
     chosen = _run(lambda: _catalog(engine).for_reports(rubric))
     report = _run(
         lambda: calibration_report(
-            engine, _operator(), rubric=chosen, run_ids=run, n_resamples=resamples, seed=seed
+            engine,
+            _operator(),
+            rubric=chosen,
+            run_ids=run,
+            n_resamples=resamples,
+            seed=seed,
+            epsilon=epsilon,
         )
     )
     if as_json:
         _print_json(report)
     else:
         typer.echo(terminal_safe(render_judge_report(report)))
+
+
+@judge_app.command("estimate")
+def judge_estimate(
+    rubric: RubricOption,
+    run: Annotated[int, typer.Option("--run", help="The judge run whose verdicts to use.")],
+    level: Annotated[
+        str, typer.Option("--level", help="turn or conversation: what a unit is.")
+    ] = "turn",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the estimate as JSON.")] = False,
+    db: DbOption = None,
+) -> None:
+    """How often the chatbot breaks role: PPI++ from the judge's verdicts and gold."""
+    from review_app.services.estimate import break_rate_estimate, render_estimate
+
+    engine = _run(lambda: _engine(db))
+    chosen = _run(lambda: _catalog(engine).for_reports(rubric))
+    estimate = _run(
+        lambda: break_rate_estimate(engine, _operator(), rubric=chosen, run_id=run, level=level)
+    )
+    if as_json:
+        _print_json(estimate)
+    else:
+        typer.echo(terminal_safe(render_estimate(estimate)))
 
 
 @judge_app.command("calibrate")
@@ -1034,9 +1097,8 @@ def backup(
     """Back up the database: a consistent SQLite snapshot while servers keep running
     (PostgreSQL: prints the pg_dump command to run)."""
     from review_app.services.backup import backup_database
-    from review_app.services.people import Actor
 
-    outcome = _run(lambda: backup_database(Actor.operator(), db=db, path=path))
+    outcome = _run(lambda: backup_database(_operator(), db=db, path=path))
     typer.echo(outcome.message)
 
 
@@ -1048,9 +1110,8 @@ def restore(
     """Restore a backup into the database; the current content is saved first as
     <database>.before-restore (PostgreSQL: prints the pg_restore command to run)."""
     from review_app.services.backup import restore_database
-    from review_app.services.people import Actor
 
-    outcome = _run(lambda: restore_database(Actor.operator(), db=db, path=path))
+    outcome = _run(lambda: restore_database(_operator(), db=db, path=path))
     if outcome.done:
         _run(lambda: _engine(db))  # an older backup is migrated now, not by the next command
     typer.echo(outcome.message)

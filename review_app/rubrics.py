@@ -39,6 +39,7 @@ from typing import Any
 import yaml
 
 from review_app.errors import InputError, NotFound
+from review_app.stats.codes import break_mapping_from_verdicts
 
 __all__ = [
     "APPLIES_TO",
@@ -188,8 +189,7 @@ class Rubric:
         ``None`` means the label is not counted (borderline and abstain are missing
         values in a break / no-break analysis).
         """
-        collapse = {"fail": "break", "pass": "no_break"}
-        return {label.code: collapse.get(label.verdict) for label in self.labels}
+        return break_mapping_from_verdicts({label.code: label.verdict for label in self.labels})
 
     def verdict_mapping(self) -> dict[str, str | None]:
         """Collapse to the verdict: pass / fail / borderline, abstain -> None (missing)."""

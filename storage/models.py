@@ -333,3 +333,29 @@ class AuditEntry(SQLModel, table=True):
     object_type: str = Field(max_length=60)
     object_key: str | None = Field(default=None, sa_column=Column(Text))
     summary_json: str = Field(sa_column=Column(Text, nullable=False))
+
+
+# --- audit samples ------------------------------------------------------------
+
+
+class AuditSample(SQLModel, table=True):
+    """A uniform random draw of turns to label, so that their gold is a random sample."""
+
+    __tablename__ = "audit_samples"
+    id: int | None = Field(default=None, primary_key=True)
+    rubric_id: str = Field(max_length=100)
+    rubric_version: int
+    seed: int
+    size: int
+    population: int
+    created_by: int | None = Field(default=None, foreign_key="reviewers.id")
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class AuditUnit(SQLModel, table=True):
+    """One drawn turn of an audit sample."""
+
+    __tablename__ = "audit_units"
+    sample_id: int = Field(foreign_key="audit_samples.id", primary_key=True)
+    case_id: str = Field(foreign_key="cases.case_id", primary_key=True, max_length=200)
+    turn: int = Field(primary_key=True)

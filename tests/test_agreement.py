@@ -959,9 +959,13 @@ def test_summary_shape_and_values() -> None:
     ):
         assert summary[name].keys() >= COEFFICIENT_KEYS
     assert summary["krippendorff_alpha"]["value"] == krippendorff_alpha(table).value
+    # Turn-level intervals resample conversations (turns of one conversation are not
+    # independent), and the summary says so.
     assert summary["alpha_ci95"] == list(
-        alpha_bootstrap_ci(table, n_resamples=200, seed=4).ci95 or []
+        alpha_bootstrap_ci(table, n_resamples=200, seed=4, cluster_of=lambda unit: unit[0]).ci95
+        or []
     )
+    assert summary["bootstrap"]["method"].startswith("percentile bootstrap over conversations")
     assert (
         summary["alpha_break"]["value"] == krippendorff_alpha(table.collapse(BREAK_MAPPING)).value
     )
@@ -978,7 +982,9 @@ def test_summary_shape_and_values() -> None:
         summary["conversation"]["first_break_agreement"]
         == first_break_agreement(first_breaks).to_dict()
     )
-    assert summary["conversation"]["any_break_alpha"] == any_break_alpha(first_breaks).to_dict()
+    assert summary["conversation"]["any_break_alpha"] == any_break_alpha(first_breaks).to_dict(
+        count_key="n_units"
+    )
     assert summary["conversation"]["conversations"] == 20
     assert summary["fleiss_kappa"]["n_units"] == fleiss_kappa(table).n_units
     assert "conversation first_break_agreement: fewer than 30 pairable units" in summary["warnings"]

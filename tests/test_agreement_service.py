@@ -355,7 +355,12 @@ def test_the_bootstrap_interval_is_reproducible_with_a_seed(demo: Database, rubr
     other = agreement_report(demo.engine, operator_actor(), rubric=rubric, n_resamples=300, seed=12)
     assert first["alpha_ci95"] == again["alpha_ci95"]
     assert first["alpha_ci95"] != other["alpha_ci95"]
-    assert first["bootstrap"] == {"n_resamples": 300, "seed": 11, "confidence": 0.95}
+    assert first["bootstrap"] == {
+        "n_resamples": 300,
+        "seed": 11,
+        "confidence": 0.95,
+        "method": "percentile bootstrap over conversations (cluster bootstrap)",
+    }
     assert (
         agreement_report(demo.engine, operator_actor(), rubric=rubric, n_resamples=0)["alpha_ci95"]
         is None

@@ -42,7 +42,6 @@ from review_app.calibration import (
     few_shot_examples,
     first_break_comparison,
     fit_calibration_map,
-    human_ceiling,
     reliability,
     threshold_sweep,
 )
@@ -563,6 +562,8 @@ def test_no_overlap_gives_none_with_reasons() -> None:
         "n": 0,
         "ci95": None,
         "reason": "no unit has codes from both the reference and the judge",
+        "warning": None,
+        "method": None,
     }
 
 
@@ -614,7 +615,9 @@ def test_ignore_codes_drops_units_and_counts_them() -> None:
     assert report.confusion.labels == ("scope_break",)
     assert report.accuracy.value == 1.0
     assert report.accuracy.ci95 is None
-    assert report.accuracy.reason == "no confidence interval from fewer than 2 units"
+    assert report.accuracy.reason == (
+        "no interval: only 1 unit behind this proportion (fewer than 10)"
+    )
 
     one_binary = compare_to_reference(
         reference={("a", 1): "borderline", ("b", 1): "scope_break"},
@@ -622,9 +625,13 @@ def test_ignore_codes_drops_units_and_counts_them() -> None:
         break_mapping=BREAK_MAPPING,
     )
     assert one_binary.n_compared == 2 and one_binary.n_break_comparable == 1
-    assert one_binary.accuracy.ci95 is not None
+    # A proportion over fewer than 10 units gets no interval, and says why.
+    assert one_binary.accuracy.ci95 is None
     assert one_binary.recall.value == 1.0 and one_binary.recall.ci95 is None
-    assert one_binary.recall.reason == "no confidence interval from fewer than 2 units"
+    assert one_binary.recall.reason == (
+        "no interval: only 1 unit behind this proportion (fewer than 10)"
+    )
+    assert one_binary.break_kappa.reason is not None
 
 
 def test_small_and_dominated_samples_are_warned_about() -> None:
@@ -673,12 +680,14 @@ def test_threshold_sweep_degenerate_inputs() -> None:
     assert all(p.kappa is None and p.reasons["kappa"] == "no units" for p in empty.points)
     json_safe(empty)
 
-    only_no_break = threshold_sweep(y_true=[0, 0, 0], scores=[0.2, 0.4, 0.9])
+    only_no_break = threshold_sweep(y_true=[0, 0, 0], scores=[0.2, 0.4, 0.9], min_minority_units=0)
     assert all(p.recall is None for p in only_no_break.points)
     assert only_no_break.best is not None and only_no_break.best.kappa == 0.0
     assert only_no_break.best_threshold == 0.5
 
-    undefined = threshold_sweep(y_true=[0, 0], scores=[0.2, 0.3], thresholds=[0.5, 0.9])
+    undefined = threshold_sweep(
+        y_true=[0, 0], scores=[0.2, 0.3], thresholds=[0.5, 0.9], min_minority_units=0
+    )
     assert undefined.best_threshold is None
     assert undefined.best_reason is not None and "single class" in undefined.best_reason
     json_safe(undefined)
@@ -687,12 +696,26 @@ def test_threshold_sweep_degenerate_inputs() -> None:
 def test_threshold_ties_go_to_the_threshold_closest_to_one_half() -> None:
     y = [0, 0, 1, 1]
     scores = [0.1, 0.1, 0.9, 0.9]
-    sweep = threshold_sweep(y_true=y, scores=scores, thresholds=[0.2, 0.3, 0.6, 0.8])
+    sweep = threshold_sweep(
+        y_true=y, scores=scores, thresholds=[0.2, 0.3, 0.6, 0.8], min_minority_units=0
+    )
     assert [p.kappa for p in sweep.points] == [1.0] * 4
     assert sweep.best_threshold == 0.6
     assert "tied at 4 thresholds" in str(sweep.best_reason)
-    symmetric = threshold_sweep(y_true=y, scores=scores, thresholds=[0.4, 0.6])
+    symmetric = threshold_sweep(
+        y_true=y, scores=scores, thresholds=[0.4, 0.6], min_minority_units=0
+    )
     assert symmetric.best_threshold == 0.4
+
+
+def test_no_best_threshold_from_fewer_than_ten_breaks() -> None:
+    y = [1] * 9 + [0] * 50
+    scores = [0.9] * 9 + [0.1] * 50
+    sweep = threshold_sweep(y_true=y, scores=scores)
+    assert sweep.best_threshold is None and sweep.best is None
+    assert str(sweep.best_reason).startswith("too few breaks to judge: 9 units")
+    enough = threshold_sweep(y_true=[1, *y], scores=[0.9, *scores])
+    assert enough.best_threshold is not None
 
 
 def test_reliability_of_no_units() -> None:
@@ -727,9 +750,12 @@ def test_first_break_comparison_counts_and_offsets() -> None:
         (np.mean(offsets) - half, np.mean(offsets) + half)
     )
     # Wilson interval for 2 of 6, as statsmodels computes it.
-    from statsmodels.stats.proportion import proportion_confint
 
-    assert report.exact_match.ci95 == pytest.approx(proportion_confint(2, 6, method="wilson"))
+    # Six conversations are too few for an interval on a proportion.
+    assert report.exact_match.ci95 is None
+    assert report.exact_match.reason == (
+        "no interval: only 6 units behind this proportion (fewer than 10)"
+    )
     assert [m.conversation for m in report.mismatches] == ["c", "d", "e", "f"]
     json_safe(report)
 
@@ -745,30 +771,6 @@ def test_first_break_without_overlap_or_breaks() -> None:
         ValueError, match=r"^judged\['a'\] must be an integer turn or None, got '3'$"
     ):
         first_break_comparison(reference={"a": 3}, judged={"a": "3"})  # type: ignore[dict-item]
-
-
-# --------------------------------------------------------------------------- human ceiling
-
-
-def test_human_ceiling() -> None:
-    within = human_ceiling(judge_kappa=0.7, human_ci95=(0.6, 0.8))
-    assert within["status"] == "at_human_level" and within["position"] == "within"
-    above = human_ceiling(judge_kappa=0.85, human_ci95=(0.6, 0.8))
-    assert above["status"] == "at_human_level" and above["position"] == "above"
-    below = human_ceiling(judge_kappa=0.55, human_ci95=(0.6, 0.8))
-    assert below["status"] == "below_human_level" and below["position"] == "below"
-    unknown = human_ceiling(judge_kappa=0.9, human_ci95=None)
-    assert unknown["status"] == "undetermined" and unknown["reason"]
-    no_judge = human_ceiling(judge_kappa=None, human_ci95=(0.6, 0.8))
-    assert no_judge["status"] == "undetermined"
-    for result in (within, above, below, unknown, no_judge):
-        json.dumps(result, allow_nan=False)
-    with pytest.raises(
-        ValueError, match=r"^judge_kappa must be a number in \[-1, 1\] or None, got nan$"
-    ):
-        human_ceiling(judge_kappa=float("nan"), human_ci95=(0.6, 0.8))
-    with pytest.raises(ValueError, match=r"^human_ci95 must be a pair \(low, high\)"):
-        human_ceiling(judge_kappa=0.5, human_ci95=(0.8, 0.6))
 
 
 # --------------------------------------------------------------------------- prompt versions

@@ -156,23 +156,40 @@ def test_judge_report_as_json_and_as_text(demo_cli: Cli) -> None:
             "errors",
             "vs_gold",
             "vs_reviewers",
-            "human_ceiling",
+            "alt_test",
+            "like_for_like",
+            "gold_source",
             "first_break",
             "scores",
             "disagreements",
         }
         assert set(run["vs_reviewers"]) == {"ana", "ben", "chloe"}
-        assert run["human_ceiling"]["status"] in {
-            "at_human_level",
-            "below_human_level",
-            "undetermined",
-        }
+        alt = run["alt_test"]
+        assert set(alt) >= {
+            "epsilon", "q", "winning_rate", "advantage_probability", "passed", "reviewers",
+            "skipped",
+        }  # fmt: skip
+        assert alt["epsilon"] == 0.2 and alt["q"] == 0.05
+        assert alt["passed"] == (alt["winning_rate"] >= 0.5)
+        for row in alt["reviewers"]:
+            assert set(row) == {
+                "reviewer", "units", "p_value", "rejected", "advantage_probability",
+            }  # fmt: skip
         assert run["vs_gold"]["kappa"]["n"] == report["gold"]["with_gold"]
 
     text = demo_cli("judge", "report", "--rubric", RUBRIC, "--resamples", "100")
     assert text.returncode == 0, text.stderr
-    assert "human-human kappa" in text.stdout
-    assert "human level" in text.stdout
+    assert "human level" not in text.stdout
+    assert "may the judge replace a reviewer?" in text.stdout
+    assert "leaving out one reviewer at a time" in text.stdout
+    strict = demo_cli(
+        "judge", "report", "--rubric", RUBRIC, "--json", "--resamples", "0", "--epsilon", "0"
+    )
+    assert strict.returncode == 0, strict.stderr
+    assert {run["alt_test"]["epsilon"] for run in json.loads(strict.stdout)["runs"]} == {0.0}
+    bad = demo_cli("judge", "report", "--rubric", RUBRIC, "--epsilon", "1.5")
+    assert bad.returncode == 2
+    assert "--epsilon" in bad.stderr and "[0, 1)" in bad.stderr
     for run in report["runs"]:
         assert f"run {run['id']} {run['name']} (import)" in text.stdout
 
@@ -274,3 +291,29 @@ def test_judge_few_shot_lists_the_adjudicated_units(demo_cli: Cli) -> None:
     ]
     assert "issued a full refund" in examples[0]["reply"]
     assert examples[0]["context"].startswith("3-5 days AFTER approval?")
+
+
+def test_judge_estimate_and_an_audit_sample(demo_cli: Cli) -> None:
+    fallback = demo_cli("judge", "estimate", "--rubric", RUBRIC, "--run", "2", "--json")
+    assert fallback.returncode == 0, fallback.stderr
+    estimate = json.loads(fallback.stdout)
+    assert set(estimate) >= {"level", "n_gold", "n_judged", "judge_only", "human_only", "ppi"}
+    assert estimate["level"] == "turn"
+    assert estimate["gold_source"].startswith("adjudicated and unanimous gold")
+    drawn = demo_cli(
+        "assign", "--rubric", RUBRIC, "--reviewers", "ana,ben", "--audit-sample", "40",
+        "--seed", "3",
+    )  # fmt: skip
+    assert drawn.returncode == 0, drawn.stderr
+    assert drawn.stdout.startswith("audit sample 1: drew 40 of 111 turns uniformly at random")
+    audited = demo_cli("judge", "estimate", "--rubric", RUBRIC, "--run", "2", "--json")
+    assert json.loads(audited.stdout)["gold_source"] == "audit sample"
+    text = demo_cli("judge", "estimate", "--rubric", RUBRIC, "--run", "2")
+    assert text.stdout.startswith("turn break rate ")
+    assert "judge alone would say" in text.stdout.splitlines()[0]
+    bad = demo_cli("judge", "estimate", "--rubric", RUBRIC, "--run", "2", "--level", "case")
+    assert bad.returncode == 2 and "--level" in bad.stderr
+    too_many = demo_cli(
+        "assign", "--rubric", RUBRIC, "--reviewers", "ana", "--audit-sample", "1000"
+    )
+    assert too_many.returncode == 2 and "--audit-sample" in too_many.stderr

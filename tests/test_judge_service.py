@@ -60,6 +60,7 @@ from review_app.services.judge import (
 )
 from review_app.services.labels_io import import_labels
 from review_app.services.people import Actor, operator_actor, sign_in
+from review_app.services.render import render_judge_report
 from review_app.services.rubric_catalog import sync_rubrics
 from storage import judging as queries
 from storage.models import JudgeVerdict
@@ -135,7 +136,9 @@ def test_the_demo_verdicts_import_into_two_runs_and_a_second_import_replaces(
         assert verdict.error is None
 
 
-def test_the_human_ceiling_on_the_demo_matches_pairwise_kappas(sqlite_database: Database) -> None:
+def test_the_demo_compares_like_for_like_and_claims_no_human_level(
+    sqlite_database: Database,
+) -> None:
     engine = sqlite_database.engine
     load_demo(engine, operator_actor())
     report = calibration_report(
@@ -150,34 +153,40 @@ def test_the_human_ceiling_on_the_demo_matches_pairwise_kappas(sqlite_database: 
     verdicts = [json.loads(line) for line in DEMO_VERDICTS.read_text().splitlines()]
     for run in report["runs"]:
         judged = {
-            (v["case_id"], v["turn"])
+            (v["case_id"], v["turn"]): v["label"]
             for v in verdicts
             if f"{v['judge']}@{v['prompt_version']}/{v['model']}" == run["name"]
             and v.get("turn") is not None
         }
-        kappas = []
-        for first, second in itertools.combinations(sorted(by_reviewer), 2):
-            shared = sorted(judged & by_reviewer[first].keys() & by_reviewer[second].keys())
-            kappas.append(
+        # Judge vs each reviewer beside reviewer vs reviewer, on the same units.
+        pairs = run["like_for_like"]["pairs"]
+        assert len(pairs) == len(list(itertools.combinations(sorted(by_reviewer), 2)))
+        for pair in pairs:
+            first, second = pair["reviewers"]
+            shared = sorted(judged.keys() & by_reviewer[first].keys() & by_reviewer[second].keys())
+            assert pair["units"] == len(shared)
+            assert pair["reviewer_kappa"]["value"] == pytest.approx(
                 cohen_kappa_score(
                     [by_reviewer[first][u] for u in shared],
                     [by_reviewer[second][u] for u in shared],
                 )
             )
-        ceiling = run["human_ceiling"]
-        assert ceiling["human_kappa"]["value"] == pytest.approx(np.mean(kappas))
-        low, high = ceiling["human_ci95"]
-        judge_kappa = run["vs_gold"]["kappa"]["value"]
-        expected = (
-            ("below_human_level", "below")
-            if judge_kappa < low
-            else ("at_human_level", "above" if judge_kappa > high else "within")
-        )
-        assert (ceiling["status"], ceiling["position"]) == expected
-    # The demo is built so that the first prompt falls short of the humans and the second
-    # does not.
-    statuses = {run["prompt_version"]: run["human_ceiling"]["status"] for run in report["runs"]}
-    assert statuses == {"v1": "below_human_level", "v2": "at_human_level"}
+            assert pair["judge_kappa"][first]["value"] == pytest.approx(
+                cohen_kappa_score(
+                    [judged[u] for u in shared], [by_reviewer[first][u] for u in shared]
+                )
+            )
+            assert "conversations" in pair["reviewer_kappa"]["method"]
+        # The demo has one gold break unit: no verdict may rest on it.
+        assert run["vs_gold"]["recall"]["n"] == 1
+        assert run["vs_gold"]["recall"]["ci95"] is None
+        assert run["scores"]["sweep"]["best_threshold"] is None
+        assert run["scores"]["sweep"]["best_reason"].startswith("too few breaks to judge")
+        assert run["alt_test"]["verdict"] != "passed"
+        assert run["gold_source"]["unanimous"] == run["vs_gold"]["n_shared"]
+    text = render_judge_report(report)
+    assert "human level" not in text
+    assert "may the judge replace a reviewer?" in text
 
 
 def test_a_changed_file_replaces_its_units_and_keeps_the_others(
@@ -924,15 +933,14 @@ def test_the_report_matches_figures_computed_independently(truth: KnownTruth) ->
         assert against["kappa"]["value"] == pytest.approx(vs_gold["kappa"]["value"])
         assert against["recall"]["value"] == pytest.approx(vs_gold["recall"]["value"])
 
-    # Humans agree perfectly: the noisy judge is below their level, the oracle at it.
-    ceiling = entry["human_ceiling"]
-    assert ceiling["human_kappa"]["value"] == pytest.approx(1.0)
-    assert ceiling["human_kappa"]["ci95"] == pytest.approx([1.0, 1.0])
-    assert (ceiling["status"], ceiling["position"]) == ("below_human_level", "below")
-    assert ceiling["judge_kappa"] == pytest.approx(vs_gold["kappa"]["value"])
+    # Humans agree perfectly: on the same units the noisy judge falls short of them and
+    # the oracle does not.
+    (pair,) = entry["like_for_like"]["pairs"]
+    assert pair["reviewer_kappa"]["value"] == pytest.approx(1.0)
+    assert pair["judge_kappa"]["rita"]["value"] < 0.95
     oracle = run_entry(report, "oracle")
     assert oracle["vs_gold"]["kappa"]["value"] == pytest.approx(1.0)
-    assert oracle["human_ceiling"]["status"] == "at_human_level"
+    assert oracle["like_for_like"]["pairs"][0]["judge_kappa"]["rita"]["value"] == 1.0
     assert oracle["disagreements"] == []
 
     # First break of each conversation.
@@ -983,7 +991,7 @@ def test_the_report_matches_figures_computed_independently(truth: KnownTruth) ->
     assert scores_only["scores"]["reliability"]["brier_score"] == pytest.approx(
         reliability["brier_score"]
     )
-    assert scores_only["human_ceiling"]["status"] == "undetermined"
+    assert scores_only["alt_test"]["winning_rate"] is None
 
     # Prompt versions side by side: the runs with codes, on the units they share.
     versions = report["versions"]

@@ -123,13 +123,20 @@ def test_the_page_shows_metrics_charts_runs_and_filters(database_url: str) -> No
     assert at.caption[0].value.startswith("Gold labels: 84 units (0 adjudicated, 84 unanimous)")
     table = at.dataframe[0].value
     assert list(table["run"]) == [V1, V2]
-    assert list(table["units"]) == [84, 84]
-    assert set(table["verdict"]) <= {"at_human_level", "below_human_level", "undetermined"}
+    assert list(table["gold units"]) == [84, 84]
+    # The headline is the alternative annotator test, never a "human level" claim.
+    assert all(str(v).startswith("inconclusive") for v in table["alt-test"])
+    assert any("leaving out one reviewer at a time" in c.value for c in at.caption)
+    # The policy owner's headline: the break rate by PPI++, beside the judge alone.
+    [headline] = [h.value for h in at.subheader if "break rate" in h.value]
+    assert headline.startswith("turn break rate ") and ", judge alone would say " in headline
+    assert any(w.value.startswith("WARNING: no audit sample") for w in at.warning)
     charts = at.get("vega_lite_chart")
     assert len(charts) == 2
     assert reliability_points(at) == pytest.approx(service_bins(database_url, V2))
     assert any("Brier" in c.value for c in at.caption)
-    assert len(at.dataframe) == 2  # the metrics, the prompt versions side by side
+    # the metrics, the alt-test per reviewer, the prompt versions side by side
+    assert len(at.dataframe) == 3
     assert at.selectbox(key="judge_run").value == V2  # the newest run is preselected
     assert at.selectbox(key="judge_run").options == [V1, V2]
     assert len(item_lines(at)) == len(service_view(database_url, V2))

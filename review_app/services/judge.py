@@ -42,6 +42,7 @@ from review_app.services.agreement import load_label_columns
 from review_app.services.audit import file_sha256
 from review_app.services.cases import case_view
 from review_app.services.people import Actor, authorize
+from review_app.stats.alt_test import DEFAULT_EPSILON, alt_test
 from storage import audit
 from storage import judging as queries
 from storage.cases import list_case_summaries
@@ -633,8 +634,18 @@ def calibration_report(
     run_ids: Sequence[int] | None = None,
     n_resamples: int = 1000,
     seed: int = 0,
+    epsilon: float = DEFAULT_EPSILON,
 ) -> dict[str, Any]:
-    """How far each judge run agrees with humans, where it fails, and how to trust its scores."""
+    """How far each judge run agrees with humans, where it fails, and how to trust its scores.
+
+    Per run: ``alt_test`` (may the judge replace a reviewer? the headline, needs no
+    gold), ``like_for_like`` (judge and reviewers on the same units against the same
+    reference), ``vs_gold`` (with ``gold_source``) and ``vs_reviewers``. Turn-level
+    intervals resample conversations (cluster bootstrap); proportions have Wilson
+    intervals.
+    """
+    if isinstance(epsilon, bool) or not isinstance(epsilon, int | float) or not 0 <= epsilon < 1:
+        raise InputError(f"must be a number in [0, 1), got {epsilon!r}", field="--epsilon")
     actor = authorize(engine, actor, "policy_owner")
     gold = gold_labels(engine, actor, rubric=rubric)
     columns = load_label_columns(engine, actor, rubric=rubric)
@@ -658,12 +669,9 @@ def calibration_report(
     for run, rows in runs:
         turn_rows = [r for r in rows if r.turn is not None]
         judged: dict[tuple[str, int], str] = {}
-        judged_units: set[tuple[str, int]] = set()
         for unit, r in _turn_units(rows):
-            if r.error is None:
-                judged_units.add(unit)
-                if r.label is not None:
-                    judged[unit] = r.label
+            if r.error is None and r.label is not None:
+                judged[unit] = r.label
         judged_by_run[run_name(run)] = judged
         entry: dict[str, Any] = {
             "id": run.id,
@@ -677,6 +685,9 @@ def calibration_report(
             "conversation_verdicts": len(rows) - len(turn_rows),
             "errors": sum(1 for r in rows if r.error),
         }
+        entry["alt_test"] = alt_test(
+            by_reviewer, judged, epsilon=epsilon, break_codes=break_codes, baseline=True
+        ).to_dict()
         vs_gold = (
             calibration.compare_to_reference(
                 reference=gold_codes,
@@ -685,11 +696,13 @@ def calibration_report(
                 ignore_codes=ignore,
                 n_resamples=n_resamples,
                 seed=seed,
+                cluster_of=_conversation_of,
             )
             if judged
             else None
         )
         entry["vs_gold"] = vs_gold.to_dict() if vs_gold else None
+        entry["gold_source"] = _gold_source(gold, judged)
         entry["vs_reviewers"] = {
             reviewer: calibration.compare_to_reference(
                 reference=labels,
@@ -698,19 +711,18 @@ def calibration_report(
                 ignore_codes=ignore,
                 n_resamples=n_resamples,
                 seed=seed,
+                cluster_of=_conversation_of,
             ).to_dict()
             for reviewer, labels in sorted(by_reviewer.items())
             if judged
         }
-        human = calibration.mean_pairwise_kappa(
-            by_reviewer, units=judged_units, n_resamples=n_resamples, seed=seed
+        entry["like_for_like"] = calibration.like_for_like(
+            by_reviewer,
+            judged,
+            cluster_of=_conversation_of,
+            n_resamples=min(n_resamples, 500),
+            seed=seed,
         )
-        entry["human_ceiling"] = {
-            "human_kappa": human.to_dict(),
-            **calibration.human_ceiling(
-                judge_kappa=vs_gold.kappa.value if vs_gold else None, human_ci95=human.ci95
-            ),
-        }
         judge_first: dict[str, int | None] = {}
         for (case_id, turn), code in sorted(judged.items()):
             judge_first.setdefault(case_id, None)
@@ -741,6 +753,21 @@ def calibration_report(
             seed=seed,
         ).to_dict()
     return report
+
+
+def _conversation_of(unit: tuple[str, int]) -> str:
+    return unit[0]
+
+
+def _gold_source(gold: Any, judged: dict[tuple[str, int], str]) -> dict[str, Any]:
+    """Where the gold behind ``vs_gold`` came from, on the judged units."""
+    sources = [g.source for unit, g in gold.labels.items() if unit in judged]
+    counts = {name: sources.count(name) for name in ("adjudicated", "unanimous")}
+    return {
+        **counts,
+        "note": "gold from adjudication and unanimous reviewers is not a random sample: "
+        "unanimous units are the easy ones, so figures against it flatter the judge",
+    }
 
 
 def _turn_units(

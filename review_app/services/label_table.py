@@ -24,6 +24,7 @@ import pandas as pd
 from sqlmodel import Session
 
 from review_app.agreement import RatingTable
+from review_app.stats.core import canonical_order
 from storage import adjudication as queries
 from storage.adjudication import GroupedLabels, LabelColumns
 
@@ -41,11 +42,8 @@ def _sorted_codes(values: Sequence[Any]) -> tuple[IntArray, list[Any]]:
     """Integer codes numbering the distinct values in sorted order (-1 for None)."""
     codes, uniques = pd.factorize(np.asarray(values, dtype=object))
     distinct = np.asarray(uniques, dtype=object).tolist()
-    order = sorted(range(len(distinct)), key=distinct.__getitem__)
-    rank = np.empty(len(order), dtype=np.int64)
-    rank[order] = np.arange(len(order), dtype=np.int64)
-    ranked = np.where(codes >= 0, rank[np.maximum(codes, 0)], -1) if len(order) else codes
-    return ranked.astype(np.int64, copy=False), [distinct[i] for i in order]
+    ranked, ordered = canonical_order(codes.astype(np.int64, copy=False), distinct)
+    return ranked, list(ordered)
 
 
 def load_rating_table(session: Session, *, rubric_id: str, version: int) -> RatingTable:

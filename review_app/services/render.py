@@ -108,6 +108,9 @@ def render_agreement_text(report: dict[str, Any]) -> str:
         _coefficient_line("Fleiss' kappa (all raters)", report["fleiss_kappa"]),
         _coefficient_line("Gwet's AC1", report["gwet_ac1"]),
     ]
+    method = (report.get("bootstrap") or {}).get("method")
+    if method and report.get("alpha_ci95"):
+        out.append(f"alpha's interval: {method}")
     if report["cohen_kappa"]:
         out.append("Cohen's kappa, per pair of reviewers")
         for pair, coefficient in sorted(report["cohen_kappa"].items()):
@@ -146,9 +149,63 @@ def _estimate_line(name: str, estimate: dict[str, Any] | None, indent: int = 2) 
     ci = estimate.get("ci95")
     interval = f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else ""
     line = f"{' ' * indent}{name:<30} {value:>7}  {interval:<17} {estimate.get('n', 0):>6}"
-    if estimate.get("value") is None and estimate.get("reason"):
+    if estimate.get("reason"):
         line += f"  {estimate['reason']}"
     return line
+
+
+ALT_TEST_SENTENCE = (
+    "alternative annotator test (Calderon, Reichart & Dror 2025): leaving out one reviewer "
+    "at a time, does the judge agree with the remaining reviewers at least as well as the "
+    "left-out reviewer, up to a margin epsilon? It passes when it wins for at least half "
+    "of the reviewers."
+)
+
+
+def render_alt_test(alt: dict[str, Any]) -> list[str]:
+    """The alt-test headline, its one-sentence explanation and the per-reviewer table."""
+    rate, advantage = alt.get("winning_rate"), alt.get("advantage_probability")
+    head = f"  may the judge replace a reviewer? {alt.get('verdict', 'not tested')}"
+    if rate is not None:
+        head += f" (winning rate {rate:.2f}, advantage probability {_number(advantage)}"
+        head += f", epsilon {alt['epsilon']:.2f}, q {alt['q']:.2f})"
+    lines = [head, f"    {ALT_TEST_SENTENCE}"]
+    if alt.get("reason"):
+        lines.append(f"    {alt['reason']}")
+    if alt.get("reviewers"):
+        lines.append(
+            f"    {'reviewer':<20} {'units':>6} {'p-value':>9} {'rejected':>9} {'adv.':>6}"
+        )
+        for row in alt["reviewers"]:
+            p = row.get("p_value")
+            lines.append(
+                f"    {row['reviewer']:<20} {row['units']:>6} "
+                f"{'-' if p is None else format(p, '.4f'):>9} "
+                f"{'yes' if row['rejected'] else 'no':>9} {row['advantage_probability']:>6.2f}"
+            )
+    for row in alt.get("skipped", []):
+        lines.append(f"    skipped {row['reviewer']}: {row['reason']}")
+    return lines
+
+
+def _like_for_like_lines(like: dict[str, Any]) -> list[str]:
+    lines = []
+    for pair in like.get("pairs", []):
+        a, b = pair["reviewers"]
+        judge = pair["judge_kappa"]
+        lines.append(
+            f"  same {pair['units']} units: kappa {a}|{b} "
+            f"{_number(pair['reviewer_kappa'].get('value'))}; judge|{a} "
+            f"{_number(judge[a].get('value'))}, judge|{b} {_number(judge[b].get('value'))}"
+        )
+    for row in like.get("leave_one_out_gold", []):
+        lines.append(
+            f"  leave-one-out gold for {row['reviewer']} ({row['units']} units, "
+            f"{row['gold_source']}): reviewer kappa "
+            f"{_number(row['reviewer_kappa'].get('value'))}, judge kappa "
+            f"{_number(row['judge_kappa'].get('value'))}"
+        )
+    return lines
 
 
 def render_judge_report(report: dict[str, Any]) -> str:
@@ -168,10 +225,19 @@ def render_judge_report(report: dict[str, Any]) -> str:
             f"verdicts, {run['conversation_verdicts']} conversation verdicts, "
             f"{run['errors']} errors"
         )
+        alt = run.get("alt_test")
+        if alt:
+            out.extend(render_alt_test(alt))
         vs_gold = run.get("vs_gold")
         if vs_gold is None:
             out.append("  no labels to compare with gold")
             continue
+        source = run.get("gold_source") or {}
+        out.append(
+            f"  against gold ({source.get('adjudicated', 0)} adjudicated, "
+            f"{source.get('unanimous', 0)} unanimous units; not a random sample); turn-level "
+            "intervals resample conversations, proportions use Wilson intervals"
+        )
         out.append(f"  {'against gold':<30} {'value':>7}  {'95% CI':<17} {'units':>6}")
         for key, name in (
             ("kappa", "Cohen's kappa (codes)"),
@@ -183,13 +249,7 @@ def render_judge_report(report: dict[str, Any]) -> str:
             ("tnr", "TNR"),
         ):
             out.append(_estimate_line(name, vs_gold.get(key)))
-        ceiling = run.get("human_ceiling") or {}
-        human = ceiling.get("human_kappa") or {}
-        out.append(_estimate_line("human-human kappa (same units)", human))
-        out.append(
-            f"  verdict: {ceiling.get('status', 'undetermined').replace('_', ' ')}"
-            + (f" ({ceiling['reason']})" if ceiling.get("reason") else "")
-        )
+        out.extend(_like_for_like_lines(run.get("like_for_like") or {}))
         first = run.get("first_break")
         if first:
             exact = first.get("exact_match") or {}
@@ -207,6 +267,8 @@ def render_judge_report(report: dict[str, Any]) -> str:
                     f"  best threshold {best['threshold']:.2f}: kappa "
                     f"{_number(best.get('kappa'))}, F1 {_number(best.get('f1'))}"
                 )
+            elif scores["sweep"].get("best_reason"):
+                out.append(f"  no best threshold: {scores['sweep']['best_reason']}")
             reliability = scores["reliability"]
             out.append(
                 f"  scores: Brier {_number(reliability.get('brier_score'))}, ECE "

@@ -102,11 +102,11 @@ def confusion_chart(rows: list[dict[str, Any]], reviewer_a: str, reviewer_b: str
 
 
 def judge_metric_rows(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per judge run: its agreement with gold and the human ceiling."""
+    """One row per judge run: the alternative annotator test and its agreement with gold."""
     rows = []
     for run in runs:
         vs_gold = run.get("vs_gold") or {}
-        human = (run.get("human_ceiling") or {}).get("human_kappa") or {}
+        alt_test = run.get("alt_test") or {}
 
         def value(key: str, source: dict[str, Any] = vs_gold) -> float | None:
             return (source.get(key) or {}).get("value")
@@ -114,18 +114,46 @@ def judge_metric_rows(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         rows.append(
             {
                 "run": run["name"],
-                "units": (vs_gold.get("kappa") or {}).get("n"),
-                "kappa": value("kappa"),
+                "alt-test": alt_test.get("verdict"),
+                "winning rate": alt_test.get("winning_rate"),
+                "advantage probability": alt_test.get("advantage_probability"),
+                "gold units": (vs_gold.get("kappa") or {}).get("n"),
+                "kappa vs gold": value("kappa"),
                 "break kappa": value("break_kappa"),
                 "precision": value("precision"),
                 "recall (TPR)": value("recall"),
                 "F1": value("f1"),
                 "TNR": value("tnr"),
-                "human kappa": human.get("value"),
-                "verdict": (run.get("human_ceiling") or {}).get("status"),
                 "errors": run.get("errors"),
             }
         )
+    return rows
+
+
+def alt_test_rows(alt_test: dict[str, Any]) -> list[dict[str, Any]]:
+    """The alternative annotator test per reviewer: tested ones, then skipped ones."""
+    rows: list[dict[str, Any]] = [
+        {
+            "reviewer": row["reviewer"],
+            "units": row["units"],
+            "p-value": row["p_value"],
+            "judge wins (rejected)": row["rejected"],
+            "advantage probability": row["advantage_probability"],
+            "note": "",
+        }
+        for row in alt_test.get("reviewers", [])
+    ]
+    rows.extend(
+        {
+            "reviewer": row["reviewer"],
+            "units": row["units"],
+            "p-value": None,
+            "judge wins (rejected)": None,
+            "advantage probability": None,
+            "note": row["reason"],
+        }
+        for row in alt_test.get("skipped", [])
+    )
     return rows
 
 

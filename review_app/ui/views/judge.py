@@ -7,7 +7,9 @@ import json
 import streamlit as st
 
 from review_app.errors import InputError, PermissionDenied
+from review_app.services.estimate import break_rate_estimate, estimate_headline
 from review_app.services.judge import disagreement_explorer, few_shot_material, fit_run_calibration
+from review_app.services.render import ALT_TEST_SENTENCE
 from review_app.services.uploads import import_verdict_upload
 from review_app.ui import charts, state
 from review_app.ui.safe import code_span
@@ -69,17 +71,34 @@ st.selectbox("Judge run", names, key="judge_run")
 run = next(r for r in report["runs"] if r["name"] == st.session_state["judge_run"])
 
 st.dataframe(charts.judge_metric_rows(report["runs"]), hide_index=True, key="judge_table")
-ceiling = run["human_ceiling"]
-status = ceiling.get("status", "undetermined")
-message = f"{code_span(run['name'])}: {status.replace('_', ' ')}"
-if status == "at_human_level":
-    st.success(message)
-elif status == "below_human_level":
-    st.error(message)
+estimate = break_rate_estimate(engine, actor, rubric=rubric, run_id=run["id"])
+st.subheader(estimate_headline(estimate))
+st.caption(
+    f"PPI++ from {estimate['n_judged']} judged turns and {estimate['n_gold']} with gold "
+    f"({estimate['gold_source']})."
+)
+for warning in estimate["warnings"]:
+    if warning.startswith("WARNING"):
+        st.warning(warning)
+
+alt_test = run.get("alt_test") or {}
+verdict = alt_test.get("verdict", "not tested")
+headline = f"{code_span(run['name'])}: may the judge replace a reviewer? {verdict}"
+if alt_test.get("winning_rate") is not None:
+    headline += (
+        f" (winning rate {alt_test['winning_rate']:.2f}, advantage probability "
+        f"{alt_test['advantage_probability']:.2f}, epsilon {alt_test['epsilon']:.2f})"
+    )
+if verdict == "passed":
+    st.success(headline)
+elif verdict == "failed":
+    st.error(headline)
 else:
-    st.warning(message)
-if ceiling.get("reason"):
-    st.caption(ceiling["reason"])
+    st.warning(headline)
+st.caption(ALT_TEST_SENTENCE)
+if alt_test.get("reason"):
+    st.caption(alt_test["reason"])
+st.dataframe(charts.alt_test_rows(alt_test), hide_index=True, key="judge_alt_test")
 for warning in (run.get("vs_gold") or {}).get("warnings", []):
     st.warning(warning)
 

@@ -1,0 +1,103 @@
+"""Calibration of an automated LLM judge against human labels.
+
+Split by concern: :mod:`.reference` (agreement with a reference), :mod:`.versions`
+(prompt versions), :mod:`.scores` (score calibration), :mod:`.few_shot` (few-shot
+selection); the shared estimate type, kappa and intervals are in
+:mod:`review_app.stats.core`.
+
+Policy owners change a judge prompt and need to know two things: can the judge be
+trusted, and where does it fail. This module answers with plain numbers computed from
+plain Python / numpy inputs. It reads no files, touches no database and never imports
+Streamlit; scikit-learn is used only to *fit* a calibration map.
+
+Vocabulary
+----------
+unit
+    What a verdict is about, normally ``(case_id, turn)``; any hashable value works
+    (``turn`` may be ``None`` for a conversation-level verdict).
+code
+    A rubric label code such as ``"scope_break"``.
+break mapping
+    ``Mapping[code, "break" | "no_break" | None]`` supplied by the caller (see
+    :func:`break_mapping_from_verdicts`): a code whose verdict is *fail* is a break, a
+    *pass* code is no break, and borderline / abstain codes map to ``None``: they are
+    not comparable on the binary task, so such units are left out of the break-class
+    metrics and counted.
+score
+    The judge's probability in ``[0, 1]`` that a turn BREAKS the role.
+
+Undefined results (no shared units, a single class, nothing predicted) are ``None``
+with a reason string, never NaN. Every result is a frozen dataclass whose
+``to_dict()`` is JSON-safe (``json.dumps(..., allow_nan=False)`` succeeds); units
+appear there as lists, e.g. ``["support-refund-pressure", 4]``.
+
+Invalid *arguments* raise ``ValueError`` with the exact messages given in each
+function's docstring.
+"""
+
+from review_app.calibration._common import (
+    DISAGREEMENT_KINDS,
+)
+from review_app.calibration.few_shot import (
+    few_shot_examples,
+)
+from review_app.calibration.reference import (
+    AgreementReport,
+    ConfusionMatrix,
+    FirstBreakMismatch,
+    FirstBreakReport,
+    classify_disagreement,
+    compare_to_reference,
+    first_break_comparison,
+    kappa_estimate,
+    like_for_like,
+)
+from review_app.calibration.scores import (
+    DEFAULT_THRESHOLDS,
+    CalibrationMap,
+    ReliabilityBin,
+    ReliabilityReport,
+    ThresholdPoint,
+    ThresholdSweep,
+    fit_calibration_map,
+    reliability,
+    threshold_sweep,
+)
+from review_app.calibration.versions import (
+    VersionComparison,
+    VersionDifference,
+    VersionSummary,
+    compare_prompt_versions,
+)
+from review_app.stats.core import BREAK, NO_BREAK, Estimate, break_mapping_from_verdicts
+
+__all__ = [
+    "BREAK",
+    "DEFAULT_THRESHOLDS",
+    "DISAGREEMENT_KINDS",
+    "NO_BREAK",
+    "AgreementReport",
+    "CalibrationMap",
+    "ConfusionMatrix",
+    "Estimate",
+    "FirstBreakMismatch",
+    "FirstBreakReport",
+    "ReliabilityBin",
+    "ReliabilityReport",
+    "ThresholdPoint",
+    "ThresholdSweep",
+    "VersionComparison",
+    "VersionDifference",
+    "VersionSummary",
+    "break_mapping_from_verdicts",
+    "classify_disagreement",
+    "compare_prompt_versions",
+    "compare_to_reference",
+    "few_shot_examples",
+    "first_break_comparison",
+    "fit_calibration_map",
+    "kappa_estimate",
+    "like_for_like",
+    "reliability",
+    "threshold_sweep",
+]

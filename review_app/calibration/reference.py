@@ -1,0 +1,661 @@
+"""Agreement of a judge with a reference (gold or a reviewer): codes, breaks, first breaks.
+
+Cohen (1960) for kappa; Wilson (1927) and Efron & Tibshirani (1993) for intervals.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy import stats
+
+from review_app.calibration._common import (
+    DISAGREEMENT_KINDS,
+    DOMINANT_CLASS_SHARE,
+    MIN_RELIABLE_UNITS,
+    BreakMapping,
+    DisagreementKind,
+    UnitT,
+    _binary_confusion,
+    _binary_metrics,
+    _check_break_mapping,
+    _check_codes,
+    _check_int,
+    _check_seed,
+    _estimate,
+    _json_value,
+    _sort_key,
+    _sorted_units,
+)
+from review_app.stats.core import (
+    BREAK,
+    CLUSTER_METHOD,
+    NO_BREAK,
+    UNIT_METHOD,
+    Estimate,
+    bootstrap_confusions,
+    bootstrap_method,
+    cluster_codes,
+    kappa_from_confusion,
+    percentile_interval,
+    proportion,
+    ratio,
+)
+
+
+def classify_disagreement(
+    reference_code: str | None,
+    judged_code: str | None,
+    break_mapping: BreakMapping,
+) -> DisagreementKind:
+    """How a judge's code relates to the reference code of one unit.
+
+    - ``"agree"``: the same code; or two different codes that are both "no_break"
+      (they agree on the break question, which is what the explorer filters on);
+    - ``"missed_break"``: the reference says break, the judge says no break;
+    - ``"false_alarm"``: the reference says no break, the judge says break;
+    - ``"wrong_break_kind"``: both say break, with different codes (e.g. scope vs tone);
+    - ``"not_comparable"``: a code is missing (``None``) or maps to ``None``
+      (borderline, abstain) and the codes differ.
+
+    Raises ``ValueError("code 'x' is not in break_mapping")`` for an unknown code.
+    """
+    mapping = _check_break_mapping(break_mapping)
+    for code in (reference_code, judged_code):
+        if code is not None and code not in mapping:
+            raise ValueError(f"code {code!r} is not in break_mapping")
+    if reference_code is None or judged_code is None:
+        return "not_comparable"
+    if reference_code == judged_code:
+        return "agree"
+    reference_class = mapping[reference_code]
+    judged_class = mapping[judged_code]
+    if reference_class is None or judged_class is None:
+        return "not_comparable"
+    if reference_class == BREAK and judged_class == NO_BREAK:
+        return "missed_break"
+    if reference_class == NO_BREAK and judged_class == BREAK:
+        return "false_alarm"
+    if reference_class == BREAK:
+        return "wrong_break_kind"
+    return "agree"
+
+
+@dataclass(frozen=True)
+class ConfusionMatrix:
+    """Counts of units per (reference code, judged code); rows reference, columns judge.
+
+    ``labels`` are sorted and give the order of both rows and columns, exactly as
+    ``sklearn.metrics.confusion_matrix(reference, judged, labels=labels)``.
+    """
+
+    labels: tuple[str, ...]
+    counts: tuple[tuple[int, ...], ...]
+
+    def as_nested_dict(self) -> dict[str, dict[str, int]]:
+        """``{reference_code: {judged_code: count}}`` over all label pairs."""
+        return {
+            row_label: dict(zip(self.labels, row, strict=True))
+            for row_label, row in zip(self.labels, self.counts, strict=True)
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "labels": list(self.labels),
+            "rows": "reference",
+            "columns": "judge",
+            "counts": [list(row) for row in self.counts],
+            "by_reference": self.as_nested_dict(),
+        }
+
+
+@dataclass(frozen=True)
+class AgreementReport:
+    """Agreement of a judge with a reference (gold or a human) on shared units.
+
+    Unit counts:
+
+    - ``n_reference`` / ``n_judged``: units each side labelled;
+    - ``n_shared``: units both labelled; ``n_only_reference`` / ``n_only_judged`` the rest;
+    - ``n_ignored``: shared units left out because a side gave a code in ``ignore_codes``;
+    - ``n_compared`` = ``n_shared - n_ignored``: the units of the code-level metrics;
+    - ``n_break_comparable``: compared units where both codes map to break / no break
+      (the units of the break-class metrics); ``n_break_excluded`` the compared units
+      that are not (borderline or abstain on a side).
+
+    Code-level metrics: ``kappa`` (Cohen's kappa on the codes), ``accuracy`` (share of
+    identical codes). Break-class metrics, break as the positive class:
+    ``break_kappa``, ``break_accuracy``, ``precision`` = TP/(TP+FP),
+    ``recall`` = ``tpr`` = TP/(TP+FN), ``f1`` = 2TP/(2TP+FP+FN), ``tnr`` = TN/(TN+FP).
+    """
+
+    n_reference: int
+    n_judged: int
+    n_shared: int
+    n_only_reference: int
+    n_only_judged: int
+    n_ignored: int
+    n_compared: int
+    n_break_comparable: int
+    n_break_excluded: int
+    kappa: Estimate
+    accuracy: Estimate
+    break_kappa: Estimate
+    break_accuracy: Estimate
+    precision: Estimate
+    recall: Estimate
+    f1: Estimate
+    tpr: Estimate
+    tnr: Estimate
+    confusion: ConfusionMatrix
+    break_confusion: Mapping[str, int]
+    reference_break_rate: float | None
+    judged_break_rate: float | None
+    disagreement_counts: Mapping[str, int]
+    warnings: tuple[str, ...]
+    n_resamples: int
+    seed: int
+
+    def estimates(self) -> dict[str, Estimate]:
+        return {
+            "kappa": self.kappa,
+            "accuracy": self.accuracy,
+            "break_kappa": self.break_kappa,
+            "break_accuracy": self.break_accuracy,
+            "precision": self.precision,
+            "recall": self.recall,
+            "f1": self.f1,
+            "tpr": self.tpr,
+            "tnr": self.tnr,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "n_reference": self.n_reference,
+            "n_judged": self.n_judged,
+            "n_shared": self.n_shared,
+            "n_only_reference": self.n_only_reference,
+            "n_only_judged": self.n_only_judged,
+            "n_ignored": self.n_ignored,
+            "n_compared": self.n_compared,
+            "n_break_comparable": self.n_break_comparable,
+            "n_break_excluded": self.n_break_excluded,
+            **{name: estimate.to_dict() for name, estimate in self.estimates().items()},
+            "confusion": self.confusion.to_dict(),
+            "break_confusion": dict(self.break_confusion),
+            "reference_break_rate": self.reference_break_rate,
+            "judged_break_rate": self.judged_break_rate,
+            "disagreement_counts": dict(self.disagreement_counts),
+            "warnings": list(self.warnings),
+            "n_resamples": self.n_resamples,
+            "seed": self.seed,
+        }
+
+
+def compare_to_reference(
+    *,
+    reference: Mapping[UnitT, str],
+    judged: Mapping[UnitT, str],
+    break_mapping: BreakMapping,
+    ignore_codes: Collection[str] = (),
+    n_resamples: int = 1000,
+    seed: int = 0,
+    cluster_of: Callable[[UnitT], Hashable] | None = None,
+) -> AgreementReport:
+    """Agreement of a judge's codes with reference codes on the units both labelled.
+
+    Cohen's kappa on the codes (Cohen 1960), with observed agreement
+    p_o = (1/n) sum_k C_kk and chance agreement p_e = (1/n^2) sum_k r_k c_k over the
+    confusion matrix C (rows reference, columns judge, margins r and c):
+    kappa = (p_o - p_e) / (1 - p_e); it equals ``sklearn.metrics.cohen_kappa_score``.
+    Break-class metrics treat break as the positive class on the units where both codes
+    map to break / no break (precision, recall and F1 equal scikit-learn's with
+    ``pos_label=1`` wherever they are defined; van Rijsbergen 1979 for F1).
+
+    Every estimate has a 95% percentile bootstrap interval (Efron & Tibshirani 1993):
+    the compared units are resampled with replacement ``n_resamples`` times with
+    ``numpy.random.default_rng(seed)``; a statistic's interval uses the resamples where
+    it is defined and is omitted (with a reason) when it is undefined in more than half
+    of them, when fewer than 2 units are compared, or when ``n_resamples`` is 0.
+
+    ``ignore_codes`` (e.g. ``{"cannot_judge"}``) drops a shared unit from every metric
+    when either side gave one of those codes; such units are counted in ``n_ignored``.
+
+    Warnings are added when fewer than 20 units are comparable on the break task and
+    when one class makes up at least 90% of the reference on the break task.
+
+    Raises ``ValueError`` with these messages:
+
+    - ``"break_mapping[<code>] must be 'break', 'no_break' or None, got <value>"``
+    - ``"<reference|judged> code <code> for unit <unit> is not in break_mapping"``
+    - ``"<reference|judged> code for unit <unit> must be a string, got <value>"``
+    - ``"n_resamples must be an integer >= 0, got <value>"``
+    - ``"seed must be a non-negative integer, got <value>"``
+    """
+    mapping = _check_break_mapping(break_mapping)
+    _check_codes(reference, "reference", mapping)
+    _check_codes(judged, "judged", mapping)
+    n_resamples = _check_int(n_resamples, "n_resamples", 0)
+    seed = _check_seed(seed)
+    ignored = frozenset(ignore_codes)
+
+    shared = _sorted_units(set(reference) & set(judged))
+    compared = [u for u in shared if reference[u] not in ignored and judged[u] not in ignored]
+    reference_codes = [reference[u] for u in compared]
+    judged_codes = [judged[u] for u in compared]
+    labels = tuple(sorted(set(reference_codes) | set(judged_codes)))
+    position = {code: i for i, code in enumerate(labels)}
+    n_labels = len(labels)
+    reference_index = np.array([position[c] for c in reference_codes], dtype=np.int64)
+    judged_index = np.array([position[c] for c in judged_codes], dtype=np.int64)
+    is_break = np.array([mapping[c] == BREAK for c in labels], dtype=np.int64)
+    is_no_break = np.array([mapping[c] == NO_BREAK for c in labels], dtype=np.int64)
+
+    n = len(compared)
+    confusion = np.bincount(
+        reference_index * n_labels + judged_index, minlength=n_labels * n_labels
+    ).reshape(n_labels, n_labels)
+    binary = _binary_confusion(confusion, is_no_break, is_break)
+    (tn, fp), (fn, tp) = binary.tolist()
+    n_binary = tn + fp + fn + tp
+
+    point = {"kappa": kappa_from_confusion(confusion), "accuracy": ratio(np.trace(confusion), n)}
+    point.update(_binary_metrics(binary))
+
+    resampled: dict[str, NDArray[np.float64]] | None = None
+    no_interval_reason: str | None = None
+    clusters = (
+        None if cluster_of is None else cluster_codes([cluster_of(unit) for unit in compared])
+    )
+    method = bootstrap_method(clusters)
+    if n_resamples == 0:
+        no_interval_reason = "no confidence interval: n_resamples is 0"
+    elif n < 2:
+        no_interval_reason = "no confidence interval from fewer than 2 units"
+    else:
+        boot = bootstrap_confusions(
+            reference_index,
+            judged_index,
+            n_labels,
+            n_resamples=n_resamples,
+            seed=seed,
+            clusters=clusters,
+        )
+        resampled = {
+            "kappa": kappa_from_confusion(boot),
+            "accuracy": ratio(np.trace(boot, axis1=1, axis2=2), n),
+        }
+        resampled.update(_binary_metrics(_binary_confusion(boot, is_no_break, is_break)))
+
+    no_units = (
+        "no unit has codes from both the reference and the judge"
+        if not ignored
+        else "no unit has codes from both the reference and the judge outside ignore_codes"
+    )
+    no_binary = (
+        no_units
+        if n == 0
+        else "no unit is comparable on the break task (borderline or abstain on a side)"
+    )
+    undefined = {
+        "kappa": no_units
+        if n == 0
+        else "Cohen's kappa is undefined: both sides gave one and the same code to every "
+        "unit, so chance agreement is 1",
+        "accuracy": no_units,
+        "break_kappa": no_binary
+        if n_binary == 0
+        else "kappa on the break task is undefined: both sides put every unit in the same class",
+        "break_accuracy": no_binary,
+        "precision": no_binary
+        if n_binary == 0
+        else "precision is undefined: the judge found no break",
+        "recall": no_binary if n_binary == 0 else "recall is undefined: the reference has no break",
+        "f1": no_binary if n_binary == 0 else "F1 is undefined: neither side found a break",
+        "tpr": no_binary if n_binary == 0 else "TPR is undefined: the reference has no break",
+        "tnr": no_binary
+        if n_binary == 0
+        else "TNR is undefined: the reference has no unit without a break",
+    }
+    estimates: dict[str, Estimate] = {}
+    for name in ("kappa", "break_kappa", "f1"):
+        support = n if name == "kappa" else n_binary
+        few = support < 2 and resampled is not None
+        estimate = _estimate(
+            float(point[name].reshape(-1)[0]),
+            support,
+            None if resampled is None or few else resampled[name],
+            undefined_reason=undefined[name],
+            no_interval_reason="no confidence interval from fewer than 2 units"
+            if few
+            else no_interval_reason,
+        )
+        estimates[name] = replace(estimate, method=method) if estimate.ci95 else estimate
+    # Proportions get Wilson intervals (none below 10 units in the denominator).
+    correct = int(np.trace(confusion))
+    for name, successes, total in (
+        ("accuracy", correct, n),
+        ("break_accuracy", tp + tn, n_binary),
+        ("precision", tp, tp + fp),
+        ("recall", tp, tp + fn),
+        ("tpr", tp, tp + fn),
+        ("tnr", tn, tn + fp),
+    ):
+        estimates[name] = proportion(successes, total, undefined_reason=undefined[name])
+
+    warnings: list[str] = []
+    if n_binary < MIN_RELIABLE_UNITS:
+        warnings.append(
+            f"only {n_binary} units are comparable on the break task; estimates from fewer "
+            f"than {MIN_RELIABLE_UNITS} units are unreliable"
+        )
+    reference_breaks = fn + tp
+    if n_binary:
+        majority = max(reference_breaks, n_binary - reference_breaks)
+        if majority / n_binary >= DOMINANT_CLASS_SHARE:
+            majority_class = (
+                "break" if reference_breaks >= n_binary - reference_breaks else "no break"
+            )
+            warnings.append(
+                f"{majority / n_binary:.0%} of the reference units on the break task are "
+                f"'{majority_class}': accuracy is uninformative and kappa is unstable when "
+                "one class dominates"
+            )
+
+    disagreement_counts = dict.fromkeys(DISAGREEMENT_KINDS, 0)
+    for reference_code, judged_code in zip(reference_codes, judged_codes, strict=True):
+        disagreement_counts[classify_disagreement(reference_code, judged_code, mapping)] += 1
+
+    return AgreementReport(
+        n_reference=len(reference),
+        n_judged=len(judged),
+        n_shared=len(shared),
+        n_only_reference=len(reference) - len(shared),
+        n_only_judged=len(judged) - len(shared),
+        n_ignored=len(shared) - n,
+        n_compared=n,
+        n_break_comparable=n_binary,
+        n_break_excluded=n - n_binary,
+        confusion=ConfusionMatrix(labels, tuple(tuple(int(c) for c in row) for row in confusion)),
+        break_confusion={"tp": tp, "fp": fp, "fn": fn, "tn": tn},
+        reference_break_rate=reference_breaks / n_binary if n_binary else None,
+        judged_break_rate=(tp + fp) / n_binary if n_binary else None,
+        disagreement_counts=disagreement_counts,
+        warnings=tuple(warnings),
+        n_resamples=n_resamples,
+        seed=seed,
+        **estimates,
+    )
+
+
+@dataclass(frozen=True)
+class FirstBreakMismatch:
+    conversation: Hashable
+    reference_turn: int | None
+    judged_turn: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "conversation": _json_value(self.conversation),
+            "reference_turn": self.reference_turn,
+            "judged_turn": self.judged_turn,
+        }
+
+
+@dataclass(frozen=True)
+class FirstBreakReport:
+    """How well the judge locates the first break of each conversation.
+
+    Offsets are differences of ``turn`` values (judged minus reference), so a negative
+    offset means the judge flagged an earlier turn. Counts over the shared
+    conversations: ``n_exact`` (same turn, or both no break), ``n_both_break``,
+    ``n_both_no_break``, ``n_missed`` (reference break, judge none), ``n_false_alarm``
+    (judge break, reference none), ``n_judged_earlier`` / ``n_judged_later``.
+    """
+
+    n_conversations: int
+    n_only_reference: int
+    n_only_judged: int
+    exact_match: Estimate
+    mean_offset: Estimate
+    mean_absolute_offset: Estimate
+    n_exact: int
+    n_both_break: int
+    n_both_no_break: int
+    n_missed: int
+    n_false_alarm: int
+    n_judged_earlier: int
+    n_judged_later: int
+    mismatches: tuple[FirstBreakMismatch, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "n_conversations": self.n_conversations,
+            "n_only_reference": self.n_only_reference,
+            "n_only_judged": self.n_only_judged,
+            "exact_match": self.exact_match.to_dict(),
+            "mean_offset": self.mean_offset.to_dict(),
+            "mean_absolute_offset": self.mean_absolute_offset.to_dict(),
+            "n_exact": self.n_exact,
+            "n_both_break": self.n_both_break,
+            "n_both_no_break": self.n_both_no_break,
+            "n_missed": self.n_missed,
+            "n_false_alarm": self.n_false_alarm,
+            "n_judged_earlier": self.n_judged_earlier,
+            "n_judged_later": self.n_judged_later,
+            "mismatches": [m.to_dict() for m in self.mismatches],
+        }
+
+
+def _mean_estimate(values: Sequence[int], what: str) -> Estimate:
+    """Mean with a Student-t 95% interval: mean +- t_{0.975, n-1} * s / sqrt(n)."""
+    n = len(values)
+    if n == 0:
+        return Estimate(None, 0, None, f"no conversation where both found a break: no {what}")
+    array = np.asarray(values, dtype=np.float64)
+    mean = float(array.mean())
+    if n == 1:
+        return Estimate(mean, 1, None, "no confidence interval from a single conversation")
+    half = float(stats.t.ppf(0.975, n - 1) * array.std(ddof=1) / math.sqrt(n))
+    return Estimate(mean, n, (mean - half, mean + half), None)
+
+
+def _check_first_breaks(first_breaks: Mapping[Any, int | None], name: str) -> None:
+    if not isinstance(first_breaks, Mapping):
+        raise ValueError(
+            f"{name} must be a mapping of conversation to first break turn, "
+            f"got {type(first_breaks).__name__}"
+        )
+    for conversation, turn in first_breaks.items():
+        if turn is not None and (isinstance(turn, bool) or not isinstance(turn, int | np.integer)):
+            raise ValueError(
+                f"{name}[{conversation!r}] must be an integer turn or None, got {turn!r}"
+            )
+
+
+def first_break_comparison(
+    *,
+    reference: Mapping[UnitT, int | None],
+    judged: Mapping[UnitT, int | None],
+) -> FirstBreakReport:
+    """Compare the first break turn per conversation (``None`` = no break).
+
+    On the conversations present in both mappings: exact-match rate (``None == None``
+    counts as a match) with a Wilson (1927) 95% interval (none under 10 conversations);
+    mean signed offset
+    judged - reference and mean absolute offset over the conversations where both found
+    a break, with Student-t 95% intervals.
+
+    Raises ``ValueError("<reference|judged>[<conversation>] must be an integer turn or
+    None, got <value>")`` for any other turn value.
+    """
+    _check_first_breaks(reference, "reference")
+    _check_first_breaks(judged, "judged")
+    shared = _sorted_units(set(reference) & set(judged))
+    offsets: list[int] = []
+    n_exact = n_both_no_break = n_missed = n_false_alarm = 0
+    mismatches: list[FirstBreakMismatch] = []
+    for conversation in shared:
+        reference_turn, judged_turn = reference[conversation], judged[conversation]
+        if reference_turn == judged_turn:
+            n_exact += 1
+        else:
+            mismatches.append(FirstBreakMismatch(conversation, reference_turn, judged_turn))
+        if reference_turn is None and judged_turn is None:
+            n_both_no_break += 1
+        elif judged_turn is None:
+            n_missed += 1
+        elif reference_turn is None:
+            n_false_alarm += 1
+        else:
+            offsets.append(int(judged_turn) - int(reference_turn))
+    n = len(shared)
+    exact_match = proportion(
+        n_exact, n, undefined_reason="no conversation has a first break from both sides"
+    )
+    return FirstBreakReport(
+        n_conversations=n,
+        n_only_reference=len(reference) - n,
+        n_only_judged=len(judged) - n,
+        exact_match=exact_match,
+        mean_offset=_mean_estimate(offsets, "offset"),
+        mean_absolute_offset=_mean_estimate([abs(o) for o in offsets], "offset"),
+        n_exact=n_exact,
+        n_both_break=len(offsets),
+        n_both_no_break=n_both_no_break,
+        n_missed=n_missed,
+        n_false_alarm=n_false_alarm,
+        n_judged_earlier=sum(o < 0 for o in offsets),
+        n_judged_later=sum(o > 0 for o in offsets),
+        mismatches=tuple(mismatches),
+    )
+
+
+# --------------------------------------------------------------------------- like for like
+
+
+def kappa_estimate(
+    first: Sequence[Hashable],
+    second: Sequence[Hashable],
+    *,
+    n_resamples: int,
+    seed: int,
+    clusters: Sequence[Hashable] | None = None,
+) -> Estimate:
+    """Cohen's kappa of two code sequences over the same units, with a bootstrap interval.
+
+    kappa = (p_o - p_e) / (1 - p_e) (Cohen 1960, :func:`kappa_from_confusion`). The 95%
+    percentile interval resamples units, or, given ``clusters`` (one conversation key
+    per unit), whole conversations (cluster bootstrap); ``method`` says which.
+    """
+    labels = sorted({*first, *second}, key=_sort_key)
+    position = {code: i for i, code in enumerate(labels)}
+    k = max(len(labels), 1)
+    a = np.array([position[c] for c in first], dtype=np.int64)
+    b = np.array([position[c] for c in second], dtype=np.int64)
+    n = len(a)
+    if n == 0:
+        return Estimate(None, 0, None, "no shared units")
+    confusion = np.bincount(a * k + b, minlength=k * k).reshape(k, k)
+    value = float(kappa_from_confusion(confusion))
+    if not math.isfinite(value):
+        return Estimate(
+            None, n, None, "kappa is undefined: both sides gave one and the same code throughout"
+        )
+    if n_resamples == 0 or n < 2:
+        why = "no bootstrap was asked for" if n_resamples == 0 else "too few units"
+        return Estimate(value, n, None, f"no confidence interval: {why}")
+    codes = None if clusters is None else cluster_codes(list(clusters))
+    boot = bootstrap_confusions(a, b, k, n_resamples=n_resamples, seed=seed, clusters=codes)
+    interval, reason = percentile_interval(kappa_from_confusion(boot))
+    return Estimate(
+        value, n, interval, reason, method=bootstrap_method(codes) if interval else None
+    )
+
+
+def like_for_like(
+    labels_by_reviewer: Mapping[Any, Mapping[UnitT, str]],
+    judged: Mapping[UnitT, str],
+    *,
+    cluster_of: Callable[[UnitT], Hashable] | None = None,
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """The judge and the reviewers measured on the same units against the same reference.
+
+    - ``pairs``: for every two reviewers ``a`` and ``b``, on the units that ``a``, ``b``
+      and the judge all labeled: kappa(``a``, ``b``) beside kappa(judge, ``a``) and
+      kappa(judge, ``b``). The judge is as good as a reviewer when its kappa with each
+      reviewer is about the reviewers' kappa with each other.
+    - ``leave_one_out_gold``: for every reviewer ``r``, the units where two or more
+      *other* reviewers labeled and all agree (gold that ``r``'s label did not make) and
+      the judge labeled: kappa(``r``, that gold) beside kappa(judge, that gold).
+
+    Kappa is Cohen's (1960); intervals are percentile bootstraps over conversations
+    when ``cluster_of`` is given (cluster bootstrap), over units otherwise.
+    """
+    n_resamples = _check_int(n_resamples, "n_resamples", 0)
+    seed = _check_seed(seed)
+    reviewers = sorted(labels_by_reviewer, key=_sort_key)
+
+    def estimate(
+        units: list[UnitT], first: Mapping[UnitT, str], second: Mapping[UnitT, str]
+    ) -> Estimate:
+        return kappa_estimate(
+            [first[u] for u in units],
+            [second[u] for u in units],
+            n_resamples=n_resamples,
+            seed=seed,
+            clusters=None if cluster_of is None else [cluster_of(u) for u in units],
+        )
+
+    pairs = []
+    for i, a in enumerate(reviewers):
+        for b in reviewers[i + 1 :]:
+            first, second = labels_by_reviewer[a], labels_by_reviewer[b]
+            units = _sorted_units(u for u in first.keys() & second.keys() if u in judged)
+            pairs.append(
+                {
+                    "reviewers": [str(a), str(b)],
+                    "units": len(units),
+                    "reviewer_kappa": estimate(units, first, second).to_dict(),
+                    "judge_kappa": {
+                        str(a): estimate(units, judged, first).to_dict(),
+                        str(b): estimate(units, judged, second).to_dict(),
+                    },
+                }
+            )
+    leave_one_out = []
+    for r in reviewers:
+        own = labels_by_reviewer[r]
+        gold: dict[UnitT, str] = {}
+        for unit in own:
+            if unit not in judged:
+                continue
+            others = [
+                labels_by_reviewer[o][unit]
+                for o in reviewers
+                if o != r and unit in labels_by_reviewer[o]
+            ]
+            if len(others) >= 2 and len(set(others)) == 1:
+                gold[unit] = others[0]
+        units = _sorted_units(gold)
+        leave_one_out.append(
+            {
+                "reviewer": str(r),
+                "units": len(units),
+                "gold_source": "unanimous among the other reviewers (2 or more)",
+                "reviewer_kappa": estimate(units, own, gold).to_dict(),
+                "judge_kappa": estimate(units, judged, gold).to_dict(),
+            }
+        )
+    return {
+        "method": CLUSTER_METHOD if cluster_of is not None else UNIT_METHOD,
+        "pairs": pairs,
+        "leave_one_out_gold": leave_one_out,
+    }

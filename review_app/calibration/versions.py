@@ -1,0 +1,214 @@
+"""Judge prompt versions side by side on the units every version judged."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from review_app.calibration._common import (
+    BreakMapping,
+    Unit,
+    UnitT,
+    _check_break_mapping,
+    _check_codes,
+    _check_int,
+    _check_seed,
+    _estimate,
+    _json_value,
+    _sorted_units,
+)
+from review_app.calibration.reference import AgreementReport, compare_to_reference
+from review_app.stats.core import (
+    BREAK,
+    Estimate,
+    bootstrap_confusions,
+    kappa_from_confusion,
+)
+
+
+@dataclass(frozen=True)
+class VersionSummary:
+    """One prompt version on the shared units: its codes and, given a reference,
+    its agreement with it."""
+
+    version: str
+    n_units: int
+    n_shared: int
+    code_counts: Mapping[str, int]
+    break_rate: float | None
+    agreement: AgreementReport | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "version": self.version,
+            "n_units": self.n_units,
+            "n_shared": self.n_shared,
+            "code_counts": dict(self.code_counts),
+            "break_rate": self.break_rate,
+            "agreement": None if self.agreement is None else self.agreement.to_dict(),
+        }
+
+
+@dataclass(frozen=True)
+class VersionDifference:
+    """A shared unit where prompt versions gave different codes."""
+
+    unit: Unit
+    codes: Mapping[str, str]
+    reference: str | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "unit": _json_value(self.unit),
+            "codes": dict(self.codes),
+            "reference": self.reference,
+        }
+
+
+@dataclass(frozen=True)
+class VersionComparison:
+    """Prompt versions compared on the units every version judged.
+
+    ``pairwise_kappa`` is keyed ``"<version_a>|<version_b>"`` with names sorted.
+    """
+
+    versions: tuple[str, ...]
+    n_shared: int
+    per_version: Mapping[str, VersionSummary]
+    pairwise_kappa: Mapping[str, Estimate]
+    differences: tuple[VersionDifference, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "versions": list(self.versions),
+            "n_shared": self.n_shared,
+            "per_version": {name: s.to_dict() for name, s in self.per_version.items()},
+            "pairwise_kappa": {pair: e.to_dict() for pair, e in self.pairwise_kappa.items()},
+            "differences": [d.to_dict() for d in self.differences],
+        }
+
+
+def compare_prompt_versions(
+    *,
+    verdicts: Mapping[str, Mapping[UnitT, str]],
+    reference: Mapping[UnitT, str] | None,
+    break_mapping: BreakMapping | None = None,
+    ignore_codes: Collection[str] = (),
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> VersionComparison:
+    """Compare judge prompt versions on the units that every version judged.
+
+    For each version (sorted by name): its code counts and break rate on the shared
+    units and, when ``reference`` is given, :func:`compare_to_reference` restricted to
+    the shared units (so all versions are measured on the same units). Pairwise Cohen's
+    kappa between versions on the shared units with bootstrap intervals. ``differences``
+    lists, in unit order, every shared unit where the versions' codes differ, with each
+    version's code and the reference code (``None`` if the reference lacks the unit).
+
+    Raises ``ValueError`` with these messages, besides those of
+    :func:`compare_to_reference`:
+
+    - ``"verdicts must name at least one prompt version"``
+    - ``"break_mapping is required when a reference is given"``
+    """
+    if not verdicts:
+        raise ValueError("verdicts must name at least one prompt version")
+    if reference is not None and break_mapping is None:
+        raise ValueError("break_mapping is required when a reference is given")
+    mapping = None if break_mapping is None else _check_break_mapping(break_mapping)
+    n_resamples = _check_int(n_resamples, "n_resamples", 0)
+    seed = _check_seed(seed)
+    versions = tuple(sorted(verdicts))
+    if mapping is not None:
+        for version in versions:
+            _check_codes(verdicts[version], f"verdicts[{version!r}]", mapping)
+
+    shared_set = set(verdicts[versions[0]])
+    for version in versions[1:]:
+        shared_set &= set(verdicts[version])
+    shared = _sorted_units(shared_set)
+
+    per_version: dict[str, VersionSummary] = {}
+    for version in versions:
+        codes = {unit: verdicts[version][unit] for unit in shared}
+        break_rate: float | None = None
+        if mapping is not None:
+            classes = [mapping[c] for c in codes.values() if mapping[c] is not None]
+            break_rate = classes.count(BREAK) / len(classes) if classes else None
+        agreement = None
+        if reference is not None and mapping is not None:
+            agreement = compare_to_reference(
+                reference=reference,
+                judged=codes,
+                break_mapping=mapping,
+                ignore_codes=ignore_codes,
+                n_resamples=n_resamples,
+                seed=seed,
+            )
+        per_version[version] = VersionSummary(
+            version=version,
+            n_units=len(verdicts[version]),
+            n_shared=len(shared),
+            code_counts=dict(sorted(Counter(codes.values()).items())),
+            break_rate=break_rate,
+            agreement=agreement,
+        )
+
+    pairwise: dict[str, Estimate] = {}
+    for i, first in enumerate(versions):
+        for second in versions[i + 1 :]:
+            pairwise[f"{first}|{second}"] = _code_kappa(
+                [verdicts[first][u] for u in shared],
+                [verdicts[second][u] for u in shared],
+                n_resamples=n_resamples,
+                seed=seed,
+            )
+
+    differences = tuple(
+        VersionDifference(
+            unit=unit,
+            codes={version: verdicts[version][unit] for version in versions},
+            reference=None if reference is None else reference.get(unit),
+        )
+        for unit in shared
+        if len({verdicts[version][unit] for version in versions}) > 1
+    )
+    return VersionComparison(
+        versions=versions,
+        n_shared=len(shared),
+        per_version=per_version,
+        pairwise_kappa=pairwise,
+        differences=differences,
+    )
+
+
+def _code_kappa(first: list[str], second: list[str], *, n_resamples: int, seed: int) -> Estimate:
+    labels = sorted(set(first) | set(second))
+    position = {code: i for i, code in enumerate(labels)}
+    k = len(labels)
+    first_index = np.array([position[c] for c in first], dtype=np.int64)
+    second_index = np.array([position[c] for c in second], dtype=np.int64)
+    confusion = np.bincount(first_index * k + second_index, minlength=k * k).reshape(k, k)
+    n = len(first)
+    resampled = None
+    no_interval = "no confidence interval: n_resamples is 0" if n_resamples == 0 else None
+    if n >= 2 and n_resamples:
+        resampled = kappa_from_confusion(
+            bootstrap_confusions(first_index, second_index, k, n_resamples=n_resamples, seed=seed)
+        )
+    elif n_resamples:
+        no_interval = "no confidence interval from fewer than 2 units"
+    return _estimate(
+        float(kappa_from_confusion(confusion)),
+        n,
+        resampled,
+        undefined_reason="no unit was judged by every version"
+        if n == 0
+        else "Cohen's kappa is undefined: both versions gave one and the same code to every unit",
+        no_interval_reason=no_interval,
+    )

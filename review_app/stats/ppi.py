@@ -1,0 +1,138 @@
+"""Prediction-powered estimate of a mean (here: how often the chatbot breaks role).
+
+Angelopoulos, A. N., Duchi, J. C., & Zrnic, T. (2023). PPI++: Efficient
+Prediction-Powered Inference. arXiv:2311.01453. (Angelopoulos, Bates, Fannjiang,
+Jordan & Zrnic 2023, Science 382, for prediction-powered inference.)
+
+With ``n`` gold units (gold ``Y_i`` and the judge's ``f_i`` on them) and ``N`` other
+judged units (``f~_j``), the power-tuned estimate of the mean is::
+
+    theta(lam) = lam * mean(f~) + mean(Y - lam * f)
+
+with ``lam`` the variance-minimising weight, clipped to [0, 1]::
+
+    lam = cov(Y, f) / ((1 + n / N) * var(f, f~))
+
+(``cov`` with divisor n; ``var`` the sample variance, divisor n + N - 1, over the
+judge's verdicts on all units). The 95% interval is the normal interval::
+
+    theta +- z_0.975 * sqrt(var(lam f~) / N + var(Y - lam f) / n)     (divisors N and n)
+
+``lam = 0`` is the classical estimate from the gold units alone; ``lam = 1`` is plain
+PPI. This is what ``ppi_py.ppi_mean_pointestimate`` / ``ppi_mean_ci`` compute (tests
+check it to 1e-6). The interval is valid only when the gold units are a uniform random
+sample of the judged units (an audit sample).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy import stats
+
+__all__ = ["PpiEstimate", "ppi_mean"]
+
+
+@dataclass(frozen=True)
+class PpiEstimate:
+    """The PPI++ mean, its interval, ``lam``, and the variance terms behind the width.
+
+    ``rectifier_variance`` (var(Y - lam f)) and ``imputed_variance`` (var(lam f~)) give
+    the budget: :meth:`gold_units_to_halve_width`.
+    """
+
+    value: float
+    ci95: tuple[float, float]
+    lam: float
+    n_gold: int
+    n_unlabeled: int
+    rectifier_variance: float
+    imputed_variance: float
+    confidence: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"value": self.value, "ci95": list(self.ci95), "lambda": self.lam}
+
+    def gold_units_to_halve_width(self) -> int | None:
+        """More gold units needed to halve the interval's width, ``lam`` held fixed.
+
+        The width is proportional to sqrt(v_i / N + v_r / n); halving it needs
+        v_r / n' = (v_i / N + v_r / n) / 4 - v_i / N, so n' = v_r / that. ``None`` when
+        that is not positive: the judge-side term alone is more than a quarter of the
+        variance, and more audited units cannot halve the width.
+        """
+        imputed = self.imputed_variance / self.n_unlabeled if self.n_unlabeled else 0.0
+        total = imputed + self.rectifier_variance / self.n_gold
+        room = total / 4.0 - imputed
+        if room <= 0:
+            return None
+        if self.rectifier_variance == 0:
+            return 0
+        return max(0, math.ceil(self.rectifier_variance / room) - self.n_gold)
+
+
+def _vector(values: ArrayLike, name: str) -> np.ndarray:
+    array = np.asarray(values, dtype=np.float64)
+    if array.ndim != 1 or not np.all(np.isfinite(array)):
+        raise ValueError(f"{name} must be a one-dimensional array of finite numbers")
+    return array
+
+
+def ppi_mean(
+    y_gold: ArrayLike,
+    judge_gold: ArrayLike,
+    judge_unlabeled: ArrayLike,
+    *,
+    confidence: float = 0.95,
+    lam: float | None = None,
+) -> PpiEstimate:
+    """The PPI++ estimate of the mean of ``Y`` (module docstring for the formulas).
+
+    ``y_gold`` and ``judge_gold`` are the gold values and the judge's on the ``n`` gold
+    units; ``judge_unlabeled`` the judge's on the ``N`` other units. ``lam=None`` tunes
+    it; a given ``lam`` is used as is. Raises ``ValueError`` with these messages:
+
+    - ``"y_gold and judge_gold must have the same length, got <n> and <m>"``
+    - ``"ppi needs at least 2 gold units and 1 other judged unit, got <n> and <N>"``
+    - ``"<name> must be a one-dimensional array of finite numbers"``
+    - ``"confidence must be strictly between 0 and 1, got <value>"``
+    """
+    y = _vector(y_gold, "y_gold")
+    f = _vector(judge_gold, "judge_gold")
+    f_u = _vector(judge_unlabeled, "judge_unlabeled")
+    if len(y) != len(f):
+        raise ValueError(
+            f"y_gold and judge_gold must have the same length, got {len(y)} and {len(f)}"
+        )
+    n, big_n = len(y), len(f_u)
+    if n < 2 or big_n < 1:
+        raise ValueError(
+            f"ppi needs at least 2 gold units and 1 other judged unit, got {n} and {big_n}"
+        )
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence must be strictly between 0 and 1, got {confidence!r}")
+    if lam is None:
+        covariance = float(np.mean((y - y.mean()) * (f - f.mean())))
+        variance = float(np.var(np.concatenate([f, f_u]), ddof=1))
+        tuned = covariance / ((1.0 + n / big_n) * variance) if variance > 0 else 0.0
+        lam = float(np.clip(tuned, 0.0, 1.0))
+    value = float(lam * f_u.mean() + (y - lam * f).mean())
+    imputed_variance = float(np.var(lam * f_u))
+    rectifier_variance = float(np.var(y - lam * f))
+    half = float(stats.norm.ppf(0.5 + confidence / 2.0)) * math.sqrt(
+        imputed_variance / big_n + rectifier_variance / n
+    )
+    return PpiEstimate(
+        value=value,
+        ci95=(value - half, value + half),
+        lam=lam,
+        n_gold=n,
+        n_unlabeled=big_n,
+        rectifier_variance=rectifier_variance,
+        imputed_variance=imputed_variance,
+        confidence=confidence,
+    )
