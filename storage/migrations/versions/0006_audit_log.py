@@ -1,7 +1,7 @@
 """Audit log: who changed (or exported) what, and when
 
 Revision ID: 0006
-Revises: 0004
+Revises: 0005
 Create Date: 2026-11-30
 """
 
@@ -13,7 +13,7 @@ from alembic import op
 
 
 revision = '0006'
-down_revision = '0004'
+down_revision = '0005'
 branch_labels = None
 depends_on = None
 
