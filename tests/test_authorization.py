@@ -28,8 +28,11 @@ from review_app.services import (
     adjudication,
     agreement,
     audit,
+    audit_samples,
+    backup,
     cases,
     demo,
+    estimate,
     export,
     importing,
     judge,
@@ -74,6 +77,28 @@ Call = Callable[[World, Actor], Any]
 
 # name -> (call, what a reviewer who has labeled nothing gets: "denied" or a check)
 GUARDED: dict[str, tuple[Call, str]] = {
+    "audit_samples.audited_units": (
+        lambda w, a: audit_samples.audited_units(w.engine, a, rubric=w.rubric),
+        "denied",
+    ),
+    "audit_samples.draw_audit_sample": (
+        lambda w, a: audit_samples.draw_audit_sample(
+            w.engine, a, rubric=w.rubric, size=1, seed=0, reviewers=["ana"]
+        ),
+        "denied",
+    ),
+    "backup.backup_database": (
+        lambda w, a: backup.backup_database(a, db=str(w.engine.url), path=w.tmp / "copy.db"),
+        "denied",
+    ),
+    "backup.restore_database": (
+        lambda w, a: backup.restore_database(a, db=str(w.engine.url), path=w.tmp / "none.db"),
+        "denied",
+    ),
+    "estimate.break_rate_estimate": (
+        lambda w, a: estimate.break_rate_estimate(w.engine, a, rubric=w.rubric, run_id=w.run_id),
+        "denied",
+    ),
     "adjudication.ambiguity_notes": (
         lambda w, a: adjudication.ambiguity_notes(w.engine, a, rubric=w.rubric),
         "denied",
@@ -278,6 +303,9 @@ EXEMPT: dict[str, str] = {
     "audit.audit_line": "pure: formats an entry the caller read",
     "audit.file_sha256": "pure: hashes a local file",
     "audit.parse_since": "pure: parses a timestamp",
+    "estimate.estimate_headline": "pure: formats an estimate the caller computed",
+    "estimate.render_estimate": "pure: formats an estimate the caller computed",
+    "render.render_alt_test": "pure: formats a report the caller computed",
     "cases.case_view": "takes an open Session: a building block of authorized services",
     "cases.check_lane": "pure: validates a lane name",
     "cases.claims_role_change": "pure: a regular expression over text",

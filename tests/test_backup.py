@@ -10,7 +10,7 @@ from sqlalchemy import text
 
 from review_app.services.demo import load_demo
 from review_app.services.labeling import record_label
-from review_app.services.people import sign_in
+from review_app.services.people import Actor, sign_in
 from review_app.services.rubric_catalog import sync_rubrics
 from tests.conftest import Database
 
@@ -27,8 +27,8 @@ def _labels(database: Database) -> list[tuple[object, ...]]:
 
 def test_backup_and_restore_round_trip(sqlite_database: Database, run_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     engine = sqlite_database.engine
-    load_demo(engine)
-    rubric = sync_rubrics(engine).get("role-adherence@1")
+    load_demo(engine, Actor.operator())
+    rubric = sync_rubrics(engine, Actor.operator()).get("role-adherence@1")
     rita = sign_in(engine, name="rita", auth_mode="local")
     record_label(engine, rita, case_id=CASE, turn=2, rubric=rubric, code="in_role")
     before = _labels(sqlite_database)

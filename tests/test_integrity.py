@@ -57,8 +57,8 @@ def _race(first: Callable[[], Any], second: Callable[[], Any]) -> list[Any]:
 
 
 def _setup(database: Database) -> Rubric:
-    import_paths(database.engine, [DEMO_CASES / f"{CASE}.json"])
-    return sync_rubrics(database.engine).get(RUBRIC)
+    import_paths(database.engine, Actor.operator(), [DEMO_CASES / f"{CASE}.json"])
+    return sync_rubrics(database.engine, Actor.operator()).get(RUBRIC)
 
 
 def _scalar(database: Database, sql: str, **params: Any) -> Any:
@@ -288,7 +288,7 @@ def test_a_label_csv_import_racing_a_save_leaves_one_current_label(
     database: Database, tmp_path: Path
 ) -> None:
     rubric = _setup(database)
-    catalog = sync_rubrics(database.engine)
+    catalog = sync_rubrics(database.engine, Actor.operator())
     ana = sign_in(database.engine, name="ana", auth_mode="local")
     record_label(database.engine, ana, case_id=CASE, turn=2, rubric=rubric, code="in_role")
     for round_ in range(ROUNDS):

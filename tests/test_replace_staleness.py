@@ -37,7 +37,7 @@ FOUR_EVENTS = [
 def _import(database: Database, tmp_path: Path, case: dict[str, Any], name: str) -> None:
     path = tmp_path / f"{name}.json"
     path.write_text(json.dumps(case))
-    import_paths(database.engine, [path], replace=True)
+    import_paths(database.engine, Actor.operator(), [path], replace=True)
 
 
 def _label_both(database: Database, rubric: Rubric, tmp_path: Path) -> Actor:
@@ -56,7 +56,7 @@ def _rows(database: Database, sql: str) -> list[tuple[Any, ...]]:
 def test_a_shorter_replacement_keeps_the_unchanged_turn_and_drops_the_vanished_one(
     database: Database, tmp_path: Path
 ) -> None:
-    rubric = sync_rubrics(database.engine).get(RUBRIC)
+    rubric = sync_rubrics(database.engine, Actor.operator()).get(RUBRIC)
     ana = _label_both(database, rubric, tmp_path)
     before = case_labels(database.engine, ana, case_id=CASE, rubric=rubric)
     assert (before.labeled_turns, before.total_turns, before.complete) == (2, 2, True)
@@ -80,7 +80,7 @@ def test_a_shorter_replacement_keeps_the_unchanged_turn_and_drops_the_vanished_o
 def test_a_changed_turn_makes_its_label_and_later_ones_stale(
     database: Database, tmp_path: Path
 ) -> None:
-    rubric = sync_rubrics(database.engine).get(RUBRIC)
+    rubric = sync_rubrics(database.engine, Actor.operator()).get(RUBRIC)
     ana = _label_both(database, rubric, tmp_path)
     record_gold(
         database.engine, Actor.operator(), rubric=rubric, case_id=CASE, turn=2, code="in_role"
@@ -112,7 +112,7 @@ def test_a_changed_turn_makes_its_label_and_later_ones_stale(
 def test_a_changed_role_makes_every_label_and_gold_label_stale(
     database: Database, tmp_path: Path
 ) -> None:
-    rubric = sync_rubrics(database.engine).get(RUBRIC)
+    rubric = sync_rubrics(database.engine, Actor.operator()).get(RUBRIC)
     ana = _label_both(database, rubric, tmp_path)
     for turn in (2, 4):
         record_gold(
@@ -135,7 +135,7 @@ def test_a_changed_role_makes_every_label_and_gold_label_stale(
 
 
 def test_a_conversation_that_only_grew_keeps_its_labels(database: Database, tmp_path: Path) -> None:
-    rubric = sync_rubrics(database.engine).get(RUBRIC)
+    rubric = sync_rubrics(database.engine, Actor.operator()).get(RUBRIC)
     ana = _label_both(database, rubric, tmp_path)
     longer = [
         *FOUR_EVENTS,

@@ -111,7 +111,7 @@ def _serve(database_url: str, root: Path) -> Iterator[str]:
 
 def _stored(database: Database) -> dict[int, str]:
     reviewer = sign_in(database.engine, name=REVIEWER, auth_mode="local")
-    rubric = sync_rubrics(database.engine).get(RUBRIC)
+    rubric = sync_rubrics(database.engine, Actor.operator()).get(RUBRIC)
     found = case_labels(database.engine, reviewer, case_id=CASE, rubric=rubric)
     return {turn: row.code for turn, row in found.mine.items()}
 
@@ -159,10 +159,10 @@ def test_a_label_saved_through_one_server_shows_on_the_other(
     from playwright.sync_api import expect, sync_playwright
 
     engine = postgres_database.engine
-    load_demo(engine)
+    load_demo(engine, Actor.operator())
     operator = Actor.operator()
     add_person(engine, operator, name=REVIEWER, role="reviewer")
-    rubric = sync_rubrics(engine).get(RUBRIC)
+    rubric = sync_rubrics(engine, Actor.operator()).get(RUBRIC)
     assign_cases(engine, operator, rubric=rubric, reviewers=[REVIEWER], overlap=4, case_ids=[CASE])
 
     with ExitStack() as stack:

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from review_app.errors import InputError
-from review_app.services.people import Actor, require_role
+from review_app.services.people import Actor, authorize
 from storage import backup
-from storage.engine import database_url
+from storage.engine import create_database_engine, database_url
 
 
 @dataclass(frozen=True)
@@ -24,9 +24,18 @@ class BackupOutcome:
     message: str
 
 
+def _authorize_admin(url: str, actor: Actor) -> None:
+    """Backups copy everyone's labels: admins only, with the role read from the database."""
+    engine = create_database_engine(url)
+    try:
+        authorize(engine, actor, "admin")
+    finally:
+        engine.dispose()
+
+
 def backup_database(actor: Actor, *, db: str | None, path: Path) -> BackupOutcome:
-    require_role(actor, "admin")
     url = database_url(db)
+    _authorize_admin(url, actor)
     try:
         source = backup.sqlite_path(url)
         if source is None:
@@ -45,8 +54,8 @@ def backup_database(actor: Actor, *, db: str | None, path: Path) -> BackupOutcom
 
 
 def restore_database(actor: Actor, *, db: str | None, path: Path) -> BackupOutcome:
-    require_role(actor, "admin")
     url = database_url(db)
+    _authorize_admin(url, actor)
     try:
         target = backup.sqlite_path(url)
         if target is None:
