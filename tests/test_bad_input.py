@@ -462,7 +462,6 @@ def test_a_changed_case_is_refused_without_replace_and_replaced_with_it(
     ("name", "content", "says"),
     [
         ("missing.json", None, "cannot be read"),
-        ("a-directory", "dir", "no case files"),
         ("bad.json", b"{not json", "not valid JSON"),
         ("empty.json", b"", "the file is empty"),
         ("bom.json", b"\xef\xbb\xbf{}", "byte-order mark"),
