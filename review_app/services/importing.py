@@ -112,7 +112,7 @@ class ImportSummary:
     def to_dict(self) -> dict[str, Any]:
         return {
             "totals": _counts(self.totals),
-            "files": [{"path": f.path, **_counts(f), "complete": f.complete} for f in self.files],
+            "files": [{"path": f.path, **_counts(f)} for f in self.files],
         }
 
 
