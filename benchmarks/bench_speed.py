@@ -174,14 +174,20 @@ with psycopg.connect(conninfo, options=f"-csearch_path={schema}") as connection:
 """
 
 
+CPU_SECONDS: dict[str, list[float]] = {}
+"""CPU time (user + system) of each timed child, by benchmark name (see :func:`alternate`)."""
+_current: list[str] = [""]
+
+
 def timed(command: list[str], *, stdout: Any = subprocess.DEVNULL) -> tuple[float, float, int]:
-    """Run a child: (wall seconds, peak RSS in MB, exit code)."""
+    """Run a child: (wall seconds, peak RSS in MB, exit code); its CPU time is recorded."""
     start = time.perf_counter()
     process = subprocess.Popen(
         command, env=ENV, cwd=REPO, stdout=stdout, stderr=subprocess.PIPE, text=True
     )
     _, status, usage = os.wait4(process.pid, 0)
     elapsed = time.perf_counter() - start
+    CPU_SECONDS.setdefault(_current[0], []).append(usage.ru_utime + usage.ru_stime)
     process.returncode = os.waitstatus_to_exitcode(status)
     stderr = process.stderr.read() if process.stderr else ""
     if process.returncode not in (0, 1, 2) or "Traceback" in stderr:
@@ -193,7 +199,10 @@ def alternate(named: dict[str, Callable[[], float]], rounds: int) -> dict[str, l
     times: dict[str, list[float]] = {name: [] for name in named}
     for _ in range(rounds):
         for name, run in named.items():
+            _current[0] = name
+            CPU_SECONDS.pop(name, None) if not times[name] else None
             times[name].append(run())
+    _current[0] = ""
     return times
 
 
@@ -207,6 +216,12 @@ def show(times: dict[str, list[float]], baseline: str, unit: str = "ms") -> None
             f"  {name:<44} median {median * scale:8.1f} {unit}  "
             f"best {min(values) * scale:8.1f} {unit}{ratio}"
         )
+    # CPU time is steadier than wall time on a shared machine: the same comparison in it
+    cpu_base = statistics.median(CPU_SECONDS[baseline])
+    for name in times:
+        cpu = statistics.median(CPU_SECONDS[name])
+        ratio = "" if name == baseline else f"   {cpu / cpu_base:5.2f}x the bare"
+        print(f"    CPU {name:<40} median {cpu * scale:8.1f} {unit}{ratio}")
 
 
 def migrated_sqlite(path: Path) -> str:
