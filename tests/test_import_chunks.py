@@ -55,7 +55,9 @@ def test_a_bad_case_mid_file_keeps_whole_cases_before_it_and_a_rerun_completes(
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert lines[0].startswith(f"error: {path}, line {bad_index + 1}, field transcript[")
-    stored_said = re.search(r"the (\d+) cases before it in this file are stored", lines[0])
+    stored_said = re.search(
+        r"\((\d+) earlier cases of this file are stored, each whole; ", lines[0]
+    )
     assert stored_said, lines[0]
     stored = int(stored_said.group(1))
     assert 0 < stored < bad_index
@@ -82,7 +84,7 @@ def test_a_small_file_with_a_bad_case_stores_nothing(
     result = run_cli("import", str(path), db=database.url)
     assert result.returncode == 2
     assert result.stderr.count("\n") == 1, result.stderr
-    assert "cases before it" not in result.stderr
+    assert "earlier case" not in result.stderr
     assert row_counts(database.engine) == before
 
 

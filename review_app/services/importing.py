@@ -412,9 +412,9 @@ def import_records(
         if not stored:
             raise
         raise InputError(
-            f"{error.message} (the {stored} case{'s' if stored != 1 else ''} before it "
-            "in this file are stored, each whole; fix the file and import it again "
-            "to complete it)",
+            f"{error.message} ({stored} earlier case{'s' if stored != 1 else ''} of this "
+            f"file {'are' if stored != 1 else 'is'} stored, each whole; fix the file and "
+            "import it again to complete it)",
             source=error.source,
             line=error.line,
             field=error.field,
