@@ -128,3 +128,40 @@ def test_a_label_save_goes_through_while_a_large_import_runs(
     assert seen_mid_import, "no save happened between two chunks of the import"
     with sqlite3.connect(database_file) as check:
         assert check.execute("SELECT count(*) FROM reviewers").fetchone()[0] == saves
+
+
+def test_a_changed_case_mid_file_stops_there_and_replace_completes(
+    database: Database, tmp_path: Path
+) -> None:
+    from review_app.errors import InputError
+    from review_app.services.importing import FileImport, import_paths
+
+    n_events = 40
+    n_cases = 3 * CHUNK_EVENTS // n_events
+    cases = list(generate_corpus(n_cases, n_events, seed=3))
+    changed_index = n_cases - 5
+    import_paths(database.engine, [write_corpus(tmp_path / "one.jsonl", [cases[changed_index]])])
+    cases[changed_index]["chatbot_role"] = "A different role text."
+    path = write_corpus(tmp_path / "all.jsonl", cases)
+    heard: list[FileImport] = []
+
+    try:
+        import_paths(database.engine, [path], on_file_done=heard.append)
+    except InputError as error:
+        message = str(error)
+    else:
+        raise AssertionError("the changed case was not refused")
+
+    assert message.startswith(f"{path}, line {changed_index + 1}, field case_id: case ")
+    (partial,) = heard
+    assert not partial.complete
+    assert 0 < partial.imported < changed_index
+    assert f"({partial.imported} earlier cases of this file are stored" in message
+    assert whole_cases(database) == (partial.imported + 1, partial.imported + 1)
+
+    summary = import_paths(database.engine, [path], replace=True)
+
+    totals = summary.totals
+    assert (totals.unchanged, totals.replaced) == (partial.imported, 1)
+    assert totals.imported == n_cases - partial.imported
+    assert whole_cases(database) == (n_cases, n_cases)
