@@ -231,7 +231,7 @@ def import_(
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     db: DbOption = None,
 ) -> None:
-    """Import cases: one transaction per file; identical cases are skipped.
+    """Import cases, each whole (a re-run completes a stopped file); identical ones are skipped.
 
     Native files (SPEC §1) and other tools' files: deepeval conversational test
     cases, Openlayer session rows, Galtea-style rows, OpenAI chat-completions
