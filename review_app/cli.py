@@ -145,38 +145,32 @@ def _root(
 
 @app.command()
 def inspect(
-    case_file: Annotated[Path, typer.Argument(metavar="CASE.json", help="One case (JSON).")],
+    paths: Annotated[
+        list[Path],
+        typer.Argument(
+            metavar="PATH...",
+            help="Case files (JSON: one case or a list; JSONL: one per line) or directories.",
+        ),
+    ],
     as_json: Annotated[
         bool, typer.Option("--json", help="Print only the result JSON (no diagnostic line).")
     ] = False,
+    summary: Annotated[
+        bool, typer.Option("--summary", help="Add a closing line with counts per outcome.")
+    ] = False,
 ) -> None:
-    """Deterministic findings for one case file; no database needed.
+    """Deterministic findings for case files; no database needed.
 
-    Prints the one-line diagnostic, then the result as JSON. Exit code 0: pass;
-    1: a violation; 2: an invalid fixture or unreadable input.
+    One file holding one case: the one-line diagnostic, then the result as JSON.
+    Several cases (more files, a directory: every .json/.jsonl under it, sorted,
+    or a file holding several): one line per case in input order (with --json:
+    one JSON object per line); an unreadable input gets its own error line and
+    the rest is still inspected. Exit code, the worst over all cases: 0 pass;
+    1 a violation; 2 an invalid fixture, no contract or unreadable input.
     """
-    from review_app.cases import load_case_file
-    from review_app.evaluator import diagnostic, evaluate_case
+    from review_app.inspect_command import run
 
-    case = _run(lambda: load_case_file(case_file))
-    result = evaluate_case(case)
-    if not as_json:
-        typer.echo(diagnostic(result))
-    _print_json(result)
-    status = result["status"]
-    if status == "invalid":
-        first = result["fixture_errors"][0]
-        if first["code"] == "malformed_case":
-            typer.echo(f"error: {case_file}, field {first['field']}: {first['message']}", err=True)
-        raise typer.Exit(EXIT_BAD_INPUT)
-    if status == "no_contract":
-        typer.echo(
-            f"error: {case_file}, field contract: the case has no role contract; "
-            "it can only be reviewed semantically",
-            err=True,
-        )
-        raise typer.Exit(EXIT_BAD_INPUT)
-    raise typer.Exit(1 if status == "fail" else 0)
+    raise typer.Exit(run(paths, as_json=as_json, summary=summary))
 
 
 # --- import ------------------------------------------------------------------
@@ -246,7 +240,7 @@ def import_(
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     db: DbOption = None,
 ) -> None:
-    """Import cases: one transaction per file; identical cases are skipped.
+    """Import cases, each whole (a re-run completes a stopped file); identical ones are skipped.
 
     Native files (docs/reference.md, "Cases") and other tools' files: deepeval
     conversational test cases, Openlayer session rows, Galtea-style rows, OpenAI chat-completions

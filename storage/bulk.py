@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection
+from sqlalchemy import Connection, Engine
 
 
 def insert_rows(
@@ -33,7 +33,7 @@ def insert_rows(
     )
 
 
-def timestamp_param(connection: Connection, moment: datetime) -> Any:
+def timestamp_param(connection: Connection | Engine, moment: datetime) -> Any:
     """``moment`` as a bulk-insert parameter: SQLite gets the text SQLAlchemy itself writes
     (naive UTC, so the ORM reads it back the same way), PostgreSQL the datetime."""
     if connection.dialect.name == "sqlite":

@@ -1,6 +1,9 @@
 """Importing case files into the database.
 
-One transaction per file: a file either lands whole or not at all. Re-importing an
+Each case lands whole or not at all: cases are written in chunks, one short write
+transaction each, so reviewers can save labels while a large file imports. A file
+that stops at bad input keeps the chunks stored before the error (the error says
+how many cases); importing it again skips them and completes it. Re-importing an
 identical case changes nothing (content hash); a changed case under a stored
 ``case_id`` is refused unless ``replace=True``; a contract version stored with a
 different body is refused. Findings are computed and stored at import.
@@ -8,7 +11,8 @@ different body is refused. Findings are computed and stored at import.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -43,7 +47,11 @@ from storage.cases import (
 )
 from storage.replacing import mark_replaced_turns_stale
 
-BATCH_CASES = 1000
+CHUNK_EVENTS = 20_000
+"""Events (rows) in an import's first write transaction; later chunks adapt."""
+CHUNK_SECONDS = 0.25
+"""The time one chunk's write transaction should take (it holds SQLite's write lock)."""
+MIN_CHUNK_EVENTS, MAX_CHUNK_EVENTS = 2_000, 200_000
 KNOWN_CASE_KEYS = frozenset({"case_id", "chatbot_role", "contract", "transcript"})
 KNOWN_EVENT_KEYS = frozenset({"turn", "actor", "text", "observed_actions", "set_role", "request"})
 
@@ -63,6 +71,9 @@ class FileImport:
     with_violations: int = 0
     with_harness_findings: int = 0
     without_contract: int = 0
+    complete: bool = True
+    """False when the import of this file stopped at an error (the counts are what
+    was stored before it)."""
 
     def add(self, other: FileImport) -> None:
         for name in (
@@ -137,6 +148,45 @@ def _role_spans(role_by_turn: dict[int, str | None]) -> list[list[Any]]:
     return spans
 
 
+@dataclass(slots=True)
+class PreparedCase:
+    """One validated case turned into its rows, before the database is asked anything.
+
+    The parsed case is dropped once its rows exist, so a chunk in memory is plain
+    tuples (cheap for the garbage collector), not parse trees.
+    """
+
+    case_id: str
+    sha256: str
+    source: str
+    line: int | None
+    contract: tuple[str, str, str] | None
+    """``(version, sha256, canonical body)`` of the case's contract, if it has one."""
+    status: str
+    has_harness_findings: bool
+    case_row: tuple[Any, ...]
+    event_rows: list[tuple[Any, ...]]
+    evaluation_row: tuple[Any, ...]
+    finding_rows: list[tuple[Any, ...]]
+
+
+class _ContractHashes:
+    """Contract hashes by version, computed once per distinct body in an import."""
+
+    def __init__(self) -> None:
+        self._seen: dict[str, tuple[dict[str, Any], tuple[str, str, str]]] = {}
+
+    def of(self, contract: dict[str, Any]) -> tuple[str, str, str]:
+        version = contract["version"]
+        seen = self._seen.get(version)
+        if seen is not None and seen[0] == contract:
+            return seen[1]
+        body = canonical_json(contract)
+        known = (version, content_sha256(contract), body.decode())
+        self._seen[version] = (contract, known)
+        return known
+
+
 def add_case_rows(
     rows: CaseRows,
     record: CaseRecord,
@@ -145,17 +195,34 @@ def add_case_rows(
     now: Any,
 ) -> None:
     """Append the rows that store one validated case (case, events, evaluation, findings)."""
+    prepared = prepare_case(record, source_format=source_format, now=now)
+    rows.cases.append(prepared.case_row)
+    rows.events.extend(prepared.event_rows)
+    rows.evaluations.append(prepared.evaluation_row)
+    rows.findings.extend(prepared.finding_rows)
+
+
+def prepare_case(
+    record: CaseRecord,
+    *,
+    source_format: str,
+    now: Any,
+    contracts: _ContractHashes | None = None,
+) -> PreparedCase:
+    """The rows that store one validated case (case, events, evaluation, findings)."""
     case = record.case
     result = record.result
     case_id = case["case_id"]
     transcript = case["transcript"]
-    events = rows.events
+    events: list[tuple[Any, ...]] = []
+    append = events.append
     assistant_turns = 0
     for seq, event in enumerate(transcript):
-        text = event.get("text")
-        actions = event.get("observed_actions")
-        set_role = event.get("set_role")
-        request = event.get("request")
+        get = event.get
+        text = get("text")
+        actions = get("observed_actions")
+        set_role = get("set_role")
+        request = get("request")
         actor = event["actor"]
         if actor == "assistant":
             assistant_turns += 1
@@ -165,7 +232,7 @@ def add_case_rows(
         if len(event) > present:
             others = {k: v for k, v in event.items() if k not in KNOWN_EVENT_KEYS}
             extra = _json_text(others) if others else None
-        events.append(
+        append(
             (
                 case_id,
                 seq,
@@ -179,58 +246,168 @@ def add_case_rows(
             )
         )
     contract = case.get("contract")
+    contract_key = None
+    if contract is not None:
+        contract_key = (contracts or _ContractHashes()).of(contract)
     case_extra = {k: v for k, v in case.items() if k not in KNOWN_CASE_KEYS}
-    rows.cases.append(
-        (
-            case_id,
-            case.get("chatbot_role"),
-            contract["version"] if contract is not None else None,
-            len(transcript),
-            assistant_turns,
-            record.sha256,
-            record.source,
-            source_format,
-            _json_text(case_extra) if case_extra else None,
-            now,
-        )
+    case_row = (
+        case_id,
+        case.get("chatbot_role"),
+        contract["version"] if contract is not None else None,
+        len(transcript),
+        assistant_turns,
+        record.sha256,
+        record.source,
+        source_format,
+        _json_text(case_extra) if case_extra else None,
+        now,
     )
     version = result["evaluator_version"]
     violation = result["first_violation"]
-    rows.evaluations.append(
-        (
-            case_id,
-            version,
-            result["status"],
-            lane(result),
-            violation["turn"] if violation else None,
-            diagnostic(result),
-            _json_text(_role_spans(result["role_by_turn"])),
-            len(result["fixture_errors"]),
-            len(result["violations"]),
-            len(result["harness_findings"]),
-            now,
-        )
+    evaluation_row = (
+        case_id,
+        version,
+        result["status"],
+        lane(result),
+        violation["turn"] if violation else None,
+        diagnostic(result),
+        _json_text(_role_spans(result["role_by_turn"])),
+        len(result["fixture_errors"]),
+        len(result["violations"]),
+        len(result["harness_findings"]),
+        now,
     )
-    for kind, key in (
-        ("fixture_error", "fixture_errors"),
-        ("violation", "violations"),
-        ("harness", "harness_findings"),
-    ):
-        for finding in result[key]:
-            rows.findings.append(
-                (case_id, version, kind, finding["code"], finding.get("turn"), _json_text(finding))
+    findings = [
+        (case_id, version, kind, finding["code"], finding.get("turn"), _json_text(finding))
+        for kind, key in (
+            ("fixture_error", "fixture_errors"),
+            ("violation", "violations"),
+            ("harness", "harness_findings"),
+        )
+        for finding in result[key]
+    ]
+    return PreparedCase(
+        case_id,
+        record.sha256,
+        record.source,
+        record.line,
+        contract_key,
+        result["status"],
+        bool(result["harness_findings"]),
+        case_row,
+        events,
+        evaluation_row,
+        findings,
+    )
+
+
+@dataclass(frozen=True)
+class _AuditContext:
+    """What an import's audit entries say besides a chunk's counts."""
+
+    actor: str
+    source: str
+    sha256: str | None
+    source_format: str
+    replace: bool
+
+
+def _store_chunk(
+    engine: Engine,
+    chunk: list[PreparedCase],
+    *,
+    replace: bool,
+    outcome: FileImport,
+    entry: _AuditContext,
+) -> None:
+    """Store whole cases in ONE write transaction; an ``InputError`` stores none of them.
+
+    Which cases are stored already (by content hash) and which contracts exist is read
+    inside the transaction, so two imports running at once cannot both insert a row.
+    """
+    counts = FileImport(path=outcome.path)
+    with engine.begin() as connection:
+        lock_case_writes(connection)
+        contracts = stored_contract_hashes(connection)
+        stored = stored_case_hashes(connection, case_ids=[p.case_id for p in chunk])
+        rows = CaseRows.empty()
+        new_contracts: list[tuple[str, str, str, Any]] = []
+        to_replace: list[str] = []
+        for prepared in chunk:
+            case_id = prepared.case_id
+            previous = stored.get(case_id)
+            if previous == prepared.sha256:
+                counts.unchanged += 1
+                continue
+            if previous is not None:
+                if not replace:
+                    raise InputError(
+                        f"case {case_id} is already stored with different content; "
+                        "import with --replace to overwrite it",
+                        source=prepared.source,
+                        line=prepared.line,
+                        field="case_id",
+                    )
+                to_replace.append(case_id)
+                rows.replaced.add(case_id)
+                counts.replaced += 1
+            if prepared.contract is not None:
+                version, sha, body = prepared.contract
+                known = contracts.get(version)
+                if known is None:
+                    contracts[version] = sha
+                    new_contracts.append((version, sha, body, prepared.case_row[-1]))
+                elif known != sha:
+                    raise InputError(
+                        f"contract version {version} is already stored with a different "
+                        "body; contracts are immutable, so give the changed contract a "
+                        "new version",
+                        source=prepared.source,
+                        line=prepared.line,
+                        field="contract",
+                    )
+            rows.cases.append(prepared.case_row)
+            rows.events.extend(prepared.event_rows)
+            rows.evaluations.append(prepared.evaluation_row)
+            rows.findings.extend(prepared.finding_rows)
+            counts.imported += 1
+            status = prepared.status
+            counts.invalid += status == "invalid"
+            counts.with_violations += status == "fail"
+            counts.without_contract += status == "no_contract"
+            counts.with_harness_findings += prepared.has_harness_findings
+        if to_replace:
+            mark_replaced_turns_stale(
+                connection, case_ids=to_replace, new_cases=rows.cases, new_events=rows.events
             )
-
-
-def _batched(records: Iterable[CaseRecord], size: int) -> Iterator[list[CaseRecord]]:
-    batch: list[CaseRecord] = []
-    for record in records:
-        batch.append(record)
-        if len(batch) >= size:
-            yield batch
-            batch = []
-    if batch:
-        yield batch
+            delete_case_content(connection, case_ids=to_replace)
+        insert_contracts(connection, rows=new_contracts)
+        insert_case_rows(connection, rows=rows)
+        audit.add_entry(
+            connection,
+            actor=entry.actor,
+            action="cases_import",
+            object_type="file",
+            object_key=Path(entry.source).name,
+            summary={
+                "sha256": entry.sha256,
+                "format": entry.source_format,
+                "replace": entry.replace,
+                "imported": counts.imported,
+                "unchanged": counts.unchanged,
+                "replaced": counts.replaced,
+            },
+        )
+        if to_replace:
+            audit.add_entry(
+                connection,
+                actor=entry.actor,
+                action="cases_replace",
+                object_type="file",
+                object_key=Path(entry.source).name,
+                summary={"sha256": entry.sha256, "cases": sorted(to_replace)},
+            )
+    outcome.add(counts)  # counted once committed
 
 
 def import_records(
@@ -242,101 +419,76 @@ def import_records(
     replace: bool = False,
     source_format: str = "native",
     sha256: str | None = None,
+    outcome: FileImport | None = None,
+    chunk_events: int = CHUNK_EVENTS,
 ) -> FileImport:
-    """Store validated records in ONE transaction; any ``InputError`` stores nothing.
+    """Store validated records in chunks of whole cases, one write transaction per chunk.
 
-    Policy owners and admins. The import (and each ``--replace``) is recorded in the
-    audit log in the same transaction, with the file's ``sha256`` when given.
+    Records are read (parsed, validated, evaluated) outside any transaction; a chunk
+    is written when it holds about ``chunk_events`` events, and the next chunk's size
+    is tuned so a write holds SQLite's lock about :data:`CHUNK_SECONDS`. So a
+    reviewer's save waits at most about that long behind an import.
+
+    An ``InputError`` (a record that cannot be stored, a changed case without
+    ``replace``, a changed contract) stores nothing of the chunk it falls in; the
+    chunks before it stay stored, each case whole, and the error says how many cases
+    that is. Importing the file again skips those (same content hash) and completes
+    it. A file of up to ``chunk_events`` events is stored whole or not at all.
+
+    Policy owners and admins. Each chunk is recorded in the audit log in its own
+    transaction (what it stored, the cases it replaced, the file's ``sha256``).
     """
     actor = authorize(engine, actor, "policy_owner")
-    outcome = FileImport(path=source)
-    replaced_ids: list[str] = []
-    now = datetime.now(UTC)
-    with engine.begin() as connection:
-        lock_case_writes(connection)
-        stamp = timestamp_param(connection, now)
-        contracts = stored_contract_hashes(connection)
-        for batch in _batched(records, BATCH_CASES):
-            stored = stored_case_hashes(connection, case_ids=[r.case["case_id"] for r in batch])
-            rows = CaseRows.empty()
-            new_contracts: list[tuple[str, str, str, Any]] = []
-            to_replace: list[str] = []
-            for record in batch:
-                case_id = record.case["case_id"]
-                previous = stored.get(case_id)
-                if previous == record.sha256:
-                    outcome.unchanged += 1
-                    continue
-                if previous is not None:
-                    if not replace:
-                        raise InputError(
-                            f"case {case_id} is already stored with different content; "
-                            "import with --replace to overwrite it",
-                            source=record.source,
-                            line=record.line,
-                            field="case_id",
-                        )
-                    to_replace.append(case_id)
-                    rows.replaced.add(case_id)
-                    outcome.replaced += 1
-                contract = record.case.get("contract")
-                if contract is not None:
-                    version = contract["version"]
-                    body = canonical_json(contract)
-                    sha = content_sha256(contract)
-                    known = contracts.get(version)
-                    if known is None:
-                        contracts[version] = sha
-                        new_contracts.append((version, sha, body.decode(), stamp))
-                    elif known != sha:
-                        raise InputError(
-                            f"contract version {version} is already stored with a different "
-                            "body; contracts are immutable, so give the changed contract a "
-                            "new version",
-                            source=record.source,
-                            line=record.line,
-                            field="contract",
-                        )
-                add_case_rows(rows, record, source_format=source_format, now=stamp)
-                outcome.imported += 1
-                status = record.result["status"]
-                outcome.invalid += status == "invalid"
-                outcome.with_violations += status == "fail"
-                outcome.without_contract += status == "no_contract"
-                outcome.with_harness_findings += bool(record.result["harness_findings"])
-            if to_replace:
-                mark_replaced_turns_stale(
-                    connection, case_ids=to_replace, new_cases=rows.cases, new_events=rows.events
-                )
-                delete_case_content(connection, case_ids=to_replace)
-                replaced_ids.extend(to_replace)
-            insert_contracts(connection, rows=new_contracts)
-            insert_case_rows(connection, rows=rows)
-        audit.add_entry(
-            connection,
-            actor=actor.name,
-            action="cases_import",
-            object_type="file",
-            object_key=Path(source).name,
-            summary={
-                "sha256": sha256,
-                "format": source_format,
-                "replace": replace,
-                "imported": outcome.imported,
-                "unchanged": outcome.unchanged,
-                "replaced": outcome.replaced,
-            },
-        )
-        if replaced_ids:
-            audit.add_entry(
-                connection,
-                actor=actor.name,
-                action="cases_replace",
-                object_type="file",
-                object_key=Path(source).name,
-                summary={"sha256": sha256, "cases": sorted(replaced_ids)},
+    entry = _AuditContext(
+        actor=actor.name,
+        source=source,
+        sha256=sha256,
+        source_format=source_format,
+        replace=replace,
+    )
+    outcome = outcome if outcome is not None else FileImport(path=source)
+    stamp = timestamp_param(engine, datetime.now(UTC))
+    contracts = _ContractHashes()
+    chunk: list[PreparedCase] = []
+    pending_events = 0
+    budget = max(1, chunk_events)
+    try:
+        for record in records:
+            prepared = prepare_case(
+                record, source_format=source_format, now=stamp, contracts=contracts
             )
+            chunk.append(prepared)
+            pending_events += len(prepared.event_rows) + 1
+            if pending_events >= budget:
+                started = time.perf_counter()
+                _store_chunk(engine, chunk, replace=replace, outcome=outcome, entry=entry)
+                elapsed = time.perf_counter() - started
+                budget = _next_budget(budget, elapsed)
+                chunk, pending_events = [], 0
+        if chunk:
+            _store_chunk(engine, chunk, replace=replace, outcome=outcome, entry=entry)
+    except InputError as error:
+        outcome.complete = False
+        stored = outcome.imported + outcome.unchanged
+        if not stored:
+            raise
+        raise InputError(
+            f"{error.message} ({stored} earlier case{'s' if stored != 1 else ''} of this "
+            f"file {'are' if stored != 1 else 'is'} stored, each whole; fix the file and "
+            "import it again to complete it)",
+            source=error.source,
+            line=error.line,
+            field=error.field,
+        ) from None
     return outcome
+
+
+def _next_budget(budget: int, elapsed: float) -> int:
+    """The next chunk's size in events, so that a write takes about CHUNK_SECONDS."""
+    if elapsed <= 0:
+        return min(budget * 2, MAX_CHUNK_EVENTS)
+    scale = min(2.0, max(0.5, CHUNK_SECONDS / elapsed))
+    return int(min(MAX_CHUNK_EVENTS, max(MIN_CHUNK_EVENTS, budget * scale)))
 
 
 def import_paths(
@@ -351,12 +503,13 @@ def import_paths(
     format: str | None = None,
     options: dict[str, Any] | None = None,
 ) -> ImportSummary:
-    """Import case files (and directories of them), one transaction per file.
+    """Import case files (and directories of them), each case whole (see :func:`import_records`).
 
     ``format`` names the files' format (see :data:`review_app.formats.FORMATS`); without
     it each file's format is detected. ``options`` go to the format's reader. Stops at
-    the first file that cannot be stored (that file stores nothing; the files before
-    it stay imported) by raising ``InputError``.
+    the first file that cannot be stored by raising ``InputError`` (the files before
+    it stay imported, and so do the cases of that file stored before the error;
+    ``on_file_done`` hears about those too, with ``complete=False``).
     """
     authorize(engine, actor, "policy_owner")
     summary = ImportSummary()
@@ -374,17 +527,25 @@ def import_paths(
             progress=callback,
             **reader_options,
         )
-        outcome = import_records(
-            engine,
-            actor,
-            records,
-            source=str(path),
-            replace=replace,
-            source_format=name,
-            sha256=file_sha256(path),
-        )
-        if outcome.replaced:
-            forget_progress()  # a replacement recounts reviewers' progress on its cases
+        outcome = FileImport(path=str(path))
+        try:
+            import_records(
+                engine,
+                actor,
+                records,
+                source=str(path),
+                replace=replace,
+                source_format=name,
+                outcome=outcome,
+                sha256=file_sha256(path),
+            )
+        except InputError:
+            if on_file_done and (outcome.imported or outcome.unchanged):
+                on_file_done(outcome)  # what this file stored before the error
+            raise
+        finally:
+            if outcome.replaced:
+                forget_progress()  # a replacement recounts reviewers' progress on its cases
         summary.files.append(outcome)
         if on_file_done:
             on_file_done(outcome)
