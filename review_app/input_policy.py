@@ -28,10 +28,11 @@ The module is pure (no storage, no Streamlit).
 
 from __future__ import annotations
 
+import csv
 import json
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import orjson
@@ -176,6 +177,15 @@ def normalise(value: str) -> str:
     return unicodedata.normalize("NFC", value)
 
 
+def clean_display_name(value: str | None) -> str | None:
+    """A display name from an identity provider, with the characters names may not
+    hold removed (not refused: the person did not type it) and cut to 200 characters."""
+    if value is None:
+        return None
+    cleaned = _BAD_IN_NAME.sub("", normalise(value)).strip()[:MAX_NAME_CHARS]
+    return cleaned or None
+
+
 def identity_key(name: str) -> str:
     """A person's identity: the NFC, case-folded name (``Ana`` and ``ana`` are one)."""
     folded = normalise(name).strip().casefold()
@@ -218,7 +228,7 @@ def parse_rubric_version(text: str) -> int:
     if _VERSION_TEXT.fullmatch(text) is None or int(text) > MAX_RUBRIC_VERSION:
         shown = text if len(text) <= 20 else f"{text[:12]}... ({len(text)} characters)"
         raise InputError(
-            f'a rubric version is a whole number from 1 to {MAX_RUBRIC_VERSION} without '
+            f"a rubric version is a whole number from 1 to {MAX_RUBRIC_VERSION} without "
             f'leading zeros, got "{shown}"'
         )
     return int(text)
@@ -348,3 +358,32 @@ def record_size_error(size: int | None, *, limit: int = MAX_RECORD_BYTES) -> str
         f"a record is longer than {limit} bytes{this}; raise the limit with "
         "--max-record-bytes if this is intended"
     )
+
+
+# --- CSV ----------------------------------------------------------------------------------
+
+
+def csv_dict_rows(
+    reader: Iterable[dict[str, Any]] | Any, *, source: str
+) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line, row)`` of a ``csv.DictReader``; a CSV error names the line its row starts on.
+
+    The ``csv`` module notices an unclosed quote only at the end of the file, when its
+    line counter is past the fault; the failing row starts on the line after the last
+    good row, and that is the line to look at.
+    """
+    last_end = reader.line_num
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as error:
+            message = str(error)
+            if "unexpected end of data" in message:
+                message += ": a quoted cell is never closed"
+            raise InputError(
+                f"not valid CSV ({message})", source=source, line=last_end + 1
+            ) from None
+        yield reader.line_num, row
+        last_end = reader.line_num

@@ -25,6 +25,7 @@ from pathlib import Path
 from sqlalchemy import Engine
 from sqlmodel import Session
 
+from review_app import input_policy
 from review_app.cases import read_text_file
 from review_app.errors import InputError, PermissionDenied
 from review_app.formats.csv_safety import neutralise_cell, restore_cell
@@ -89,13 +90,10 @@ def _read_rows(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
             line=1,
             field=unknown[0],
         )
-    try:
-        for row in reader:
-            if None in row:
-                raise InputError("more cells than columns", source=source, line=reader.line_num)
-            yield reader.line_num, row
-    except csv.Error as error:
-        raise InputError(f"not valid CSV ({error})", source=source, line=reader.line_num) from None
+    for line, row in input_policy.csv_dict_rows(reader, source=source):
+        if None in row:
+            raise InputError("more cells than columns", source=source, line=line)
+        yield line, row
 
 
 def parse_label_file(path: Path, *, catalog: RubricCatalog) -> list[LabelRecord]:
@@ -115,10 +113,11 @@ def parse_label_file(path: Path, *, catalog: RubricCatalog) -> list[LabelRecord]
         for name in REQUIRED_COLUMNS:
             if not values[name]:
                 raise fail("empty cell", name)
-        try:
-            turn = int(values["turn"])
-        except ValueError:
-            raise fail(f"expected an integer turn, got {values['turn']!r}", "turn") from None
+        parsed_turn = input_policy.parse_turn_text(values["turn"])
+        if parsed_turn is None:
+            raise fail(f"expected an integer turn, got {values['turn'][:20]!r}", "turn")
+        turn = parsed_turn
+        values["case_id"] = input_policy.check_case_id(values["case_id"], source=source, line=line)
         ref = values["rubric"]
         if ref not in rubrics:
             try:
@@ -142,6 +141,7 @@ def parse_label_file(path: Path, *, catalog: RubricCatalog) -> list[LabelRecord]
         rationale = values["rationale"] or None
         if rationale and len(rationale) > MAX_RATIONALE_CHARS:
             raise fail(f"a rationale is at most {MAX_RATIONALE_CHARS} characters", "rationale")
+        input_policy.check_text(rationale, field="rationale", source=source, line=line)
         unit = (values["case_id"], turn, reviewer, rubric.id, rubric.version)
         if unit in seen:
             raise fail(
