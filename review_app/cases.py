@@ -300,7 +300,7 @@ def validate_case(
                 line=line,
                 field=_join(prefix, f"transcript[{index}].text"),
             )
-        if text is not None and input_policy.text_problem(text) is not None:
+        if text is not None and input_policy.text_problem(text, recorded=True) is not None:
             _refuse_text(
                 text, source=source, line=line, field=_join(prefix, f"transcript[{index}].text")
             )
@@ -317,9 +317,11 @@ def validate_case(
 
 
 def _refuse_text(value: Any, *, source: str, line: int | None, field: str) -> None:
-    """Text the input policy refuses (a NUL, another control character, a surrogate)."""
+    """Recorded text the input policy refuses (a NUL, a lone surrogate)."""
     if type(value) is str:
-        input_policy.check_text(value, field=field, max_chars=None, source=source, line=line)
+        input_policy.check_text(
+            value, field=field, max_chars=None, source=source, line=line, recorded=True
+        )
 
 
 def _check_by_policy(

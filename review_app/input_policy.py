@@ -9,9 +9,11 @@ each refusal is an :class:`~review_app.errors.InputError` naming the place.
   a ``.json`` list, a CSV row) is at most :data:`MAX_RECORD_BYTES`; a file read whole
   (``.json``, ``.csv``) at most :data:`MAX_WHOLE_FILE_BYTES` (JSONL is streamed, any
   size); a case has at most :data:`MAX_EVENTS_PER_CASE` events.
-* **Text**: free text (transcript text, rationales, notes, judge reasons) may hold
-  tab, line feed and carriage return but no other C0 control character (U+0000 to
-  U+001F; PostgreSQL cannot store U+0000 at all) and no lone surrogate.
+* **Text**: what people write here (rationales, gold and ambiguity notes, judge
+  reasons) may hold tab, line feed and carriage return but no other C0 control
+  character (U+0000 to U+001F) and no lone surrogate. Recorded conversations are
+  evidence and keep their control characters, except U+0000 (PostgreSQL cannot store
+  it) and lone surrogates (not text): ``recorded=True``.
 * **Names and ids** (case ids, contract versions, reviewer names, judge names,
   models, prompt versions): NFC-normalised, surrounding space stripped, no control
   character (C0, DEL, C1), no bidirectional control (U+202A-U+202E, U+2066-U+2069,
@@ -72,6 +74,7 @@ LIMITS: tuple[tuple[str, str], ...] = (
 # --- text ---------------------------------------------------------------------------------
 
 _BAD_IN_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff]")
+_BAD_IN_RECORDED = re.compile(r"[\x00\ud800-\udfff]")
 _BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 _ZERO_WIDTH = "\u200b\u200c\u200d\u2060\ufeff"
 _BAD_IN_NAME = re.compile(f"[\\x00-\\x1f\\x7f-\\x9f\\ud800-\\udfff{_BIDI}{_ZERO_WIDTH}]")
@@ -86,9 +89,12 @@ def describe_character(ch: str) -> str:
     return f"U+{ord(ch):04X}" + (f" ({name})" if name else "")
 
 
-def text_problem(value: str) -> str | None:
-    """Why ``value`` cannot be stored as free text, or ``None`` when it can."""
-    found = _BAD_IN_TEXT.search(value)
+def text_problem(value: str, *, recorded: bool = False) -> str | None:
+    """Why ``value`` cannot be stored as free text, or ``None`` when it can.
+
+    ``recorded``: transcript text, where only U+0000 and lone surrogates are refused.
+    """
+    found = (_BAD_IN_RECORDED if recorded else _BAD_IN_TEXT).search(value)
     if found is None:
         return None
     ch = found.group()
@@ -107,13 +113,14 @@ def check_text(
     max_chars: int | None = MAX_NOTE_CHARS,
     source: str | None = None,
     line: int | None = None,
+    recorded: bool = False,
 ) -> str | None:
     """Free text as given (``None`` stays ``None``), or ``InputError`` naming the field."""
     if value is None:
         return None
     if type(value) is not str:
         raise InputError("expected text", source=source, line=line, field=field)
-    problem = text_problem(value)
+    problem = text_problem(value, recorded=recorded)
     if problem is not None:
         raise InputError(problem, source=source, line=line, field=field)
     if max_chars is not None and len(value) > max_chars:
@@ -228,8 +235,8 @@ def parse_rubric_version(text: str) -> int:
     if _VERSION_TEXT.fullmatch(text) is None or int(text) > MAX_RUBRIC_VERSION:
         shown = text if len(text) <= 20 else f"{text[:12]}... ({len(text)} characters)"
         raise InputError(
-            f"a rubric version is a whole number from 1 to {MAX_RUBRIC_VERSION} without "
-            f'leading zeros, got "{shown}"'
+            f"the version must be a positive whole number (at most {MAX_RUBRIC_VERSION}) "
+            f'without leading zeros, got "{shown}"'
         )
     return int(text)
 

@@ -483,8 +483,8 @@ class _Validator:
             big = type(version) is int and version.bit_length() > 64
             shown = "a longer number" if big else _describe(version)
             raise self.error(
-                "version must be a whole number from 1 to "
-                f"{input_policy.MAX_RUBRIC_VERSION}, got {shown}",
+                "version must be a positive whole number (at most "
+                f"{input_policy.MAX_RUBRIC_VERSION}), got {shown}",
                 "version",
             )
 

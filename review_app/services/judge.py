@@ -290,14 +290,14 @@ async def _ask(
             if response.status_code >= 400:
                 return _Outcome(
                     job,
-                    error=f"{ENDPOINT_ERROR}HTTP {response.status_code}: {response.text[:300]}",
+                    error=f"{ENDPOINT_ERROR}HTTP {response.status_code}: {response.text[:300]!r}",
                     latency_ms=latency,
                 )
             try:
                 payload = response.json()
                 content = payload["choices"][0]["message"]["content"] or ""
                 usage = payload.get("usage") or {}
-            except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+            except (ValueError, KeyError, IndexError, TypeError, AttributeError, RecursionError):
                 content, usage = None, None
             if not isinstance(content, str) or not isinstance(usage, dict):
                 return _Outcome(
