@@ -473,3 +473,45 @@ def test_a_judge_reason_over_the_limit_is_refused_on_import(
         import_verdicts(database.engine, Actor.operator(), path, rubric=rubric)
     assert (raised.value.line, raised.value.field) == (1, "reason")
     assert all_row_counts(database.engine) == before
+
+
+# --- stored names before case-folded identity (migration 0007) -----------------------------
+
+
+def test_the_migration_folds_stored_names_and_keeps_the_typed_form_for_display(
+    database: Database,
+) -> None:
+    from alembic import command
+
+    from storage.migrations import alembic_config, upgrade_database
+
+    config = alembic_config()
+    with database.engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, "0004")
+    with database.engine.begin() as connection:
+        for name in ("Ana", "ana", "BEN", "Zo\u00eb", "ANA"):
+            connection.execute(
+                text(
+                    "INSERT INTO reviewers (name, role, active, created_at) "
+                    "VALUES (:name, 'reviewer', :active, CURRENT_TIMESTAMP)"
+                ),
+                {"name": name, "active": True},
+            )
+
+    upgrade_database(database.engine)
+
+    with database.engine.connect() as connection:
+        rows = connection.execute(
+            text("SELECT name, display_name FROM reviewers ORDER BY id")
+        ).all()
+    # "ana" already held the identity: "Ana" and "ANA" stay as they were (nothing merged,
+    # no label moves); the others fold and keep their typed form as the display name.
+    assert [tuple(row) for row in rows] == [
+        ("Ana", None),
+        ("ana", None),
+        ("ben", "BEN"),
+        ("zo\u00eb", "Zo\u00eb"),
+        ("ANA", None),
+    ]
+    assert sign_in(database.engine, name="Ben", auth_mode="oidc").label == "BEN"
