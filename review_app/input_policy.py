@@ -6,7 +6,7 @@ the database sees it, so SQLite and PostgreSQL accept and refuse the same things
 each refusal is an :class:`~review_app.errors.InputError` naming the place.
 
 * **Sizes**: one record (a JSONL line, a ``.json`` file holding one case, an item of
-  a ``.json`` list, a CSV row) is at most :data:`MAX_RECORD_BYTES`; a file read whole
+  a ``.json`` list, a CSV cell) is at most :data:`MAX_RECORD_BYTES`; a file read whole
   (``.json``, ``.csv``) at most :data:`MAX_WHOLE_FILE_BYTES` (JSONL is streamed, any
   size); a case has at most :data:`MAX_EVENTS_PER_CASE` events.
 * **Text**: what people write here (rationales, gold and ambiguity notes, judge
@@ -34,7 +34,7 @@ import csv
 import json
 import re
 import unicodedata
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -42,7 +42,7 @@ import orjson
 from review_app.errors import InputError
 
 MAX_RECORD_BYTES = 16 * 1024 * 1024
-"""One record: a JSONL line, a ``.json`` file's case, a ``.json`` list item, a CSV row."""
+"""One record: a JSONL line, a ``.json`` file's case, a ``.json`` list item, a CSV cell."""
 MAX_WHOLE_FILE_BYTES = 1024 * 1024 * 1024
 """Files read whole into memory (``.json``, ``.csv``); JSONL is streamed at any size."""
 MAX_EVENTS_PER_CASE = 100_000
@@ -58,7 +58,7 @@ TURN_MIN, TURN_MAX = -(2**31), 2**31 - 1
 MAX_RUBRIC_VERSION = 2**31 - 1
 
 LIMITS: tuple[tuple[str, str], ...] = (
-    ("one record (JSONL line, .json case or list item, CSV row)", "16 MiB"),
+    ("one record (JSONL line, .json case or list item, CSV cell)", "16 MiB"),
     ("a file read whole (.json, .csv, label CSV, verdict CSV)", "1 GiB"),
     ("a JSONL file", "no limit (streamed)"),
     ("events per case", f"{MAX_EVENTS_PER_CASE:,}"),
@@ -213,7 +213,7 @@ def check_case_id(
 ) -> str:
     """A case id: 1 to 200 characters, NFC, no space, control, bidi or zero-width."""
     if is_plain_id(value):
-        return value  # type: ignore[no-any-return]  # the usual case, no Unicode work
+        return str(value)  # the usual case, without the Unicode work
     return check_name(value, field=field, spaces=False, source=source, line=line, what="a case id")
 
 
@@ -301,7 +301,7 @@ def parse_json(data: bytes | str, *, source: str, line: int | None = None) -> An
     return value
 
 
-class _Duplicated(dict):  # type: ignore[type-arg]
+class _Duplicated(dict[str, Any]):
     duplicate: str
 
 
@@ -371,8 +371,8 @@ def record_size_error(size: int | None, *, limit: int = MAX_RECORD_BYTES) -> str
 
 
 def csv_dict_rows(
-    reader: Iterable[dict[str, Any]] | Any, *, source: str
-) -> Iterator[tuple[int, dict[str, Any]]]:
+    reader: csv.DictReader[str], *, source: str
+) -> Iterator[tuple[int, dict[str | Any, str | Any]]]:
     """``(line, row)`` of a ``csv.DictReader``; a CSV error names the line its row starts on.
 
     The ``csv`` module notices an unclosed quote only at the end of the file, when its

@@ -36,7 +36,7 @@ CONTRACT_OPTION_SOURCE = "the contract option"
 CSV_SUFFIXES = (".csv",)
 JSON_SUFFIXES = (".json", ".jsonl", ".ndjson")
 _BOM = b"\xef\xbb\xbf"
-_CSV_FIELD_LIMIT = 64 * 1024 * 1024
+_CSV_FIELD_LIMIT = DEFAULT_MAX_RECORD_BYTES  # one cell: the input policy's record limit
 _SAFE_ID = re.compile(r"[\w.\-]{1,200}")
 _UNSAFE_RUN = re.compile(r"[^\w.]+")
 
