@@ -26,7 +26,7 @@ import httpx
 from sqlalchemy import Engine
 from sqlmodel import Session
 
-from review_app import calibration
+from review_app import calibration, input_policy
 from review_app.errors import InputError, NotFound
 from review_app.judging import (
     JudgeAnswerError,
@@ -164,6 +164,7 @@ class EndpointSettings:
             raise InputError(f"give --base-url (or set {BASE_URL_ENV})", field="--base-url")
         if not name:
             raise InputError(f"give --model (or set {MODEL_ENV})", field="--model")
+        name = input_policy.check_name(name, field="--model", what="a model name")
         key = api_key or os.environ.get(API_KEY_ENV) or os.environ.get("OPENAI_API_KEY")
         settings = cls(base_url=url.rstrip("/"), model=name, api_key=key, **options)
         if settings.concurrency < 1:
