@@ -438,14 +438,22 @@ def test_names_differing_in_case_are_one_reviewer(database: Database, tmp_path: 
     assert first.name == "ana"
     # A label CSV naming "Ana" labels as the same reviewer; nobody new is created.
     path = tmp_path / "labels.csv"
-    path.write_text(LABEL_HEADER + f"{CASE_ID},2,Ana,in_role,{RUBRIC},\n")
+    path.write_text(
+        LABEL_HEADER
+        + f"{CASE_ID},2,Ana,in_role,{RUBRIC},\n"
+        + f"{CASE_ID},2,Cleo,in_role,{RUBRIC},\n"
+        + f"{CASE_ID},4,CLEO,in_role,{RUBRIC},\n"
+    )
     summary = import_labels(
         database.engine,
         Actor.operator(),
         path,
         catalog=sync_rubrics(database.engine, directory=RUBRICS_DIR),
     )
-    assert (summary.stored, summary.reviewers_created) == (1, 0)
+    # Ana is known; Cleo and CLEO are one new reviewer, shown as first spelled.
+    assert (summary.stored, summary.reviewers_created) == (3, 1)
+    cleo = sign_in(database.engine, name="cleo", auth_mode="oidc")
+    assert (cleo.name, cleo.label) == ("cleo", "Cleo")
 
 
 def test_a_composed_and_a_decomposed_name_are_one_reviewer(database: Database) -> None:

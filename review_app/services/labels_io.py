@@ -31,7 +31,7 @@ from review_app.errors import InputError, PermissionDenied
 from review_app.formats.csv_safety import neutralise_cell, restore_cell
 from review_app.rubrics import Rubric, parse_rubric_ref
 from review_app.services.labeling import MAX_RATIONALE_CHARS
-from review_app.services.people import Actor, check_reviewer_name, require_role
+from review_app.services.people import Actor, check_reviewer_name, display_of, require_role
 from review_app.services.queue import forget_progress
 from review_app.services.rubric_catalog import RubricCatalog
 from storage import labels_bulk, reviewing
@@ -52,6 +52,8 @@ class LabelRecord:
     rubric_id: str
     rubric_version: int
     rationale: str | None
+    display: str | None = None
+    """The reviewer as the file spells them, when that differs from the identity."""
 
 
 @dataclass
@@ -160,6 +162,7 @@ def parse_label_file(path: Path, *, catalog: RubricCatalog) -> list[LabelRecord]
                 rubric.id,
                 rubric.version,
                 rationale,
+                display_of(values["reviewer"]),
             )
         )
     if not records:
@@ -228,7 +231,10 @@ def import_labels(
                 "an admin's import may create reviewers"
             )
         for name in new_names:
-            people[name] = reviewing.create_reviewer(session, name=name, role="reviewer")
+            typed = next(r.display for r in records if r.reviewer == name)
+            people[name] = reviewing.create_reviewer(
+                session, name=name, role="reviewer", display_name=typed
+            )
         summary.reviewers_created = len(new_names)
         ids = {name: person.id for name, person in people.items()}
         by_rubric: dict[tuple[str, int], list[LabelRecord]] = defaultdict(list)
