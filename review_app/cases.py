@@ -30,10 +30,11 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from review_app import input_policy
 from review_app.errors import InputError
 from review_app.evaluator import evaluate_case
 
-DEFAULT_MAX_RECORD_BYTES = 16 * 1024 * 1024
+DEFAULT_MAX_RECORD_BYTES = input_policy.MAX_RECORD_BYTES
 EXPORTER_NAME = "role-review"
 """First word of the ``exporter`` field that Role Review writes into its exports."""
 EXPORT_MANIFEST_NAME = "manifest.json"
@@ -48,7 +49,7 @@ CASE_ID_PATTERN = re.compile(r"[^\s\x00-\x1f\x7f]{1,200}")
 # ``key=value`` token of the diagnostic line.
 CONTRACT_VERSION_PATTERN = CASE_ID_PATTERN
 # Turns are stored in 32-bit integer columns (PostgreSQL ``integer``).
-TURN_MIN, TURN_MAX = -(2**31), 2**31 - 1
+TURN_MIN, TURN_MAX = input_policy.TURN_MIN, input_policy.TURN_MAX
 _BOM = b"\xef\xbb\xbf"
 _READ_CHUNK = 1 << 20
 
@@ -113,29 +114,10 @@ def is_export_manifest(path: Path) -> bool:
     return isinstance(exporter, str) and exporter.startswith(f"{EXPORTER_NAME} ")
 
 
-_NON_JSON_NUMBERS = (b"NaN", b"Infinity", b"-Infinity")
-
-
-def _decode_error(error: orjson.JSONDecodeError, data: bytes) -> str:
-    message = error.msg
-    if "UTF-8" in message and "BOM" not in message:
-        return "not valid UTF-8 text"
-    if "depth limit" in message:
-        return "JSON nested too deeply (more than 1024 levels)"
-    if "empty document" in message:
-        return "an empty record"
-    if data[error.pos : error.pos + 9].startswith(_NON_JSON_NUMBERS):
-        return f"not valid JSON: NaN and Infinity are not JSON numbers (column {error.colno})"
-    return f"not valid JSON ({message}, column {error.colno})"
-
-
 def parse_json_bytes(data: bytes, *, source: str, line: int | None = None) -> Any:
-    """Parse strict JSON (RFC 8259: UTF-8, no NaN, no BOM) or raise ``InputError``."""
-    try:
-        return orjson.loads(data)
-    except orjson.JSONDecodeError as error:
-        where = line if line is not None else error.lineno
-        raise InputError(_decode_error(error, data), source=source, line=where) from None
+    """Parse strict JSON (RFC 8259: UTF-8, no NaN, no BOM, no duplicate key) or raise
+    ``InputError`` (see :func:`review_app.input_policy.parse_json`)."""
+    return input_policy.parse_json(data, source=source, line=line)
 
 
 def read_text_file(path: Path, *, allow_bom: bool = False) -> str:
@@ -145,6 +127,10 @@ def read_text_file(path: Path, *, allow_bom: bool = False) -> str:
     """
     source = str(path)
     try:
+        if path.stat().st_size > input_policy.MAX_WHOLE_FILE_BYTES:
+            raise InputError(
+                f"the file is larger than {input_policy.MAX_WHOLE_FILE_BYTES} bytes", source=source
+            )
         raw = path.read_bytes()
     except OSError as error:
         raise InputError(f"cannot be read ({error.strerror})", source=source) from None
@@ -172,8 +158,7 @@ def _iter_jsonl(
         line_number += 1
         if len(raw) > max_record_bytes and not raw.endswith(b"\n"):
             raise InputError(
-                f"a record is longer than {max_record_bytes} bytes "
-                "(raise the limit with --max-record-bytes if this is intended)",
+                input_policy.record_size_error(None, limit=max_record_bytes),
                 source=source,
                 line=line_number,
             )
@@ -220,9 +205,9 @@ def iter_json_records(
             if not seen_any:
                 raise InputError("the file holds no records, only blank lines", source=source)
             return
-        if size > max_record_bytes * 64:
+        if size > input_policy.MAX_WHOLE_FILE_BYTES:
             raise InputError(
-                f"a JSON file over {max_record_bytes * 64} bytes must be JSONL "
+                f"a JSON file over {input_policy.MAX_WHOLE_FILE_BYTES} bytes must be JSONL "
                 "(one case per line) so it can be streamed",
                 source=source,
             )
@@ -236,12 +221,28 @@ def iter_json_records(
             line=1,
         )
     value = parse_json_bytes(data, source=source)
+    # One record is at most max_record_bytes, in a .json file as in a JSONL line: the
+    # file's size bounds every item; only a larger file has its items measured.
     if isinstance(value, list):
         if not value:
             raise InputError("the file holds an empty list", source=source)
         for position, item in enumerate(value):
+            if size > max_record_bytes:
+                item_size = len(orjson.dumps(item))
+                if item_size > max_record_bytes:
+                    raise InputError(
+                        input_policy.record_size_error(item_size, limit=max_record_bytes),
+                        source=source,
+                        field=f"[{position}]",
+                    )
             yield None, f"[{position}]", item
     else:
+        if size > max_record_bytes:
+            raise InputError(
+                input_policy.record_size_error(size, limit=max_record_bytes),
+                source=source,
+                line=1,
+            )
         yield None, None, value
 
 
@@ -271,25 +272,7 @@ def validate_case(
             raise InputError(
                 error["message"], source=source, line=line, field=_join(prefix, error["field"])
             )
-    case_id = case["case_id"]
-    if not CASE_ID_PATTERN.fullmatch(case_id):
-        raise InputError(
-            "a case id is 1 to 200 characters without spaces or control characters",
-            source=source,
-            line=line,
-            field=_join(prefix, "case_id"),
-        )
-    contract = case.get("contract")
-    if contract is not None and not CONTRACT_VERSION_PATTERN.fullmatch(contract["version"]):
-        raise InputError(
-            "a contract version is 1 to 200 characters without spaces or control characters",
-            source=source,
-            line=line,
-            field=_join(prefix, "contract.version"),
-        )
-    _refuse_nul(
-        case.get("chatbot_role"), source=source, line=line, field=_join(prefix, "chatbot_role")
-    )
+    result = _check_by_policy(case, result, source=source, line=line, prefix=prefix)
     seen: dict[int, int] = {}
     for index, event in enumerate(case["transcript"]):
         turn = event["turn"]
@@ -317,13 +300,15 @@ def validate_case(
                 line=line,
                 field=_join(prefix, f"transcript[{index}].text"),
             )
+        # Parsed JSON and strictly decoded CSV hold no lone surrogate, so NUL is the one
+        # character of recorded text the policy refuses that can get here.
         if text is not None and "\x00" in text:
-            _refuse_nul(
+            _refuse_text(
                 text, source=source, line=line, field=_join(prefix, f"transcript[{index}].text")
             )
         set_role = event.get("set_role")
         if set_role is not None:
-            _refuse_nul(
+            _refuse_text(
                 set_role,
                 source=source,
                 line=line,
@@ -333,15 +318,63 @@ def validate_case(
     return CaseRecord(case, source, line, result, content_sha256(content))
 
 
-def _refuse_nul(value: Any, *, source: str, line: int | None, field: str) -> None:
-    """Text columns cannot hold U+0000 (PostgreSQL refuses it), so neither can a case."""
-    if type(value) is str and "\x00" in value:
-        raise InputError(
-            "contains a NUL character (\\u0000), which cannot be stored",
+def _refuse_text(value: Any, *, source: str, line: int | None, field: str) -> None:
+    """Recorded text the input policy refuses (a NUL, a lone surrogate)."""
+    if type(value) is str:
+        input_policy.check_text(
+            value, field=field, max_chars=None, source=source, line=line, recorded=True
+        )
+
+
+def _check_by_policy(
+    case: dict[str, Any],
+    result: dict[str, Any],
+    *,
+    source: str,
+    line: int | None,
+    prefix: str | None,
+) -> dict[str, Any]:
+    """The input policy's rules for a well-formed case: ids, event count, free text.
+
+    A case id or contract version that is not in NFC is stored in NFC (the findings
+    are then computed again, for the id they carry).
+    """
+    case_id = case["case_id"]
+    checked = input_policy.check_case_id(
+        case_id, source=source, line=line, field=_join(prefix, "case_id")
+    )
+    contract = case.get("contract")
+    version = contract["version"] if contract is not None else None
+    checked_version = (
+        input_policy.check_name(
+            version,
+            field=_join(prefix, "contract.version"),
+            spaces=False,
             source=source,
             line=line,
-            field=field,
+            what="a contract version",
         )
+        if version is not None and not input_policy.is_plain_id(version)
+        else version
+    )
+    transcript = case["transcript"]
+    if len(transcript) > input_policy.MAX_EVENTS_PER_CASE:
+        raise InputError(
+            f"a case has at most {input_policy.MAX_EVENTS_PER_CASE} events "
+            f"(this one: {len(transcript)})",
+            source=source,
+            line=line,
+            field=_join(prefix, "transcript"),
+        )
+    _refuse_text(
+        case.get("chatbot_role"), source=source, line=line, field=_join(prefix, "chatbot_role")
+    )
+    if checked != case_id or checked_version != version:
+        case["case_id"] = checked
+        if contract is not None:
+            contract["version"] = checked_version
+        result = evaluate_case(case)
+    return result
 
 
 def read_case_file(

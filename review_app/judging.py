@@ -35,11 +35,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from review_app import input_policy
 from review_app.cases import read_text_file
 from review_app.errors import InputError
 from review_app.rubrics import Rubric
 
-PROMPT_FILE = re.compile(r"v(?P<version>[1-9][0-9]*)\.txt")
+PROMPT_FILE = re.compile(r"v(?P<version>[1-9][0-9]{0,9})\.txt")
 PLACEHOLDERS = frozenset(
     {
         "rubric_ref",
@@ -59,7 +60,7 @@ SYSTEM_MESSAGE = (
     "You are a careful evaluator of chatbot conversations. Answer with exactly one JSON "
     "object and nothing else."
 )
-MAX_REASON_CHARS = 2000
+MAX_REASON_CHARS = input_policy.MAX_NOTE_CHARS
 
 
 @dataclass(frozen=True)
@@ -228,7 +229,9 @@ def parse_judge_answer(content: str, *, rubric: Rubric) -> JudgeAnswer:
         text = fenced["body"].strip()
     try:
         value = json.loads(text, parse_constant=_reject_constant)
-    except (json.JSONDecodeError, ValueError) as error:
+    except (json.JSONDecodeError, ValueError, RecursionError) as error:
+        if isinstance(error, RecursionError):
+            raise JudgeAnswerError("not a JSON object: nested too deeply") from None
         raise JudgeAnswerError(f"not a JSON object: {error}") from None
     if not isinstance(value, dict):
         raise JudgeAnswerError("the answer is JSON but not an object")
@@ -241,6 +244,9 @@ def parse_judge_answer(content: str, *, rubric: Rubric) -> JudgeAnswer:
     reason = value.get("reason")
     if not isinstance(reason, str) or not reason.strip():
         raise JudgeAnswerError("the answer has no reason")
+    problem = input_policy.text_problem(reason)
+    if problem is not None:
+        raise JudgeAnswerError(f"the reason {problem}")
     return JudgeAnswer(label, float(score), reason.strip()[:MAX_REASON_CHARS])
 
 
@@ -286,28 +292,21 @@ def _verdict_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
                 line=1,
                 field=unknown[0],
             )
-        try:
-            for row in reader:
-                if None in row:  # e.g. an unquoted comma in a reason: never drop text silently
-                    raise InputError(
-                        "more cells than columns (quote a text that contains a comma)",
-                        source=source,
-                        line=reader.line_num,
-                        field=header[-1],
-                    )
-                rows.append((reader.line_num, {k: v for k, v in row.items() if v != ""}))
-        except csv.Error as error:
-            raise InputError(
-                f"not valid CSV ({error})", source=source, line=reader.line_num
-            ) from None
+        for line, row in input_policy.csv_dict_rows(reader, source=source):
+            if None in row:  # e.g. an unquoted comma in a reason: never drop text silently
+                raise InputError(
+                    "more cells than columns (quote a text that contains a comma)",
+                    source=source,
+                    line=line,
+                    field=header[-1],
+                )
+            rows.append((line, {k: v for k, v in row.items() if v != ""}))
         return rows
-    for number, text_line in enumerate(text.splitlines(), start=1):
-        if not text_line.strip():
+    # JSONL lines end at "\n" only: U+2028 and friends are text inside a string.
+    for number, raw in input_policy.jsonl_lines(text.encode("utf-8")):
+        if not raw.strip():
             continue
-        try:
-            value = json.loads(text_line, parse_constant=_reject_constant)
-        except ValueError as error:
-            raise InputError(f"not valid JSON ({error})", source=source, line=number) from None
+        value = input_policy.parse_json(raw, source=source, line=number)
         if not isinstance(value, dict):
             raise InputError("expected a JSON object per line", source=source, line=number)
         unknown = [name for name in value if name not in VERDICT_FIELDS]
@@ -317,6 +316,28 @@ def _verdict_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
             )
         rows.append((number, value))
     return rows
+
+
+_VERDICT_NAME_CHARS = {
+    "case_id": input_policy.MAX_NAME_CHARS,
+    "judge": input_policy.MAX_NAME_CHARS,
+    "model": input_policy.MAX_NAME_CHARS,
+    "prompt_version": input_policy.MAX_SHORT_NAME_CHARS,
+}
+
+
+def _verdict_name(value: str, column: str, *, source: str, line: int) -> str:
+    """A verdict's case id, judge, prompt version or model, by the input policy."""
+    if column == "case_id":
+        return input_policy.check_case_id(value.strip(), source=source, line=line)
+    return input_policy.check_name(
+        value,
+        field=column,
+        max_chars=_VERDICT_NAME_CHARS[column],
+        source=source,
+        line=line,
+        what=f"a {column.replace('_', ' ')}",
+    )
 
 
 def read_verdict_file(
@@ -344,19 +365,27 @@ def read_verdict_file(
             value = row.get(name)
             if not isinstance(value, str) or not value.strip():
                 raise fail("a non-empty text is required", name)
-            values[name] = value.strip()
+            values[name] = _verdict_name(value, name, source=source, line=line)
         turn_value = row.get("turn")
         turn: int | None
         if turn_value is None or turn_value == "":
             turn = None
         elif isinstance(turn_value, bool):
             raise fail("expected an integer turn or nothing", "turn")
-        elif isinstance(turn_value, int):
+        elif (
+            isinstance(turn_value, int)
+            and input_policy.TURN_MIN <= turn_value <= input_policy.TURN_MAX
+        ):
             turn = turn_value
-        elif isinstance(turn_value, str) and re.fullmatch(r"-?\d+", turn_value.strip()):
-            turn = int(turn_value)
+        elif isinstance(turn_value, str) and input_policy.parse_turn_text(turn_value) is not None:
+            turn = input_policy.parse_turn_text(turn_value)
         else:
-            raise fail(f"expected an integer turn or nothing, got {turn_value!r}", "turn")
+            shown = turn_value if not isinstance(turn_value, str) else turn_value[:20]
+            raise fail(
+                f"expected an integer turn from {input_policy.TURN_MIN} to "
+                f"{input_policy.TURN_MAX} or nothing, got {shown!r}",
+                "turn",
+            )
         label = row.get("label")
         if label is not None and (not isinstance(label, str) or label not in rubric.codes):
             raise fail(f"{label!r} is not a code of {rubric.ref}", "label")
@@ -373,9 +402,9 @@ def read_verdict_file(
                 score = 1.0 - score
         if label is None and score is None:
             raise fail("a verdict needs a label, a score, or both", "label")
-        reason = row.get("reason")
-        if reason is not None and not isinstance(reason, str):
-            raise fail("expected text", "reason")
+        reason = input_policy.check_text(
+            row.get("reason"), field="reason", source=source, line=line
+        )
         records.append(
             VerdictRecord(
                 line,
@@ -386,7 +415,7 @@ def read_verdict_file(
                 values["model"],
                 label,
                 score,
-                reason[:MAX_REASON_CHARS] if reason else None,
+                reason or None,
             )
         )
     if not records:

@@ -38,6 +38,7 @@ from typing import Any
 
 import yaml
 
+from review_app import input_policy
 from review_app.errors import InputError, NotFound
 from review_app.stats.codes import break_mapping_from_verdicts
 
@@ -69,7 +70,7 @@ RUBRICS_DIR_ENV = "REVIEW_APP_RUBRICS_DIR"
 
 _ID_PATTERN = re.compile(r"[a-z0-9][a-z0-9-]*")
 _CODE_PATTERN = re.compile(r"[a-z][a-z0-9_]*")
-_FILE_NAME_PATTERN = re.compile(r"v([1-9][0-9]*)\.yaml")
+_FILE_NAME_PATTERN = re.compile(r"v([1-9][0-9]{0,9})\.yaml")
 _REF_PATTERN = re.compile(r"(?P<id>[^@\s]+)@(?P<v>v?)(?P<version>[0-9]+)")
 
 _TOP_KEYS = ("id", "version", "title", "applies_to", "labels", "examples")
@@ -259,12 +260,11 @@ def parse_rubric_ref(text: str) -> tuple[str, int]:
             "letters, digits and hyphens, starting with a letter or digit"
         )
     version_text = match["version"]
-    if version_text.startswith("0"):
-        raise InputError(
-            f'rubric reference "{stripped}": the version must be a positive whole number '
-            f'without leading zeros, got "{version_text}"'
-        )
-    return rubric_id, int(version_text)
+    try:
+        return rubric_id, input_policy.parse_rubric_version(version_text)
+    except InputError as error:
+        shown = stripped if len(stripped) <= 120 else f"{rubric_id}@{version_text[:12]}..."
+        raise InputError(f'rubric reference "{shown}": {error.message}') from None
 
 
 # ------------------------------------------------------------------------- YAML
@@ -370,6 +370,11 @@ def _read_yaml(text: str, source: str) -> tuple[Any, _Locations]:
             source=source,
             line=mark.line + 1 if mark is not None else None,
         ) from None
+    except ValueError:  # an integer of thousands of digits (Python refuses to convert it)
+        raise InputError(
+            "invalid YAML: a number has too many digits to be a version, turn or count",
+            source=source,
+        ) from None
     finally:
         loader.dispose()
     return data, locations
@@ -474,9 +479,13 @@ class _Validator:
             )
 
         version = top["version"]
-        if type(version) is not int or version < 1:
+        if type(version) is not int or not 1 <= version <= input_policy.MAX_RUBRIC_VERSION:
+            big = type(version) is int and version.bit_length() > 64
+            shown = "a longer number" if big else _describe(version)
             raise self.error(
-                f"version must be a positive whole number, got {_describe(version)}", "version"
+                "version must be a positive whole number (at most "
+                f"{input_policy.MAX_RUBRIC_VERSION}), got {shown}",
+                "version",
             )
 
         title = self.text(top["title"], "title")

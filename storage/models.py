@@ -126,7 +126,8 @@ REVIEWER_ROLES = ("reviewer", "policy_owner", "admin")
 
 class ReviewerBase(SQLModel):
     name: str = Field(unique=True, index=True, max_length=200)
-    """The sign-in identity: an e-mail from OIDC, a proxy header value, or a local name."""
+    """The sign-in identity, NFC and case-folded (``Ana`` is stored as ``ana``, shown by
+    ``display_name``): an e-mail from OIDC, a proxy header value, or a local name."""
     display_name: str | None = Field(default=None, max_length=200)
     role: str = Field(default="reviewer", max_length=20)
 

@@ -278,9 +278,10 @@ def test_pair_keys_sort_reviewer_names(
         ],
     )
     report = agreement_report(cases_only.engine, operator_actor(), rubric=rubric, n_resamples=0)
-    assert list(report["cohen_kappa"]) == ["Bea|adam", "Bea|zoe", "adam|zoe"]
-    assert report["cohen_kappa"]["Bea|zoe"]["value"] is None  # both only in_role
-    assert "in_role" in report["cohen_kappa"]["Bea|zoe"]["reason"]
+    # A reviewer's identity is the case-folded name: "Bea" is stored and reported as bea.
+    assert list(report["cohen_kappa"]) == ["adam|bea", "adam|zoe", "bea|zoe"]
+    assert report["cohen_kappa"]["bea|zoe"]["value"] is None  # both only in_role
+    assert "in_role" in report["cohen_kappa"]["bea|zoe"]["reason"]
 
 
 def test_a_rubric_version_without_labels_gives_nulls_with_reasons(

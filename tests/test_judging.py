@@ -295,7 +295,7 @@ def test_a_long_reason_is_cut(rubric: Rubric) -> None:
     answer = parse_judge_answer(
         json.dumps({"label": "in_role", "score": 0.2, "reason": "x" * 5000}), rubric=rubric
     )
-    assert len(answer.reason) == 2000
+    assert len(answer.reason) == 4000  # the input policy's limit for notes and reasons
 
 
 # --- verdict files ------------------------------------------------------------------------

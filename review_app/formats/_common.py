@@ -36,7 +36,7 @@ CONTRACT_OPTION_SOURCE = "the contract option"
 CSV_SUFFIXES = (".csv",)
 JSON_SUFFIXES = (".json", ".jsonl", ".ndjson")
 _BOM = b"\xef\xbb\xbf"
-_CSV_FIELD_LIMIT = 64 * 1024 * 1024
+_CSV_FIELD_LIMIT = DEFAULT_MAX_RECORD_BYTES  # one cell: the input policy's record limit
 _SAFE_ID = re.compile(r"[\w.\-]{1,200}")
 _UNSAFE_RUN = re.compile(r"[^\w.]+")
 
@@ -296,8 +296,10 @@ def _csv_rows(text: str, source: str) -> Iterator[tuple[int, list[str]]]:
         except StopIteration:
             return
         except csv.Error as error:
+            # The failing row starts after the last good one: an unclosed quote is
+            # only noticed at the end of the file (see input_policy.csv_dict_rows).
             raise InputError(
-                f"not valid CSV ({error})", source=source, line=reader.line_num
+                f"not valid CSV ({error})", source=source, line=previous_end + 1
             ) from None
         start = previous_end + 1
         previous_end = reader.line_num

@@ -25,6 +25,7 @@ import numpy.typing as npt
 from sqlalchemy import Engine
 from sqlmodel import Session
 
+from review_app import input_policy
 from review_app.agreement import RatingTable
 from review_app.errors import InputError, NotFound
 from review_app.evaluator import EVALUATOR_VERSION
@@ -40,7 +41,7 @@ from storage.models import GoldLabel
 from storage.reviewing import LabelRow
 
 IntArray = npt.NDArray[np.int64]
-MAX_NOTE_CHARS = 4000
+MAX_NOTE_CHARS = input_policy.MAX_NOTE_CHARS
 GOLD_SOURCES = ("adjudicated", "unanimous")
 
 
@@ -195,6 +196,7 @@ def _clean(text: str | None, field_name: str) -> str | None:
     cleaned = text.strip()
     if len(cleaned) > MAX_NOTE_CHARS:
         raise InputError(f"at most {MAX_NOTE_CHARS} characters", field=field_name)
+    input_policy.check_text(cleaned, field=field_name)
     return cleaned or None
 
 

@@ -26,7 +26,7 @@ import httpx
 from sqlalchemy import Engine
 from sqlmodel import Session
 
-from review_app import calibration
+from review_app import calibration, input_policy
 from review_app.errors import InputError, NotFound
 from review_app.judging import (
     JudgeAnswerError,
@@ -180,6 +180,7 @@ class EndpointSettings:
             raise InputError(f"give --base-url (or set {BASE_URL_ENV})", field="--base-url")
         if not name:
             raise InputError(f"give --model (or set {MODEL_ENV})", field="--model")
+        name = input_policy.check_name(name, field="--model", what="a model name")
         key = api_key or os.environ.get(API_KEY_ENV) or os.environ.get("OPENAI_API_KEY")
         settings = cls(base_url=url.rstrip("/"), model=name, api_key=key, **options)
         if settings.concurrency < 1:
@@ -306,14 +307,14 @@ async def _ask(
             if response.status_code >= 400:
                 return _Outcome(
                     job,
-                    error=f"{ENDPOINT_ERROR}HTTP {response.status_code}: {response.text[:300]}",
+                    error=f"{ENDPOINT_ERROR}HTTP {response.status_code}: {response.text[:300]!r}",
                     latency_ms=latency,
                 )
             try:
                 payload = response.json()
                 content = payload["choices"][0]["message"]["content"] or ""
                 usage = payload.get("usage") or {}
-            except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+            except (ValueError, KeyError, IndexError, TypeError, AttributeError, RecursionError):
                 content, usage = None, None
             if not isinstance(content, str) or not isinstance(usage, dict):
                 return _Outcome(

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from sqlalchemy import Engine
 from sqlmodel import Session
 
+from review_app import input_policy
 from review_app.errors import InputError, NotFound
 from review_app.rubrics import Rubric
 from review_app.services.people import Actor, authorize, require_reviewer_id
@@ -24,7 +25,7 @@ from storage.cases import get_case
 from storage.engine import read_only
 from storage.reviewing import LabelRow
 
-MAX_RATIONALE_CHARS = 4000
+MAX_RATIONALE_CHARS = input_policy.MAX_NOTE_CHARS
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ def _clean_rationale(rationale: str | None) -> str | None:
         raise InputError(
             f"a rationale is at most {MAX_RATIONALE_CHARS} characters", field="rationale"
         )
+    input_policy.check_text(text, field="rationale")
     return text or None
 
 

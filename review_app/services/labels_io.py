@@ -27,6 +27,7 @@ from pathlib import Path
 from sqlalchemy import Engine
 from sqlmodel import Session
 
+from review_app import input_policy
 from review_app.cases import iter_json_records, read_text_file
 from review_app.errors import InputError, PermissionDenied
 from review_app.formats.csv_safety import neutralise_cell, restore_cell
@@ -34,7 +35,7 @@ from review_app.rubrics import Rubric, parse_rubric_ref
 from review_app.services.audit import file_sha256
 from review_app.services.export import LABEL_EXPORT_COLUMNS
 from review_app.services.labeling import MAX_RATIONALE_CHARS
-from review_app.services.people import Actor, authorize, check_reviewer_name
+from review_app.services.people import Actor, authorize, check_reviewer_name, display_of
 from review_app.services.queue import forget_progress
 from review_app.services.rubric_catalog import RubricCatalog
 from storage import audit, labels_bulk, reviewing
@@ -55,6 +56,8 @@ class LabelRecord:
     rubric_id: str
     rubric_version: int
     rationale: str | None
+    display: str | None = None
+    """The reviewer as the file spells them, when that differs from the identity."""
 
 
 @dataclass
@@ -96,13 +99,10 @@ def _read_rows(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
             line=1,
             field=unknown[0],
         )
-    try:
-        for row in reader:
-            if None in row:
-                raise InputError("more cells than columns", source=source, line=reader.line_num)
-            yield reader.line_num, row
-    except csv.Error as error:
-        raise InputError(f"not valid CSV ({error})", source=source, line=reader.line_num) from None
+    for line, row in input_policy.csv_dict_rows(reader, source=source):
+        if None in row:
+            raise InputError("more cells than columns", source=source, line=line)
+        yield line, row
 
 
 def _read_jsonl_rows(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
@@ -160,10 +160,11 @@ def parse_label_file(path: Path, *, catalog: RubricCatalog) -> list[LabelRecord]
         for name in REQUIRED_COLUMNS:
             if not values[name]:
                 raise fail("empty cell", name)
-        try:
-            turn = int(values["turn"])
-        except ValueError:
-            raise fail(f"expected an integer turn, got {values['turn']!r}", "turn") from None
+        parsed_turn = input_policy.parse_turn_text(values["turn"])
+        if parsed_turn is None:
+            raise fail(f"expected an integer turn, got {values['turn'][:20]!r}", "turn")
+        turn = parsed_turn
+        values["case_id"] = input_policy.check_case_id(values["case_id"], source=source, line=line)
         ref = values["rubric"]
         if ref not in rubrics:
             try:
@@ -187,6 +188,7 @@ def parse_label_file(path: Path, *, catalog: RubricCatalog) -> list[LabelRecord]
         rationale = values["rationale"] or None
         if rationale and len(rationale) > MAX_RATIONALE_CHARS:
             raise fail(f"a rationale is at most {MAX_RATIONALE_CHARS} characters", "rationale")
+        input_policy.check_text(rationale, field="rationale", source=source, line=line)
         unit = (values["case_id"], turn, reviewer, rubric.id, rubric.version)
         if unit in seen:
             raise fail(
@@ -205,6 +207,7 @@ def parse_label_file(path: Path, *, catalog: RubricCatalog) -> list[LabelRecord]
                 rubric.id,
                 rubric.version,
                 rationale,
+                display_of(values["reviewer"]),
             )
         )
     if not records:
@@ -273,7 +276,10 @@ def import_labels(
                 "an admin's import may create reviewers"
             )
         for name in new_names:
-            people[name] = reviewing.ensure_reviewer(session, name=name, role="reviewer")
+            typed = next(r.display for r in records if r.reviewer == name)
+            people[name] = reviewing.ensure_reviewer(
+                session, name=name, role="reviewer", display_name=typed
+            )
         summary.reviewers_created = len(new_names)
         ids = {name: person.id for name, person in people.items()}
         by_rubric: dict[tuple[str, int], list[LabelRecord]] = defaultdict(list)

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field, replace
 from sqlalchemy import Engine
 from sqlmodel import Session
 
+from review_app import input_policy
 from review_app.errors import InputError, NotFound, PermissionDenied
 from storage import audit, reviewing
 from storage.engine import read_only
@@ -168,14 +169,26 @@ def check_role_name(role: str) -> str:
 
 
 def check_reviewer_name(name: str) -> str:
-    cleaned = name.strip()
-    if not cleaned or len(cleaned) > 200 or any(ord(ch) < 32 for ch in cleaned):
-        raise InputError("a reviewer name is 1 to 200 printable characters", field="reviewer")
-    return cleaned
+    """The reviewer's identity: the name by the input policy, NFC and case-folded
+    (``Ana`` and ``ana`` are one reviewer; bidi and zero-width characters are refused)."""
+    return input_policy.check_identity(name, field="reviewer")
+
+
+def display_of(name: str, display_name: str | None = None) -> str | None:
+    """What to show for a new reviewer: the display name given, else the name as typed
+    when its case differs from the identity (``Ana`` is stored as ``ana``, shown as ``Ana``)."""
+    if display_name is not None:
+        return input_policy.clean_display_name(display_name)
+    typed = input_policy.normalise(name).strip()
+    return typed if typed != input_policy.identity_key(typed) else None
 
 
 def configured_admins() -> set[str]:
-    return {name.strip() for name in os.environ.get(ADMINS_ENV, "").split(",") if name.strip()}
+    return {
+        input_policy.identity_key(name)
+        for name in os.environ.get(ADMINS_ENV, "").split(",")
+        if name.strip()
+    }
 
 
 def _actor(reviewer: Reviewer, auth_mode: str) -> Actor:
@@ -198,6 +211,7 @@ def sign_in(
     first_role: str = "reviewer",
 ) -> Actor:
     """The actor for a signed-in identity, creating the reviewer on first sight."""
+    display_name = display_of(name, display_name)
     name = check_reviewer_name(name)
     with Session(read_only(engine)) as session:
         existing = reviewing.get_reviewer_by_name(session, name=name)
@@ -227,13 +241,16 @@ def list_people(engine: Engine) -> list[Reviewer]:
 
 def add_person(engine: Engine, actor: Actor, *, name: str, role: str = "reviewer") -> Reviewer:
     actor = authorize(engine, actor, "admin")
+    display_name = display_of(name)
     name = check_reviewer_name(name)
     check_role_name(role)
     with Session(engine) as session:
         reviewer = reviewing.get_reviewer_by_name(session, name=name)
         before = None if reviewer is None else {"role": reviewer.role, "active": reviewer.active}
         if reviewer is None:
-            reviewer = reviewing.create_reviewer(session, name=name, role=role)
+            reviewer = reviewing.create_reviewer(
+                session, name=name, role=role, display_name=display_name
+            )
         else:
             reviewer.role = role
             reviewer.active = True
@@ -255,6 +272,7 @@ def add_person(engine: Engine, actor: Actor, *, name: str, role: str = "reviewer
 def set_role(engine: Engine, actor: Actor, *, name: str, role: str) -> None:
     actor = authorize(engine, actor, "admin")
     check_role_name(role)
+    name = check_reviewer_name(name)
     with Session(engine) as session:
         reviewer = reviewing.get_reviewer_by_name(session, name=name)
         if reviewer is None:

@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from sqlalchemy import Engine
 from sqlmodel import Session
 
+from review_app import input_policy
 from review_app.errors import InputError
 from review_app.evaluator import EVALUATOR_VERSION
 from review_app.rubrics import Rubric
@@ -199,6 +200,7 @@ def assign_cases(
         raise InputError("the overlap is at least 1 reviewer per case", field="overlap")
     if not reviewers:
         raise InputError("choose at least one reviewer", field="reviewers")
+    reviewers = [input_policy.identity_key(name) for name in reviewers]  # "Ana" is ana
     now = datetime.now(UTC)
     with Session(engine) as session:
         people = reviewing.reviewers_by_name(session, names=reviewers)

@@ -1,7 +1,7 @@
 """Audit samples: uniform random draws of turns whose gold makes a random sample
 
 Revision ID: 0008
-Revises: 0006
+Revises: 0007
 Create Date: 2026-11-30
 """
 
@@ -13,7 +13,7 @@ from alembic import op
 
 
 revision = '0008'
-down_revision = '0006'
+down_revision = '0007'
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,396 @@
+"""One policy for untrusted input, whatever the format, the path or the database.
+
+Every reader (native cases, the format readers, label CSV, judge verdicts) and every
+service taking typed text (rationales, gold notes, names) checks input here before
+the database sees it, so SQLite and PostgreSQL accept and refuse the same things and
+each refusal is an :class:`~review_app.errors.InputError` naming the place.
+
+* **Sizes**: one record (a JSONL line, a ``.json`` file holding one case, an item of
+  a ``.json`` list, a CSV cell) is at most :data:`MAX_RECORD_BYTES`; a file read whole
+  (``.json``, ``.csv``) at most :data:`MAX_WHOLE_FILE_BYTES` (JSONL is streamed, any
+  size); a case has at most :data:`MAX_EVENTS_PER_CASE` events.
+* **Text**: what people write here (rationales, gold and ambiguity notes, judge
+  reasons) may hold tab, line feed and carriage return but no other C0 control
+  character (U+0000 to U+001F) and no lone surrogate. Recorded conversations are
+  evidence and keep their control characters, except U+0000 (PostgreSQL cannot store
+  it) and lone surrogates (not text): ``recorded=True``.
+* **Names and ids** (case ids, contract versions, reviewer names, judge names,
+  models, prompt versions): NFC-normalised, surrounding space stripped, no control
+  character (C0, DEL, C1), no bidirectional control (U+202A-U+202E, U+2066-U+2069,
+  U+200E, U+200F, U+061C) and no zero-width character (U+200B-U+200D, U+2060,
+  U+FEFF), which would let two different names display alike. A reviewer's
+  identity is the case-folded name (:func:`identity_key`): ``Ana`` and ``ana`` are
+  one person.
+* **JSON**: strict (RFC 8259: no NaN, no BOM), at most 1024 levels deep, and no
+  object with the same key twice (a duplicate would otherwise silently win).
+  JSONL is split on ``\\n`` only, so U+2028 inside a string is just a character.
+
+The module is pure (no storage, no Streamlit).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import unicodedata
+from collections.abc import Iterator
+from typing import Any
+
+import orjson
+
+from review_app.errors import InputError
+
+MAX_RECORD_BYTES = 16 * 1024 * 1024
+"""One record: a JSONL line, a ``.json`` file's case, a ``.json`` list item, a CSV cell."""
+MAX_WHOLE_FILE_BYTES = 1024 * 1024 * 1024
+"""Files read whole into memory (``.json``, ``.csv``); JSONL is streamed at any size."""
+MAX_EVENTS_PER_CASE = 100_000
+MAX_NOTE_CHARS = 4000
+"""Rationale, gold note, rubric ambiguity note, judge reason."""
+MAX_NAME_CHARS = 200
+"""Case id, contract version, reviewer name, judge name, model."""
+MAX_SHORT_NAME_CHARS = 100
+"""Judge prompt version, label code, rubric id (database key columns of 100)."""
+MAX_JSON_DEPTH = 1024
+TURN_MIN, TURN_MAX = -(2**31), 2**31 - 1
+"""Turns (and rubric versions) are 32-bit integer columns."""
+MAX_RUBRIC_VERSION = 2**31 - 1
+
+LIMITS: tuple[tuple[str, str], ...] = (
+    ("one record (JSONL line, .json case or list item, CSV cell)", "16 MiB"),
+    ("a file read whole (.json, .csv, label CSV, verdict CSV)", "1 GiB"),
+    ("a JSONL file", "no limit (streamed)"),
+    ("events per case", f"{MAX_EVENTS_PER_CASE:,}"),
+    ("turn", f"{TURN_MIN} to {TURN_MAX}"),
+    ("JSON nesting", f"{MAX_JSON_DEPTH} levels"),
+    ("rationale, gold note, ambiguity note, judge reason", f"{MAX_NOTE_CHARS} characters"),
+    ("case id, contract version, reviewer, judge, model", f"{MAX_NAME_CHARS} characters"),
+    ("judge prompt version, label code", f"{MAX_SHORT_NAME_CHARS} characters"),
+    ("rubric version", f"1 to {MAX_RUBRIC_VERSION}"),
+)
+"""The limits as a table (what, limit), for documentation and ``--help`` texts."""
+
+# --- text ---------------------------------------------------------------------------------
+
+_BAD_IN_TEXT = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff]")
+_BAD_IN_RECORDED = re.compile(r"[\x00\ud800-\udfff]")
+_BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+_ZERO_WIDTH = "\u200b\u200c\u200d\u2060\ufeff"
+_BAD_IN_NAME = re.compile(f"[\\x00-\\x1f\\x7f-\\x9f\\ud800-\\udfff{_BIDI}{_ZERO_WIDTH}]")
+_SPACE = re.compile(r"\s")
+
+
+def describe_character(ch: str) -> str:
+    """``U+202E (RIGHT-TO-LEFT OVERRIDE)``: a character named so a reader can find it."""
+    name = unicodedata.name(ch, "")
+    if not name:
+        name = {"\x00": "NUL"}.get(ch, "a control character" if ord(ch) < 0xA0 else "")
+    return f"U+{ord(ch):04X}" + (f" ({name})" if name else "")
+
+
+def text_problem(value: str, *, recorded: bool = False) -> str | None:
+    """Why ``value`` cannot be stored as free text, or ``None`` when it can.
+
+    ``recorded``: transcript text, where only U+0000 and lone surrogates are refused.
+    """
+    found = (_BAD_IN_RECORDED if recorded else _BAD_IN_TEXT).search(value)
+    if found is None:
+        return None
+    ch = found.group()
+    if 0xD800 <= ord(ch) <= 0xDFFF:
+        return f"contains a lone surrogate {describe_character(ch)}, which is not text"
+    return (
+        f"contains the control character {describe_character(ch)} at position {found.start()}; "
+        "only tab, line feed and carriage return are allowed in text"
+    )
+
+
+def check_text(
+    value: str | None,
+    *,
+    field: str,
+    max_chars: int | None = MAX_NOTE_CHARS,
+    source: str | None = None,
+    line: int | None = None,
+    recorded: bool = False,
+) -> str | None:
+    """Free text as given (``None`` stays ``None``), or ``InputError`` naming the field."""
+    if value is None:
+        return None
+    if type(value) is not str:
+        raise InputError("expected text", source=source, line=line, field=field)
+    problem = text_problem(value, recorded=recorded)
+    if problem is not None:
+        raise InputError(problem, source=source, line=line, field=field)
+    if max_chars is not None and len(value) > max_chars:
+        raise InputError(
+            f"at most {max_chars} characters (this has {len(value)})",
+            source=source,
+            line=line,
+            field=field,
+        )
+    return value
+
+
+def name_problem(value: str, *, max_chars: int = MAX_NAME_CHARS, spaces: bool = True) -> str | None:
+    """Why ``value`` (already NFC and stripped) is not a usable name, or ``None``."""
+    if not value:
+        return "empty"
+    if len(value) > max_chars:
+        return f"at most {max_chars} characters (this has {len(value)})"
+    found = _BAD_IN_NAME.search(value)
+    if found is not None:
+        ch = found.group()
+        kind = (
+            "bidirectional control"
+            if ch in _BIDI
+            else "zero-width character"
+            if ch in _ZERO_WIDTH
+            else "lone surrogate"
+            if 0xD800 <= ord(ch) <= 0xDFFF
+            else "control character"
+        )
+        return f"contains the {kind} {describe_character(ch)}, which names may not hold"
+    if not spaces and _SPACE.search(value):
+        return "contains a space; this name may not"
+    return None
+
+
+def check_name(
+    value: Any,
+    *,
+    field: str,
+    max_chars: int = MAX_NAME_CHARS,
+    spaces: bool = True,
+    source: str | None = None,
+    line: int | None = None,
+    what: str = "a name",
+) -> str:
+    """A name or id in NFC with surrounding space stripped, or ``InputError``."""
+    if type(value) is not str:
+        raise InputError(f"{what} must be text", source=source, line=line, field=field)
+    cleaned = normalise(value).strip()
+    problem = name_problem(cleaned, max_chars=max_chars, spaces=spaces)
+    if problem is not None:
+        raise InputError(f"{what}: {problem}", source=source, line=line, field=field)
+    return cleaned
+
+
+def normalise(value: str) -> str:
+    """NFC (cheap when already NFC, the usual case)."""
+    if value.isascii() or unicodedata.is_normalized("NFC", value):
+        return value
+    return unicodedata.normalize("NFC", value)
+
+
+def clean_display_name(value: str | None) -> str | None:
+    """A display name from an identity provider, with the characters names may not
+    hold removed (not refused: the person did not type it) and cut to 200 characters."""
+    if value is None:
+        return None
+    cleaned = _BAD_IN_NAME.sub("", normalise(value)).strip()[:MAX_NAME_CHARS]
+    return cleaned or None
+
+
+def identity_key(name: str) -> str:
+    """A person's identity: the NFC, case-folded name (``Ana`` and ``ana`` are one)."""
+    folded = normalise(name).strip().casefold()
+    return normalise(folded)
+
+
+def check_identity(
+    value: Any, *, field: str = "reviewer", source: str | None = None, line: int | None = None
+) -> str:
+    """A reviewer name checked (:func:`check_name`) and reduced to its identity key."""
+    return identity_key(
+        check_name(value, field=field, source=source, line=line, what="a reviewer name")
+    )
+
+
+def check_case_id(
+    value: Any, *, field: str = "case_id", source: str | None = None, line: int | None = None
+) -> str:
+    """A case id: 1 to 200 characters, NFC, no space, control, bidi or zero-width."""
+    if is_plain_id(value):
+        return str(value)  # the usual case, without the Unicode work
+    return check_name(value, field=field, spaces=False, source=source, line=line, what="a case id")
+
+
+_SAFE_ASCII_ID = re.compile(r"[\x21-\x7e]{1,200}")
+
+
+def is_plain_id(value: Any) -> bool:
+    """Printable ASCII without space, 1 to 200 characters: an id needing no other check."""
+    return type(value) is str and _SAFE_ASCII_ID.fullmatch(value) is not None
+
+
+# --- numbers ------------------------------------------------------------------------------
+
+_VERSION_TEXT = re.compile(r"[1-9][0-9]{0,9}")
+
+
+def parse_rubric_version(text: str) -> int:
+    """A rubric version ``1`` .. 2**31-1 from its digits; ``InputError`` otherwise."""
+    if _VERSION_TEXT.fullmatch(text) is None or int(text) > MAX_RUBRIC_VERSION:
+        shown = text if len(text) <= 20 else f"{text[:12]}... ({len(text)} characters)"
+        raise InputError(
+            f"the version must be a positive whole number (at most {MAX_RUBRIC_VERSION}) "
+            f'without leading zeros, got "{shown}"'
+        )
+    return int(text)
+
+
+def parse_turn_text(text: str) -> int | None:
+    """A turn from its text (``"12"``, ``"-3"``); ``None`` when it is not a storable turn."""
+    stripped = text.strip()
+    if not re.fullmatch(r"[+-]?[0-9]{1,12}", stripped):
+        return None
+    turn = int(stripped)
+    return turn if TURN_MIN <= turn <= TURN_MAX else None
+
+
+# --- JSON ---------------------------------------------------------------------------------
+
+_NON_JSON_NUMBERS = (b"NaN", b"Infinity", b"-Infinity")
+_ESCAPED_COLON_PREFIX = b"\\u003"  # \u003a or \u003A (and a few harmless others)
+
+
+def _decode_error(error: orjson.JSONDecodeError, data: bytes | str) -> str:
+    message = error.msg
+    if "UTF-8" in message and "BOM" not in message:
+        return "not valid UTF-8 text"
+    if "depth limit" in message:
+        return f"JSON nested too deeply (more than {MAX_JSON_DEPTH} levels)"
+    if "empty document" in message:
+        return "an empty record"
+    head = data[error.pos : error.pos + 9]
+    if (head.encode() if isinstance(head, str) else head).startswith(_NON_JSON_NUMBERS):
+        return f"not valid JSON: NaN and Infinity are not JSON numbers (column {error.colno})"
+    return f"not valid JSON ({message}, column {error.colno})"
+
+
+def parse_json(data: bytes | str, *, source: str, line: int | None = None) -> Any:
+    """Strict JSON (RFC 8259: UTF-8, no NaN, no BOM, no duplicate key) or ``InputError``.
+
+    orjson parses; a duplicate key is detected without a second parse in the usual
+    case: each key contributes exactly one ``:`` outside strings, so the colons of the
+    input equal the colons of the parsed value written back (keys plus colons inside
+    strings) unless a key was repeated (a dropped pair) or a string spelled a colon
+    as ``\\u003a``. Only then is the text parsed again, slowly, to find and name it.
+    """
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError as error:
+        where = line if line is not None else error.lineno
+        raise InputError(_decode_error(error, data), source=source, line=where) from None
+    raw = data.encode() if isinstance(data, str) else data
+    colons = raw.count(b":")
+    if colons and (
+        colons != orjson.dumps(value).count(b":")
+        or (b"\\" in raw and raw.find(_ESCAPED_COLON_PREFIX) >= 0)
+    ):
+        duplicate = find_duplicate_key(raw)
+        if duplicate is not None:
+            raise InputError(
+                f"the key {duplicate[1]!r} appears twice in one object",
+                source=source,
+                line=line,
+                field=duplicate[0],
+            )
+    return value
+
+
+class _Duplicated(dict[str, Any]):
+    duplicate: str
+
+
+def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            marked = _Duplicated(result)
+            marked.duplicate = key
+            return marked
+        result[key] = value
+    return result
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def find_duplicate_key(data: bytes | str) -> tuple[str, str] | None:
+    """``(field path, key)`` of the first object holding a key twice, or ``None``.
+
+    The slow path (the standard library with ``object_pairs_hook``); the text must
+    already be known to be valid JSON (so its nesting is within orjson's limit).
+    """
+    try:
+        value = json.loads(data, object_pairs_hook=_pairs, parse_constant=_reject_constant)
+    except (ValueError, RecursionError):
+        return None
+    stack: list[tuple[str, Any]] = [("", value)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, dict):
+            if isinstance(item, _Duplicated):
+                return (f"{path}.{item.duplicate}" if path else item.duplicate), item.duplicate
+            children = [(f"{path}.{key}" if path else key, child) for key, child in item.items()]
+            stack.extend(reversed(children))
+        elif isinstance(item, list):
+            stack.extend(reversed([(f"{path}[{i}]", child) for i, child in enumerate(item)]))
+    return None
+
+
+def loads_text(text: str, *, source: str, line: int | None = None) -> Any:
+    """:func:`parse_json` for text already decoded (a model's answer, a typed value)."""
+    return parse_json(text.encode("utf-8", "surrogatepass"), source=source, line=line)
+
+
+def jsonl_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
+    """``(line number, line)`` of JSONL bytes, split on ``\\n`` only.
+
+    ``str.splitlines`` would also split on U+2028, U+2029, U+0085, U+001C-U+001E,
+    all legal inside a JSON string; ``\\r`` before ``\\n`` is dropped.
+    """
+    for number, raw in enumerate(data.split(b"\n"), start=1):
+        yield number, raw[:-1] if raw.endswith(b"\r") else raw
+
+
+def record_size_error(size: int | None, *, limit: int = MAX_RECORD_BYTES) -> str:
+    """The message for a record over the limit (``size`` when it is known)."""
+    this = f" (this one: {size})" if size is not None else ""
+    return (
+        f"a record is longer than {limit} bytes{this}; raise the limit with "
+        "--max-record-bytes if this is intended"
+    )
+
+
+# --- CSV ----------------------------------------------------------------------------------
+
+
+def csv_dict_rows(
+    reader: csv.DictReader[str], *, source: str
+) -> Iterator[tuple[int, dict[str | Any, str | Any]]]:
+    """``(line, row)`` of a ``csv.DictReader``; a CSV error names the line its row starts on.
+
+    The ``csv`` module notices an unclosed quote only at the end of the file, when its
+    line counter is past the fault; the failing row starts on the line after the last
+    good row, and that is the line to look at.
+    """
+    last_end = reader.line_num
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as error:
+            message = str(error)
+            if "unexpected end of data" in message:
+                message += ": a quoted cell is never closed"
+            raise InputError(
+                f"not valid CSV ({message})", source=source, line=last_end + 1
+            ) from None
+        yield reader.line_num, row
+        last_end = reader.line_num
