@@ -127,10 +127,22 @@ class FakeChatServer:
         with self.lock:
             self.in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        # A request stops counting as in flight just before its answer is written: the
+        # client may send its next request as soon as it has read the answer, sooner
+        # than this thread gets back from writing it (on a loaded machine, often).
+        counted = [True]
+
+        def answered() -> None:
+            with self.lock:
+                if counted[0]:
+                    self.in_flight -= 1
+                    counted[0] = False
+
         try:
             length = int(handler.headers.get("Content-Length", "0"))
             body = json.loads(handler.rfile.read(length) or b"{}")
             if handler.path != "/v1/chat/completions":
+                answered()
                 self._send(handler, 404, {}, b'{"error": "not found"}')
                 return
             prompt = next(
@@ -181,10 +193,10 @@ class FakeChatServer:
                         handler.headers.get("Authorization"),
                     )
                 )
+            answered()
             self._send(handler, reply.status, reply.headers, data)
         finally:
-            with self.lock:
-                self.in_flight -= 1
+            answered()
 
     @staticmethod
     def _send(

@@ -307,7 +307,7 @@ def all_row_counts(engine: Engine) -> dict[str, int]:
 def seed(database: Database) -> dict[str, int]:
     """Demo cases, one reviewer and the rubric catalog (which every command registers
     on start, before it reads any file)."""
-    import_paths(database.engine, [DEMO_CASES])
+    import_paths(database.engine, Actor.operator(), [DEMO_CASES])
     add_person(database.engine, Actor.operator(), name="ana")
     sync_rubrics(database.engine, directory=RUBRICS_DIR)
     return all_row_counts(database.engine)
