@@ -5,12 +5,13 @@ from __future__ import annotations
 import streamlit as st
 
 from review_app.errors import PermissionDenied
-from review_app.ui import auth, state
+from review_app.ui import auth, keys, state
 from review_app.ui.safe import code_span
 
 # An emoji favicon is drawn in the browser; a Material icon would be fetched from
 # fonts.gstatic.com, a request leaving the reviewer's machine on every page load.
 st.set_page_config(page_title="Role Review", page_icon="⚖️", layout="wide")
+keys.early_keys()
 state.init_session()
 
 try:

@@ -37,8 +37,10 @@ DEFAULTS: dict[str, Any] = {
     "queue_unlabeled": False,
     "queue_page": 1,
     "focus": None,  # {"case": case_id, "turn": turn} on the review page
-    "focus_turn": None,  # the turn picker of the labeling panel
-    "reference_code": None,  # the rubric label whose definition the review page shows
+    "key_acked": {},  # review page: {client id: highest key press stored} (replace, never mutate)
+    "key_commands": [],  # review page: ids of the keyboard commands already run
+    "key_notice": None,  # review page: a message for the labeling panel
+    "auto_advance": False,  # review page: open the next case once every turn is labeled
     "flash": None,  # a message to show once after a rerun
     "jump_case": "",
     "assign_reviewers": [],

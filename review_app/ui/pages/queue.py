@@ -8,7 +8,7 @@ from streamlit.delta_generator import DeltaGenerator
 from review_app.errors import InputError
 from review_app.services.cases import LANES
 from review_app.services.people import list_people
-from review_app.services.queue import assign_cases, queue_page
+from review_app.services.queue import assign_cases, next_case, queue_page
 from review_app.ui import state
 from review_app.ui.safe import code_span
 
@@ -52,6 +52,15 @@ st.progress(
     result.progress,
     text=f"{result.completed} of {result.assigned} assigned cases labeled under {rubric.ref}",
 )
+
+following = next_case(state.engine(), actor, rubric=rubric, after=None)
+if following is not None:
+    opener = st.container(horizontal=True, gap="small", vertical_alignment="center")
+    if opener.button(
+        "Open my next case (N)", key="queue_open_next", shortcut="N", type="primary"
+    ):
+        st.switch_page(state.page("review"), query_params={"case": following})
+    opener.caption(code_span(following))
 
 if not result.rows:
     if result.assigned == 0:
