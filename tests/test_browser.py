@@ -370,7 +370,7 @@ def test_keyboard_path_from_the_queue_keeps_the_focused_turn_in_view(
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     try:
         tab = context.new_page()
-        tab.goto(f"{server.url}/queue")
+        tab.goto(f"{server.url}/")  # the queue is the default page
         _settled(tab)
         expect(tab.get_by_role("button", name="Open my next case (N)")).to_be_visible()
         keys_pressed = 0
@@ -380,7 +380,7 @@ def test_keyboard_path_from_the_queue_keeps_the_focused_turn_in_view(
         case_id = tab.url.split("case=")[1]
         turns = _assistant_turns(case_id)
         _settled(tab)
-        tab.wait_for_selector('body[data-review-keys="ready"]')
+        tab.wait_for_selector('body[data-review-keys="ready"]', state="attached")
         tab.wait_for_selector('[data-review-focus="1"]')
         labeled_before = _labels(server, case_id)
         rubric = sync_rubrics(server.engine).get(RUBRIC)
@@ -444,7 +444,7 @@ def test_rationale_key_opens_the_rationale_and_enter_returns(
     turns = _assistant_turns("support-clean-late-parcel")
     tab.goto(f"{server.url}/review?case={case_id}")
     _settled(tab)
-    tab.wait_for_selector('body[data-review-keys="ready"]')
+    tab.wait_for_selector('body[data-review-keys="ready"]', state="attached")
     panel = tab.frame_locator("iframe[title*='review_keys']")
     tab.keyboard.press("R")
     editor = panel.locator("#text")

@@ -135,7 +135,13 @@ with st.sidebar:
         on_change=state.keep,
         args=("auto_advance",),
     )
-    st.button("Next case ⏭", key="next_case", on_click=_open_next_case, width="stretch")
+    st.button(
+        "Next case (N)",
+        key="next_case",
+        icon=":material/skip_next:",
+        on_click=_open_next_case,
+        width="stretch",
+    )
 
 
 # --- header: one line of facts, one line of role ------------------------------------------
