@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 import os
-import statistics
 import socket
+import statistics
 import subprocess
 import time
 import urllib.request
@@ -353,9 +353,10 @@ def test_fast_typing_on_a_fresh_page_labels_every_turn_once(
     _report_latency("on the loaded page", rows[len(turns) :], pressed)
     _settled(tab)
     tab.wait_for_timeout(500)  # the panel's next draw
-    assert "all saved" in tab.frame_locator("iframe[title*='review_keys']").locator(
-        "#state"
-    ).inner_text()
+    assert (
+        "all saved"
+        in tab.frame_locator("iframe[title*='review_keys']").locator("#state").inner_text()
+    )
     assert not tab.locator('[data-testid="stException"]').count()
     _assert_only_loopback(traffic)
 

@@ -62,7 +62,9 @@ def parse_key_events(raw: Any) -> tuple[str, list[KeyEvent]]:
     client = raw.get("client")
     if not isinstance(client, str) or not 0 < len(client) <= MAX_CLIENT_ID_CHARS:
         raise InputError("key events: client must be a short string", field="client")
-    items = raw.get("events") or []
+    items = raw.get("events")
+    if items is None:
+        items = []
     if not isinstance(items, list) or len(items) > MAX_EVENTS_PER_CALL:
         raise InputError(
             f"key events: events must be a list of at most {MAX_EVENTS_PER_CALL}", field="events"
@@ -122,7 +124,9 @@ def apply_key_events(
         except (AlreadyApplied, IntegrityError):
             # IntegrityError: another request stored the same press in between.
             result.duplicates += 1
-        except (InputError, NotFound) as error:
+        except InputError as error:
+            result.errors.append(f"turn {event.turn}: {error.message}")
+        except NotFound as error:
             result.errors.append(f"turn {event.turn}: {error}")
         else:
             result.applied.append(saved)

@@ -56,9 +56,7 @@ st.progress(
 following = next_case(state.engine(), actor, rubric=rubric, after=None)
 if following is not None:
     opener = st.container(horizontal=True, gap="small", vertical_alignment="center")
-    if opener.button(
-        "Open my next case (N)", key="queue_open_next", shortcut="N", type="primary"
-    ):
+    if opener.button("Open my next case (N)", key="queue_open_next", shortcut="N", type="primary"):
         st.switch_page(state.page("review"), query_params={"case": following})
     opener.caption(code_span(following))
 

@@ -93,7 +93,7 @@ def _apply_keys() -> None:
             _open_next_case()
 
 
-def _open_next_case() -> None:
+def _open_next_case(rerun: bool = True) -> None:
     if rubric is None:
         return
     following = next_case(state.engine(), actor, rubric=rubric, after=case_id)
@@ -103,7 +103,8 @@ def _open_next_case() -> None:
     st.query_params["case"] = following
     st.session_state["focus"] = None
     st.session_state["key_notice"] = None
-    st.rerun()
+    if rerun:  # not from a button's callback, which reruns anyway
+        st.rerun()
 
 
 _apply_keys()
@@ -140,6 +141,7 @@ with st.sidebar:
         key="next_case",
         icon=":material/skip_next:",
         on_click=_open_next_case,
+        args=(False,),
         width="stretch",
     )
 
@@ -152,14 +154,14 @@ meta = [
     f"contract {code_span(view.contract_version or 'none')}",
     f"evaluator v{view.evaluator_version}",
 ]
-if view.diagnostic:
-    meta.append(f"diagnostic {code_span(view.diagnostic.splitlines()[0][:100])}")
 if labels is not None:
     if labels.blind:
         meta.append("others' labels hidden until you have labeled every turn")
     elif labels.other_reviewers:
         meta.append("you have labeled every turn: others' labels are shown")
 st.caption(" · ".join(meta))
+if view.diagnostic:
+    st.code(view.diagnostic, language=None, wrap_lines=True)
 if view.chatbot_role:
     first_line = view.chatbot_role.strip().splitlines()[0] if view.chatbot_role.strip() else ""
     # Imported text: literal (an expander's label would be Markdown).
@@ -298,4 +300,3 @@ with transcript:
                 st.text(turn.text)
             _finding_marks(turn)
             _label_controls(turn)
-
