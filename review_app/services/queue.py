@@ -146,6 +146,15 @@ def queue_page(
     return QueuePage(rows, page, n_pages, matching, completed, assigned)
 
 
+def open_review_work(engine: Engine, actor: Actor, *, rubric: Rubric) -> int:
+    """How many cases assigned to the actor under ``rubric`` they have not finished (0 for
+    someone with no queue): pages that show everyone's labels warn about them."""
+    if not actor.has_role("reviewer") or actor.reviewer_id is None:
+        return 0
+    result = queue_page(engine, actor, rubric=rubric, page_size=1)
+    return result.assigned - result.completed
+
+
 def next_case(engine: Engine, actor: Actor, *, rubric: Rubric, after: str | None) -> str | None:
     """The next unfinished case in the actor's queue after ``after`` (wrapping round)."""
     require_role(actor, "reviewer")

@@ -24,6 +24,7 @@ from review_app.services.agreement import (
 from review_app.services.cases import CaseView, case_fingerprint, load_case_view
 from review_app.services.judge import calibration_report, judge_token
 from review_app.services.people import Actor, sign_in
+from review_app.services.queue import open_review_work
 from review_app.services.rubric_catalog import RubricCatalog, sync_rubrics
 from review_app.ui import auth
 from storage.engine import database_url, shared_engine
@@ -53,6 +54,8 @@ DEFAULTS: dict[str, Any] = {
     "confusion_a": None,
     "confusion_b": None,
     "adjudicate_all": False,
+    "adjudicate_unit": None,  # {"case", "turn"}: the unit open on the adjudicate page
+    "gold_unit": None,  # the unit the gold form's values belong to
     "gold_code": None,
     "gold_note": "",
     "gold_calibration": False,
@@ -313,6 +316,19 @@ def show_flash() -> None:
     if message:
         st.toast(message)
         st.session_state["flash"] = None
+
+
+def own_work_notice(rubric: Rubric) -> None:
+    """On pages showing everyone's labels: say so to someone with unfinished cases of
+    their own under this rubric version (their labeling is blind until they look)."""
+    left = open_review_work(engine(), actor(), rubric=rubric)
+    if left:
+        st.warning(
+            f"You have {left} unfinished case{'s' if left != 1 else ''} in your own review "
+            f"queue under {rubric.ref}. This page shows other reviewers' labels: label "
+            "your queue first to keep your own labels blind.",
+            icon=":material/visibility:",
+        )
 
 
 def forbidden(message: str) -> None:
