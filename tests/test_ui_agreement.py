@@ -24,8 +24,7 @@ from review_app.services.agreement import agreement_report, confusion_between
 from review_app.services.demo import DEMO_CASES, load_demo
 from review_app.services.importing import import_paths
 from review_app.services.labels_io import import_labels
-from review_app.services.people import Actor
-from review_app.services.people import sign_in
+from review_app.services.people import Actor, sign_in
 from review_app.services.queue import assign_cases, open_review_work
 from review_app.services.rubric_catalog import sync_rubrics
 from storage.engine import create_database_engine
