@@ -28,7 +28,16 @@ with cases_tab:
     form = None if chosen == "detect" else chosen
     if upload is not None:
         data = upload.getvalue()
-        report = validate_upload(actor, name=upload.name, data=data, format=form, options={})
+        # The same checks as the import, against what is stored too (contracts, cases).
+        report = validate_upload(
+            actor,
+            name=upload.name,
+            data=data,
+            format=form,
+            options={},
+            engine=state.engine(),
+            replace=st.session_state["import_replace"],
+        )
         if not report.ok:
             st.error("This file cannot be imported; nothing was stored.")
             st.text(report.error or "")
