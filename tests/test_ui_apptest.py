@@ -935,3 +935,20 @@ def test_transcript_markup_is_shown_as_plain_text(
     for rendered in markdown_strings(at):
         for fragment in ("**bold**", "<script>", "![x]", "javascript:", "<b>"):
             assert fragment not in rendered, rendered
+
+
+def test_queue_most_informative_first_shows_why(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    at = open_app(monkeypatch, local="ana")
+    before = [row[0] for row in queue_rows(at)]
+    at.selectbox(key="_w_queue_order").set_value("informative")
+    run(at)
+    after = [row[0] for row in queue_rows(at)]
+    assert sorted(after) == sorted(before), "the same cases, in another order"
+    reasons = [c.value for c in at.caption if "disagree" in c.value or "judge" in c.value]
+    assert reasons, "each high case says why"
+    open_case(at, after[0])
+    at.switch_page("pages/queue.py")
+    run(at)
+    assert at.selectbox(key="_w_queue_order").value == "informative", "the order is kept"

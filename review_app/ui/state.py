@@ -37,6 +37,7 @@ DEFAULTS: dict[str, Any] = {
     "queue_lane": "all",
     "queue_unlabeled": False,
     "queue_page": 1,
+    "queue_order": "oldest",  # or "informative"
     "focus": None,  # {"case": case_id, "turn": turn} on the review page
     "key_acked": {},  # review page: {client id: highest key press stored} (replace, never mutate)
     "key_commands": [],  # review page: ids of the keyboard commands already run

@@ -8,7 +8,7 @@ from streamlit.delta_generator import DeltaGenerator
 from review_app.errors import InputError
 from review_app.services.cases import LANES
 from review_app.services.people import list_people
-from review_app.services.queue import assign_cases, next_case, queue_page
+from review_app.services.queue import assign_cases, informative_queue, next_case, queue_page
 from review_app.ui import state
 from review_app.ui.safe import code_span
 
@@ -24,7 +24,9 @@ def _filter_changed(key: str) -> None:
     st.session_state["queue_page"] = 1  # another selection starts on its first page
 
 
-left, middle = st.columns([1, 1])
+ORDERS = {"oldest": "Queue order (case id)", "informative": "Most informative first"}
+
+left, middle, right = st.columns([1, 1, 1])
 left.selectbox(
     "Lane",
     ["all", *LANES],
@@ -38,16 +40,42 @@ middle.toggle(
     on_change=_filter_changed,
     args=("queue_unlabeled",),
 )
+right.selectbox(
+    "Order",
+    list(ORDERS),
+    format_func=ORDERS.__getitem__,
+    key=state.widget_key("queue_order"),
+    on_change=_filter_changed,
+    args=("queue_order",),
+    help="Most informative first: where the judge is unsure or its runs disagree, where "
+    "reviewers disagree, where a finding contradicts a label. Audit-sample cases keep "
+    "their place.",
+)
 lane = None if st.session_state["queue_lane"] == "all" else st.session_state["queue_lane"]
 
-result = queue_page(
-    state.engine(),
-    actor,
-    rubric=rubric,
-    lane=lane,
-    only_unlabeled=st.session_state["queue_unlabeled"],
-    page=st.session_state["queue_page"],
-)
+why: dict[str, str] = {}
+if st.session_state["queue_order"] == "informative":
+    # Audit-sample units (random draws for valid estimates) are passed in here once
+    # the database stores them; their cases are marked and never moved.
+    result, scored = informative_queue(
+        state.engine(),
+        actor,
+        rubric=rubric,
+        lane=lane,
+        only_unlabeled=st.session_state["queue_unlabeled"],
+        page=st.session_state["queue_page"],
+        audit_units=(),
+    )
+    why = {case_id: found.why for case_id, found in scored.items()}
+else:
+    result = queue_page(
+        state.engine(),
+        actor,
+        rubric=rubric,
+        lane=lane,
+        only_unlabeled=st.session_state["queue_unlabeled"],
+        page=st.session_state["queue_page"],
+    )
 st.progress(
     result.progress,
     text=f"{result.completed} of {result.assigned} assigned cases labeled under {rubric.ref}",
@@ -95,6 +123,8 @@ else:
             "—" if row.first_violation_turn is None else f"turn {row.first_violation_turn}",
             width=widths[3],
         )
+        if why.get(row.case_id):
+            cells.caption(why[row.case_id])
     if result.n_pages > 1:
         st.session_state["queue_page"] = result.page
         # st.pagination has a default, so writing its state (the widget_key pattern)
