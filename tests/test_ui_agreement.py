@@ -78,7 +78,14 @@ def charts(at: AppTest) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
     found = []
     for chart in at.get("vega_lite_chart"):
         spec = json.loads(chart.proto.spec)
-        rows = pa.ipc.open_stream(chart.proto.data.data).read_all().to_pylist()
+        tables = [chart.proto.data.data] if chart.proto.data.data else []
+        tables += [named.data.data for named in chart.proto.datasets]  # one per layer's data
+        rows = [row for table in tables for row in pa.ipc.open_stream(table).read_all().to_pylist()]
+        if not tables:  # layers with data of their own stay inline in the spec
+            for values in spec.get("datasets", {}).values():
+                rows.extend(values)
+            for layer in spec.get("layer", []):
+                rows.extend(layer.get("data", {}).get("values", []))
         found.append((spec, rows))
     return found
 
@@ -111,6 +118,14 @@ def test_dashboard_draws_its_charts_from_the_report(engine: Engine) -> None:
         spec["$schema"].startswith("https://vega.github.io/schema/vega-lite/") for spec, _ in drawn
     )
     coefficients = {row["coefficient"]: row["value"] for row in drawn[0][1]}
+    # no null for Vega to stretch a scale over ("Infinite extent")
+    assert all(row["value"] is not None for row in drawn[0][1])
+    spec = drawn[0][0]
+    (rule,) = [layer for layer in spec["layer"] if layer["mark"]["type"] == "rule"]
+    intervals = rule["data"].get("values") or spec["datasets"][rule["data"]["name"]]
+    assert intervals and all(
+        row["low"] is not None and row["high"] is not None for row in intervals
+    )
     assert coefficients["alpha (codes)"] == pytest.approx(report["krippendorff_alpha"]["value"])
     assert coefficients["Fleiss' kappa"] == pytest.approx(report["fleiss_kappa"]["value"])
     kappa = {(r["reviewer_a"], r["reviewer_b"]): r["kappa"] for r in drawn[1][1]}

@@ -952,3 +952,18 @@ def test_queue_most_informative_first_shows_why(
     at.switch_page("pages/queue.py")
     run(at)
     assert at.selectbox(key="_w_queue_order").value == "informative", "the order is kept"
+
+
+def test_the_review_link_reopens_the_case_being_reviewed(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    at = open_case(open_app(monkeypatch, local="lee"), "support-delayed-refund-violation")
+    Keys(at).press("in_role", 2, focus=6)
+    at.switch_page("pages/queue.py")
+    run(at)
+    at.query_params.clear()
+    at.switch_page("pages/review.py")  # the sidebar link: no case in the address
+    run(at)
+    assert review_heading(at) == "support-delayed-refund-violation"
+    assert at.query_params["case"] == "support-delayed-refund-violation"
+    assert sidebar_turn(at) == 6, "on the turn it was on"
