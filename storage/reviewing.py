@@ -530,7 +530,7 @@ def count_labels(
 def label_event_applied(session: Session, *, reviewer_id: int, client_id: str, seq: int) -> bool:
     """Whether this key press (page load ``client_id``, number ``seq``) is stored already."""
     found = session.scalars(
-        select(LabelEvent.id).where(
+        select(col(LabelEvent.id)).where(
             col(LabelEvent.reviewer_id) == reviewer_id,
             col(LabelEvent.client_id) == client_id,
             col(LabelEvent.seq) == seq,
