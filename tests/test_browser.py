@@ -427,11 +427,15 @@ def test_keyboard_path_from_the_queue_keeps_the_focused_turn_in_view(
         assert after != before or before == 0, "PageUp did not scroll"
 
         _settled(tab)
+        unfinished = [
+            other for other in QUEUED if len(_labels(server, other)) < len(_assistant_turns(other))
+        ]
         tab.keyboard.press("N")  # the next case in one key
-        if case_id != QUEUED[-1] or len(_labels(server, QUEUED[0])) < len(
-            _assistant_turns(QUEUED[0])
-        ):
-            tab.wait_for_url(lambda url: case_id not in url)
+        if unfinished:
+            tab.wait_for_url(f"**/review?case={unfinished[0]}")
+        else:
+            state = tab.frame_locator("iframe[title*='review_keys']").locator("#state")
+            expect(state).to_have_text("No unfinished case left in your queue.")
         assert not tab.locator('[data-testid="stException"]').count()
     finally:
         context.close()
