@@ -21,7 +21,7 @@ SQLite, COPY on PostgreSQL).
 Measured, each in a fresh child process (time of the call; peak resident memory
 of the whole child, with the interpreter and imports):
 
-1. ``agreement_report(engine, rubric=..., n_resamples=1000)``: reading the labels,
+1. ``agreement_report(engine, actor, rubric=..., n_resamples=1000)``: reading the labels,
    every coefficient, the bootstrap interval and the gold counts (targets: < 5 s,
    < 1 GB, within 3x of 2).
 2. ``krippendorff.alpha`` alone on the reviewers x units matrix of the same labels,
@@ -142,6 +142,7 @@ def populate(url: str, corpus: Path, args: argparse.Namespace) -> None:
     from sqlmodel import Session
 
     from review_app.services.importing import import_paths
+    from review_app.services.people import operator_actor
     from review_app.services.rubric_catalog import sync_rubrics
     from storage import labels_bulk, reviewing
     from storage.engine import create_database_engine
@@ -150,13 +151,13 @@ def populate(url: str, corpus: Path, args: argparse.Namespace) -> None:
     engine = create_database_engine(url)
     upgrade_database(engine)
     start = time.perf_counter()
-    summary = import_paths(engine, [corpus])
+    summary = import_paths(engine, operator_actor(), [corpus])
     print(
         f"  import_paths: {summary.totals.imported:,} cases "
         f"({summary.totals.with_violations:,} with a violation) in "
         f"{time.perf_counter() - start:.1f} s"
     )
-    rubric = sync_rubrics(engine).get(RUBRIC)
+    rubric = sync_rubrics(engine, operator_actor()).get(RUBRIC)
     n_units = args.cases * ASSISTANT_TURNS
     unit_ids, reviewer_ids, code_ids = generate_labels(
         n_units, args.reviewers, missing=args.missing, seed=args.seed
@@ -211,14 +212,15 @@ def peak_rss_mb() -> float:
 
 def child_report(url: str, resamples: int) -> dict[str, Any]:
     from review_app.services.agreement import agreement_report
+    from review_app.services.people import operator_actor
     from review_app.services.rubric_catalog import sync_rubrics
     from storage.engine import create_database_engine
 
     engine = create_database_engine(url)
-    rubric = sync_rubrics(engine).for_reports(RUBRIC)
+    rubric = sync_rubrics(engine, operator_actor()).for_reports(RUBRIC)
     before = peak_rss_mb()
     start, cpu_start = time.perf_counter(), time.process_time()
-    report = agreement_report(engine, rubric=rubric, n_resamples=resamples)
+    report = agreement_report(engine, operator_actor(), rubric=rubric, n_resamples=resamples)
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     return {
         "seconds": seconds,
@@ -234,14 +236,14 @@ def child_report(url: str, resamples: int) -> dict[str, Any]:
 
 def child_queue(url: str) -> dict[str, Any]:
     from review_app.services.adjudication import disagreement_queue
-    from review_app.services.people import Actor
+    from review_app.services.people import operator_actor
     from review_app.services.rubric_catalog import sync_rubrics
     from storage.engine import create_database_engine
 
     engine = create_database_engine(url)
-    rubric = sync_rubrics(engine).for_reports(RUBRIC)
+    rubric = sync_rubrics(engine, operator_actor()).for_reports(RUBRIC)
     start, cpu_start = time.perf_counter(), time.process_time()
-    queue = disagreement_queue(engine, Actor.operator(), rubric=rubric)
+    queue = disagreement_queue(engine, operator_actor(), rubric=rubric)
     seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
     return {"seconds": seconds, "cpu": cpu, "peak_mb": peak_rss_mb(), "units": len(queue)}
 

@@ -55,7 +55,7 @@ TARGET_RATIO = 2.0
 def build_database(path: Path, *, n_cases: int, n_events: int) -> None:
     from review_app.services.importing import import_paths
     from review_app.services.labeling import record_label
-    from review_app.services.people import Actor, add_person, sign_in
+    from review_app.services.people import add_person, operator_actor, sign_in
     from review_app.services.queue import assign_cases
     from review_app.services.rubric_catalog import sync_rubrics
     from storage.engine import create_database_engine
@@ -74,14 +74,14 @@ def build_database(path: Path, *, n_cases: int, n_events: int) -> None:
             out.write(json.dumps(long_case) + "\n")
         written = time.perf_counter() - start
         start = time.perf_counter()
-        summary = import_paths(engine, [corpus])
+        summary = import_paths(engine, operator_actor(), [corpus])
         imported = time.perf_counter() - start
     print(f"corpus: {n_cases:,} cases written in {written:.1f} s; import: {summary.line()}")
     print(f"  import {imported:.1f} s ({n_cases / imported:,.0f} cases/s)")
 
-    operator = Actor.operator()
+    operator = operator_actor()
     add_person(engine, operator, name=REVIEWER, role="reviewer")
-    rubric = sync_rubrics(engine).get(RUBRIC)
+    rubric = sync_rubrics(engine, operator_actor()).get(RUBRIC)
     start = time.perf_counter()
     report = assign_cases(engine, operator, rubric=rubric, reviewers=[REVIEWER], overlap=1)
     print(f"  assign {time.perf_counter() - start:.1f} s: {report.line()}")
@@ -96,10 +96,11 @@ def build_database(path: Path, *, n_cases: int, n_events: int) -> None:
 def long_case_messages(path: Path) -> list[tuple[str, str]]:
     """(actor, text) of the long case, read back from the database once."""
     from review_app.services.cases import load_case_view
+    from review_app.services.people import operator_actor
     from storage.engine import create_database_engine
 
     engine = create_database_engine(f"sqlite:///{path}")
-    view = load_case_view(engine, case_id=LONG_CASE)
+    view = load_case_view(engine, operator_actor(), case_id=LONG_CASE)
     engine.dispose()
     return [(turn.actor, turn.text or "") for turn in view.turns]
 
@@ -167,7 +168,7 @@ def measure(path: Path, reruns: int) -> dict[str, list[float]]:
     print(f"first run (engine, migrations check, rubric sync): {first:.2f} s")
     assert len(queue.get("page_link")) == 25, "the queue shows a full page"
     review.run()
-    review.switch_page("pages/review.py")
+    review.switch_page("views/review.py")
     review.query_params["case"] = LONG_CASE
     pages = {
         "queue": queue,

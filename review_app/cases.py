@@ -1,4 +1,4 @@
-"""Reading and validating case files (SPEC §1).
+"""Reading and validating case files (docs/reference.md, "Cases").
 
 A case file is JSON (one case object, or a list of them) or JSONL (one case per
 line; blank lines are skipped). Reading is streamed: a JSONL file of any size is

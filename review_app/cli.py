@@ -33,7 +33,9 @@ app = typer.Typer(
 )
 cases_app = typer.Typer(help="List and show imported cases.", no_args_is_help=True)
 app.add_typer(cases_app, name="cases")
-labels_app = typer.Typer(help="Human labels in bulk (CSV: SPEC §4).", no_args_is_help=True)
+labels_app = typer.Typer(
+    help='Human labels in bulk (CSV: docs/reference.md, "Label CSV").', no_args_is_help=True
+)
 app.add_typer(labels_app, name="labels")
 reviewers_app = typer.Typer(help="Reviewers and their roles.", no_args_is_help=True)
 app.add_typer(reviewers_app, name="reviewers")
@@ -100,6 +102,13 @@ def _is_printable(ch: str) -> bool:
 def terminal_safe(text: str) -> str:
     """Untrusted text for a terminal: control characters (escape sequences) made visible."""
     return "".join(ch if _is_printable(ch) else f"\\x{ord(ch):02x}" for ch in text)
+
+
+def _operator() -> Any:
+    """The command line acts as the operator: an admin, recorded as ``operator``."""
+    from review_app.services.people import operator_actor
+
+    return operator_actor()
 
 
 def _run(action: Callable[[], T]) -> T:
@@ -239,8 +248,8 @@ def import_(
 ) -> None:
     """Import cases: one transaction per file; identical cases are skipped.
 
-    Native files (SPEC §1) and other tools' files: deepeval conversational test
-    cases, Openlayer session rows, Galtea-style rows, OpenAI chat-completions
+    Native files (docs/reference.md, "Cases") and other tools' files: deepeval
+    conversational test cases, Openlayer session rows, Galtea-style rows, OpenAI chat-completions
     message lists. Cases without a contract are stored for semantic review only.
     A changed case under a stored case id is refused unless --replace; a contract
     version stored with a different body is refused. Findings are computed at import.
@@ -268,6 +277,7 @@ def import_(
             _run(
                 lambda: import_paths(
                     engine,
+                    _operator(),
                     paths,
                     replace=replace,
                     max_record_bytes=max_record_bytes,
@@ -425,7 +435,7 @@ def cases_show(
     from review_app.services.render import case_view_dict, render_case_text
 
     engine = _run(lambda: _engine(db))
-    view = _run(lambda: load_case_view(engine, case_id=case_id))
+    view = _run(lambda: load_case_view(engine, _operator(), case_id=case_id))
     if as_json:
         _print_json(case_view_dict(view))
         return
@@ -442,7 +452,7 @@ RubricOption = Annotated[
 def _catalog(engine: Any) -> Any:
     from review_app.services.rubric_catalog import sync_rubrics
 
-    return sync_rubrics(engine)
+    return sync_rubrics(engine, _operator())
 
 
 @rubrics_app.command("list")
@@ -506,10 +516,10 @@ def reviewers_add(
     db: DbOption = None,
 ) -> None:
     """Add a reviewer (or change an existing one's role)."""
-    from review_app.services.people import Actor, add_person
+    from review_app.services.people import add_person
 
     engine = _run(lambda: _engine(db))
-    person = _run(lambda: add_person(engine, Actor.operator(), name=name, role=role))
+    person = _run(lambda: add_person(engine, _operator(), name=name, role=role))
     typer.echo(f"{person.name}: {person.role}")
 
 
@@ -522,7 +532,6 @@ def assign(
     db: DbOption = None,
 ) -> None:
     """Fill reviewers' queues: each case goes to OVERLAP reviewers, load balanced."""
-    from review_app.services.people import Actor
     from review_app.services.queue import assign_cases
 
     engine = _run(lambda: _engine(db))
@@ -531,7 +540,7 @@ def assign(
     names = [name.strip() for name in reviewers.split(",") if name.strip()]
     report = _run(
         lambda: assign_cases(
-            engine, Actor.operator(), rubric=chosen, reviewers=names, overlap=overlap, lane=lane
+            engine, _operator(), rubric=chosen, reviewers=names, overlap=overlap, lane=lane
         )
     )
     typer.echo(report.line())
@@ -539,16 +548,15 @@ def assign(
 
 @labels_app.command("import")
 def labels_import(
-    label_file: Annotated[Path, typer.Argument(metavar="FILE.csv")],
+    label_file: Annotated[Path, typer.Argument(metavar="FILE.csv|FILE.jsonl")],
     db: DbOption = None,
 ) -> None:
     """Import labels (case_id,turn,reviewer,label,rubric,rationale); all rows or none."""
     from review_app.services.labels_io import import_labels
-    from review_app.services.people import Actor
 
     engine = _run(lambda: _engine(db))
     catalog = _catalog(engine)
-    summary = _run(lambda: import_labels(engine, Actor.operator(), label_file, catalog=catalog))
+    summary = _run(lambda: import_labels(engine, _operator(), label_file, catalog=catalog))
     typer.echo(summary.line())
 
 
@@ -568,7 +576,7 @@ def labels_export(
 
     engine = _run(lambda: _engine(db))
     chosen = _run(lambda: _catalog(engine).for_reports(rubric))
-    text = export_labels_csv(engine, rubric=chosen, history=history)
+    text = export_labels_csv(engine, _operator(), rubric=chosen, history=history)
     if out is None:
         typer.echo(text, nl=False)
     else:
@@ -582,7 +590,9 @@ def labels_export(
 @app.command()
 def agreement(
     rubric: RubricOption,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the SPEC §6 JSON object.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help='Print JSON (docs/reference.md, "Agreement JSON").')
+    ] = False,
     resamples: Annotated[
         int, typer.Option("--resamples", help="Bootstrap resamples for the alpha interval.")
     ] = 1000,
@@ -601,7 +611,7 @@ def agreement(
     chosen = _run(lambda: _catalog(engine).for_reports(rubric))
     if resamples < 0:
         raise _fail("--resamples: at least 0")
-    report = agreement_report(engine, rubric=chosen, n_resamples=resamples, seed=seed)
+    report = agreement_report(engine, _operator(), rubric=chosen, n_resamples=resamples, seed=seed)
     if as_json:
         _print_json(report)
     else:
@@ -640,7 +650,13 @@ def export(
     chosen = _run(lambda: _catalog(engine).for_reports(rubric))
     result = _run(
         lambda: export_data(
-            engine, rubric=chosen, format=format, redact=redact, lane=lane, case_ids=case
+            engine,
+            _operator(),
+            rubric=chosen,
+            format=format,
+            redact=redact,
+            lane=lane,
+            case_ids=case,
         )
     )
     written = _run(lambda: write_export(result, out))
@@ -652,13 +668,17 @@ def export(
 
 @judge_app.command("import")
 def judge_import(
-    verdict_file: Annotated[Path, typer.Argument(metavar="FILE", help="CSV or JSONL (SPEC §5).")],
+    verdict_file: Annotated[
+        Path,
+        typer.Argument(metavar="FILE", help='CSV or JSONL (docs/reference.md, "Judge verdicts").'),
+    ],
     rubric: RubricOption,
     score_means: Annotated[
         str,
         typer.Option(
             "--score-means",
-            help="break (1 = breaks the role, SPEC §5) or adherence (1 = stays in "
+            help='break (1 = breaks the role; docs/reference.md, "Judge verdicts") or adherence '
+            "(1 = stays in "
             "role, as deepeval, Galtea and Openlayer report).",
         ),
     ] = "break",
@@ -666,13 +686,12 @@ def judge_import(
 ) -> None:
     """Import judge verdicts (per turn, or per conversation with an empty turn)."""
     from review_app.services.judge import import_verdicts
-    from review_app.services.people import Actor
 
     engine = _run(lambda: _engine(db))
     chosen = _run(lambda: _catalog(engine).get(rubric))
     summary = _run(
         lambda: import_verdicts(
-            engine, Actor.operator(), verdict_file, rubric=chosen, score_means=score_means
+            engine, _operator(), verdict_file, rubric=chosen, score_means=score_means
         )
     )
     typer.echo(summary.line())
@@ -691,7 +710,7 @@ def judge_runs(
 
     engine = _run(lambda: _engine(db))
     chosen = _run(lambda: _catalog(engine).for_reports(rubric)) if rubric else None
-    runs = list_judge_runs(engine, rubric=chosen)
+    runs = list_judge_runs(engine, _operator(), rubric=chosen)
     if as_json:
         _print_json(runs)
         return
@@ -753,7 +772,6 @@ def judge_run(
     from review_app.judging import find_judge_prompt
     from review_app.rubrics import default_rubrics_dir
     from review_app.services.judge import EndpointSettings, run_judge, select_case_ids
-    from review_app.services.people import Actor
 
     engine = _run(lambda: _engine(db))
     chosen = _run(lambda: _catalog(engine).get(rubric))
@@ -775,7 +793,7 @@ def judge_run(
         summary = _run(
             lambda: run_judge(
                 engine,
-                Actor.operator(),
+                _operator(),
                 rubric=chosen,
                 prompt=template,
                 settings=settings,
@@ -805,7 +823,7 @@ def judge_report(
     chosen = _run(lambda: _catalog(engine).for_reports(rubric))
     report = _run(
         lambda: calibration_report(
-            engine, rubric=chosen, run_ids=run, n_resamples=resamples, seed=seed
+            engine, _operator(), rubric=chosen, run_ids=run, n_resamples=resamples, seed=seed
         )
     )
     if as_json:
@@ -823,14 +841,11 @@ def judge_calibrate(
 ) -> None:
     """Fit a score calibration map on gold labels (cross-validated) and store it with the run."""
     from review_app.services.judge import fit_run_calibration
-    from review_app.services.people import Actor
 
     engine = _run(lambda: _engine(db))
     chosen = _run(lambda: _catalog(engine).get(rubric))
     fitted = _run(
-        lambda: fit_run_calibration(
-            engine, Actor.operator(), rubric=chosen, run_id=run, method=method
-        )
+        lambda: fit_run_calibration(engine, _operator(), rubric=chosen, run_id=run, method=method)
     )
     before, after = fitted.get("heldout_brier_before"), fitted.get("heldout_brier_after")
     typer.echo(
@@ -855,7 +870,9 @@ def judge_few_shot(
     engine = _run(lambda: _engine(db))
     chosen = _run(lambda: _catalog(engine).for_reports(rubric))
     examples = _run(
-        lambda: few_shot_material(engine, rubric=chosen, run_id=run, per_label=per_label)
+        lambda: few_shot_material(
+            engine, _operator(), rubric=chosen, run_id=run, per_label=per_label
+        )
     )
     _print_json(examples)
 
@@ -878,6 +895,52 @@ def judge_local_server(
     typer.echo(f"llama.cpp server on http://{host}:{port}/v1 (model gemma-3-270m)")
     sys.stdout.flush()
     os.execve(command[0], command, local_server_environment())
+
+
+# --- audit log -------------------------------------------------------------------------------
+
+
+@app.command()
+def audit(
+    since: Annotated[
+        str | None,
+        typer.Option("--since", metavar="ISO", help="Only entries at or after this UTC time."),
+    ] = None,
+    actor: Annotated[
+        str | None, typer.Option("--actor", metavar="NAME", help="Only this person's entries.")
+    ] = None,
+    action: Annotated[
+        str | None,
+        typer.Option("--action", metavar="A", help="Only this action (label, gold, export...)."),
+    ] = None,
+    limit: Annotated[
+        int | None, typer.Option("--limit", min=1, help="At most this many entries.")
+    ] = None,
+    as_json: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """The audit log, newest first: who changed or exported what, and when.
+
+    Entries: label and gold changes, case imports (with the file's sha256) and
+    --replace, label and verdict imports, rubric publication, exports, people and
+    role changes, assignments, calibration fits. See docs/reference.md, "Audit log".
+    """
+    from review_app.services.audit import audit_entries, audit_line, parse_since
+
+    engine = _run(lambda: _engine(db))
+    moment = _run(lambda: parse_since(since)) if since else None
+    entries = _run(
+        lambda: audit_entries(
+            engine, _operator(), since=moment, by=actor, action=action, limit=limit
+        )
+    )
+    if as_json:
+        _print_json(entries)
+        return
+    if not entries:
+        typer.echo("no audit entries")
+    for entry in entries:
+        typer.echo(terminal_safe(audit_line(entry)))
 
 
 # --- serving the app ------------------------------------------------------------------
@@ -917,6 +980,9 @@ def _serve(db: str | None, port: int, host: str) -> None:
         "false",
         "--client.toolbarMode",
         "viewer",
+        # A traceback (file paths, code) never reaches a browser; the server logs it.
+        "--client.showErrorDetails",
+        "false",
         # A full gc.collect() after every run costs a label key hundreds of ms on a
         # busy machine; Python's own collector still runs.
         "--runner.postScriptGC",
@@ -954,11 +1020,44 @@ def demo(
     from review_app.ui.auth import local_user_name
 
     engine = _run(lambda: _engine(db))
-    report = _run(lambda: load_demo(engine, local_user=local_user_name()))
+    report = _run(lambda: load_demo(engine, _operator(), local_user=local_user_name()))
     for line in report.lines():
         typer.echo(line)
     if not no_serve:
         _serve(db, port, host)
+
+
+# --- backup and restore -----------------------------------------------------------
+
+
+@app.command()
+def backup(
+    path: Annotated[Path, typer.Argument(metavar="PATH", help="The backup file to write.")],
+    db: DbOption = None,
+) -> None:
+    """Back up the database: a consistent SQLite snapshot while servers keep running
+    (PostgreSQL: prints the pg_dump command to run)."""
+    from review_app.services.backup import backup_database
+    from review_app.services.people import Actor
+
+    outcome = _run(lambda: backup_database(Actor.operator(), db=db, path=path))
+    typer.echo(outcome.message)
+
+
+@app.command()
+def restore(
+    path: Annotated[Path, typer.Argument(metavar="PATH", help="A file written by backup.")],
+    db: DbOption = None,
+) -> None:
+    """Restore a backup into the database; the current content is saved first as
+    <database>.before-restore (PostgreSQL: prints the pg_restore command to run)."""
+    from review_app.services.backup import restore_database
+    from review_app.services.people import Actor
+
+    outcome = _run(lambda: restore_database(Actor.operator(), db=db, path=path))
+    if outcome.done:
+        _run(lambda: _engine(db))  # an older backup is migrated now, not by the next command
+    typer.echo(outcome.message)
 
 
 def main() -> None:

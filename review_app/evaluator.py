@@ -1,4 +1,4 @@
-"""The deterministic role-contract evaluator (SPEC §2).
+"""The deterministic role-contract evaluator (docs/reference.md, "Findings").
 
 A pure function of one case: no I/O, no model, no guessing from prose. It walks the
 transcript once, in list order, keeping the active role. Only a ``system`` event's
@@ -14,7 +14,7 @@ Public API, for other tools and CI pipelines::
     print(diagnostic(result))           # one stable line, no transcript text
 
 :func:`evaluate_case` never raises on JSON-shaped input (dicts, lists, strings,
-numbers, booleans, ``None``): a case that is not shaped like SPEC §1 gets the
+numbers, booleans, ``None``): a case that is not shaped as in docs/reference.md, "Cases", gets the
 ``malformed_case`` fixture error naming the field.
 
 Result fields: ``case_id``, ``contract_version``, ``status`` (``pass`` | ``fail`` |
@@ -304,7 +304,7 @@ def _check_request(
 
 
 def evaluate_case(case: Any) -> dict[str, Any]:
-    """Deterministic role-contract findings for one case (SPEC §2), in one pass.
+    """Deterministic role-contract findings for one case (docs/reference.md, "Findings").
 
     ``case`` is a plain dict as read from JSON. The function never mutates it and
     never raises for JSON-shaped input.
@@ -762,7 +762,7 @@ def _escape(code: int) -> str:
 
 
 def diagnostic(result: dict[str, Any]) -> str:
-    """The one-line summary for CI logs (SPEC §2). It never contains transcript text."""
+    """The one-line CI log summary (docs/reference.md, "Findings"); never transcript text."""
     case_id = _token(result.get("case_id") or "-")
     contract = _token(result.get("contract_version") or "-")
     status = result.get("status")

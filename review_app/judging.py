@@ -1,4 +1,6 @@
-"""LLM-judge building blocks: prompt templates, strict answers, verdict files (SPEC §5).
+"""LLM-judge building blocks: prompt templates, strict answers, verdict files.
+
+Verdict files: docs/reference.md, "Judge verdicts".
 
 Pure: no database, no network. The service (``review_app.services.judge``) runs
 prompts against an endpoint and stores what comes back.
@@ -246,7 +248,7 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-# --- verdict files (SPEC §5) ----------------------------------------------------------
+# --- verdict files (docs/reference.md, "Judge verdicts") ------------------------------
 
 VERDICT_FIELDS = ("case_id", "turn", "judge", "prompt_version", "model", "label", "score", "reason")
 SCORE_MEANINGS = ("break", "adherence")

@@ -1,6 +1,6 @@
 """Versioned review rubrics: loading, validation, identity and differences.
 
-A rubric lives in ``<root>/<id>/v<N>.yaml`` (format: SPEC section 3) and is referred
+A rubric lives in ``<root>/<id>/v<N>.yaml`` (docs/reference.md, "Rubric files") and is referred
 to as ``<id>@<N>``. Once labels refer to a version it is immutable; a change of
 content is a new file ``v<N+1>.yaml``.
 

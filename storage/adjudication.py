@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -10,7 +11,7 @@ from operator import itemgetter
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import func, select, update
+from sqlalchemy import func, insert, select, text, update
 from sqlmodel import Session, col
 
 from storage.models import Evaluation, Finding, GoldLabel, Label, Reviewer
@@ -247,6 +248,30 @@ def gold_history(
     return [(row[0], row[1]) for row in session.execute(query)]
 
 
+# Any constant works: it only has to be the same in every process recording gold.
+_PG_GOLD_LOCK_NAMESPACE = 725_310_444
+
+
+def lock_gold_unit(
+    session: Session, *, rubric_id: str, version: int, case_id: str, turn: int
+) -> None:
+    """Make this transaction the only one writing the unit's gold label until it ends.
+
+    PostgreSQL: a transaction-scoped advisory lock keyed on the unit (a hash; two units
+    sharing one only wait for each other). SQLite's ``BEGIN IMMEDIATE`` already
+    serialises writers.
+    """
+    connection = session.connection()
+    if connection.dialect.name != "postgresql":
+        return
+    digest = zlib.crc32(f"{rubric_id}\x00{version}\x00{case_id}\x00{turn}".encode())
+    key = digest - (1 << 32) if digest >= (1 << 31) else digest
+    connection.execute(
+        text("SELECT pg_advisory_xact_lock(:namespace, :key)"),
+        {"namespace": _PG_GOLD_LOCK_NAMESPACE, "key": key},
+    )
+
+
 def add_gold(
     session: Session,
     *,
@@ -260,7 +285,14 @@ def add_gold(
     rubric_ambiguity: str | None,
     adjudicator_id: int | None,
     now: datetime,
-) -> GoldLabel:
+) -> int:
+    """Record the unit's gold label (the previous one becomes history); returns its id.
+
+    Concurrent calls on one unit take turns (:func:`lock_gold_unit`): the last one
+    stays current, and the partial unique index ``ux_gold_current_unit`` refuses a
+    second current row whatever happens.
+    """
+    lock_gold_unit(session, rubric_id=rubric_id, version=version, case_id=case_id, turn=turn)
     session.execute(
         update(GoldLabel)
         .where(
@@ -272,21 +304,25 @@ def add_gold(
         )
         .values(current=False)
     )
-    gold = GoldLabel(
-        case_id=case_id,
-        turn=turn,
-        rubric_id=rubric_id,
-        rubric_version=version,
-        code=code,
-        note=note,
-        calibration_item=calibration_item,
-        rubric_ambiguity=rubric_ambiguity,
-        adjudicator_id=adjudicator_id,
-        created_at=now,
+    statement = (
+        insert(GoldLabel)
+        .values(
+            case_id=case_id,
+            turn=turn,
+            rubric_id=rubric_id,
+            rubric_version=version,
+            code=code,
+            note=note,
+            calibration_item=calibration_item,
+            rubric_ambiguity=rubric_ambiguity,
+            adjudicator_id=adjudicator_id,
+            current=True,
+            stale=False,
+            created_at=now,
+        )
+        .returning(col(GoldLabel.id))
     )
-    session.add(gold)
-    session.flush()
-    return gold
+    return int(session.execute(statement).scalar_one())
 
 
 def rubric_ambiguities(session: Session, *, rubric_id: str, version: int) -> list[GoldLabel]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sqlalchemy import Column, Index, Text
+from sqlalchemy import Column, Index, Text, false, text
 from sqlmodel import Field, SQLModel
 
 
@@ -198,12 +198,27 @@ class Label(LabelBase, table=True):
     __table_args__ = (
         Index("ix_labels_rubric_case_turn", "rubric_id", "rubric_version", "case_id", "turn"),
         Index("ix_labels_reviewer_case", "reviewer_id", "rubric_id", "rubric_version", "case_id"),
+        # One current label per reviewer and unit, enforced by the database.
+        Index(
+            "ux_labels_current_unit",
+            "rubric_id",
+            "rubric_version",
+            "case_id",
+            "turn",
+            "reviewer_id",
+            unique=True,
+            sqlite_where=text("current"),
+            postgresql_where=text("current"),
+        ),
     )
     id: int | None = Field(default=None, primary_key=True)
     reviewer_id: int = Field(foreign_key="reviewers.id")
     current: bool = True
     source: str = Field(default="app", max_length=20)
     created_at: datetime = Field(default_factory=utcnow)
+    stale: bool = Field(default=False, sa_column_kwargs={"server_default": false()})
+    """Set when ``import --replace`` changed the turn under the label: it stopped being
+    current and its reviewer is asked to label the turn again."""
 
 
 class LabelEvent(SQLModel, table=True):
@@ -234,6 +249,17 @@ class GoldLabel(SQLModel, table=True):
     __tablename__ = "gold_labels"
     __table_args__ = (
         Index("ix_gold_rubric_case_turn", "rubric_id", "rubric_version", "case_id", "turn"),
+        # One current gold label per unit, enforced by the database.
+        Index(
+            "ux_gold_current_unit",
+            "rubric_id",
+            "rubric_version",
+            "case_id",
+            "turn",
+            unique=True,
+            sqlite_where=text("current"),
+            postgresql_where=text("current"),
+        ),
     )
     id: int | None = Field(default=None, primary_key=True)
     case_id: str = Field(foreign_key="cases.case_id", max_length=200)
@@ -247,6 +273,8 @@ class GoldLabel(SQLModel, table=True):
     adjudicator_id: int | None = Field(default=None, foreign_key="reviewers.id")
     current: bool = True
     created_at: datetime = Field(default_factory=utcnow)
+    stale: bool = Field(default=False, sa_column_kwargs={"server_default": false()})
+    """Set when ``import --replace`` changed the turn under the gold label."""
 
 
 # --- LLM judge runs --------------------------------------------------------------
@@ -300,3 +328,27 @@ class JudgeVerdict(SQLModel, table=True):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     created_at: datetime = Field(default_factory=utcnow)
+
+
+# --- audit log -------------------------------------------------------------
+
+
+class AuditEntry(SQLModel, table=True):
+    """One change (or export) and who made it. Append-only: rows are never updated.
+
+    ``summary_json`` holds canonical JSON of what changed (before/after, counts,
+    a file's sha256); it is written in the same transaction as the change.
+    """
+
+    __tablename__ = "audit_log"
+    __table_args__ = (
+        Index("ix_audit_log_at", "at"),
+        Index("ix_audit_log_actor_at", "actor", "at"),
+    )
+    id: int | None = Field(default=None, primary_key=True)
+    at: datetime = Field(default_factory=utcnow)
+    actor: str = Field(max_length=200)
+    action: str = Field(max_length=60)
+    object_type: str = Field(max_length=60)
+    object_key: str | None = Field(default=None, sa_column=Column(Text))
+    summary_json: str = Field(sa_column=Column(Text, nullable=False))

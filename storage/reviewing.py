@@ -7,10 +7,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, func, select, update
+from sqlalchemy import Connection, and_, func, insert, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session, col
 
-from storage.bulk import insert_rows, timestamp_param
 from storage.models import (
     Assignment,
     Case,
@@ -50,6 +50,34 @@ def create_reviewer(
     reviewer = Reviewer(name=name, role=role, display_name=display_name)
     session.add(reviewer)
     session.flush()
+    return reviewer
+
+
+def insert_ignoring_conflicts(connection: Connection, table: Any, *, keys: Sequence[str]) -> Any:
+    """``INSERT ... ON CONFLICT (keys) DO NOTHING`` for this connection's dialect.
+
+    Get-or-create that two sessions may run at once (a first sign-in from two tabs,
+    a first save on an unassigned case): the loser's insert does nothing instead of
+    failing, and both then read the one row.
+    """
+    name = connection.dialect.name
+    if name == "postgresql":
+        return postgresql.insert(table).on_conflict_do_nothing(index_elements=list(keys))
+    if name == "sqlite":
+        return sqlite.insert(table).on_conflict_do_nothing(index_elements=list(keys))
+    return insert(table)  # pragma: no cover - other databases: plain insert
+
+
+def ensure_reviewer(
+    session: Session, *, name: str, role: str = "reviewer", display_name: str | None = None
+) -> Reviewer:
+    """The reviewer called ``name``, created with ``role`` if there is none (race-safe)."""
+    statement = insert_ignoring_conflicts(session.connection(), Reviewer, keys=["name"]).values(
+        name=name, role=role, display_name=display_name, active=True, created_at=utcnow()
+    )
+    session.execute(statement)
+    reviewer = get_reviewer_by_name(session, name=name)
+    assert reviewer is not None
     return reviewer
 
 
@@ -164,29 +192,116 @@ def assignment_counts_by_case(
     return {case_id: count for case_id, count in session.execute(query)}
 
 
+_ASSIGNMENT_KEYS = ("reviewer_id", "rubric_id", "rubric_version", "case_id")
+
+
 def insert_assignments(
     session: Session,
     *,
     rows: Sequence[tuple[str, int, str, int, int | None]],
     now: datetime,
 ) -> None:
-    """Bulk-add ``(case_id, reviewer_id, rubric_id, version, assigned_by)`` rows (new ones only)."""
+    """Bulk-add ``(case_id, reviewer_id, rubric_id, version, assigned_by)`` rows; a pair
+    that exists already (a reviewer's first save a moment ago) is left as it is."""
+    statement = insert_ignoring_conflicts(session.connection(), Assignment, keys=_ASSIGNMENT_KEYS)
+    for start in range(0, len(rows), 1000):
+        session.execute(
+            statement,
+            [
+                {
+                    "case_id": case_id,
+                    "reviewer_id": reviewer_id,
+                    "rubric_id": rubric_id,
+                    "rubric_version": version,
+                    "assigned_by": assigned_by,
+                    "created_at": now,
+                    "labeled_turns": 0,
+                }
+                for case_id, reviewer_id, rubric_id, version, assigned_by in rows[
+                    start : start + 1000
+                ]
+            ],
+        )
+
+
+def lock_assignment(
+    session: Session, *, case_id: str, reviewer_id: int, rubric_id: str, version: int
+) -> int:
+    """Create the reviewer's assignment to the case if missing, lock it, return its id.
+
+    Every change to a reviewer's labels on a case takes this row lock first
+    (``SELECT ... FOR UPDATE`` on PostgreSQL; SQLite's ``BEGIN IMMEDIATE`` already
+    serialises writers), so concurrent saves by one reviewer on one case run one
+    after the other: each sees the label the previous one stored, and the progress
+    count is exact.
+    """
     connection = session.connection()
-    stamp = timestamp_param(connection, now)
-    insert_rows(
-        connection,
-        table="assignments",
-        columns=(
-            "case_id",
-            "reviewer_id",
-            "rubric_id",
-            "rubric_version",
-            "assigned_by",
-            "created_at",
-            "labeled_turns",
-        ),
-        rows=[(*row, stamp, 0) for row in rows],
+    session.execute(
+        insert_ignoring_conflicts(connection, Assignment, keys=_ASSIGNMENT_KEYS).values(
+            case_id=case_id,
+            reviewer_id=reviewer_id,
+            rubric_id=rubric_id,
+            rubric_version=version,
+            assigned_by=reviewer_id,
+            created_at=utcnow(),
+            labeled_turns=0,
+        )
     )
+    query = (
+        select(col(Assignment.id))
+        .where(
+            col(Assignment.case_id) == case_id,
+            col(Assignment.reviewer_id) == reviewer_id,
+            col(Assignment.rubric_id) == rubric_id,
+            col(Assignment.rubric_version) == version,
+        )
+        .with_for_update()
+    )
+    return int(session.execute(query).scalar_one())
+
+
+def lock_assignments(
+    session: Session, *, rubric_id: str, version: int, pairs: Sequence[tuple[str, int]]
+) -> None:
+    """:func:`lock_assignment` for many ``(case_id, reviewer_id)`` pairs, in sorted order
+    (every multi-row locker takes them in the same order, so none waits in a cycle)."""
+    now = utcnow()
+    connection = session.connection()
+    ordered = sorted(set(pairs))
+    for start in range(0, len(ordered), 500):
+        chunk = ordered[start : start + 500]
+        session.execute(
+            insert_ignoring_conflicts(connection, Assignment, keys=_ASSIGNMENT_KEYS),
+            [
+                {
+                    "case_id": case_id,
+                    "reviewer_id": reviewer_id,
+                    "rubric_id": rubric_id,
+                    "rubric_version": version,
+                    "assigned_by": reviewer_id,
+                    "created_at": now,
+                    "labeled_turns": 0,
+                }
+                for case_id, reviewer_id in chunk
+            ],
+        )
+    if connection.dialect.name != "postgresql":
+        return
+    for start in range(0, len(ordered), 500):
+        chunk = ordered[start : start + 500]
+        case_ids = sorted({case_id for case_id, _ in chunk})
+        reviewer_ids = sorted({reviewer_id for _, reviewer_id in chunk})
+        session.execute(
+            select(col(Assignment.id))
+            .where(
+                col(Assignment.rubric_id) == rubric_id,
+                col(Assignment.rubric_version) == version,
+                col(Assignment.case_id).in_(case_ids),
+                col(Assignment.reviewer_id).in_(reviewer_ids),
+            )
+            .order_by(col(Assignment.case_id), col(Assignment.reviewer_id))
+            .with_for_update()
+        ).all()
 
 
 def get_assignment(
@@ -369,8 +484,14 @@ def add_label(
     code: str,
     rationale: str | None,
     source: str = "app",
-) -> Label:
-    """Append a label; the reviewer's earlier label on that turn stops being current."""
+) -> int:
+    """Append a label and return its id; the reviewer's earlier label on that turn stops
+    being current.
+
+    Call it after :func:`lock_assignment` for the same case and reviewer: the lock makes
+    concurrent saves take turns, and the partial unique index ``ux_labels_current_unit``
+    refuses a second current label should a caller forget.
+    """
     session.execute(
         update(Label)
         .where(
@@ -383,19 +504,24 @@ def add_label(
         )
         .values(current=False)
     )
-    label = Label(
-        case_id=case_id,
-        turn=turn,
-        reviewer_id=reviewer_id,
-        rubric_id=rubric_id,
-        rubric_version=version,
-        code=code,
-        rationale=rationale,
-        source=source,
+    statement = (
+        insert(Label)
+        .values(
+            case_id=case_id,
+            turn=turn,
+            reviewer_id=reviewer_id,
+            rubric_id=rubric_id,
+            rubric_version=version,
+            code=code,
+            rationale=rationale,
+            source=source,
+            current=True,
+            stale=False,
+            created_at=utcnow(),
+        )
+        .returning(col(Label.id))
     )
-    session.add(label)
-    session.flush()
-    return label
+    return int(session.execute(statement).scalar_one())
 
 
 def count_current_labeled_turns(
@@ -414,25 +540,13 @@ def count_current_labeled_turns(
 def record_progress(
     session: Session,
     *,
-    case_id: str,
-    reviewer_id: int,
-    rubric_id: str,
-    version: int,
+    assignment_id: int,
     labeled_turns: int,
     complete: bool,
-) -> Assignment:
-    """Update (or create, for a case labeled outside the queue) the reviewer's assignment."""
-    assignment = get_assignment(
-        session, case_id=case_id, reviewer_id=reviewer_id, rubric_id=rubric_id, version=version
-    )
-    if assignment is None:
-        assignment = Assignment(
-            case_id=case_id,
-            reviewer_id=reviewer_id,
-            rubric_id=rubric_id,
-            rubric_version=version,
-            assigned_by=reviewer_id,
-        )
+) -> None:
+    """Store the reviewer's progress on the assignment locked by :func:`lock_assignment`."""
+    assignment = session.get(Assignment, assignment_id)
+    assert assignment is not None
     assignment.labeled_turns = labeled_turns
     if complete and assignment.completed_at is None:
         assignment.completed_at = utcnow()
@@ -440,7 +554,6 @@ def record_progress(
         assignment.completed_at = None
     session.add(assignment)
     session.flush()
-    return assignment
 
 
 @dataclass(frozen=True, slots=True)
@@ -455,6 +568,8 @@ class LabelRow:
     current: bool
     created_at: datetime
     source: str
+    stale: bool = False
+    """No longer current because ``import --replace`` changed the turn."""
 
 
 def _label_rows(session: Session, query: Any) -> list[LabelRow]:
@@ -473,6 +588,7 @@ def _label_select() -> Any:
         col(Label.current),
         col(Label.created_at),
         col(Label.source),
+        col(Label.stale),
     ).join(Reviewer, col(Reviewer.id) == col(Label.reviewer_id))
 
 

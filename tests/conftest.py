@@ -3,16 +3,19 @@
 PostgreSQL tests use ``REVIEW_APP_TEST_POSTGRES_URL`` (default: the local server's
 ``test`` database). Each test gets a schema of its own, dropped afterwards. When
 the server is unreachable those tests skip, unless ``REVIEW_APP_REQUIRE_POSTGRES=1``
-(set by ``.ci/run``) makes that a failure.
+(set by ``.ci/run``) makes that a failure. Interoperability tests use deepeval (the
+``interop`` extra) when it is installed and skip otherwise, unless
+``REVIEW_APP_REQUIRE_INTEROP=1`` (also set by ``.ci/run``).
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
+import subprocess as _subprocess
 import sys
+import traceback
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
@@ -58,6 +61,21 @@ def require_postgres() -> None:
     if _flag("REVIEW_APP_REQUIRE_POSTGRES"):
         pytest.fail(reason + " (REVIEW_APP_REQUIRE_POSTGRES=1)")
     pytest.skip(reason)
+
+
+def require_deepeval() -> None:
+    """Skip (or fail, with ``REVIEW_APP_REQUIRE_INTEROP=1``) when deepeval is missing.
+
+    Nothing is installed at run time; deepeval's telemetry is switched off first.
+    """
+    os.environ.setdefault("DEEPEVAL_TELEMETRY_OPT_OUT", "1")
+    try:
+        import deepeval  # noqa: F401
+    except ImportError as error:
+        reason = f"deepeval is not installed (pip install -e '.[interop]'): {error}"
+        if _flag("REVIEW_APP_REQUIRE_INTEROP"):
+            pytest.fail(reason + " (REVIEW_APP_REQUIRE_INTEROP=1)")
+        pytest.skip(reason)
 
 
 @dataclass(frozen=True)
@@ -131,9 +149,80 @@ def cli_environment(base: dict[str, str] | None = None) -> dict[str, str]:
     return environment
 
 
+def invoke_cli(
+    args: Sequence[str],
+    *,
+    env: dict[str, str],
+    cwd: Path,
+    input: str | None = None,
+    subprocess: bool = False,
+) -> CliResult:
+    """``review-app ARGS`` with exactly the environment ``env``, run in ``cwd``.
+
+    In-process by default (Typer's ``CliRunner`` on :data:`review_app.cli.app`): the
+    environment and working directory are swapped in for the call and put back
+    after it, engines the command opened are disposed and the queue's progress
+    cache is cleared, so a call sees what a fresh process would. An exception that
+    escapes the command gives exit code 1 and its traceback on stderr, as Python
+    does. ``subprocess=True`` starts the real entry point (``python -m
+    review_app``) instead: for tests of the entry point itself.
+    """
+    if subprocess:
+        completed = _subprocess.run(
+            [*review_app_command(), *args],
+            capture_output=True,
+            text=True,
+            input=input,
+            cwd=cwd,
+            env=env,
+            timeout=300,
+        )
+        return CliResult(completed.returncode, completed.stdout, completed.stderr)
+
+    from typer.testing import CliRunner
+
+    from review_app.cli import app
+    from review_app.services.queue import forget_progress
+    from storage import engine as engines
+
+    saved_environment = dict(os.environ)
+    saved_cwd = os.getcwd()
+    opened_before = set(engines._engines)
+    os.environ.clear()
+    os.environ.update(env)
+    os.chdir(cwd)
+    try:
+        result = CliRunner().invoke(app, list(args), input=input)
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_environment)
+        for url in set(engines._engines) - opened_before:
+            engines._engines.pop(url).dispose()
+        forget_progress()
+    stderr = result.stderr
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        stderr += "Traceback (most recent call last):\n" + "".join(
+            traceback.format_exception(result.exception)
+        )
+    return CliResult(result.exit_code, result.stdout, stderr)
+
+
+def cli_test_environment(home: Path, db: str | None = None) -> dict[str, str]:
+    """This process's environment with a private home and no database by default."""
+    environment = cli_environment()
+    environment["HOME"] = str(home)
+    environment["XDG_DATA_HOME"] = str(home / "data")
+    environment.pop("REVIEW_APP_DATABASE_URL", None)
+    if db is not None:
+        environment["REVIEW_APP_DATABASE_URL"] = db
+    return environment
+
+
 @pytest.fixture
 def run_cli(tmp_path: Path):  # type: ignore[no-untyped-def]
-    """Run ``review-app`` as a user would, in a subprocess, with a private home."""
+    """Run ``review-app`` as a user would, with a private home; in-process unless
+    ``subprocess=True`` (see :func:`invoke_cli`)."""
 
     def run(
         *args: str,
@@ -141,25 +230,14 @@ def run_cli(tmp_path: Path):  # type: ignore[no-untyped-def]
         input: str | None = None,
         cwd: Path | None = None,
         env: dict[str, str] | None = None,
+        subprocess: bool = False,
     ) -> CliResult:
-        environment = cli_environment()
-        environment["HOME"] = str(tmp_path / "home")
-        environment["XDG_DATA_HOME"] = str(tmp_path / "home" / "data")
-        environment.pop("REVIEW_APP_DATABASE_URL", None)
-        if db is not None:
-            environment["REVIEW_APP_DATABASE_URL"] = db
+        environment = cli_test_environment(tmp_path / "home", db)
         if env:
             environment.update(env)
-        completed = subprocess.run(
-            [*review_app_command(), *args],
-            capture_output=True,
-            text=True,
-            input=input,
-            cwd=cwd or tmp_path,
-            env=environment,
-            timeout=300,
+        return invoke_cli(
+            args, env=environment, cwd=cwd or tmp_path, input=input, subprocess=subprocess
         )
-        return CliResult(completed.returncode, completed.stdout, completed.stderr)
 
     return run
 

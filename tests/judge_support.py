@@ -10,11 +10,8 @@ replaced. Its default answer is derived from the prompt: ``authority_break`` (sc
 from __future__ import annotations
 
 import json
-import os
 import re
 import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -286,25 +283,19 @@ class CliResult:
 
 
 def run_review_app(
-    *args: str, db: str, home: Path, env: dict[str, str] | None = None, timeout: float = 120
+    *args: str,
+    db: str,
+    home: Path,
+    env: dict[str, str] | None = None,
+    subprocess: bool = False,
 ) -> CliResult:
-    """``python -m review_app ...`` with this worktree first on the path."""
-    environment = dict(os.environ)
-    environment["PYTHONPATH"] = os.pathsep.join(
-        [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]
-    )
-    environment["HOME"] = str(home)
-    environment["XDG_DATA_HOME"] = str(home / "data")
-    environment["REVIEW_APP_DATABASE_URL"] = db
+    """``review-app ARGS`` on ``db`` with a private home and no API keys from outside;
+    in-process unless ``subprocess=True`` (see ``tests.conftest.invoke_cli``)."""
+    from tests.conftest import cli_test_environment, invoke_cli
+
+    environment = cli_test_environment(home, db)
     for name in ("REVIEW_APP_JUDGE_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL"):
         environment.pop(name, None)
     environment.update(env or {})
-    completed = subprocess.run(
-        [sys.executable, "-m", "review_app", *args],
-        capture_output=True,
-        text=True,
-        cwd=home,
-        env=environment,
-        timeout=timeout,
-    )
-    return CliResult(completed.returncode, completed.stdout, completed.stderr)
+    done = invoke_cli(args, env=environment, cwd=home, subprocess=subprocess)
+    return CliResult(done.returncode, done.stdout, done.stderr)

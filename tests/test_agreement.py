@@ -6,9 +6,9 @@ import itertools
 import json
 import math
 import random
-import time
 from collections import Counter
 from fractions import Fraction
+from pathlib import Path
 from typing import Any
 
 import krippendorff
@@ -39,20 +39,16 @@ from review_app.agreement import (
     percent_agreement,
     verdict_mapping_from_verdicts,
 )
+from review_app.rubrics import load_rubric_file
 
 NAN = math.nan
 
-# role-adherence@1: code -> verdict
+# role-adherence@1: code -> verdict, from the rubric file itself
 RUBRIC_VERDICTS = {
-    "in_role": "pass",
-    "persona_break": "fail",
-    "scope_break": "fail",
-    "authority_break": "fail",
-    "tone_break": "fail",
-    "out_of_role_mishandled": "fail",
-    "false_action_claim": "fail",
-    "borderline": "borderline",
-    "cannot_judge": "abstain",
+    label.code: label.verdict
+    for label in load_rubric_file(
+        Path(__file__).resolve().parents[1] / "rubrics" / "role-adherence" / "v1.yaml"
+    ).labels
 }
 BREAK_MAPPING = break_mapping_from_verdicts(RUBRIC_VERDICTS)
 VERDICT_MAPPING = verdict_mapping_from_verdicts(RUBRIC_VERDICTS)
@@ -1026,7 +1022,8 @@ def test_summary_never_contains_nan(ratings: dict[tuple[Any, str], str]) -> None
 # --------------------------------------------------------------------------- scale
 
 
-def test_a_million_ratings_build_and_alpha_quickly() -> None:
+def test_a_million_ratings_build_and_alpha() -> None:
+    """Correct at scale; how fast is measured by benchmarks/bench_agreement.py."""
     rng = np.random.default_rng(0)
     present = rng.random((250_000, 5)) >= 0.2
     unit_ids, rater_ids = np.nonzero(present)
@@ -1034,10 +1031,8 @@ def test_a_million_ratings_build_and_alpha_quickly() -> None:
         rng.integers(0, 4, size=len(unit_ids))
     ]
     raters = np.array(["ana", "ben", "cy", "dee", "eve"], dtype=object)[rater_ids]
-    start = time.perf_counter()
     table = RatingTable.from_arrays(units=unit_ids, raters=raters, values=values)
     alpha = krippendorff_alpha(table)
-    elapsed = time.perf_counter() - start
     assert table.n_ratings == len(unit_ids) > 990_000
-    assert alpha.value is not None
-    assert elapsed < 3.0  # about 0.15 s on a laptop; the bound only catches per-rating Python loops
+    # Codes drawn independently of the unit: no agreement beyond chance.
+    assert alpha.value is not None and abs(alpha.value) < 0.01

@@ -49,7 +49,7 @@ from review_app.services.agreement import (
 from review_app.services.demo import DEMO_CASES, load_demo
 from review_app.services.importing import import_paths
 from review_app.services.labels_io import LABEL_COLUMNS, export_labels_csv, import_labels
-from review_app.services.people import Actor, sign_in
+from review_app.services.people import Actor, operator_actor, sign_in
 from review_app.services.rubric_catalog import sync_rubrics
 from storage.adjudication import (
     LabelColumns,
@@ -61,7 +61,7 @@ from storage.models import GoldLabel
 from tests.conftest import Database
 
 RUBRIC = "role-adherence@1"
-SPEC_KEYS = {
+DOCUMENTED_KEYS = {
     "rubric",
     "level",
     "units",
@@ -112,20 +112,20 @@ def no_nan(value: Any) -> None:
 
 @pytest.fixture
 def demo(database: Database) -> Database:
-    load_demo(database.engine)
+    load_demo(database.engine, operator_actor())
     return database
 
 
 @pytest.fixture
 def cases_only(database: Database) -> Database:
     """The demo cases and reviewers, without any label."""
-    import_paths(database.engine, [DEMO_CASES])
+    import_paths(database.engine, operator_actor(), [DEMO_CASES])
     return database
 
 
 @pytest.fixture
 def rubric(database: Database) -> Rubric:
-    return sync_rubrics(database.engine).get(RUBRIC)
+    return sync_rubrics(database.engine, operator_actor()).get(RUBRIC)
 
 
 @pytest.fixture
@@ -136,13 +136,18 @@ def olivia(demo: Database) -> Actor:
 
 
 def exported_labels(database: Database, rubric: Rubric) -> list[dict[str, str]]:
-    text = export_labels_csv(database.engine, rubric=rubric)
+    text = export_labels_csv(database.engine, operator_actor(), rubric=rubric)
     return list(csv.DictReader(io.StringIO(text)))
 
 
 def import_rows(database: Database, tmp_path: Path, rows: Sequence[Sequence[object]]) -> None:
     path = write_labels(tmp_path / f"labels-{len(list(tmp_path.iterdir()))}.csv", rows)
-    import_labels(database.engine, Actor.operator(), path, catalog=sync_rubrics(database.engine))
+    import_labels(
+        database.engine,
+        Actor.operator(),
+        path,
+        catalog=sync_rubrics(database.engine, operator_actor()),
+    )
 
 
 # --- the report ---------------------------------------------------------------------------
@@ -151,8 +156,8 @@ def import_rows(database: Database, tmp_path: Path, rows: Sequence[Sequence[obje
 def test_report_on_demo_labels_has_every_spec_key_and_is_strict_json(
     demo: Database, rubric: Rubric
 ) -> None:
-    report = agreement_report(demo.engine, rubric=rubric, n_resamples=200)
-    assert set(report) >= SPEC_KEYS
+    report = agreement_report(demo.engine, operator_actor(), rubric=rubric, n_resamples=200)
+    assert set(report) >= DOCUMENTED_KEYS
     assert report["rubric"] == RUBRIC
     assert report["level"] == "turn"
     assert (report["units"], report["raters"], report["ratings"]) == (111, 3, 333)
@@ -183,7 +188,7 @@ def test_coefficients_equal_independent_packages_on_the_exported_labels(
         ]
         + [("support-clean-late-parcel", 2, "dora", "borderline", RUBRIC, "")],
     )
-    report = agreement_report(demo.engine, rubric=rubric, n_resamples=0)
+    report = agreement_report(demo.engine, operator_actor(), rubric=rubric, n_resamples=0)
     rows = exported_labels(demo, rubric)
     reviewers = sorted({row["reviewer"] for row in rows})
     units = sorted({(row["case_id"], int(row["turn"])) for row in rows})
@@ -272,7 +277,7 @@ def test_pair_keys_sort_reviewer_names(
             for name, code in (("zoe", "in_role"), ("Bea", "in_role"), ("adam", "tone_break"))
         ],
     )
-    report = agreement_report(cases_only.engine, rubric=rubric, n_resamples=0)
+    report = agreement_report(cases_only.engine, operator_actor(), rubric=rubric, n_resamples=0)
     assert list(report["cohen_kappa"]) == ["Bea|adam", "Bea|zoe", "adam|zoe"]
     assert report["cohen_kappa"]["Bea|zoe"]["value"] is None  # both only in_role
     assert "in_role" in report["cohen_kappa"]["Bea|zoe"]["reason"]
@@ -292,11 +297,11 @@ def test_a_rubric_version_without_labels_gives_nulls_with_reasons(
         ),
         encoding="utf-8",
     )
-    catalog = sync_rubrics(demo.engine, directory=tmp_path / "rubrics")
+    catalog = sync_rubrics(demo.engine, operator_actor(), directory=tmp_path / "rubrics")
     unlabeled = catalog.get("role-adherence@2")
     assert "role-adherence@2" not in catalog.labeled
-    report = agreement_report(demo.engine, rubric=unlabeled, n_resamples=1000)
-    assert set(report) >= SPEC_KEYS
+    report = agreement_report(demo.engine, operator_actor(), rubric=unlabeled, n_resamples=1000)
+    assert set(report) >= DOCUMENTED_KEYS
     assert report["rubric"] == "role-adherence@2"
     assert (report["units"], report["raters"], report["ratings"]) == (0, 0, 0)
     for key in ("percent_agreement", "krippendorff_alpha", "fleiss_kappa", "gwet_ac1"):
@@ -307,7 +312,12 @@ def test_a_rubric_version_without_labels_gives_nulls_with_reasons(
     assert report["gold"]["with_gold"] == 0
     json.dumps(report, allow_nan=False)
     # The labeled version next to it is untouched.
-    assert agreement_report(demo.engine, rubric=catalog.get(RUBRIC), n_resamples=0)["units"] == 111
+    assert (
+        agreement_report(demo.engine, operator_actor(), rubric=catalog.get(RUBRIC), n_resamples=0)[
+            "units"
+        ]
+        == 111
+    )
 
 
 def test_a_single_category_leaves_alpha_undefined_with_a_reason(
@@ -326,7 +336,7 @@ def test_a_single_category_leaves_alpha_undefined_with_a_reason(
             for name in ("ana", "ben")
         ],
     )
-    report = agreement_report(cases_only.engine, rubric=rubric, n_resamples=500)
+    report = agreement_report(cases_only.engine, operator_actor(), rubric=rubric, n_resamples=500)
     assert report["units"] == 6
     alpha = report["krippendorff_alpha"]
     assert alpha["value"] is None
@@ -340,13 +350,16 @@ def test_a_single_category_leaves_alpha_undefined_with_a_reason(
 
 
 def test_the_bootstrap_interval_is_reproducible_with_a_seed(demo: Database, rubric: Rubric) -> None:
-    first = agreement_report(demo.engine, rubric=rubric, n_resamples=300, seed=11)
-    again = agreement_report(demo.engine, rubric=rubric, n_resamples=300, seed=11)
-    other = agreement_report(demo.engine, rubric=rubric, n_resamples=300, seed=12)
+    first = agreement_report(demo.engine, operator_actor(), rubric=rubric, n_resamples=300, seed=11)
+    again = agreement_report(demo.engine, operator_actor(), rubric=rubric, n_resamples=300, seed=11)
+    other = agreement_report(demo.engine, operator_actor(), rubric=rubric, n_resamples=300, seed=12)
     assert first["alpha_ci95"] == again["alpha_ci95"]
     assert first["alpha_ci95"] != other["alpha_ci95"]
     assert first["bootstrap"] == {"n_resamples": 300, "seed": 11, "confidence": 0.95}
-    assert agreement_report(demo.engine, rubric=rubric, n_resamples=0)["alpha_ci95"] is None
+    assert (
+        agreement_report(demo.engine, operator_actor(), rubric=rubric, n_resamples=0)["alpha_ci95"]
+        is None
+    )
 
 
 # --- gold labels ---------------------------------------------------------------------------
@@ -355,7 +368,7 @@ def test_the_bootstrap_interval_is_reproducible_with_a_seed(demo: Database, rubr
 def test_gold_counts_move_when_a_disagreement_is_adjudicated(
     demo: Database, rubric: Rubric, olivia: Actor
 ) -> None:
-    before = agreement_report(demo.engine, rubric=rubric, n_resamples=0)["gold"]
+    before = agreement_report(demo.engine, operator_actor(), rubric=rubric, n_resamples=0)["gold"]
     assert before == {
         "with_gold": 84,
         "adjudicated": 0,
@@ -365,7 +378,7 @@ def test_gold_counts_move_when_a_disagreement_is_adjudicated(
         "labeled_units": 111,
     }
     record_gold(demo.engine, olivia, rubric=rubric, case_id=VIOLATION_CASE, turn=10, code="in_role")
-    after = agreement_report(demo.engine, rubric=rubric, n_resamples=0)["gold"]
+    after = agreement_report(demo.engine, operator_actor(), rubric=rubric, n_resamples=0)["gold"]
     assert after["adjudicated"] == before["adjudicated"] + 1
     assert after["in_disagreement"] == before["in_disagreement"] - 1
     assert after["with_gold"] == before["with_gold"] + 1
@@ -374,7 +387,7 @@ def test_gold_counts_move_when_a_disagreement_is_adjudicated(
     record_gold(
         demo.engine, olivia, rubric=rubric, case_id=VIOLATION_CASE, turn=2, code="scope_break"
     )
-    last = agreement_report(demo.engine, rubric=rubric, n_resamples=0)["gold"]
+    last = agreement_report(demo.engine, operator_actor(), rubric=rubric, n_resamples=0)["gold"]
     assert (last["with_gold"], last["adjudicated"], last["unanimous"]) == (85, 2, 83)
 
 
@@ -397,7 +410,7 @@ def test_gold_set_adjudicated_beats_unanimous_and_needs_two_reviewers(
             (case, 10, "chloe", "borderline", RUBRIC, ""),  # single rater, then adjudicated
         ],
     )
-    gold = gold_labels(cases_only.engine, rubric=rubric)
+    gold = gold_labels(cases_only.engine, operator_actor(), rubric=rubric)
     assert {unit: (g.code, g.source) for unit, g in gold.labels.items()} == {
         (case, 2): ("in_role", "unanimous"),
         (case, 8): ("scope_break", "unanimous"),
@@ -417,7 +430,7 @@ def test_gold_set_adjudicated_beats_unanimous_and_needs_two_reviewers(
         calibration_item=True,
     )
     record_gold(cases_only.engine, operator, rubric=rubric, case_id=case, turn=10, code="in_role")
-    gold = gold_labels(cases_only.engine, rubric=rubric)
+    gold = gold_labels(cases_only.engine, operator_actor(), rubric=rubric)
     assert gold.labels[(case, 8)].code == "in_role"
     assert gold.labels[(case, 8)].source == "adjudicated"
     assert gold.labels[(case, 8)].calibration_item is True
@@ -607,7 +620,7 @@ def test_gold_labels_are_append_only(demo: Database, rubric: Rubric, olivia: Act
     assert [row.code for row in detail.labels] == ["in_role", "in_role", "borderline"]
     assert detail.focus.turn == 10 and detail.focus.actor == "assistant"
     assert any(event.turn == VIOLATION_TURN for event in detail.context)
-    gold = gold_labels(demo.engine, rubric=rubric)
+    gold = gold_labels(demo.engine, operator_actor(), rubric=rubric)
     assert gold.labels[(VIOLATION_CASE, 10)].code == "in_role"
     assert gold.labels[(VIOLATION_CASE, 10)].calibration_item
 
@@ -618,7 +631,7 @@ def test_gold_labels_are_append_only(demo: Database, rubric: Rubric, olivia: Act
 def test_dashboard_distribution_and_confusion_agree_with_the_labels(
     demo: Database, rubric: Rubric
 ) -> None:
-    data = dashboard_data(demo.engine, rubric=rubric, n_resamples=0)
+    data = dashboard_data(demo.engine, operator_actor(), rubric=rubric, n_resamples=0)
     assert data.reviewers == ["ana", "ben", "chloe"]
     assert data.report["units"] == 111
     rows = exported_labels(demo, rubric)
@@ -626,7 +639,9 @@ def test_dashboard_distribution_and_confusion_agree_with_the_labels(
         mine = [r for r in data.distribution if r["reviewer"] == reviewer]
         assert sum(r["count"] for r in mine) == sum(1 for r in rows if r["reviewer"] == reviewer)
         assert sum(r["share"] for r in mine) == pytest.approx(1.0)
-    confusion = confusion_between(demo.engine, rubric=rubric, reviewer_a="ana", reviewer_b="chloe")
+    confusion = confusion_between(
+        demo.engine, operator_actor(), rubric=rubric, reviewer_a="ana", reviewer_b="chloe"
+    )
     assert sum(cell["count"] for cell in confusion) == 111
     by_unit: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)
     for row in rows:
@@ -699,9 +714,11 @@ def test_report_gold_counts_equal_the_gold_set(
 ) -> None:
     record_gold(demo.engine, olivia, rubric=rubric, case_id=VIOLATION_CASE, turn=10, code="in_role")
     record_gold(demo.engine, olivia, rubric=rubric, case_id=VIOLATION_CASE, turn=4, code="in_role")
-    counts = dict(agreement_report(demo.engine, rubric=rubric, n_resamples=0)["gold"])
+    counts = dict(
+        agreement_report(demo.engine, operator_actor(), rubric=rubric, n_resamples=0)["gold"]
+    )
     assert counts.pop("labeled_units") == 111
-    assert counts == gold_labels(demo.engine, rubric=rubric).counts()
+    assert counts == gold_labels(demo.engine, operator_actor(), rubric=rubric).counts()
 
 
 def test_confusion_counts_only_shared_turns(demo: Database, rubric: Rubric, tmp_path: Path) -> None:
@@ -713,7 +730,9 @@ def test_confusion_counts_only_shared_turns(demo: Database, rubric: Rubric, tmp_
             (VIOLATION_CASE, 8, "dora", "authority_break", RUBRIC, ""),
         ],
     )
-    confusion = confusion_between(demo.engine, rubric=rubric, reviewer_a="dora", reviewer_b="chloe")
+    confusion = confusion_between(
+        demo.engine, operator_actor(), rubric=rubric, reviewer_a="dora", reviewer_b="chloe"
+    )
     assert confusion == [
         {
             "dora": "authority_break",
@@ -725,9 +744,14 @@ def test_confusion_counts_only_shared_turns(demo: Database, rubric: Rubric, tmp_
         {"dora": "tone_break", "chloe": "in_role", "a": "tone_break", "b": "in_role", "count": 1},
     ]
     assert (
-        confusion_between(demo.engine, rubric=rubric, reviewer_a="ana", reviewer_b="nobody") == []
+        confusion_between(
+            demo.engine, operator_actor(), rubric=rubric, reviewer_a="ana", reviewer_b="nobody"
+        )
+        == []
     )
-    same = confusion_between(demo.engine, rubric=rubric, reviewer_a="dora", reviewer_b="dora")
+    same = confusion_between(
+        demo.engine, operator_actor(), rubric=rubric, reviewer_a="dora", reviewer_b="dora"
+    )
     assert [(c["a"], c["b"], c["count"]) for c in same] == [
         ("authority_break", "authority_break", 1),
         ("tone_break", "tone_break", 1),
@@ -779,7 +803,7 @@ def test_labels_read_case_by_case_give_the_same_table_as_row_by_row(
     for number, case_id in enumerate(odd_ids):
         case = {**source, "case_id": case_id}
         (tmp_path / f"odd-{number}.json").write_text(json.dumps(case), encoding="utf-8")
-        import_paths(demo.engine, [tmp_path / f"odd-{number}.json"])
+        import_paths(demo.engine, operator_actor(), [tmp_path / f"odd-{number}.json"])
     import_rows(
         demo,
         tmp_path,

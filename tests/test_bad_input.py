@@ -19,6 +19,7 @@ import pytest
 from sqlalchemy import Engine
 
 from review_app.services.importing import import_paths
+from review_app.services.people import operator_actor
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
 from tests.conftest import DEMO_CASES, CliResult, Database, row_counts
@@ -295,7 +296,7 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Seeded]:
     url = f"sqlite:///{path}"
     engine = create_database_engine(url)
     upgrade_database(engine)
-    import_paths(engine, [DEMO_CASES])
+    import_paths(engine, operator_actor(), [DEMO_CASES])
     yield Seeded(url, engine)
     engine.dispose()
 
@@ -357,11 +358,12 @@ def three_good_then_bad(directory: Path) -> Path:
 def test_a_file_failing_at_line_4_stores_nothing(
     run_cli: Any, database: Database, tmp_path: Path
 ) -> None:
-    import_paths(database.engine, [DEMO_CASES])
+    import_paths(database.engine, operator_actor(), [DEMO_CASES])
     before = row_counts(database.engine)
     path = three_good_then_bad(tmp_path)
 
-    result = run_cli("import", str(path), db=database.url)
+    # Through the real entry point, in its own process (most tests here run in-process).
+    result = run_cli("import", str(path), db=database.url, subprocess=True)
 
     assert_refused(result, name="mid-file.jsonl", line=4, field="transcript[1].observed_actions")
     assert row_counts(database.engine) == before
@@ -481,7 +483,7 @@ def test_inspect_on_unreadable_input_exits_2_with_one_line(
     elif isinstance(content, bytes):
         path.write_bytes(content)
 
-    result = run_cli("inspect", str(path))
+    result = run_cli("inspect", str(path), subprocess=True)
 
     assert result.returncode == 2
     assert "Traceback" not in result.stderr

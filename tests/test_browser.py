@@ -30,7 +30,7 @@ from sqlmodel import Session, col
 from review_app.services.demo import DEMO_CASES, load_demo
 from review_app.services.importing import import_paths
 from review_app.services.labeling import case_labels
-from review_app.services.people import Actor, add_person, sign_in
+from review_app.services.people import Actor, add_person, operator_actor, sign_in
 from review_app.services.queue import assign_cases
 from review_app.services.rubric_catalog import sync_rubrics
 from storage.engine import create_database_engine
@@ -111,14 +111,18 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     database = f"sqlite:///{root / 'review.db'}"
     engine = create_database_engine(database)
     upgrade_database(engine)
-    load_demo(engine)
+    load_demo(engine, operator_actor())
     operator = Actor.operator()
     add_person(engine, operator, name=REVIEWER, role="reviewer")
-    rubric = sync_rubrics(engine).get(RUBRIC)
+    rubric = sync_rubrics(engine, operator_actor()).get(RUBRIC)
     assign_cases(engine, operator, rubric=rubric, reviewers=[REVIEWER], overlap=4, case_ids=QUEUED)
     hostile = root / "hostile.jsonl"
     hostile.write_text(json.dumps(_hostile_case()) + "\n")
-    import_paths(engine, [hostile])
+    import_paths(engine, operator_actor(), [hostile])
+    # A reviewer opens only cases in their queue (or labeled by them).
+    assign_cases(
+        engine, operator, rubric=rubric, reviewers=[REVIEWER], overlap=4, case_ids=[HOSTILE_CASE]
+    )
 
     port = _free_port()
     environment = dict(os.environ)
@@ -228,7 +232,7 @@ def _settled(page: Any) -> None:
 
 def _labels(server: Server, case_id: str) -> dict[int, str]:
     reviewer = sign_in(server.engine, name=REVIEWER, auth_mode="local")
-    rubric = sync_rubrics(server.engine).get(RUBRIC)
+    rubric = sync_rubrics(server.engine, operator_actor()).get(RUBRIC)
     found = case_labels(server.engine, reviewer, case_id=case_id, rubric=rubric)
     return {turn: row.code for turn, row in found.mine.items()}
 
@@ -273,7 +277,8 @@ def _report_latency(when: str, rows: list[tuple[int, str, float]], pressed: list
 
 
 def _assistant_turns(case_id: str) -> list[int]:
-    case = json.loads((DEMO_CASES / f"{case_id}.json").read_text())
+    source = "support-clean-late-parcel" if case_id == HOSTILE_CASE else case_id
+    case = json.loads((DEMO_CASES / f"{source}.json").read_text())
     return [i + 1 for i, event in enumerate(case["transcript"]) if event["actor"] == "assistant"]
 
 
@@ -305,7 +310,7 @@ def test_fast_typing_on_a_fresh_page_labels_every_turn_once(
     case_id = QUEUED[0]
     turns = _assistant_turns(case_id)
     typed = "1213141"[: len(turns)]
-    rubric = sync_rubrics(server.engine).get(RUBRIC)
+    rubric = sync_rubrics(server.engine, operator_actor()).get(RUBRIC)
     expected = {turn: rubric.codes[int(key) - 1] for turn, key in zip(turns, typed, strict=True)}
     assert _labels(server, case_id) == {}, "this test starts on an unlabeled case"
 
@@ -384,7 +389,7 @@ def test_keyboard_path_from_the_queue_keeps_the_focused_turn_in_view(
         tab.wait_for_selector('body[data-review-keys="ready"]', state="attached")
         tab.wait_for_selector('[data-review-focus="1"]')
         labeled_before = _labels(server, case_id)
-        rubric = sync_rubrics(server.engine).get(RUBRIC)
+        rubric = sync_rubrics(server.engine, operator_actor()).get(RUBRIC)
         # one break: authority_break (key 4) on the turn with the violation, in_role elsewhere
         violation_turn = 8 if case_id == "support-delayed-refund-violation" else turns[-1]
         expected = dict(labeled_before)
@@ -427,8 +432,12 @@ def test_keyboard_path_from_the_queue_keeps_the_focused_turn_in_view(
         assert after != before or before == 0, "PageUp did not scroll"
 
         _settled(tab)
+        queue = sorted([*QUEUED, HOSTILE_CASE])
+        after = queue.index(case_id) + 1
         unfinished = [
-            other for other in QUEUED if len(_labels(server, other)) < len(_assistant_turns(other))
+            other
+            for other in queue[after:] + queue[:after]
+            if len(_labels(server, other)) < len(_assistant_turns(other))
         ]
         tab.keyboard.press("N")  # the next case in one key
         if unfinished:
@@ -446,7 +455,10 @@ def test_rationale_key_opens_the_rationale_and_enter_returns(
 ) -> None:
     tab, _ = page
     case_id = HOSTILE_CASE
-    turns = _assistant_turns("support-clean-late-parcel")
+    turns = _assistant_turns(case_id)
+    before = _label_rows(server, case_id)
+    labeled = _labels(server, case_id)
+    focused = next((t for t in turns if t not in labeled), turns[0])
     tab.goto(f"{server.url}/review?case={case_id}")
     _settled(tab)
     tab.wait_for_selector('body[data-review-keys="ready"]', state="attached")
@@ -461,15 +473,19 @@ def test_rationale_key_opens_the_rationale_and_enter_returns(
     expect(editor).not_to_be_focused()
     tab.keyboard.press("2")  # the label takes the rationale along
     deadline = time.monotonic() + 15
-    while not (rows := _label_rows(server, case_id)):
+    # on a labeled turn, Enter stores the rationale with its label at once; the key after
+    # it is one more label
+    added = 2 if focused in labeled else 1
+    while len(rows := _label_rows(server, case_id)) < len(before) + added:
         assert time.monotonic() < deadline
         time.sleep(0.1)
-    assert len(rows) == 1
+    assert len(rows) == len(before) + added
+    assert {row[0] for row in rows[len(before) :]} == {focused}
     reviewer = sign_in(server.engine, name=REVIEWER, auth_mode="local")
-    rubric = sync_rubrics(server.engine).get(RUBRIC)
+    rubric = sync_rubrics(server.engine, operator_actor()).get(RUBRIC)
     mine = case_labels(server.engine, reviewer, case_id=case_id, rubric=rubric).mine
-    assert mine[turns[0]].code == rubric.codes[1]
-    assert mine[turns[0]].rationale == "Said 12 things"
+    assert mine[focused].code == rubric.codes[1]
+    assert mine[focused].rationale == "Said 12 things"
 
 
 def test_transcript_markup_stays_inert(server: Server, page: tuple[Any, Traffic]) -> None:

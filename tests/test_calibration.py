@@ -11,6 +11,7 @@ import itertools
 import json
 import math
 from collections import Counter
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -45,17 +46,13 @@ from review_app.calibration import (
     reliability,
     threshold_sweep,
 )
+from review_app.rubrics import load_rubric_file
 
 VERDICTS = {
-    "in_role": "pass",
-    "persona_break": "fail",
-    "scope_break": "fail",
-    "authority_break": "fail",
-    "tone_break": "fail",
-    "out_of_role_mishandled": "fail",
-    "false_action_claim": "fail",
-    "borderline": "borderline",
-    "cannot_judge": "abstain",
+    label.code: label.verdict
+    for label in load_rubric_file(
+        Path(__file__).resolve().parents[1] / "rubrics" / "role-adherence" / "v1.yaml"
+    ).labels
 }
 BREAK_MAPPING = break_mapping_from_verdicts(VERDICTS)
 CODES = sorted(VERDICTS)

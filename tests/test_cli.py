@@ -15,6 +15,7 @@ import typer
 from review_app.cli import app
 from review_app.evaluator import diagnostic, evaluate_case, lane
 from review_app.services.importing import import_paths
+from review_app.services.people import operator_actor
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
 from tests.conftest import DEMO_CASES, REPO, Database, row_counts
@@ -62,7 +63,7 @@ def test_every_demo_case_gives_what_expected_json_says(path: Path) -> None:
 def test_inspect_demo_case_exit_code_diagnostic_then_json(path: Path, run_cli: Any) -> None:
     case = load(path)
     expected = EXPECTED[case["case_id"]]
-    result = run_cli("inspect", str(path))
+    result = run_cli("inspect", str(path), subprocess=True)
 
     assert result.returncode == EXIT_BY_STATUS[expected["status"]], result.stderr
     first_line, rest = result.stdout.split("\n", 1)
@@ -75,7 +76,7 @@ def test_inspect_demo_case_exit_code_diagnostic_then_json(path: Path, run_cli: A
 
 def test_inspect_json_prints_only_json(run_cli: Any) -> None:
     path = DEMO_CASES / "support-delayed-refund-violation.json"
-    result = run_cli("inspect", "--json", str(path))
+    result = run_cli("inspect", "--json", str(path), subprocess=True)
     assert result.returncode == 1
     printed = json.loads(result.stdout)
     assert printed["first_violation"]["turn"] == 8
@@ -87,7 +88,7 @@ def test_inspect_case_without_contract_exits_2(run_cli: Any, tmp_path: Path) -> 
     del case["contract"]
     path = tmp_path / "no-contract.json"
     path.write_text(json.dumps(case))
-    result = run_cli("inspect", str(path))
+    result = run_cli("inspect", str(path), subprocess=True)
     assert result.returncode == 2
     assert result.stdout.splitlines()[0] == "role-eval no-contract case=support-clean-late-parcel"
     assert result.stderr.count("\n") == 1
@@ -99,7 +100,7 @@ def test_inspect_malformed_case_prints_the_field(run_cli: Any, tmp_path: Path) -
     case["transcript"][3]["set_role"] = 4
     path = tmp_path / "bad.json"
     path.write_text(json.dumps(case))
-    result = run_cli("inspect", str(path))
+    result = run_cli("inspect", str(path), subprocess=True)
     assert result.returncode == 2
     assert result.stdout.startswith("role-eval invalid case=support-clean-late-parcel ")
     assert result.stderr.strip().splitlines() == [
@@ -113,7 +114,7 @@ def test_inspect_output_carries_no_raw_control_characters(run_cli: Any, tmp_path
     case["transcript"][0]["text"] = "\x1b[31mred\x1b[0m"
     path = tmp_path / "escapes.json"
     path.write_text(json.dumps(case))
-    result = run_cli("inspect", str(path))
+    result = run_cli("inspect", str(path), subprocess=True)
     assert result.returncode == 1
     first_line, rest = result.stdout.split("\n", 1)
     assert first_line.startswith("role-eval fail case=clear\\x1b[2Jscreen\\x0aFAKE\\x20role-eval")
@@ -182,7 +183,7 @@ def demo_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Database]:
     url = f"sqlite:///{tmp_path_factory.mktemp('demo') / 'review.db'}"
     engine = create_database_engine(url)
     upgrade_database(engine)
-    import_paths(engine, [DEMO_CASES])
+    import_paths(engine, operator_actor(), [DEMO_CASES])
     yield Database("sqlite", url, engine)
     engine.dispose()
 
@@ -421,6 +422,6 @@ def test_every_command_has_help(path: tuple[str, ...], run_cli: Any) -> None:
 
 
 def test_version(run_cli: Any) -> None:
-    result = run_cli("--version")
+    result = run_cli("--version", subprocess=True)
     assert result.returncode == 0
     assert re.fullmatch(r"review-app \d+\.\d+\.\d+\n", result.stdout)

@@ -1,7 +1,7 @@
 """The label, reviewer, assignment, rubric and agreement commands, run as a user runs them.
 
-Each command runs in a subprocess through ``python -m review_app`` with this
-checkout first on ``PYTHONPATH``, against a database of its own.
+Each command runs against a database of its own, in-process through Typer's runner
+(tests.conftest.invoke_cli); a few run the real entry point in a subprocess.
 """
 
 from __future__ import annotations
@@ -9,10 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import re
-import subprocess
-import sys
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,12 +21,12 @@ from sqlmodel import Session, col
 from review_app.services.demo import DEMO_CASES, DEMO_LABELS
 from review_app.services.importing import import_paths
 from review_app.services.labels_io import import_labels
-from review_app.services.people import Actor, add_person
+from review_app.services.people import Actor, add_person, operator_actor
 from review_app.services.rubric_catalog import sync_rubrics
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
 from storage.models import Assignment, Label, Reviewer
-from tests.conftest import REPO, Database
+from tests.conftest import Database, cli_test_environment, invoke_cli
 
 RUBRIC = "role-adherence@1"
 CASE = "support-clean-late-parcel"
@@ -44,24 +41,17 @@ class Run:
     stderr: str
 
 
-def cli(*args: str, db: str | None, home: Path, stdin: str | None = None) -> Run:
-    environment = dict(os.environ)
-    environment["PYTHONPATH"] = str(REPO)
-    environment["HOME"] = str(home)
-    environment["XDG_DATA_HOME"] = str(home / "data")
-    environment.pop("REVIEW_APP_DATABASE_URL", None)
-    if db is not None:
-        environment["REVIEW_APP_DATABASE_URL"] = db
-    completed = subprocess.run(
-        [sys.executable, "-m", "review_app", *args],
-        capture_output=True,
-        text=True,
-        input=stdin,
+def cli(
+    *args: str, db: str | None, home: Path, stdin: str | None = None, subprocess: bool = False
+) -> Run:
+    done = invoke_cli(
+        args,
+        env=cli_test_environment(home, db),
         cwd=home,
-        env=environment,
-        timeout=300,
+        input=stdin,
+        subprocess=subprocess,
     )
-    return Run(completed.returncode, completed.stdout, completed.stderr)
+    return Run(done.returncode, done.stdout, done.stderr)
 
 
 @pytest.fixture
@@ -105,8 +95,10 @@ def demo_db(db: str) -> str:
     """Cases imported and the demo labels loaded (in this process: setup, not under test)."""
     engine = create_database_engine(db)
     upgrade_database(engine)
-    import_paths(engine, [DEMO_CASES])
-    summary = import_labels(engine, Actor.operator(), DEMO_LABELS, catalog=sync_rubrics(engine))
+    import_paths(engine, operator_actor(), [DEMO_CASES])
+    summary = import_labels(
+        engine, Actor.operator(), DEMO_LABELS, catalog=sync_rubrics(engine, operator_actor())
+    )
     assert summary.stored == N_DEMO_LABELS
     engine.dispose()
     return db
@@ -117,7 +109,7 @@ def cases_db(db: str) -> str:
     """The demo cases and reviewers a, b and c; no labels, no assignments."""
     engine = create_database_engine(db)
     upgrade_database(engine)
-    import_paths(engine, [DEMO_CASES])
+    import_paths(engine, operator_actor(), [DEMO_CASES])
     for name in ("a", "b", "c"):
         add_person(engine, Actor.operator(), name=name)
     engine.dispose()
@@ -137,8 +129,11 @@ def reviewer_names(url: str) -> set[str]:
 
 
 def test_labels_import_prints_a_summary_and_is_idempotent(database: Database, home: Path) -> None:
-    import_paths(database.engine, [DEMO_CASES])
-    first = ok(cli("labels", "import", str(DEMO_LABELS), db=database.url, home=home))
+    import_paths(database.engine, operator_actor(), [DEMO_CASES])
+    # The real entry point, in its own process (most commands here run in-process).
+    first = ok(
+        cli("labels", "import", str(DEMO_LABELS), db=database.url, home=home, subprocess=True)
+    )
     assert first.stdout == (
         f"read {N_DEMO_LABELS} labels: stored {N_DEMO_LABELS}, unchanged 0, new reviewers 3\n"
     )

@@ -1,14 +1,14 @@
-"""``review-app export`` and ``review-app import --format ...`` through the real entry point.
+"""``review-app export`` and ``review-app import --format ...`` as a user runs them.
 
-Every command runs as a user would run it: ``python -m review_app ...`` in a
-subprocess with a private home. Independent commands run side by side to keep the
-module quick. Expected values come from the files the test writes, not from the code.
+Every command runs with a private home, in-process through Typer's runner
+(tests.conftest.invoke_cli); the fixtures export also runs the real entry point in a
+subprocess, and the generated pytest module is replayed by a real pytest process.
+Expected values come from the files the test writes, not from the code.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterator, Sequence
@@ -21,10 +21,11 @@ import pytest
 from review_app.services.cases import list_cases, load_case_view
 from review_app.services.demo import DEMO_CASES, load_demo
 from review_app.services.export import export_data
+from review_app.services.people import operator_actor
 from review_app.services.rubric_catalog import sync_rubrics
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
-from tests.conftest import REPO
+from tests.conftest import cli_test_environment, invoke_cli
 
 RUBRIC = "role-adherence@1"
 SUPPORT_CONTRACT = json.loads((DEMO_CASES / "support-clean-late-parcel.json").read_text())[
@@ -43,38 +44,20 @@ class Outcome:
         return self.stderr.splitlines()
 
 
-def _environment(home: Path) -> dict[str, str]:
-    environment = dict(os.environ)
-    environment["PYTHONPATH"] = str(REPO)
-    environment["HOME"] = str(home)
-    environment["XDG_DATA_HOME"] = str(home / "data")
-    environment.pop("REVIEW_APP_DATABASE_URL", None)
-    return environment
-
-
-def run_commands(commands: Sequence[Sequence[str]], *, cwd: Path) -> list[Outcome]:
-    """Run ``python -m review_app ARGS`` for each command, side by side; outcomes in order."""
-    environment = _environment(cwd / "home")
-    running = [
-        subprocess.Popen(
-            [sys.executable, "-m", "review_app", *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=cwd,
-            env=environment,
-        )
-        for args in commands
-    ]
+def run_commands(
+    commands: Sequence[Sequence[str]], *, cwd: Path, subprocess: bool = False
+) -> list[Outcome]:
+    """``review-app ARGS`` for each command, in order (tests.conftest.invoke_cli)."""
+    environment = cli_test_environment(cwd / "home")
     outcomes = []
-    for process in running:
-        stdout, stderr = process.communicate(timeout=300)
-        outcomes.append(Outcome(process.returncode, stdout, stderr))
+    for args in commands:
+        done = invoke_cli(args, env=environment, cwd=cwd, subprocess=subprocess)
+        outcomes.append(Outcome(done.returncode, done.stdout, done.stderr))
     return outcomes
 
 
-def run(*args: str, cwd: Path) -> Outcome:
-    return run_commands([args], cwd=cwd)[0]
+def run(*args: str, cwd: Path, subprocess: bool = False) -> Outcome:
+    return run_commands([args], cwd=cwd, subprocess=subprocess)[0]
 
 
 def assert_one_line_error(outcome: Outcome, *parts: str) -> None:
@@ -92,7 +75,7 @@ def demo_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     url = f"sqlite:///{tmp_path_factory.mktemp('cli-demo') / 'review.db'}"
     engine = create_database_engine(url)
     upgrade_database(engine)
-    load_demo(engine)
+    load_demo(engine, operator_actor())
     engine.dispose()
     yield url
 
@@ -113,6 +96,7 @@ def test_export_fixtures_then_the_generated_module_passes(demo_url: str, tmp_pat
         "--db",
         demo_url,
         cwd=tmp_path,
+        subprocess=True,
     )
     assert done.returncode == 0, done
     assert done.stdout.startswith(f"wrote 19 files to {out}")
@@ -120,7 +104,7 @@ def test_export_fixtures_then_the_generated_module_passes(demo_url: str, tmp_pat
     assert len(list(out.glob("*.json"))) == 18
     assert (out / "test_role_fixtures.py").is_file()
 
-    environment = _environment(tmp_path / "home")
+    environment = cli_test_environment(tmp_path / "home")
     replay = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", str(out)],
         capture_output=True,
@@ -195,10 +179,10 @@ def test_data_formats_write_what_the_service_builds(demo_url: str, tmp_path: Pat
         assert outcome.stderr == ""
 
     engine = create_database_engine(demo_url)
-    rubric = sync_rubrics(engine).get(RUBRIC)
+    rubric = sync_rubrics(engine, operator_actor()).get(RUBRIC)
     try:
         built = {
-            name: export_data(engine, rubric=rubric, format=name, **arguments)
+            name: export_data(engine, operator_actor(), rubric=rubric, format=name, **arguments)
             for name, (_, arguments) in exports.items()
         }
     finally:
@@ -364,7 +348,7 @@ def test_import_other_formats_with_their_options(tmp_path: Path) -> None:
             "s-1": "no-contract",
             "s-2": "no-contract",
         }
-        view = load_case_view(engine, case_id="s-1")
+        view = load_case_view(engine, operator_actor(), case_id="s-1")
         assert [(t.actor, t.text) for t in view.turns] == [
             ("user", "Where is my parcel?"),
             ("assistant", "Can I have your order number?"),
@@ -380,7 +364,7 @@ def test_import_other_formats_with_their_options(tmp_path: Path) -> None:
     try:
         (row,) = list_cases(engine)
         assert (row.case_id, row.lane, row.first_violation_turn) == ("chat-1", "violation", 4)
-        view = load_case_view(engine, case_id="chat-1")
+        view = load_case_view(engine, operator_actor(), case_id="chat-1")
         # The map turned tool names into contract actions (log_event: not an action).
         assert [t.actions for t in view.turns if t.actor == "assistant"] == [
             ["lookup_order"],
@@ -394,7 +378,7 @@ def test_import_other_formats_with_their_options(tmp_path: Path) -> None:
     assert galtea.returncode == 0, galtea
     engine = create_database_engine(galtea_url)
     try:
-        view = load_case_view(engine, case_id="g-1")
+        view = load_case_view(engine, operator_actor(), case_id="g-1")
         assert view.chatbot_role == description
         assert view.lane == "no-contract"
         assert [t.text for t in view.turns] == [

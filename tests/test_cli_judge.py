@@ -1,4 +1,5 @@
-"""The ``review-app judge`` commands through the real entry point, in subprocesses.
+"""The ``review-app judge`` commands as a user runs them (in-process runner; one test
+through the real entry point in its own process).
 
 A demo database (SQLite file) is built once and copied for each test; ``judge run``
 talks to the loopback OpenAI-compatible server of tests/judge_support.py.
@@ -18,7 +19,7 @@ from review_app.services.adjudication import record_gold
 from review_app.services.demo import DEMO_VERDICTS, load_demo
 from review_app.services.importing import import_paths
 from review_app.services.judge import list_judge_runs
-from review_app.services.people import Actor
+from review_app.services.people import Actor, operator_actor
 from review_app.services.rubric_catalog import sync_rubrics
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
@@ -33,10 +34,10 @@ def build(path: Path, *, demo: bool) -> Path:
     engine = create_database_engine(f"sqlite:///{path}")
     upgrade_database(engine)
     if demo:
-        load_demo(engine, local_user="admin")
+        load_demo(engine, operator_actor(), local_user="admin")
     else:
-        import_paths(engine, [DEMO_CASES])
-        sync_rubrics(engine)
+        import_paths(engine, operator_actor(), [DEMO_CASES])
+        sync_rubrics(engine, operator_actor())
     engine.dispose()
     return path
 
@@ -56,14 +57,14 @@ class Cli:
         self.url = f"sqlite:///{db_path}"
         self.home = home
 
-    def __call__(self, *args: str) -> CliResult:
-        return run_review_app(*args, db=self.url, home=self.home)
+    def __call__(self, *args: str, subprocess: bool = False) -> CliResult:
+        return run_review_app(*args, db=self.url, home=self.home, subprocess=subprocess)
 
     def runs(self) -> list[dict[str, Any]]:
         """The stored runs, read in this process (cheaper than one more command)."""
         engine = create_database_engine(self.url)
         try:
-            return list_judge_runs(engine)
+            return list_judge_runs(engine, operator_actor())
         finally:
             engine.dispose()
 
@@ -98,7 +99,7 @@ def test_judge_import_prints_a_summary_and_refuses_a_bad_file(
     lines = DEMO_VERDICTS.read_text().splitlines()
     broken = json.loads(lines[2]) | {"label": "rude"}
     bad.write_text("\n".join([*lines[:2], json.dumps(broken), *lines[3:]]) + "\n")
-    refused = cases_cli("judge", "import", str(bad), "--rubric", RUBRIC)
+    refused = cases_cli("judge", "import", str(bad), "--rubric", RUBRIC, subprocess=True)
     assert refused.returncode == 2
     assert refused.stdout == ""
     assert refused.stderr.count("\n") == 1
@@ -249,7 +250,7 @@ def test_judge_calibrate_says_when_there_are_too_few_breaks(demo_cli: Cli) -> No
 
 def test_judge_few_shot_lists_the_adjudicated_units(demo_cli: Cli) -> None:
     engine = create_database_engine(demo_cli.url)
-    rubric = sync_rubrics(engine).get(RUBRIC)
+    rubric = sync_rubrics(engine, operator_actor()).get(RUBRIC)
     for turn, code, note in (
         (8, "authority_break", "Refund by triage."),
         (4, "in_role", "Looks up."),

@@ -16,19 +16,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 DEMO = Path(str(files("review_app") / "demo_data"))
 RUBRIC = "role-adherence@1"
 VERDICT_OF = {
-    "in_role": "pass",
-    "persona_break": "fail",
-    "scope_break": "fail",
-    "authority_break": "fail",
-    "tone_break": "fail",
-    "out_of_role_mishandled": "fail",
-    "false_action_claim": "fail",
-    "borderline": "borderline",
-    "cannot_judge": "abstain",
+    label["code"]: label["verdict"]
+    for label in yaml.safe_load(
+        (Path(__file__).resolve().parents[1] / "rubrics" / "role-adherence" / "v1.yaml").read_text(
+            encoding="utf-8"
+        )
+    )["labels"]
 }
 ACTORS = {"user", "assistant", "system", "tool"}
 EVENT_KEYS = {"turn", "actor", "text", "observed_actions", "set_role", "request"}

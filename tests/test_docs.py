@@ -1,16 +1,32 @@
-"""The README documents every command, and shows the two commands a new user needs."""
+"""The docs stay honest: every command in the README, the format reference's sections
+exist and every citation of them names one, and nothing cites a document the
+repository does not contain."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
-import typer
 from typer.main import get_command
 
 from review_app.cli import app
 
-README = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+REPO = Path(__file__).resolve().parents[1]
+README = (REPO / "README.md").read_text(encoding="utf-8")
+REFERENCE = REPO / "docs" / "reference.md"
+REFERENCE_SECTIONS = (
+    "Cases",
+    "Findings",
+    "Rubric files",
+    "Label CSV",
+    "Judge verdicts",
+    "Exit codes",
+    "Agreement JSON",
+    "Judge report JSON",
+    "Judge estimate JSON",
+    "Audit log",
+    "Input limits",
+)
 
 
 def _command_paths(group: object, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
@@ -29,7 +45,6 @@ COMMANDS = _command_paths(get_command(app))
 
 def test_there_are_commands_to_document() -> None:
     assert ("inspect",) in COMMANDS and ("judge", "report") in COMMANDS
-    assert isinstance(app, typer.Typer)
 
 
 def test_every_command_appears_in_the_readme() -> None:
@@ -55,3 +70,53 @@ def test_ci_runs_the_readme_test_command() -> None:
     ci = (Path(__file__).resolve().parents[1] / ".ci" / "run").read_text(encoding="utf-8")
     assert "python -m pytest" in ci
     assert "REVIEW_APP_REQUIRE_POSTGRES=1" in ci and "REVIEW_APP_REQUIRE_BROWSER=1" in ci
+    assert 'pip install -q -e ".[test,local-judge,interop]"' in ci
+    assert "REVIEW_APP_REQUIRE_INTEROP=1" in ci
+
+
+def _text_files() -> list[tuple[Path, str]]:
+    """The repository's text files (not .git, virtual environments or caches)."""
+    skipped = {".git", "__pycache__", ".venv", ".venv-ci", ".mypy_cache", ".ruff_cache"}
+    found = []
+    for path in REPO.rglob("*"):
+        if not path.is_file() or skipped & set(path.relative_to(REPO).parts):
+            continue
+        if path.suffix in {".png", ".db", ".gguf", ".pyc"}:
+            continue
+        try:
+            found.append((path, path.read_text(encoding="utf-8")))
+        except UnicodeDecodeError:
+            continue
+    return found
+
+
+def test_the_format_reference_has_the_sections_others_cite() -> None:
+    headings = re.findall(r"^## (.+)$", REFERENCE.read_text(encoding="utf-8"), re.MULTILINE)
+    assert [h for h in headings if h in REFERENCE_SECTIONS] == list(REFERENCE_SECTIONS)
+    assert "](docs/reference.md)" in README
+
+
+def test_every_reference_citation_names_a_section() -> None:
+    cited = re.compile(r'docs/reference\.md`?, "([^"]+)"')
+    headings = set(re.findall(r"^## (.+)$", REFERENCE.read_text(encoding="utf-8"), re.MULTILINE))
+    wrong = [
+        f"{path.relative_to(REPO)}: {name}"
+        for path, text in _text_files()
+        for name in (" ".join(found.split()) for found in cited.findall(text))
+        if name not in headings
+    ]
+    assert not wrong, f"citations of sections docs/reference.md does not have: {wrong}"
+
+
+def test_nothing_cites_the_old_specification() -> None:
+    """Code, help texts, errors, tests and docs cite docs/reference.md, not the old spec."""
+    word = re.compile(r"\b" + "SP" + "EC")  # spelled apart so this file does not match itself
+    migrations = REPO / "storage" / "migrations" / "versions"
+    found = [
+        f"{path.relative_to(REPO)}:{number}"
+        for path, text in _text_files()
+        if migrations not in path.parents
+        for number, line in enumerate(text.splitlines(), start=1)
+        if word.search(line)
+    ]
+    assert not found, f"cite docs/reference.md by section instead: {found}"

@@ -1,4 +1,4 @@
-"""The deterministic role-contract evaluator (SPEC §2) on small hand-written cases.
+"""The role-contract evaluator (docs/reference.md, "Findings") on small hand-written cases.
 
 Two products, written here and nowhere else: a support desk whose triage role may not
 refund (only a billing specialist may, after a trusted handoff), and an interview

@@ -1,6 +1,6 @@
 """Properties of the role-contract evaluator, checked with hypothesis.
 
-Generated cases follow SPEC §1: a contract of a few roles over a small action
+Generated cases follow docs/reference.md, "Cases": a contract of a few roles over a small action
 vocabulary, and a transcript of user, assistant, tool and system events with
 strictly increasing turns, actions drawn from the whole vocabulary (so violations
 happen), trusted handoffs, and request records that are sometimes complete and
@@ -48,7 +48,7 @@ RESULT_KEYS = {
 STATUSES = {"pass", "fail", "invalid", "no_contract"}
 ROLE_NAMES = ["triage", "billing", "coach", "examiner", "planner", "concierge"]
 ACTION_NAMES = ["lookup", "refund", "hint", "reveal", "book", "pay", "explain", "escalate"]
-SPEC_KEYS = [
+CASE_KEYS = [
     "case_id",
     "chatbot_role",
     "contract",
@@ -83,7 +83,7 @@ json_values = st.recursive(
     json_scalars,
     lambda children: (
         st.lists(children, max_size=5)
-        | st.dictionaries(st.sampled_from(SPEC_KEYS) | st.text(max_size=5), children, max_size=6)
+        | st.dictionaries(st.sampled_from(CASE_KEYS) | st.text(max_size=5), children, max_size=6)
     ),
     max_leaves=40,
 )
@@ -201,7 +201,7 @@ def corrupted_cases(draw: st.DrawFn) -> Any:
         elif operation == "delete":
             del parent[last]
         elif operation == "add" and isinstance(parent, dict):
-            parent[draw(st.sampled_from(SPEC_KEYS))] = draw(json_values)
+            parent[draw(st.sampled_from(CASE_KEYS))] = draw(json_values)
         elif operation == "duplicate" and isinstance(parent, list):
             parent.insert(last, copy.deepcopy(parent[last]))
         if not isinstance(case, (dict, list)):

@@ -49,7 +49,7 @@ from review_app.services.export import (
 from review_app.services.importing import import_paths
 from review_app.services.labeling import record_label
 from review_app.services.labels_io import export_labels_csv
-from review_app.services.people import Actor, sign_in
+from review_app.services.people import Actor, operator_actor, sign_in
 from review_app.services.rubric_catalog import sync_rubrics
 from review_app.services.uploads import zip_export
 from storage.engine import create_database_engine
@@ -144,8 +144,8 @@ class DemoDatabase:
 def _demo_database(kind: str, url: str) -> DemoDatabase:
     engine = create_database_engine(url)
     upgrade_database(engine)
-    load_demo(engine)
-    return DemoDatabase(kind, url, engine, sync_rubrics(engine).get(RUBRIC))
+    load_demo(engine, operator_actor())
+    return DemoDatabase(kind, url, engine, sync_rubrics(engine, operator_actor()).get(RUBRIC))
 
 
 @pytest.fixture(scope="module")
@@ -213,7 +213,7 @@ def run_pytest(directory: Path) -> subprocess.CompletedProcess[str]:
 def test_fixtures_export_has_one_file_per_case_the_module_and_the_manifest(
     demo: DemoDatabase,
 ) -> None:
-    result = export_data(demo.engine, rubric=demo.rubric, format="fixtures")
+    result = export_data(demo.engine, operator_actor(), rubric=demo.rubric, format="fixtures")
     expected_names = {fixture_file_name(case_id) for case_id in DEMO}
     assert set(result.files) == expected_names | {TEST_MODULE_NAME, MANIFEST_NAME}
     assert len(expected_names) == 17
@@ -221,13 +221,15 @@ def test_fixtures_export_has_one_file_per_case_the_module_and_the_manifest(
     assert set(documents) == set(DEMO)
     for case_id, document in documents.items():
         case = {key: value for key, value in document.items() if key != "expected"}
-        # The case part is the case as imported (SPEC §1), nothing lost or added.
+        # The case part is the case as imported (docs/reference.md, "Cases"), nothing lost or added.
         assert case == DEMO[case_id], case_id
         assert result.files[fixture_file_name(case_id)].decode("utf-8").endswith("}\n")
 
 
 def test_expected_blocks_match_the_evaluator_and_the_gold_labels(demo: DemoDatabase) -> None:
-    documents = fixture_documents(export_data(demo.engine, rubric=demo.rubric, format="fixtures"))
+    documents = fixture_documents(
+        export_data(demo.engine, operator_actor(), rubric=demo.rubric, format="fixtures")
+    )
     for case_id, document in documents.items():
         expected = document["expected"]
         deterministic = expected["deterministic"]
@@ -282,7 +284,9 @@ def test_expected_blocks_match_the_evaluator_and_the_gold_labels(demo: DemoDatab
 
 
 def test_manifest_counts_are_the_demo_counts(demo: DemoDatabase) -> None:
-    manifest = export_data(demo.engine, rubric=demo.rubric, format="fixtures").manifest
+    manifest = export_data(
+        demo.engine, operator_actor(), rubric=demo.rubric, format="fixtures"
+    ).manifest
     statuses = [truth["status"] for truth in DEMO_EXPECTED.values()]
     assert manifest["cases_exported"] == 17
     assert manifest["format"] == "fixtures"
@@ -331,7 +335,11 @@ def test_manifest_counts_are_the_demo_counts(demo: DemoDatabase) -> None:
 
 def test_manifest_of_a_subset_lists_what_it_does_not_cover(demo: DemoDatabase) -> None:
     result = export_data(
-        demo.engine, rubric=demo.rubric, format="fixtures", case_ids=["support-clean-late-parcel"]
+        demo.engine,
+        operator_actor(),
+        rubric=demo.rubric,
+        format="fixtures",
+        case_ids=["support-clean-late-parcel"],
     )
     manifest = result.manifest
     assert manifest["cases_exported"] == 1
@@ -352,13 +360,15 @@ def test_manifest_of_a_subset_lists_what_it_does_not_cover(demo: DemoDatabase) -
 
 
 def test_recorded_gold_shows_as_adjudicated(database: Database) -> None:
-    load_demo(database.engine)
-    rubric = sync_rubrics(database.engine).get(RUBRIC)
+    load_demo(database.engine, operator_actor())
+    rubric = sync_rubrics(database.engine, operator_actor()).get(RUBRIC)
     # Turn 8 of the false refund claim is in disagreement (false_action_claim x2,
     # authority_break): no gold and no semantic break until a policy owner decides.
     case_id = "support-false-refund-claim"
     before = fixture_documents(
-        export_data(database.engine, rubric=rubric, format="fixtures", case_ids=[case_id])
+        export_data(
+            database.engine, operator_actor(), rubric=rubric, format="fixtures", case_ids=[case_id]
+        )
     )[case_id]["expected"]["semantic"]
     assert before["units_without_gold"]["8"] == "in_disagreement"
     assert "8" not in before["labels"]
@@ -377,7 +387,7 @@ def test_recorded_gold_shows_as_adjudicated(database: Database) -> None:
     record_gold(
         database.engine, Actor.operator(), rubric=rubric, case_id=case_id, turn=2, code="borderline"
     )
-    result = export_data(database.engine, rubric=rubric, format="fixtures")
+    result = export_data(database.engine, operator_actor(), rubric=rubric, format="fixtures")
     after = fixture_documents(result)[case_id]["expected"]["semantic"]
     assert after["labels"]["8"] == {"label": "false_action_claim", "source": "adjudicated"}
     assert after["labels"]["2"] == {"label": "borderline", "source": "adjudicated"}
@@ -398,9 +408,14 @@ def test_exported_fixtures_import_again_with_the_same_lanes(
     demo_sqlite: DemoDatabase, database: Database, tmp_path: Path
 ) -> None:
     out = tmp_path / "fixtures"
-    write_export(export_data(demo_sqlite.engine, rubric=demo_sqlite.rubric, format="fixtures"), out)
+    write_export(
+        export_data(
+            demo_sqlite.engine, operator_actor(), rubric=demo_sqlite.rubric, format="fixtures"
+        ),
+        out,
+    )
     # The export directory as a whole: the manifest and the module are not cases.
-    summary = import_paths(database.engine, [out])
+    summary = import_paths(database.engine, operator_actor(), [out])
     assert summary.totals.imported == 17
     assert summary.totals.invalid == 1
     lanes = {row.case_id: row.lane for row in list_cases(database.engine)}
@@ -408,9 +423,9 @@ def test_exported_fixtures_import_again_with_the_same_lanes(
     assert lanes == original
     assert list(original.values()).count("violation") == 3
     with pytest.raises(InputError, match="cannot tell which format"):
-        import_paths(database.engine, [out / MANIFEST_NAME])
+        import_paths(database.engine, operator_actor(), [out / MANIFEST_NAME])
     # The same fixtures into the database they came from: nothing changed.
-    again = import_paths(demo_sqlite.engine, [out])
+    again = import_paths(demo_sqlite.engine, operator_actor(), [out])
     assert again.totals.unchanged == 17
     assert again.totals.imported == 0
 
@@ -421,7 +436,7 @@ def test_exported_fixtures_import_again_with_the_same_lanes(
 def _all_exports(demo: DemoDatabase) -> dict[tuple[str, bool], ExportResult]:
     return {
         (data_format, redact): export_data(
-            demo.engine, rubric=demo.rubric, format=data_format, redact=redact
+            demo.engine, operator_actor(), rubric=demo.rubric, format=data_format, redact=redact
         )
         for data_format in EXPORT_FORMATS
         for redact in (False, True)
@@ -435,7 +450,9 @@ def test_exports_are_byte_identical_when_repeated(demo: DemoDatabase) -> None:
         assert result.files.keys() == second[key].files.keys(), key
         for name, data in result.files.items():
             assert data == second[key].files[name], (key, name)
-        assert zip_export(result) == zip_export(second[key]), key
+        assert zip_export(demo.engine, operator_actor(), result) == zip_export(
+            demo.engine, operator_actor(), second[key]
+        ), key
 
 
 @pytest.mark.postgres
@@ -449,7 +466,9 @@ def test_sqlite_and_postgres_export_the_same_bytes(
         assert result.files.keys() == other.files.keys(), key
         for name, data in result.files.items():
             assert data == other.files[name], (key, name)
-        assert zip_export(result) == zip_export(other)
+        assert zip_export(demo_sqlite.engine, operator_actor(), result) == zip_export(
+            demo_postgres.engine, operator_actor(), other
+        )
 
 
 # --- the generated pytest module -------------------------------------------------------------
@@ -480,7 +499,12 @@ def test_generated_module_passes_then_fails_on_a_changed_transcript(
     demo_sqlite: DemoDatabase, tmp_path: Path
 ) -> None:
     out = tmp_path / "fixtures"
-    write_export(export_data(demo_sqlite.engine, rubric=demo_sqlite.rubric, format="fixtures"), out)
+    write_export(
+        export_data(
+            demo_sqlite.engine, operator_actor(), rubric=demo_sqlite.rubric, format="fixtures"
+        ),
+        out,
+    )
     passed = run_pytest(out)
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert "17 passed" in passed.stdout
@@ -538,12 +562,18 @@ def test_redacted_export_keeps_no_transcript_text(
     for fragment in fragments:
         assert any(fragment in t for t in texts), fragment
     for data_format in EXPORT_FORMATS:
-        plain = export_data(demo_sqlite.engine, rubric=demo_sqlite.rubric, format=data_format)
+        plain = export_data(
+            demo_sqlite.engine, operator_actor(), rubric=demo_sqlite.rubric, format=data_format
+        )
         shown = "\n".join(data.decode("utf-8") for data in plain.files.values())
         assert any(fragment in shown for fragment in fragments), data_format
 
         result = export_data(
-            demo_sqlite.engine, rubric=demo_sqlite.rubric, format=data_format, redact=True
+            demo_sqlite.engine,
+            operator_actor(),
+            rubric=demo_sqlite.rubric,
+            format=data_format,
+            redact=True,
         )
         assert result.manifest["redacted"] is True
         everything = "\n".join(data.decode("utf-8") for data in result.files.values())
@@ -551,9 +581,15 @@ def test_redacted_export_keeps_no_transcript_text(
         assert leaked == [], (data_format, leaked[:3])
         assert not [f for f in fragments if f in everything], data_format
 
-    plain = export_data(demo_sqlite.engine, rubric=demo_sqlite.rubric, format="fixtures")
+    plain = export_data(
+        demo_sqlite.engine, operator_actor(), rubric=demo_sqlite.rubric, format="fixtures"
+    )
     redacted = export_data(
-        demo_sqlite.engine, rubric=demo_sqlite.rubric, format="fixtures", redact=True
+        demo_sqlite.engine,
+        operator_actor(),
+        rubric=demo_sqlite.rubric,
+        format="fixtures",
+        redact=True,
     )
     plain_documents = fixture_documents(plain)
     redacted_documents = fixture_documents(redacted)
@@ -572,7 +608,11 @@ def test_redacted_export_keeps_no_transcript_text(
     label_rows = {}
     for redact in (False, True):
         data = export_data(
-            demo_sqlite.engine, rubric=demo_sqlite.rubric, format="jsonl", redact=redact
+            demo_sqlite.engine,
+            operator_actor(),
+            rubric=demo_sqlite.rubric,
+            format="jsonl",
+            redact=redact,
         ).files["labels.jsonl"]
         label_rows[redact] = [json.loads(line) for line in data.decode().splitlines()]
     assert len(label_rows[True]) == len(label_rows[False]) == 333
@@ -594,7 +634,7 @@ def test_redacted_export_keeps_no_transcript_text(
 
 
 def test_jsonl_and_csv_label_exports_carry_case_and_turn_context(demo: DemoDatabase) -> None:
-    jsonl = export_data(demo.engine, rubric=demo.rubric, format="jsonl")
+    jsonl = export_data(demo.engine, operator_actor(), rubric=demo.rubric, format="jsonl")
     assert set(jsonl.files) == {"labels.jsonl", MANIFEST_NAME}
     rows = [json.loads(line) for line in jsonl.files["labels.jsonl"].decode().splitlines()]
     assert len(rows) == 333
@@ -627,7 +667,7 @@ def test_jsonl_and_csv_label_exports_carry_case_and_turn_context(demo: DemoDatab
     assert row["user_text"] == events[7]["text"]
     assert row["assistant_text"] == events[8]["text"]
 
-    csv_export = export_data(demo.engine, rubric=demo.rubric, format="csv")
+    csv_export = export_data(demo.engine, operator_actor(), rubric=demo.rubric, format="csv")
     assert set(csv_export.files) == {"labels.csv", MANIFEST_NAME}
     table = list(csv.reader(io.StringIO(csv_export.files["labels.csv"].decode("utf-8"))))
     assert tuple(table[0]) == LABEL_EXPORT_COLUMNS
@@ -662,8 +702,8 @@ def test_csv_cells_that_a_spreadsheet_would_run_are_neutralised(
     }
     case_file = tmp_path / "injection.json"
     case_file.write_text(json.dumps(case), encoding="utf-8")
-    import_paths(database.engine, [case_file])
-    rubric = sync_rubrics(database.engine).get(RUBRIC)
+    import_paths(database.engine, operator_actor(), [case_file])
+    rubric = sync_rubrics(database.engine, operator_actor()).get(RUBRIC)
     formula = '=HYPERLINK("http://x")'
     rater = sign_in(database.engine, name="@rater", auth_mode="oidc")
     record_label(
@@ -685,7 +725,9 @@ def test_csv_cells_that_a_spreadsheet_would_run_are_neutralised(
         rationale="+1 agree\rsee turn 2",
     )
 
-    data = export_data(database.engine, rubric=rubric, format="csv").files["labels.csv"]
+    data = export_data(database.engine, operator_actor(), rubric=rubric, format="csv").files[
+        "labels.csv"
+    ]
     table = list(csv.reader(io.StringIO(data.decode("utf-8"))))
     rows = [dict(zip(LABEL_EXPORT_COLUMNS, cells, strict=True)) for cells in table[1:]]
     assert len(rows) == 2
@@ -701,12 +743,18 @@ def test_csv_cells_that_a_spreadsheet_would_run_are_neutralised(
         for cell in cells:
             assert not cell.startswith(FORMULA_TRIGGERS), cell
     # Neutralising is exactly reversible, so nothing of the text is lost.
-    jsonl = export_data(database.engine, rubric=rubric, format="jsonl").files["labels.jsonl"]
+    jsonl = export_data(database.engine, operator_actor(), rubric=rubric, format="jsonl").files[
+        "labels.jsonl"
+    ]
     originals = [json.loads(line) for line in jsonl.decode().splitlines()]
     assert restore_cell(first["rationale"]) == originals[0]["rationale"] == formula
     assert restore_cell(second["assistant_text"]) == originals[1]["assistant_text"] == "\rOK"
-    # The SPEC §4 label CSV (labels export) quotes the carriage return as well.
-    spec_rows = list(csv.DictReader(io.StringIO(export_labels_csv(database.engine, rubric=rubric))))
+    # The label CSV (docs/reference.md, "Label CSV") quotes the carriage return as well.
+    spec_rows = list(
+        csv.DictReader(
+            io.StringIO(export_labels_csv(database.engine, operator_actor(), rubric=rubric))
+        )
+    )
     assert [restore_cell(row["rationale"]) for row in spec_rows] == [
         formula,
         "+1 agree\rsee turn 2",
@@ -718,7 +766,7 @@ def test_csv_cells_that_a_spreadsheet_would_run_are_neutralised(
 
 
 def test_deepeval_export_shape_and_read_back(demo: DemoDatabase, tmp_path: Path) -> None:
-    result = export_data(demo.engine, rubric=demo.rubric, format="deepeval")
+    result = export_data(demo.engine, operator_actor(), rubric=demo.rubric, format="deepeval")
     assert set(result.files) == {"deepeval_test_cases.json", MANIFEST_NAME}
     items = json.loads(result.files["deepeval_test_cases.json"])
     assert isinstance(items, list)
@@ -735,6 +783,8 @@ def test_deepeval_export_shape_and_read_back(demo: DemoDatabase, tmp_path: Path)
         ]
         assert isinstance(item["expected_outcome"], str)
         assert item["additional_metadata"]["role_contract"] == case["contract"]
+        assert item["additional_metadata"]["chatbot_role"] == case["chatbot_role"]
+        assert case_id in item["scenario"] and case["chatbot_role"] in item["scenario"]
     breaking = by_name["support-delayed-refund-violation"]
     assert "turn 8" in breaking["expected_outcome"]
     assert breaking["additional_metadata"]["expected"]["first_break_turn"] == 8
@@ -750,10 +800,11 @@ def test_deepeval_export_shape_and_read_back(demo: DemoDatabase, tmp_path: Path)
         case = DEMO[record.case["case_id"]]
         assert record.case["chatbot_role"] == case["chatbot_role"]
         assert record.case["contract"] == case["contract"]
-        conversational = [e for e in case["transcript"] if e["actor"] in ("user", "assistant")]
-        assert [e.get("text") or "" for e in record.case["transcript"]] == [
-            e.get("text") or "" for e in conversational
-        ]
+        # Our own export carries the system and tool events too: the whole conversation,
+        # turn numbers included, comes back.
+        assert [
+            (e["turn"], e["actor"], e.get("text") or "") for e in record.case["transcript"]
+        ] == [(e["turn"], e["actor"], e.get("text") or "") for e in case["transcript"]]
 
 
 # --- writing, filters, errors ------------------------------------------------------------
@@ -762,7 +813,9 @@ def test_deepeval_export_shape_and_read_back(demo: DemoDatabase, tmp_path: Path)
 def test_write_export_refuses_unrelated_directories(
     demo_sqlite: DemoDatabase, tmp_path: Path
 ) -> None:
-    result = export_data(demo_sqlite.engine, rubric=demo_sqlite.rubric, format="fixtures")
+    result = export_data(
+        demo_sqlite.engine, operator_actor(), rubric=demo_sqlite.rubric, format="fixtures"
+    )
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "todo.txt").write_text("mine", encoding="utf-8")
@@ -795,7 +848,9 @@ def test_write_export_refuses_unrelated_directories(
 
 def test_write_export_replaces_an_earlier_export(demo_sqlite: DemoDatabase, tmp_path: Path) -> None:
     out = tmp_path / "ci" / "fixtures"
-    everything = export_data(demo_sqlite.engine, rubric=demo_sqlite.rubric, format="fixtures")
+    everything = export_data(
+        demo_sqlite.engine, operator_actor(), rubric=demo_sqlite.rubric, format="fixtures"
+    )
     written = write_export(everything, out)
     assert sorted(p.name for p in written) == sorted(everything.files)
     for name, data in everything.files.items():
@@ -805,7 +860,11 @@ def test_write_export_replaces_an_earlier_export(demo_sqlite: DemoDatabase, tmp_
     (out / "conftest.py").write_text("# ours\n", encoding="utf-8")
 
     violations = export_data(
-        demo_sqlite.engine, rubric=demo_sqlite.rubric, format="fixtures", lane="violation"
+        demo_sqlite.engine,
+        operator_actor(),
+        rubric=demo_sqlite.rubric,
+        format="fixtures",
+        lane="violation",
     )
     write_export(violations, out)
     kept = {p.name for p in out.iterdir()}
@@ -814,7 +873,9 @@ def test_write_export_replaces_an_earlier_export(demo_sqlite: DemoDatabase, tmp_
     for name, data in violations.files.items():
         assert (out / name).read_bytes() == data
 
-    labels = export_data(demo_sqlite.engine, rubric=demo_sqlite.rubric, format="jsonl")
+    labels = export_data(
+        demo_sqlite.engine, operator_actor(), rubric=demo_sqlite.rubric, format="jsonl"
+    )
     write_export(labels, out)
     assert {p.name for p in out.iterdir()} == {
         "labels.jsonl",
@@ -829,30 +890,39 @@ def test_lane_and_case_filters(demo: DemoDatabase) -> None:
     for lane in ("violation", "invalid", "missing-context", "pass"):
         wanted = {row.case_id for row in list_cases(demo.engine, lane=lane)}
         assert wanted
-        result = export_data(demo.engine, rubric=demo.rubric, format="fixtures", lane=lane)
+        result = export_data(
+            demo.engine, operator_actor(), rubric=demo.rubric, format="fixtures", lane=lane
+        )
         assert set(fixture_documents(result)) == wanted, lane
         assert result.manifest["cases_exported"] == len(wanted)
     violations = {row.case_id for row in list_cases(demo.engine, lane="violation")}
     assert "support-delayed-refund-violation" in violations
 
     chosen = ["travel-persona-tone-drift", "support-false-refund-claim"]
-    result = export_data(demo.engine, rubric=demo.rubric, format="jsonl", case_ids=chosen)
+    result = export_data(
+        demo.engine, operator_actor(), rubric=demo.rubric, format="jsonl", case_ids=chosen
+    )
     rows = [json.loads(line) for line in result.files["labels.jsonl"].decode().splitlines()]
     assert {row["case_id"] for row in rows} == set(chosen)
     assert len(rows) == sum(len(LABEL_CODES[unit]) for unit in LABEL_CODES if unit[0] in chosen)
-    deepeval = export_data(demo.engine, rubric=demo.rubric, format="deepeval", case_ids=chosen)
+    deepeval = export_data(
+        demo.engine, operator_actor(), rubric=demo.rubric, format="deepeval", case_ids=chosen
+    )
     names = [item["name"] for item in json.loads(deepeval.files["deepeval_test_cases.json"])]
     assert sorted(names) == sorted(chosen)
 
 
 def test_bad_export_options_are_input_errors(demo: DemoDatabase) -> None:
     with pytest.raises(InputError, match="unknown export format 'yaml'"):
-        export_data(demo.engine, rubric=demo.rubric, format="yaml")
+        export_data(demo.engine, operator_actor(), rubric=demo.rubric, format="yaml")
     with pytest.raises(InputError, match="unknown lane 'broken'"):
-        export_data(demo.engine, rubric=demo.rubric, format="fixtures", lane="broken")
+        export_data(
+            demo.engine, operator_actor(), rubric=demo.rubric, format="fixtures", lane="broken"
+        )
     with pytest.raises(InputError, match="no case 'no-such-case'"):
         export_data(
             demo.engine,
+            operator_actor(),
             rubric=demo.rubric,
             format="fixtures",
             case_ids=["support-clean-late-parcel", "no-such-case"],
@@ -866,9 +936,9 @@ def test_fixture_file_names_never_collide(database: Database, tmp_path: Path) ->
     case_ids = ["manifest", "Refund-A", "refund-a", "test_role_fixtures", "odd/idé"]
     lines = [json.dumps({**base, "case_id": case_id}) for case_id in case_ids]
     (tmp_path / "cases.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
-    import_paths(database.engine, [tmp_path / "cases.jsonl"])
-    rubric = sync_rubrics(database.engine).get(RUBRIC)
-    result = export_data(database.engine, rubric=rubric, format="fixtures")
+    import_paths(database.engine, operator_actor(), [tmp_path / "cases.jsonl"])
+    rubric = sync_rubrics(database.engine, operator_actor()).get(RUBRIC)
+    result = export_data(database.engine, operator_actor(), rubric=rubric, format="fixtures")
 
     assert len(result.files) == len(case_ids) + 2
     folded = [name.casefold() for name in result.files]

@@ -43,6 +43,7 @@ from review_app.formats import (
 from review_app.formats._common import slugify
 from review_app.services.cases import lane_counts
 from review_app.services.importing import import_records
+from review_app.services.people import operator_actor
 from tests.conftest import Database
 
 CONTRACT: dict[str, Any] = {
@@ -1045,6 +1046,15 @@ def test_deepeval_round_trip_and_expected(tmp_path: Path) -> None:
     assert [t["additional_metadata"]["turn"] for t in loaded[0]["turns"]] == [1, 2, 3, 4, 5, 6]
     assert "role_contract" not in loaded[1]["additional_metadata"]
     assert "chatbot_role" not in loaded[1]
+    # deepeval reads an object as a conversational golden only with a non-empty
+    # scenario, and its golden keeps additional_metadata but not chatbot_role.
+    assert loaded[0]["scenario"] == (
+        f"Recorded conversation support-delayed-refund: the chatbot must stay in its role: "
+        f"{SUPPORT_ROLE}"
+    )
+    assert loaded[1]["scenario"].endswith("must stay in its role.")
+    assert loaded[0]["additional_metadata"]["chatbot_role"] == SUPPORT_ROLE
+    assert "chatbot_role" not in loaded[1]["additional_metadata"]
 
     back = reread(tmp_path, "export.json", written, read_deepeval)
     for original, copy in zip(NATIVE_CASES, back, strict=True):
@@ -1053,13 +1063,60 @@ def test_deepeval_round_trip_and_expected(tmp_path: Path) -> None:
         assert copy["contract"] == original["contract"]
         assert events(copy) == events(original)
 
-    # System and tool events have no deepeval turn: recorded, not lost silently.
-    [system_case] = json.loads(write_deepeval([WITH_SYSTEM_AND_TOOLS]))
+    # System and tool events have no deepeval turn: recorded, not lost silently,
+    # and put back (with the native turn numbers) when the file is read again.
+    written = write_deepeval([WITH_SYSTEM_AND_TOOLS])
+    [system_case] = json.loads(written)
     omitted = system_case["additional_metadata"]["role_review"]["omitted_events"]
     assert [event["turn"] for event in omitted] == [1, 4, 5]
+    [copy] = reread(tmp_path, "system.json", written, read_deepeval)
+    assert [(t, a, x or None, o) for t, a, x, o in events(copy)] == events(WITH_SYSTEM_AND_TOOLS)
+    assert "role_review" not in copy.get("source_metadata", {}).get("additional_metadata", {})
+    # Without every native number (a file edited by hand), turns are numbered 1..n.
+    del system_case["turns"][1]["additional_metadata"]
+    [renumbered] = reread(tmp_path, "edited.json", json.dumps([system_case]), read_deepeval)
+    assert [e["turn"] for e in renumbered["transcript"]] == [1, 2, 3]
+    # Kept events are checked like any other.
+    system_case["turns"][1]["additional_metadata"] = {"turn": 3}
+    system_case["additional_metadata"]["role_review"]["omitted_events"][1]["actor"] = "user"
+    bad = write(tmp_path / "bad.json", json.dumps([system_case]))
+    with pytest.raises(InputError) as error:
+        list(read_deepeval(bad))
+    assert error.value.field == "[0].additional_metadata.role_review.omitted_events[1].actor"
 
     with pytest.raises(ValueError, match="not among the cases: nope"):
         write_deepeval(NATIVE_CASES, expected={"nope": {}})
+
+
+def test_deepeval_role_from_metadata_and_own_scenario_kept(tmp_path: Path) -> None:
+    """A file deepeval saved from our export has the role only in additional_metadata."""
+    item = {
+        "name": "saved",
+        "scenario": "A customer wants a refund.",
+        "chatbot_role": None,
+        "additional_metadata": {"chatbot_role": SUPPORT_ROLE, "source": "x"},
+        "turns": [{"role": "user", "content": "Hi", "metadata": None}],
+    }
+    [case] = reread(tmp_path, "saved.json", json.dumps([item]), read_deepeval)
+    assert case["chatbot_role"] == SUPPORT_ROLE
+    assert case["source_metadata"]["additional_metadata"] == {"source": "x"}
+    assert case["source_metadata"]["scenario"] == "A customer wants a refund."
+    # Written again, the case keeps its own scenario.
+    [again] = json.loads(write_deepeval([case]))
+    assert again["scenario"] == "A customer wants a refund."
+
+    # A top-level role wins; a different one in the metadata is kept, not lost.
+    item["chatbot_role"] = "Another role."
+    [case] = reread(tmp_path, "both.json", json.dumps([item]), read_deepeval)
+    assert case["chatbot_role"] == "Another role."
+    assert case["source_metadata"]["additional_metadata"]["chatbot_role"] == SUPPORT_ROLE
+
+    item["chatbot_role"] = None
+    item["additional_metadata"] = {"chatbot_role": 7}
+    path = write(tmp_path / "bad.json", json.dumps([item]))
+    with pytest.raises(InputError) as error:
+        list(read_deepeval(path))
+    assert error.value.field == "[0].additional_metadata.chatbot_role"
 
 
 def test_openai_round_trip_keeps_system_tool_and_actions(tmp_path: Path) -> None:
@@ -1196,7 +1253,11 @@ def stored(database: Database, sql: str) -> list[Any]:
 def import_file(database: Database, path: Path, format: str | None) -> Any:
     name = format or detect_format(path)
     return import_records(
-        database.engine, read_cases(path, format=format), source=str(path), source_format=name
+        database.engine,
+        operator_actor(),
+        read_cases(path, format=format),
+        source=str(path),
+        source_format=name,
     )
 
 
@@ -1236,6 +1297,7 @@ def test_import_with_tool_map_finds_the_violation(database: Database, tmp_path: 
     path = write(tmp_path / "chats.jsonl", jsonl(openai_conversation()))
     outcome = import_records(
         database.engine,
+        operator_actor(),
         read_cases(path, format="openai", tool_action_map=TOOLS),
         source=str(path),
         source_format="openai",

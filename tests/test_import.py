@@ -20,6 +20,7 @@ from review_app.errors import InputError
 from review_app.evaluator import EVALUATOR_VERSION, diagnostic, evaluate_case, lane
 from review_app.services.cases import case_view, lane_counts, list_cases, load_case_view
 from review_app.services.importing import KNOWN_CASE_KEYS, KNOWN_EVENT_KEYS, import_paths
+from review_app.services.people import operator_actor
 from tests.conftest import DEMO_CASES, REPO, Database, row_counts
 
 EXPECTED: dict[str, dict[str, Any]] = json.loads(
@@ -49,7 +50,7 @@ def write_jsonl(path: Path, cases: Any) -> Path:
 
 
 def test_demo_import_stores_the_right_rows(database: Database) -> None:
-    summary = import_paths(database.engine, [DEMO_CASES])
+    summary = import_paths(database.engine, operator_actor(), [DEMO_CASES])
     assert summary.totals.imported == 17
     assert len(summary.files) == 17
 
@@ -115,16 +116,16 @@ def test_demo_import_stores_the_right_rows(database: Database) -> None:
 
 
 def test_reimport_changes_nothing(database: Database) -> None:
-    import_paths(database.engine, [DEMO_CASES])
+    import_paths(database.engine, operator_actor(), [DEMO_CASES])
     before = row_counts(database.engine)
-    again = import_paths(database.engine, [DEMO_CASES])
+    again = import_paths(database.engine, operator_actor(), [DEMO_CASES])
     assert again.totals.imported == 0
     assert again.totals.unchanged == 17
     assert row_counts(database.engine) == before
 
 
 def test_lane_counts_and_listing(database: Database) -> None:
-    import_paths(database.engine, [DEMO_CASES])
+    import_paths(database.engine, operator_actor(), [DEMO_CASES])
     expected_lanes = Counter(lane(evaluate_case(case)) for case in DEMO.values())
     counts = lane_counts(database.engine)
     assert counts == {name: expected_lanes.get(name, 0) for name in counts}
@@ -138,8 +139,8 @@ def test_lane_counts_and_listing(database: Database) -> None:
 
 @pytest.mark.parametrize("case_id", sorted(DEMO))
 def test_case_view_reconstructs_each_demo_case(case_id: str, sqlite_database: Database) -> None:
-    import_paths(sqlite_database.engine, [DEMO_CASES / f"{case_id}.json"])
-    view = load_case_view(sqlite_database.engine, case_id=case_id)
+    import_paths(sqlite_database.engine, operator_actor(), [DEMO_CASES / f"{case_id}.json"])
+    view = load_case_view(sqlite_database.engine, operator_actor(), case_id=case_id)
     assert view.to_case_dict() == DEMO[case_id]
     result = evaluate_case(DEMO[case_id])
     assert view.status == result["status"]
@@ -158,7 +159,10 @@ def _clean_case() -> dict[str, Any]:
 def test_replace_semantics(database: Database, tmp_path: Path) -> None:
     original = _clean_case()
     write_jsonl(tmp_path / "v1.jsonl", [original])
-    assert import_paths(database.engine, [tmp_path / "v1.jsonl"]).totals.imported == 1
+    assert (
+        import_paths(database.engine, operator_actor(), [tmp_path / "v1.jsonl"]).totals.imported
+        == 1
+    )
     before = row_counts(database.engine)
 
     changed = _clean_case()
@@ -167,12 +171,12 @@ def test_replace_semantics(database: Database, tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "v2.jsonl", [changed])
 
     with pytest.raises(InputError) as refused:
-        import_paths(database.engine, [path])
+        import_paths(database.engine, operator_actor(), [path])
     assert refused.value.line == 1
     assert refused.value.field == "case_id"
     assert row_counts(database.engine) == before
 
-    summary = import_paths(database.engine, [path], replace=True)
+    summary = import_paths(database.engine, operator_actor(), [path], replace=True)
     assert (summary.totals.imported, summary.totals.replaced) == (1, 1)
     assert summary.totals.with_violations == 1
     after = row_counts(database.engine)
@@ -189,28 +193,28 @@ def test_replace_semantics(database: Database, tmp_path: Path) -> None:
     assert [(f.kind, f.code) for f in findings] == [("violation", "action_outside_role")]
 
     # Replacing with identical content is a no-op, not a replacement.
-    again = import_paths(database.engine, [path], replace=True)
+    again = import_paths(database.engine, operator_actor(), [path], replace=True)
     assert (again.totals.imported, again.totals.replaced, again.totals.unchanged) == (0, 0, 1)
 
 
 def test_contract_body_conflict_is_refused_and_stores_nothing(
     database: Database, tmp_path: Path
 ) -> None:
-    import_paths(database.engine, [DEMO_CASES / "support-clean-late-parcel.json"])
+    import_paths(database.engine, operator_actor(), [DEMO_CASES / "support-clean-late-parcel.json"])
     before = row_counts(database.engine)
     case = _clean_case()
     case["case_id"] = "support-new"
     case["contract"]["roles"]["support_triage"]["allowed_actions"].append("refund_order")
     path = write_jsonl(tmp_path / "conflict.jsonl", [case])
     with pytest.raises(InputError) as refused:
-        import_paths(database.engine, [path])
+        import_paths(database.engine, operator_actor(), [path])
     assert (refused.value.line, refused.value.field) == (1, "contract")
     assert row_counts(database.engine) == before
 
 
 def test_one_contract_row_per_version_within_one_file(database: Database, tmp_path: Path) -> None:
     path = write_jsonl(tmp_path / "many.jsonl", generate_corpus(30, 6))
-    import_paths(database.engine, [path])
+    import_paths(database.engine, operator_actor(), [path])
     assert rows(database, "SELECT version FROM contracts") == [("bench-support-v1",)]
 
 
@@ -227,7 +231,7 @@ def test_unknown_keys_are_preserved_and_the_case_reconstructs(
     case["transcript"][0]["latency_ms"] = 412
     case["transcript"][1]["model"] = {"name": "m-1", "temperature": 0.2}
     path = write_jsonl(tmp_path / "extras.jsonl", [case])
-    import_paths(database.engine, [path])
+    import_paths(database.engine, operator_actor(), [path])
 
     (case_row,) = rows(database, "SELECT extra_json FROM cases")
     assert json.loads(case_row.extra_json) == {
@@ -243,12 +247,14 @@ def test_unknown_keys_are_preserved_and_the_case_reconstructs(
     without_extras["transcript"] = [
         {k: v for k, v in event.items() if k in KNOWN_EVENT_KEYS} for event in case["transcript"]
     ]
-    view = load_case_view(database.engine, case_id="with-extras")
+    view = load_case_view(database.engine, operator_actor(), case_id="with-extras")
     assert view.to_case_dict() == without_extras
     # The extra keys are part of the content: changing one is a change of the case.
     case["tags"].append("urgent")
     with pytest.raises(InputError):
-        import_paths(database.engine, [write_jsonl(tmp_path / "extras2.jsonl", [case])])
+        import_paths(
+            database.engine, operator_actor(), [write_jsonl(tmp_path / "extras2.jsonl", [case])]
+        )
 
 
 def test_case_without_contract_is_stored_in_the_no_contract_lane(
@@ -257,10 +263,12 @@ def test_case_without_contract_is_stored_in_the_no_contract_lane(
     case = _clean_case()
     case["case_id"] = "free-form"
     del case["contract"]
-    summary = import_paths(database.engine, [write_jsonl(tmp_path / "free.jsonl", [case])])
+    summary = import_paths(
+        database.engine, operator_actor(), [write_jsonl(tmp_path / "free.jsonl", [case])]
+    )
     assert summary.totals.without_contract == 1
     assert "without contract 1" in summary.line()
-    view = load_case_view(database.engine, case_id="free-form")
+    view = load_case_view(database.engine, operator_actor(), case_id="free-form")
     assert (view.lane, view.status, view.contract_version) == ("no-contract", "no_contract", None)
     assert view.to_case_dict() == {**case, "contract": None}
 
@@ -274,9 +282,11 @@ def test_decreasing_unique_turns_are_stored_as_an_invalid_fixture(
         case["transcript"][3]["turn"],
         case["transcript"][2]["turn"],
     )
-    summary = import_paths(database.engine, [write_jsonl(tmp_path / "order.jsonl", [case])])
+    summary = import_paths(
+        database.engine, operator_actor(), [write_jsonl(tmp_path / "order.jsonl", [case])]
+    )
     assert summary.totals.invalid == 1
-    view = load_case_view(database.engine, case_id="out-of-order")
+    view = load_case_view(database.engine, operator_actor(), case_id="out-of-order")
     assert view.lane == "invalid"
     assert [t.turn for t in view.turns] == [e["turn"] for e in case["transcript"]]
     codes = [e["code"] for t in view.turns for e in t.fixture_errors]
@@ -291,7 +301,7 @@ def test_two_thousand_generated_cases(database: Database, tmp_path: Path) -> Non
     path = write_jsonl(tmp_path / "corpus.jsonl", corpus)
     results = [evaluate_case(case) for case in corpus]
 
-    summary = import_paths(database.engine, [path])
+    summary = import_paths(database.engine, operator_actor(), [path])
 
     statuses = Counter(result["status"] for result in results)
     assert summary.totals.imported == 2000
@@ -306,7 +316,7 @@ def test_two_thousand_generated_cases(database: Database, tmp_path: Path) -> Non
         "findings": sum(len(result["violations"]) for result in results),
     }
     assert lane_counts(database.engine)["violation"] == statuses["fail"]
-    again = import_paths(database.engine, [path])
+    again = import_paths(database.engine, operator_actor(), [path])
     assert again.totals.unchanged == 2000
 
 
@@ -326,7 +336,9 @@ def test_two_threads_import_different_files_concurrently(
     def run(index: int) -> None:
         start.wait()
         try:
-            outcomes[index] = import_paths(database.engine, [files[index]]).totals.imported
+            outcomes[index] = import_paths(
+                database.engine, operator_actor(), [files[index]]
+            ).totals.imported
         except Exception as error:  # reported below, with the thread's error
             outcomes[index] = error
 

@@ -10,12 +10,13 @@ from sqlmodel import Session
 from review_app.services.cases import case_view
 from review_app.services.demo import load_demo
 from review_app.services.importing import import_paths
+from review_app.services.people import operator_actor
 from storage.reviewing import count_labels
 from tests.conftest import DEMO_CASES, Database
 
 
 def test_replacing_a_labeled_case_keeps_its_labels(database: Database, tmp_path: Path) -> None:
-    load_demo(database.engine)
+    load_demo(database.engine, operator_actor())
     with Session(database.engine) as session:
         labels_before = count_labels(session)
     changed = json.loads((DEMO_CASES / "support-clean-late-parcel.json").read_text())
@@ -23,7 +24,7 @@ def test_replacing_a_labeled_case_keeps_its_labels(database: Database, tmp_path:
     path = tmp_path / "changed.json"
     path.write_text(json.dumps(changed))
 
-    summary = import_paths(database.engine, [path], replace=True)
+    summary = import_paths(database.engine, operator_actor(), [path], replace=True)
 
     assert summary.totals.replaced == 1
     with Session(database.engine) as session:

@@ -4,13 +4,14 @@ from sqlmodel import Session
 
 from review_app.services.cases import case_view, lane_counts
 from review_app.services.importing import import_paths
+from review_app.services.people import operator_actor
 from tests.conftest import DEMO_CASES, Database
 
 
 def test_demo_cases_import_and_reimport_is_a_no_op(database: Database) -> None:
-    first = import_paths(database.engine, [DEMO_CASES])
+    first = import_paths(database.engine, operator_actor(), [DEMO_CASES])
     assert first.totals.imported == 17
-    again = import_paths(database.engine, [DEMO_CASES])
+    again = import_paths(database.engine, operator_actor(), [DEMO_CASES])
     assert again.totals.imported == 0
     assert again.totals.unchanged == 17
     counts = lane_counts(database.engine)

@@ -1,20 +1,21 @@
 """Tests of review_app.services.judge on real databases (SQLite and PostgreSQL).
 
-Three parts: importing SPEC §5 verdict files; running a judge prompt against a real
-OpenAI-compatible HTTP server on 127.0.0.1 (tests/judge_support.py; httpx is not
-replaced); and the calibration report on a corpus whose truth is known, its figures
-recomputed here with scikit-learn and plain counting. What a run stores and resumes
-from is tested on both databases; how it talks HTTP (concurrency, retries, odd
-responses, request options) on SQLite only, to keep the suite quick.
+Three parts: importing verdict files (docs/reference.md, "Judge verdicts"); running a
+judge prompt against a real OpenAI-compatible HTTP server on 127.0.0.1
+(tests/judge_support.py; httpx is not replaced); and the calibration report on a
+corpus whose truth is known, its figures recomputed here with scikit-learn and plain
+counting. What a run stores and resumes from is tested on both databases; how it
+talks HTTP (concurrency, retries, odd responses, request options) on SQLite only, to
+keep the suite quick.
 """
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import itertools
 import json
 import shutil
-import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ from review_app.errors import InputError, NotFound, PermissionDenied
 from review_app.judging import JudgePrompt, find_judge_prompt
 from review_app.rubrics import Rubric
 from review_app.services.adjudication import gold_labels, record_gold
+from review_app.services.audit import audit_entries
 from review_app.services.demo import DEMO_VERDICTS, load_demo
 from review_app.services.importing import import_paths
 from review_app.services.judge import (
@@ -57,7 +59,7 @@ from review_app.services.judge import (
     select_case_ids,
 )
 from review_app.services.labels_io import import_labels
-from review_app.services.people import Actor, sign_in
+from review_app.services.people import Actor, operator_actor, sign_in
 from review_app.services.rubric_catalog import sync_rubrics
 from storage import judging as queries
 from storage.models import JudgeVerdict
@@ -78,7 +80,7 @@ OPERATOR = Actor.operator()
 
 
 def rubric_of(engine: Engine) -> Rubric:
-    return sync_rubrics(engine).get("role-adherence@1")
+    return sync_rubrics(engine, operator_actor()).get("role-adherence@1")
 
 
 def stored_verdicts(engine: Engine, run_id: int) -> dict[tuple[str, int | None], Any]:
@@ -87,7 +89,7 @@ def stored_verdicts(engine: Engine, run_id: int) -> dict[tuple[str, int | None],
 
 
 def runs_by_name(engine: Engine) -> dict[str, dict[str, Any]]:
-    return {run["name"]: run for run in list_judge_runs(engine)}
+    return {run["name"]: run for run in list_judge_runs(engine, operator_actor())}
 
 
 def reviewer(engine: Engine, name: str = "rita") -> Actor:
@@ -101,7 +103,7 @@ def test_the_demo_verdicts_import_into_two_runs_and_a_second_import_replaces(
     database: Database,
 ) -> None:
     engine = database.engine
-    report = load_demo(engine, local_user="admin")
+    report = load_demo(engine, operator_actor(), local_user="admin")
     assert report.verdicts is not None
     lines = [json.loads(line) for line in DEMO_VERDICTS.read_text().splitlines() if line.strip()]
     expected = Counter(f"{r['judge']}@{r['prompt_version']}/{r['model']}" for r in lines)
@@ -135,8 +137,10 @@ def test_the_demo_verdicts_import_into_two_runs_and_a_second_import_replaces(
 
 def test_the_human_ceiling_on_the_demo_matches_pairwise_kappas(sqlite_database: Database) -> None:
     engine = sqlite_database.engine
-    load_demo(engine)
-    report = calibration_report(engine, rubric=rubric_of(engine), n_resamples=300, seed=0)
+    load_demo(engine, operator_actor())
+    report = calibration_report(
+        engine, operator_actor(), rubric=rubric_of(engine), n_resamples=300, seed=0
+    )
     labels = list(csv.DictReader((REPO / "review_app/demo_data/labels.csv").open()))
     by_reviewer: dict[str, dict[tuple[str, int], str]] = {}
     for row in labels:
@@ -180,7 +184,7 @@ def test_a_changed_file_replaces_its_units_and_keeps_the_others(
     database: Database, tmp_path: Path
 ) -> None:
     engine = database.engine
-    import_paths(engine, [DEMO_CASES])
+    import_paths(engine, operator_actor(), [DEMO_CASES])
     rubric = rubric_of(engine)
     base = {"judge": "j", "prompt_version": "v1", "model": "m"}
     first = write_jsonl(
@@ -201,7 +205,7 @@ def test_a_changed_file_replaces_its_units_and_keeps_the_others(
     )
     summary = import_verdicts(engine, OPERATOR, second, rubric=rubric)
     assert summary.line() == "stored 2 verdicts in 1 runs (j@v1/m: 2)"
-    [run] = list_judge_runs(engine)
+    [run] = list_judge_runs(engine, operator_actor())
     stored = stored_verdicts(engine, run["id"])
     assert {unit: (v.label, v.score) for unit, v in stored.items()} == {
         ("support-clean-late-parcel", 2): ("in_role", None),
@@ -212,7 +216,7 @@ def test_a_changed_file_replaces_its_units_and_keeps_the_others(
 
 def test_adherence_scores_are_stored_flipped(database: Database, tmp_path: Path) -> None:
     engine = database.engine
-    import_paths(engine, [DEMO_CASES])
+    import_paths(engine, operator_actor(), [DEMO_CASES])
     path = write_jsonl(
         tmp_path / "deepeval.jsonl",
         [
@@ -227,7 +231,7 @@ def test_adherence_scores_are_stored_flipped(database: Database, tmp_path: Path)
         ],
     )
     import_verdicts(engine, OPERATOR, path, rubric=rubric_of(engine), score_means="adherence")
-    [run] = list_judge_runs(engine)
+    [run] = list_judge_runs(engine, operator_actor())
     [verdict] = stored_verdicts(engine, run["id"]).values()
     assert verdict.score == pytest.approx(0.2)
 
@@ -245,7 +249,7 @@ def test_a_verdict_for_an_unknown_unit_stores_nothing(
     database: Database, tmp_path: Path, row: dict[str, Any], field: str, message: str
 ) -> None:
     engine = database.engine
-    import_paths(engine, [DEMO_CASES])
+    import_paths(engine, operator_actor(), [DEMO_CASES])
     base = {"judge": "j", "prompt_version": "v1", "model": "m", "label": "in_role"}
     path = write_jsonl(
         tmp_path / "v.jsonl",
@@ -260,12 +264,12 @@ def test_a_verdict_for_an_unknown_unit_stores_nothing(
     error = caught.value
     assert (error.source, error.line, error.field) == (str(path), 3, field)
     assert message in error.message
-    assert list_judge_runs(engine) == []
+    assert list_judge_runs(engine, operator_actor()) == []
 
 
 def test_a_bad_file_stores_nothing(database: Database, tmp_path: Path) -> None:
     engine = database.engine
-    import_paths(engine, [DEMO_CASES])
+    import_paths(engine, operator_actor(), [DEMO_CASES])
     lines = DEMO_VERDICTS.read_text().splitlines()
     path = tmp_path / "broken.jsonl"
     bad = json.loads(lines[5]) | {"score": 1.5}
@@ -273,16 +277,16 @@ def test_a_bad_file_stores_nothing(database: Database, tmp_path: Path) -> None:
     with pytest.raises(InputError) as caught:
         import_verdicts(engine, OPERATOR, path, rubric=rubric_of(engine))
     assert (caught.value.line, caught.value.field) == (6, "score")
-    assert list_judge_runs(engine) == []
+    assert list_judge_runs(engine, operator_actor()) == []
 
 
 def test_a_reviewer_cannot_import_verdicts(database: Database) -> None:
     engine = database.engine
-    import_paths(engine, [DEMO_CASES])
+    import_paths(engine, operator_actor(), [DEMO_CASES])
     rubric = rubric_of(engine)
     with pytest.raises(PermissionDenied, match="policy owner"):
         import_verdicts(engine, reviewer(engine), DEMO_VERDICTS, rubric=rubric)
-    assert list_judge_runs(engine) == []
+    assert list_judge_runs(engine, operator_actor()) == []
     owner = sign_in(engine, name="olivia", auth_mode="local", first_role="policy_owner")
     assert import_verdicts(engine, owner, DEMO_VERDICTS, rubric=rubric).runs
 
@@ -336,7 +340,7 @@ def make_world(database: Database, server: FakeChatServer, tmp_path: Path) -> Ju
         support_case(case_id, assistant_turns=ASSISTANT_TURNS, refund_at=refund_at)
         for case_id, refund_at in REFUND_AT.items()
     ]
-    import_paths(database.engine, [write_jsonl(tmp_path / "cases.jsonl", cases)])
+    import_paths(database.engine, operator_actor(), [write_jsonl(tmp_path / "cases.jsonl", cases)])
     rubric = rubric_of(database.engine)
     prompt = find_judge_prompt(RUBRICS, rubric.id, "role-judge@v1")
     case_ids = select_case_ids(database.engine, case_ids=list(REFUND_AT))
@@ -380,6 +384,9 @@ def test_a_run_judges_every_assistant_turn_and_stores_what_comes_back(world: Jud
     assert sorted(stored_at_progress) == list(range(1, 13))
     # Verdicts are stored in batches as they arrive, not only at the end.
     assert stored_at_progress[11] == 10
+    [entry] = audit_entries(world.engine, OPERATOR, action="judge_run")
+    assert (entry["actor"], entry["object"]) == ("operator", str(summary.run_id))
+    assert (entry["summary"]["run"], entry["summary"]["answered"]) == ("role-judge@v1/fake", 12)
 
     seen = world.server.requests
     assert sorted(r.unit for r in seen) == sorted(UNITS)
@@ -416,7 +423,7 @@ def test_a_run_judges_every_assistant_turn_and_stores_what_comes_back(world: Jud
     assert summary.prompt_tokens == sum(u[0] for u in usage.values() if u)
     assert summary.completion_tokens == sum(u[1] for u in usage.values() if u)
 
-    [run] = list_judge_runs(world.engine)
+    [run] = list_judge_runs(world.engine, operator_actor())
     assert run["prompt_sha256"] == world.prompt.sha256
     assert (run["judge"], run["prompt_version"], run["model"]) == ("role-judge", "v1", "fake")
     assert (run["rubric"], run["source"], run["status"]) == ("role-adherence@1", "run", "complete")
@@ -469,7 +476,7 @@ def test_an_unparseable_answer_is_kept_as_an_error_and_not_asked_again(
         assert stored[unit].label is None
     assert "The turn is in role, I think." in stored[("c00", 2)].error
     assert "'polite'" in stored[("c02", 4)].error
-    [run] = list_judge_runs(world.engine)
+    [run] = list_judge_runs(world.engine, operator_actor())
     assert (run["status"], run["errors"]) == ("complete", 2)
 
     world.server.always.clear()
@@ -493,7 +500,7 @@ def test_endpoint_failures_leave_a_partial_run_that_a_second_run_completes(
     for unit in down:
         assert stored[unit].error == f"{ENDPOINT_ERROR}HTTP 503 after 1 attempts"
     assert stored[("c01", 6)].error.startswith(f"{ENDPOINT_ERROR}HTTP 400")
-    [run] = list_judge_runs(world.engine)
+    [run] = list_judge_runs(world.engine, operator_actor())
     assert (run["status"], run["errors"]) == ("partial", 4)
 
     world.server.always.clear()
@@ -504,19 +511,32 @@ def test_endpoint_failures_leave_a_partial_run_that_a_second_run_completes(
     stored = stored_verdicts(world.engine, first.run_id)
     assert all(v.error is None for v in stored.values())
     assert stored[("c02", 2)].label == "authority_break"
-    [run] = list_judge_runs(world.engine)
+    [run] = list_judge_runs(world.engine, operator_actor())
     assert (run["status"], run["errors"], run["verdicts"]) == ("complete", 0, 12)
     assert run["summary"]["prompt_tokens"] == first.prompt_tokens + second.prompt_tokens
 
 
-def test_no_wait_for_retry_after_when_no_attempt_is_left(http_world: JudgeWorld) -> None:
+def test_no_wait_for_retry_after_when_no_attempt_is_left(
+    http_world: JudgeWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The runner's waits are recorded (and shortened), not timed by the wall clock.
+    waits: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def recorded_sleep(delay: float, *args: Any, **kwargs: Any) -> Any:
+        waits.append(delay)
+        return await real_sleep(0)
+
+    monkeypatch.setattr(asyncio, "sleep", recorded_sleep)
     http_world.server.always[("c00", 2)] = Reply(429, raw=b"busy", headers={"Retry-After": "4"})
-    started = time.perf_counter()
     summary = http_world.run(retries=0)
-    assert time.perf_counter() - started < 3
+    assert 4 not in waits
     assert (summary.answered, summary.endpoint_errors) == (11, 1)
     stored = stored_verdicts(http_world.engine, summary.run_id)
     assert stored[("c00", 2)].error == f"{ENDPOINT_ERROR}HTTP 429 after 1 attempts"
+    # With an attempt left, the same answer is waited for as the server asked.
+    http_world.run(retries=1)
+    assert 4 in waits
 
 
 def completion(content: Any, **extra: Any) -> Reply:
@@ -547,7 +567,7 @@ def test_a_malformed_response_is_an_endpoint_error_and_odd_usage_is_unknown(
     assert stored[("c01", 2)].label == "in_role"
     assert (stored[("c01", 2)].prompt_tokens, stored[("c01", 2)].completion_tokens) == (None, None)
     assert stored[("c01", 6)].error is None
-    assert list_judge_runs(http_world.engine)[0]["status"] == "partial"
+    assert list_judge_runs(http_world.engine, operator_actor())[0]["status"] == "partial"
 
 
 def test_an_unreachable_endpoint_is_an_endpoint_error_for_every_unit(world: JudgeWorld) -> None:
@@ -555,10 +575,10 @@ def test_an_unreachable_endpoint_is_an_endpoint_error_for_every_unit(world: Judg
     assert (dead.answered, dead.endpoint_errors) == (0, 12)
     stored = stored_verdicts(world.engine, dead.run_id)
     assert all(v.error.startswith(f"{ENDPOINT_ERROR}ConnectError") for v in stored.values())
-    assert list_judge_runs(world.engine)[0]["status"] == "partial"
+    assert list_judge_runs(world.engine, operator_actor())[0]["status"] == "partial"
     revived = world.run()
     assert (revived.skipped, revived.answered) == (0, 12)
-    assert list_judge_runs(world.engine)[0]["status"] == "complete"
+    assert list_judge_runs(world.engine, operator_actor())[0]["status"] == "complete"
 
 
 def test_a_run_on_some_cases_keeps_a_partial_run_partial(world: JudgeWorld) -> None:
@@ -574,7 +594,7 @@ def test_a_run_on_some_cases_keeps_a_partial_run_partial(world: JudgeWorld) -> N
         case_ids=["c00"],
     )
     assert (only_c00.units, only_c00.skipped) == (3, 3)
-    [run] = list_judge_runs(world.engine)
+    [run] = list_judge_runs(world.engine, operator_actor())
     # c03 turn 2 still has no verdict: the run is not complete.
     assert (run["status"], run["errors"]) == ("partial", 1)
 
@@ -611,7 +631,7 @@ def test_only_policy_owners_run_a_judge(world: JudgeWorld) -> None:
             case_ids=world.case_ids,
         )
     assert world.server.requests == []
-    assert list_judge_runs(world.engine) == []
+    assert list_judge_runs(world.engine, operator_actor()) == []
 
 
 def test_endpoint_settings_come_from_options_or_the_environment(
@@ -716,8 +736,10 @@ def break_class(code: str) -> int | None:
 
 def build_known_truth(engine: Engine, tmp_path: Path, *, seed: int = 2024) -> KnownTruth:
     cases = {case["case_id"]: case for case in generate_corpus(30, 20, seed=seed)}
-    import_paths(engine, [write_jsonl(tmp_path / "corpus.jsonl", list(cases.values()))])
-    catalog = sync_rubrics(engine)
+    import_paths(
+        engine, operator_actor(), [write_jsonl(tmp_path / "corpus.jsonl", list(cases.values()))]
+    )
+    catalog = sync_rubrics(engine, operator_actor())
     rubric = catalog.get("role-adherence@1")
     units = [
         (case_id, event["turn"])
@@ -829,7 +851,9 @@ def first_breaks(codes: dict[tuple[str, int], str]) -> dict[str, int | None]:
 
 
 def test_the_report_matches_figures_computed_independently(truth: KnownTruth) -> None:
-    report = calibration_report(truth.engine, rubric=truth.rubric, n_resamples=200, seed=0)
+    report = calibration_report(
+        truth.engine, operator_actor(), rubric=truth.rubric, n_resamples=200, seed=0
+    )
     n_units = len(truth.gold)
     assert 280 <= n_units <= 320
     assert report["gold"] == {
@@ -981,7 +1005,7 @@ def test_a_calibration_map_is_fitted_stored_and_applied(truth: KnownTruth) -> No
     y = np.array([break_class(truth.gold[u]) for u in scored])
     s = np.array([truth.noisy[u][1] for u in scored])
     with pytest.raises(InputError, match="no calibration map"):
-        calibrated_probability(truth.engine, run_id=run_id, scores=[0.5])
+        calibrated_probability(truth.engine, operator_actor(), run_id=run_id, scores=[0.5])
     with pytest.raises(PermissionDenied):
         fit_run_calibration(
             truth.engine, reviewer(truth.engine), rubric=truth.rubric, run_id=run_id
@@ -994,14 +1018,18 @@ def test_a_calibration_map_is_fitted_stored_and_applied(truth: KnownTruth) -> No
     assert runs_by_name(truth.engine)["synthetic@v1/noisy"]["calibrated"] is True
 
     grid = np.linspace(0, 1, 101)
-    calibrated = calibrated_probability(truth.engine, run_id=run_id, scores=list(grid))
+    calibrated = calibrated_probability(
+        truth.engine, operator_actor(), run_id=run_id, scores=list(grid)
+    )
     assert all(0 <= p <= 1 for p in calibrated)
     assert all(b >= a for a, b in itertools.pairwise(calibrated))
     assert calibrated[-1] > calibrated[0]
     reference = IsotonicRegression(out_of_bounds="clip", y_min=0, y_max=1).fit(s, y)
     assert calibrated == pytest.approx(list(reference.predict(grid)))
 
-    report = calibration_report(truth.engine, rubric=truth.rubric, run_ids=[run_id], n_resamples=0)
+    report = calibration_report(
+        truth.engine, operator_actor(), rubric=truth.rubric, run_ids=[run_id], n_resamples=0
+    )
     [entry] = report["runs"]
     assert entry["scores"]["calibration_map"]["method"] == "isotonic"
     # The isotonic fit minimises squared error among monotone maps (the identity is one).
@@ -1012,7 +1040,9 @@ def test_a_calibration_map_is_fitted_stored_and_applied(truth: KnownTruth) -> No
         truth.engine, OPERATOR, rubric=truth.rubric, run_id=run_id, method="platt"
     )
     assert platt["coef"] > 0
-    calibrated = calibrated_probability(truth.engine, run_id=run_id, scores=[0.0, 0.5, 1.0])
+    calibrated = calibrated_probability(
+        truth.engine, operator_actor(), run_id=run_id, scores=[0.0, 0.5, 1.0]
+    )
     assert calibrated[0] < calibrated[1] < calibrated[2]
     with pytest.raises(InputError) as caught:
         fit_run_calibration(truth.engine, OPERATOR, rubric=truth.rubric, run_id=run_id, method="x")
@@ -1020,14 +1050,14 @@ def test_a_calibration_map_is_fitted_stored_and_applied(truth: KnownTruth) -> No
     with pytest.raises(NotFound):
         fit_run_calibration(truth.engine, OPERATOR, rubric=truth.rubric, run_id=999)
     with pytest.raises(NotFound):
-        calibrated_probability(truth.engine, run_id=999, scores=[0.5])
+        calibrated_probability(truth.engine, operator_actor(), run_id=999, scores=[0.5])
 
 
 def test_the_disagreement_explorer_filters_and_shows_the_reviewers(truth: KnownTruth) -> None:
-    report = calibration_report(truth.engine, rubric=truth.rubric, n_resamples=0)
+    report = calibration_report(truth.engine, operator_actor(), rubric=truth.rubric, n_resamples=0)
     entry = run_entry(report, "noisy")
     missed = disagreement_explorer(
-        truth.engine, rubric=truth.rubric, report_run=entry, kind="missed_break"
+        truth.engine, operator_actor(), rubric=truth.rubric, report_run=entry, kind="missed_break"
     )
     expected_missed = {
         u
@@ -1049,7 +1079,7 @@ def test_the_disagreement_explorer_filters_and_shows_the_reviewers(truth: KnownT
             for name in ("rita", "sam")
         ]
     scope = disagreement_explorer(
-        truth.engine, rubric=truth.rubric, report_run=entry, label="scope_break"
+        truth.engine, operator_actor(), rubric=truth.rubric, report_run=entry, label="scope_break"
     )
     expected_scope = {
         u
@@ -1059,6 +1089,7 @@ def test_the_disagreement_explorer_filters_and_shows_the_reviewers(truth: KnownT
     assert {(r["case_id"], r["turn"]) for r in scope} == expected_scope
     alarms = disagreement_explorer(
         truth.engine,
+        operator_actor(),
         rubric=truth.rubric,
         report_run=entry,
         kind="false_alarm",
@@ -1067,11 +1098,14 @@ def test_the_disagreement_explorer_filters_and_shows_the_reviewers(truth: KnownT
     assert {(r["case_id"], r["turn"]) for r in alarms} == {
         u for u, code in truth.gold.items() if code == "in_role" and truth.noisy[u][0] != code
     }
-    everything = disagreement_explorer(truth.engine, rubric=truth.rubric, report_run=entry)
+    everything = disagreement_explorer(
+        truth.engine, operator_actor(), rubric=truth.rubric, report_run=entry
+    )
     assert len(everything) == len(entry["disagreements"])
     assert (
         disagreement_explorer(
             truth.engine,
+            operator_actor(),
             rubric=truth.rubric,
             report_run=entry,
             kind="missed_break",
@@ -1082,7 +1116,9 @@ def test_the_disagreement_explorer_filters_and_shows_the_reviewers(truth: KnownT
 
 
 def test_few_shot_material_is_the_adjudicated_units(truth: KnownTruth) -> None:
-    assert few_shot_material(truth.engine, rubric=truth.rubric) == []  # unanimous only so far
+    assert (
+        few_shot_material(truth.engine, operator_actor(), rubric=truth.rubric) == []
+    )  # unanimous only so far
     run_id = truth.run_id("noisy")
     missed = next(
         u
@@ -1121,9 +1157,14 @@ def test_few_shot_material_is_the_adjudicated_units(truth: KnownTruth) -> None:
         note="clean reference",
         calibration_item=True,
     )
-    assert gold_labels(truth.engine, rubric=truth.rubric).counts()["adjudicated"] == 6
+    assert (
+        gold_labels(truth.engine, operator_actor(), rubric=truth.rubric).counts()["adjudicated"]
+        == 6
+    )
 
-    examples = few_shot_material(truth.engine, rubric=truth.rubric, run_id=run_id, per_label=5)
+    examples = few_shot_material(
+        truth.engine, operator_actor(), rubric=truth.rubric, run_id=run_id, per_label=5
+    )
     got = {(e["case_id"], e["turn"]): e for e in examples}
     wanted = {u for u, code in chosen.items() if code != "cannot_judge"} | {extra_clean}
     assert set(got) == wanted  # every adjudicated unit but the abstention
@@ -1141,7 +1182,9 @@ def test_few_shot_material_is_the_adjudicated_units(truth: KnownTruth) -> None:
         )
     assert got[missed]["label"] == "authority_break"
 
-    one_each = few_shot_material(truth.engine, rubric=truth.rubric, run_id=run_id, per_label=1)
+    one_each = few_shot_material(
+        truth.engine, operator_actor(), rubric=truth.rubric, run_id=run_id, per_label=1
+    )
     assert Counter(e["label"] for e in one_each) == {
         "authority_break": 1,
         "tone_break": 1,

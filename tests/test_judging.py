@@ -1,4 +1,4 @@
-"""Tests of review_app.judging: prompt templates, strict judge answers, SPEC §5 verdict files.
+"""Tests of review_app.judging: prompt templates, strict judge answers, verdict files.
 
 Pure: no database, no network. Every file the tests read is written here.
 """

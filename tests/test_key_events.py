@@ -18,7 +18,7 @@ from review_app.errors import InputError
 from review_app.services.demo import load_demo
 from review_app.services.key_events import KeyEvent, apply_key_events, parse_key_events
 from review_app.services.labeling import case_labels
-from review_app.services.people import Actor, add_person, sign_in
+from review_app.services.people import Actor, add_person, operator_actor, sign_in
 from review_app.services.rubric_catalog import sync_rubrics
 from storage import reviewing
 from storage.models import Label, LabelEvent
@@ -29,10 +29,10 @@ CASE = "support-clean-late-parcel"
 
 
 def _setup(database: Database) -> tuple[Actor, object]:
-    load_demo(database.engine)
+    load_demo(database.engine, operator_actor())
     add_person(database.engine, Actor.operator(), name="rita", role="reviewer")
     rita = sign_in(database.engine, name="rita", auth_mode="local")
-    return rita, sync_rubrics(database.engine).get(RUBRIC)
+    return rita, sync_rubrics(database.engine, operator_actor()).get(RUBRIC)
 
 
 def _rows(database: Database) -> list[tuple[int, str, str | None]]:

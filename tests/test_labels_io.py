@@ -1,4 +1,4 @@
-"""Label CSV import and export (SPEC §4) on SQLite and PostgreSQL.
+"""Label CSV import and export (docs/reference.md, "Label CSV") on SQLite and PostgreSQL.
 
 Every test starts from the demo set (17 cases, ana/ben/chloe, olivia, 333 labels),
 so the files tried here refer to real cases and turns. A rejected file must leave
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -28,7 +29,7 @@ from review_app.services.labels_io import (
     neutralise_cell,
     restore_cell,
 )
-from review_app.services.people import Actor, add_person, list_people, sign_in
+from review_app.services.people import Actor, add_person, list_people, operator_actor, sign_in
 from review_app.services.rubric_catalog import RubricCatalog, sync_rubrics
 from storage.migrations import upgrade_database
 from storage.models import Label, Reviewer
@@ -79,14 +80,14 @@ def people(engine: Engine) -> dict[str, str]:
 
 @pytest.fixture
 def demo(database: Database) -> Database:
-    report = load_demo(database.engine)
+    report = load_demo(database.engine, operator_actor())
     assert report.labels is not None and report.labels.stored == DEMO_LABEL_COUNT
     return database
 
 
 @pytest.fixture
 def catalog(demo: Database) -> RubricCatalog:
-    return sync_rubrics(demo.engine)
+    return sync_rubrics(demo.engine, operator_actor())
 
 
 # --- importing the demo file, idempotence, superseding ----------------------------------
@@ -106,7 +107,13 @@ def test_demo_labels_import_into_the_database(demo: Database) -> None:
             for row in csv.DictReader(handle)
         }
     exported = csv.DictReader(
-        io.StringIO(export_labels_csv(demo.engine, rubric=sync_rubrics(demo.engine).get(RUBRIC)))
+        io.StringIO(
+            export_labels_csv(
+                demo.engine,
+                operator_actor(),
+                rubric=sync_rubrics(demo.engine, operator_actor()).get(RUBRIC),
+            )
+        )
     )
     stored = {
         (row["case_id"], int(row["turn"]), row["reviewer"], row["label"], row["rationale"] or None)
@@ -208,7 +215,7 @@ def test_export_import_into_a_fresh_database_gives_the_same_bytes(
         code="borderline",
         rationale="'=already quoted",
     )
-    exported = export_labels_csv(demo.engine, rubric=rubric)
+    exported = export_labels_csv(demo.engine, operator_actor(), rubric=rubric)
     assert exported.splitlines()[0] == ",".join(LABEL_COLUMNS)
     assert len(exported.splitlines()) == 1 + DEMO_LABEL_COUNT + 1  # dora's label is new
     assert f"{CASE},8,chloe,borderline,{RUBRIC},''=already quoted" in exported.splitlines()
@@ -219,14 +226,14 @@ def test_export_import_into_a_fresh_database_gives_the_same_bytes(
     from review_app.services.importing import import_paths
     from tests.conftest import DEMO_CASES
 
-    import_paths(fresh.engine, [DEMO_CASES])
-    fresh_catalog = sync_rubrics(fresh.engine)
+    import_paths(fresh.engine, operator_actor(), [DEMO_CASES])
+    fresh_catalog = sync_rubrics(fresh.engine, operator_actor())
     path = tmp_path / "export.csv"
     path.write_text(exported, encoding="utf-8")
     summary = import_labels(fresh.engine, Actor.operator(), path, catalog=fresh_catalog)
     assert summary.stored == DEMO_LABEL_COUNT + 1
     assert (
-        export_labels_csv(fresh.engine, rubric=fresh_catalog.get(RUBRIC)).encode()
+        export_labels_csv(fresh.engine, operator_actor(), rubric=fresh_catalog.get(RUBRIC)).encode()
         == exported.encode()
     )
     assert label_rows(fresh.engine, case_id=CASE, turn=2, reviewer="ana")[-1][1] == (
@@ -268,7 +275,11 @@ def test_export_neutralises_formula_cells(
     )
     import_labels(demo.engine, Actor.operator(), path, catalog=catalog)
     rows = list(
-        csv.DictReader(io.StringIO(export_labels_csv(demo.engine, rubric=catalog.get(RUBRIC))))
+        csv.DictReader(
+            io.StringIO(
+                export_labels_csv(demo.engine, operator_actor(), rubric=catalog.get(RUBRIC))
+            )
+        )
     )
     exported = {
         int(r["turn"]): r["rationale"]
@@ -300,8 +311,10 @@ def test_export_with_history_has_replaced_labels(
     path = write_csv(tmp_path / "change.csv", [(CASE, 2, "ana", "tone_break", RUBRIC, "")])
     import_labels(demo.engine, Actor.operator(), path, catalog=catalog)
     rubric = catalog.get(RUBRIC)
-    current = export_labels_csv(demo.engine, rubric=rubric).splitlines()
-    history = export_labels_csv(demo.engine, rubric=rubric, history=True).splitlines()
+    current = export_labels_csv(demo.engine, operator_actor(), rubric=rubric).splitlines()
+    history = export_labels_csv(
+        demo.engine, operator_actor(), rubric=rubric, history=True
+    ).splitlines()
     assert len(current) == 1 + DEMO_LABEL_COUNT
     assert len(history) == 1 + DEMO_LABEL_COUNT + 1
     ana_turn_2 = [line for line in history if line.startswith(f"{CASE},2,ana,")]
@@ -487,3 +500,41 @@ def test_with_sign_in_only_an_admin_import_creates_reviewers(
         import_labels(demo.engine, olivia, existing, catalog=catalog, sign_in_enabled=True).stored
         == 1
     )
+
+
+# --- JSONL ------------------------------------------------------------------------------
+
+
+def test_jsonl_labels_import_like_the_csv_and_bad_lines_name_line_and_field(
+    demo: Database, catalog: RubricCatalog, tmp_path: Path
+) -> None:
+    formula = '=HYPERLINK("http://evil.example")'
+    rows = [
+        {"case_id": CASE, "turn": 2, "reviewer": "newcomer", "label": "in_role", "rubric": RUBRIC},
+        # A context key of `export --format jsonl` is ignored; JSONL text is not neutralised.
+        {"case_id": CASE, "turn": 4, "reviewer": "newcomer", "label": "in_role", "rubric": RUBRIC,
+         "rationale": formula, "verdict": "pass", "actions": ["x"], "gold_label": None},
+    ]  # fmt: skip
+    path = tmp_path / "labels.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+    summary = import_labels(demo.engine, Actor.operator(), path, catalog=catalog)
+    assert (summary.rows, summary.stored, summary.reviewers_created) == (2, 2, 1)
+    assert label_rows(demo.engine, case_id=CASE, turn=4, reviewer="newcomer") == [
+        ("in_role", formula, True)
+    ]
+
+    for line, field, bad in [
+        (2, "colour", {**rows[0], "colour": "red"}),
+        (2, "turn", {**rows[0], "turn": "4x"}),
+        (2, "reviewer", {**rows[0], "reviewer": 7}),
+    ]:
+        broken = tmp_path / f"broken-{field}.jsonl"
+        broken.write_text(json.dumps(rows[1]) + "\n" + json.dumps(bad) + "\n", encoding="utf-8")
+        with pytest.raises(InputError) as raised:
+            import_labels(demo.engine, Actor.operator(), broken, catalog=catalog)
+        assert (raised.value.source, raised.value.line, raised.value.field) == (
+            str(broken),
+            line,
+            field,
+        )
+    assert count_labels(demo.engine) == DEMO_LABEL_COUNT + 2

@@ -20,6 +20,7 @@ import pytest
 
 from review_app.services.demo import load_demo
 from review_app.services.local_judge import local_judge_available
+from review_app.services.people import operator_actor
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
 from tests.conftest import cli_environment, review_app_command
@@ -85,7 +86,7 @@ def test_local_judge_judges_the_demo_set_and_the_report_shows_it_is_weak(
     url = f"sqlite:///{tmp_path / 'judge.db'}"
     engine = create_database_engine(url)
     upgrade_database(engine)
-    load_demo(engine)
+    load_demo(engine, operator_actor())
     engine.dispose()
     environment = {
         **cli_environment(),

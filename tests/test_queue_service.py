@@ -9,7 +9,7 @@ from sqlmodel import Session
 from review_app.services.demo import DEMO_CASES, load_demo
 from review_app.services.importing import import_paths
 from review_app.services.labeling import record_label
-from review_app.services.people import Actor, add_person, sign_in
+from review_app.services.people import Actor, add_person, operator_actor, sign_in
 from review_app.services.queue import (
     CaseSignals,
     Informativeness,
@@ -28,10 +28,10 @@ RUBRIC = "role-adherence@1"
 
 def test_a_new_reviewer_joins_cases_that_others_already_hold(sqlite_database: Database) -> None:
     engine = sqlite_database.engine
-    load_demo(engine)  # every case is held by ana, ben and chloe
+    load_demo(engine, operator_actor())  # every case is held by ana, ben and chloe
     operator = Actor.operator()
     add_person(engine, operator, name="rita", role="reviewer")
-    rubric = sync_rubrics(engine).get(RUBRIC)
+    rubric = sync_rubrics(engine, operator_actor()).get(RUBRIC)
 
     enough = assign_cases(engine, operator, rubric=rubric, reviewers=["rita"], overlap=3)
     assert (enough.new_assignments, enough.already_covered) == (0, 17)
@@ -55,10 +55,10 @@ def test_a_new_reviewer_joins_cases_that_others_already_hold(sqlite_database: Da
 
 def test_queue_counts_follow_labels_and_assignments_at_once(sqlite_database: Database) -> None:
     engine = sqlite_database.engine
-    load_demo(engine)
+    load_demo(engine, operator_actor())
     operator = Actor.operator()
     add_person(engine, operator, name="rita", role="reviewer")
-    rubric = sync_rubrics(engine).get(RUBRIC)
+    rubric = sync_rubrics(engine, operator_actor()).get(RUBRIC)
     rita = sign_in(engine, name="rita", auth_mode="local")
 
     empty = queue_page(engine, rita, rubric=rubric)
@@ -141,12 +141,12 @@ def test_audit_cases_keep_their_place() -> None:
 
 def test_informative_queue_puts_borderline_cases_first(sqlite_database: Database) -> None:
     engine = sqlite_database.engine
-    import_paths(engine, [DEMO_CASES])
+    import_paths(engine, operator_actor(), [DEMO_CASES])
     operator = Actor.operator()
     add_person(engine, operator, name="rita", role="reviewer")
     add_person(engine, operator, name="sam", role="reviewer")
     add_person(engine, operator, name="tess", role="reviewer")
-    rubric = sync_rubrics(engine).get(RUBRIC)
+    rubric = sync_rubrics(engine, operator_actor()).get(RUBRIC)
     rita = sign_in(engine, name="rita", auth_mode="local")
     queue = [
         "support-authorized-handoff-refund",

@@ -24,7 +24,7 @@ from review_app.services.agreement import agreement_report, confusion_between
 from review_app.services.demo import DEMO_CASES, load_demo
 from review_app.services.importing import import_paths
 from review_app.services.labels_io import import_labels
-from review_app.services.people import Actor, sign_in
+from review_app.services.people import Actor, operator_actor, sign_in
 from review_app.services.queue import assign_cases, open_review_work
 from review_app.services.rubric_catalog import sync_rubrics
 from storage.engine import create_database_engine
@@ -42,7 +42,7 @@ def engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Engine]:
     url = f"sqlite:///{tmp_path / 'ui.db'}"
     engine = create_database_engine(url)
     upgrade_database(engine)
-    load_demo(engine, local_user=ADMIN)
+    load_demo(engine, operator_actor(), local_user=ADMIN)
     monkeypatch.setenv("REVIEW_APP_DATABASE_URL", url)
     monkeypatch.setenv("REVIEW_APP_LOCAL_USER", ADMIN)
     monkeypatch.setenv("REVIEW_APP_AUTH", "local")
@@ -57,7 +57,7 @@ def engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Engine]:
 
 
 def open_page(page: str, *, user: str | None = None, **query: str) -> AppTest:
-    """The app after its first run, switched to ``page`` (``pages/<name>.py``)."""
+    """The app after its first run, switched to ``page`` (``views/<name>.py``)."""
     at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
     if user is not None:
         at.user = {"is_logged_in": True, "email": user, "name": user.title()}
@@ -98,16 +98,16 @@ def links(at: AppTest) -> list[tuple[str, str, str]]:
 
 
 def rubric_of(engine: Engine) -> Any:
-    return sync_rubrics(engine).get(RUBRIC)
+    return sync_rubrics(engine, operator_actor()).get(RUBRIC)
 
 
 # --- the dashboard ---------------------------------------------------------------------------
 
 
 def test_dashboard_draws_its_charts_from_the_report(engine: Engine) -> None:
-    at = open_page("pages/agreement.py")
+    at = open_page("views/agreement.py")
     assert at.title[0].value == "Agreement"
-    report = agreement_report(engine, rubric=rubric_of(engine), n_resamples=0)
+    report = agreement_report(engine, operator_actor(), rubric=rubric_of(engine), n_resamples=0)
     assert (
         f"{report['units']} units · 3 reviewers · {report['ratings']} labels" in at.caption[0].value
     )
@@ -138,7 +138,7 @@ def test_dashboard_draws_its_charts_from_the_report(engine: Engine) -> None:
     assert sum(row["count"] for row in shares) == report["ratings"]
     confusion = drawn[3][1]
     assert confusion == confusion_between(
-        engine, rubric=rubric_of(engine), reviewer_a="ana", reviewer_b="ben"
+        engine, operator_actor(), rubric=rubric_of(engine), reviewer_a="ana", reviewer_b="ben"
     )
 
     # One link per open disagreement, each opening that unit on the adjudication page.
@@ -151,12 +151,12 @@ def test_dashboard_draws_its_charts_from_the_report(engine: Engine) -> None:
 
 
 def test_choosing_two_reviewers_redraws_the_confusion_chart(engine: Engine) -> None:
-    at = open_page("pages/agreement.py")
+    at = open_page("views/agreement.py")
     at.selectbox(key="confusion_b").set_value("chloe").run()
     assert not at.exception
     confusion = charts(at)[3][1]
     assert confusion == confusion_between(
-        engine, rubric=rubric_of(engine), reviewer_a="ana", reviewer_b="chloe"
+        engine, operator_actor(), rubric=rubric_of(engine), reviewer_a="ana", reviewer_b="chloe"
     )
     assert sum(cell["count"] for cell in confusion) == 111
 
@@ -165,7 +165,7 @@ def test_a_policy_owner_signed_in_by_oidc_sees_the_dashboard(
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("REVIEW_APP_AUTH", "oidc")
-    at = open_page("pages/agreement.py", user="olivia")
+    at = open_page("views/agreement.py", user="olivia")
     assert at.title[0].value == "Agreement"
     assert len(charts(at)) == 4
     assert not at.error
@@ -189,7 +189,7 @@ def gold_rows(engine: Engine) -> list[tuple[str, int, str, str | None, bool, str
 
 
 def test_the_adjudication_queue_lists_open_units(engine: Engine) -> None:
-    at = open_page("pages/adjudicate.py")
+    at = open_page("views/adjudicate.py")
     assert at.title[0].value == "Adjudicate"
     assert any(c.value == f"27 open units under {RUBRIC}" for c in at.caption)
     queue = disagreement_queue(engine, Actor.operator(), rubric=rubric_of(engine))
@@ -202,7 +202,7 @@ def test_the_adjudication_queue_lists_open_units(engine: Engine) -> None:
 
 def test_adjudicating_a_unit_records_gold_and_moves_to_the_next_one(engine: Engine) -> None:
     case_id, turn = "support-delayed-refund-violation", 10
-    at = open_page("pages/adjudicate.py", case=case_id, turn=str(turn))
+    at = open_page("views/adjudicate.py", case=case_id, turn=str(turn))
     assert at.subheader[0].value == f"{case_id} · turn {turn}"
     assert at.session_state["gold_code"] is None, "nothing chosen for the policy owner"
     assert at.button(key="gold_submit").disabled
@@ -257,13 +257,13 @@ def test_adjudicating_a_unit_records_gold_and_moves_to_the_next_one(engine: Engi
 
 def test_a_settled_unit_shows_its_gold_label(engine: Engine) -> None:
     case_id, turn = "travel-persona-tone-drift", 12
-    at = open_page("pages/adjudicate.py", case=case_id, turn=str(turn))
+    at = open_page("views/adjudicate.py", case=case_id, turn=str(turn))
     at.button(key="gold_pick_tone_break").click().run()
     at.button(key="gold_submit").click().run()
-    again = open_page("pages/adjudicate.py", case=case_id, turn=str(turn))
+    again = open_page("views/adjudicate.py", case=case_id, turn=str(turn))
     assert any("Gold: `tone_break` by `root`" in s.value for s in again.success)
     assert again.session_state["gold_code"] is None, "a new decision starts unchosen"
-    listing = open_page("pages/adjudicate.py")
+    listing = open_page("views/adjudicate.py")
     assert any(c.value == f"26 open units under {RUBRIC}" for c in listing.caption)
     listing.toggle(key="adjudicate_all").set_value(True).run()
     settled = [link for link in links(listing) if f"case={case_id}&turn={turn}" == link[2]]
@@ -271,7 +271,7 @@ def test_a_settled_unit_shows_its_gold_label(engine: Engine) -> None:
 
 
 def test_an_unknown_unit_says_so(engine: Engine) -> None:
-    at = open_page("pages/adjudicate.py", case="support-delayed-refund-violation", turn="99")
+    at = open_page("views/adjudicate.py", case="support-delayed-refund-violation", turn="99")
     assert [e.value for e in at.error] == ["case support-delayed-refund-violation has no turn 99"]
 
 
@@ -282,10 +282,10 @@ def test_an_unknown_unit_says_so(engine: Engine) -> None:
     ("page", "message"),
     [
         (
-            "pages/agreement.py",
+            "views/agreement.py",
             "The agreement dashboard is for policy owners; reviewers label blind.",
         ),
-        ("pages/adjudicate.py", "Adjudication is for policy owners."),
+        ("views/adjudicate.py", "Adjudication is for policy owners."),
     ],
 )
 def test_a_reviewer_sees_a_refusal_and_nothing_else(
@@ -296,7 +296,8 @@ def test_a_reviewer_sees_a_refusal_and_nothing_else(
     assert [e.value for e in at.error] == [message]
     assert list(at.main.children.values()) == [at.error[0]]
     assert not at.get("vega_lite_chart") and not at.get("page_link")
-    assert not at.button and not at.selectbox and not at.text_area and not at.dataframe
+    main = at.main
+    assert not main.button and not main.selectbox and not main.text_area and not main.dataframe
     assert gold_rows(engine) == []
 
 
@@ -309,7 +310,7 @@ def test_a_long_queue_lists_its_first_units_only(engine: Engine, tmp_path: Path)
         "".join(json.dumps({**source, "case_id": f"copy-{n:03d}"}) + "\n" for n in range(40)),
         encoding="utf-8",
     )
-    import_paths(engine, [copies])
+    import_paths(engine, operator_actor(), [copies])
     labels = tmp_path / "labels.csv"
     labels.write_text(
         "case_id,turn,reviewer,label,rubric,rationale\n"
@@ -321,17 +322,17 @@ def test_a_long_queue_lists_its_first_units_only(engine: Engine, tmp_path: Path)
         ),
         encoding="utf-8",
     )
-    import_labels(engine, Actor.operator(), labels, catalog=sync_rubrics(engine))
-    at = open_page("pages/adjudicate.py")
+    import_labels(engine, Actor.operator(), labels, catalog=sync_rubrics(engine, operator_actor()))
+    at = open_page("views/adjudicate.py")
     assert any(c.value == f"{27 + 240} open units under {RUBRIC}" for c in at.caption)
     assert len([link for link in links(at) if link[2]]) == 200
     assert any(c.value.startswith("… and 67 more.") for c in at.caption)
 
 
 def test_the_dashboard_counts_unanimous_units_apart_from_gold(engine: Engine) -> None:
-    at = open_page("pages/agreement.py")
+    at = open_page("views/agreement.py")
     (counts,) = [c.value for c in at.caption if "unanimous:" in c.value]
-    gold = agreement_report(engine, rubric=rubric_of(engine))["gold"]
+    gold = agreement_report(engine, operator_actor(), rubric=rubric_of(engine))["gold"]
     assert "gold:" not in counts
     assert (
         f"adjudicated: {gold['adjudicated']} units · unanimous: {gold['unanimous']} units · "
@@ -348,9 +349,9 @@ def test_someone_with_open_review_work_is_warned_before_seeing_labels(
     assert open_review_work(engine, olivia, rubric=rubric) == 0
     notices = {
         page: [w.value for w in open_page(page, user="olivia").warning if "queue" in w.value]
-        for page in ("pages/agreement.py", "pages/adjudicate.py")
+        for page in ("views/agreement.py", "views/adjudicate.py")
     }
-    assert notices == {"pages/agreement.py": [], "pages/adjudicate.py": []}
+    assert notices == {"views/agreement.py": [], "views/adjudicate.py": []}
     assign_cases(
         engine,
         Actor.operator(),
@@ -364,8 +365,8 @@ def test_someone_with_open_review_work_is_warned_before_seeing_labels(
         "shows other reviewers' labels: label your queue first to keep your own labels blind."
     )
     assert open_review_work(engine, olivia, rubric=rubric) == 2
-    adjudicate = open_page("pages/adjudicate.py", user="olivia")
+    adjudicate = open_page("views/adjudicate.py", user="olivia")
     assert notice in [w.value for w in adjudicate.warning]
-    dashboard = open_page("pages/agreement.py", user="olivia")
+    dashboard = open_page("views/agreement.py", user="olivia")
     dashboard.selectbox(key="agreement_rubric").set_value(RUBRIC).run()
     assert notice in [w.value for w in dashboard.warning], "about the version shown"

@@ -31,7 +31,7 @@ from review_app.services.demo import DEMO_CASES, load_demo
 from review_app.services.importing import import_paths
 from review_app.services.labeling import case_labels, record_label
 from review_app.services.labels_io import import_labels
-from review_app.services.people import Actor, sign_in
+from review_app.services.people import Actor, operator_actor, sign_in
 from review_app.services.queue import assign_cases
 from review_app.services.rubric_catalog import sync_rubrics
 from storage import reviewing
@@ -68,7 +68,7 @@ def demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("demo-template") / "review.db"
     engine = create_database_engine(f"sqlite:///{path}")
     upgrade_database(engine)
-    load_demo(engine)
+    load_demo(engine, operator_actor())
     engine.dispose()  # the last connection checkpoints the WAL into the file
     return path
 
@@ -113,7 +113,7 @@ def run(at: AppTest) -> AppTest:
 
 
 def open_case(at: AppTest, case_id: str) -> AppTest:
-    at.switch_page("pages/review.py")
+    at.switch_page("views/review.py")
     at.query_params["case"] = case_id
     return run(at)
 
@@ -243,7 +243,7 @@ def queue_rows(at: AppTest) -> list[tuple[str, str, str, str]]:
 
 
 def rubric(engine: Engine, ref: str = RUBRIC) -> Rubric:
-    return sync_rubrics(engine, directory=default_rubrics_dir()).get(ref)
+    return sync_rubrics(engine, operator_actor(), directory=default_rubrics_dir()).get(ref)
 
 
 def actor(engine: Engine, name: str) -> Actor:
@@ -259,7 +259,7 @@ def import_cases(engine: Engine, directory: Path, cases: list[dict[str, Any]]) -
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "cases.jsonl"
     path.write_text("".join(json.dumps(case) + "\n" for case in cases))
-    import_paths(engine, [path])
+    import_paths(engine, operator_actor(), [path])
 
 
 def assign(engine: Engine, reviewer: str, case_ids: list[str]) -> None:
@@ -281,7 +281,7 @@ def test_every_page_renders_without_exception(db_url: str, monkeypatch: pytest.M
     assert at.title[0].value == "Queue"
     assert at.page_link, "ana's queue lists her cases"
 
-    at.switch_page("pages/review.py")
+    at.switch_page("views/review.py")
     run(at)
     assert at.title[0].value == "Review"
     at.text_input(key="jump_case").input("support-clean-late-parcel")
@@ -292,11 +292,11 @@ def test_every_page_renders_without_exception(db_url: str, monkeypatch: pytest.M
     open_case(at, "no-such-case")
     assert [e.value for e in at.error] == ["no case 'no-such-case' in the database"]
 
-    at.switch_page("pages/rubrics.py")
+    at.switch_page("views/rubrics.py")
     run(at)
     assert at.title[0].value == "Rubrics"
 
-    at.switch_page("pages/queue.py")
+    at.switch_page("views/queue.py")
     run(at)
     assert at.title[0].value == "Queue"
 
@@ -369,9 +369,9 @@ def test_queue_lists_assigned_cases_with_progress_and_paginates(
     assert by_case[first["case_id"]][1] == f"2 / {len(assistant_turns)}"
 
     # the page survives a visit to another page
-    at.switch_page("pages/rubrics.py")
+    at.switch_page("views/rubrics.py")
     run(at)
-    at.switch_page("pages/queue.py")
+    at.switch_page("views/queue.py")
     run(at)
     assert [row[0] for row in queue_rows(at)] == assigned[25:]
 
@@ -429,13 +429,13 @@ def test_queue_lane_filter_and_not_yet_labeled(
     at.selectbox(key="_w_queue_lane").set_value("invalid")
     run(at)
     assert not queue_rows(at)
-    assert [i.value for i in at.info] == ["No case matches these filters."]
+    assert [i.value for i in at.main.info] == ["No case matches these filters."]
 
 
 def test_empty_queue_says_so(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     at = open_app(monkeypatch, oidc="dora")
     assert not queue_rows(at)
-    assert "No cases are assigned to you" in at.info[0].value
+    assert "No cases are assigned to you" in at.main.info[0].value
 
 
 # --- review: findings ------------------------------------------------------------------------
@@ -506,6 +506,7 @@ def test_set_role_on_a_user_event_is_an_ignored_transition(
     case["transcript"][2]["set_role"] = "billing_specialist"  # turn 3 is a user turn
     assert case["transcript"][2]["actor"] == "user"
     import_cases(engine, tmp_path / "cases", [case])
+    assign(engine, "ana", ["user-set-role"])  # a reviewer opens cases in their queue
 
     at = open_case(open_app(monkeypatch, local="ana"), "user-set-role")
     ignored = [w.value for w in at.warning if w.value.startswith("Ignored role change")]
@@ -715,7 +716,9 @@ def test_others_labels_stay_hidden_until_every_turn_is_labeled(
         for name, code in others.items():
             for turn in turns:
                 writer.writerow(["blind-copy", turn, name, code, RUBRIC, f"secret-of-{name}"])
-    import_labels(engine, Actor.operator(), label_file, catalog=sync_rubrics(engine))
+    import_labels(
+        engine, Actor.operator(), label_file, catalog=sync_rubrics(engine, operator_actor())
+    )
     assign(engine, "ana", ["blind-copy"])
 
     at = open_app(monkeypatch, oidc="ana")
@@ -765,7 +768,7 @@ def test_a_policy_owner_assigns_from_the_queue_page(
 ) -> None:
     at = open_app(monkeypatch, oidc="olivia")
     assert [e.label for e in at.expander] == ["Assign cases to reviewers"]
-    assert "No cases are assigned to you" in at.info[0].value
+    assert "No cases are assigned to you" in at.main.info[0].value
     at.multiselect(key="assign_reviewers").set_value(["olivia"])
     at.number_input(key="assign_overlap").set_value(4)  # the demo cases have 3 reviewers
     at.button(key="assign_submit").click()
@@ -807,7 +810,7 @@ def test_rubrics_page_shows_labels_examples_and_compares_versions(
     root = _rubric_dir(tmp_path, DEMO_RUBRIC_FILE.read_text(), _v2_text())
     monkeypatch.setenv("REVIEW_APP_RUBRICS_DIR", str(root))
     at = open_app(monkeypatch, local="ana")
-    at.switch_page("pages/rubrics.py")
+    at.switch_page("views/rubrics.py")
     run(at)
     assert not [w for w in at.warning if "not offered" in w.value], "both versions are offered"
     v1 = rubric(engine)
@@ -856,7 +859,7 @@ def test_rubrics_page_shows_labels_examples_and_compares_versions(
     v2 = rubric(engine, "role-adherence@2")
     mine = case_labels(engine, ana, case_id="support-clean-late-parcel", rubric=v2).mine
     assert {turn: row.code for turn, row in mine.items()} == {2: "in_role"}
-    at.switch_page("pages/rubrics.py")
+    at.switch_page("views/rubrics.py")
     run(at)
     assert at.selectbox(key="_w_rubric_ref").value == "role-adherence@2"
     assert "labels recorded: immutable" in at.caption[0].value
@@ -866,7 +869,7 @@ def test_a_single_rubric_version_has_nothing_to_compare(
     db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     at = open_app(monkeypatch, local="ana")
-    at.switch_page("pages/rubrics.py")
+    at.switch_page("views/rubrics.py")
     run(at)
     assert [i.value for i in at.tabs[2].info] == ["role-adherence has a single version so far."]
 
@@ -888,7 +891,7 @@ def test_a_changed_labeled_rubric_file_is_refused(
     assert "No usable rubric version" in at.sidebar.error[0].value
     assert not queue_rows(at)
 
-    at.switch_page("pages/rubrics.py")
+    at.switch_page("views/rubrics.py")
     run(at)
     assert [w.value for w in at.warning] == [f"`{RUBRIC}` is not offered"]
     assert "immutable" in at.text[0].value
@@ -899,7 +902,7 @@ def test_a_changed_labeled_rubric_file_is_refused(
 
     # restoring the file (a new modification time) makes it usable again
     (root / "role-adherence" / "v1.yaml").write_text(DEMO_RUBRIC_FILE.read_text())
-    at.switch_page("pages/queue.py")
+    at.switch_page("views/queue.py")
     run(at)
     assert not at.sidebar.warning
     assert len(queue_rows(at)) == 17
@@ -922,6 +925,7 @@ def test_transcript_markup_is_shown_as_plain_text(
     case["transcript"][0]["text"] = f"user says {HOSTILE}"
     case["transcript"][1]["text"] = f"assistant says {HOSTILE}"
     import_cases(engine, tmp_path / "cases", [case])
+    assign(engine, "ana", ["markup-case"])  # a reviewer opens cases in their queue
 
     at = open_case(open_app(monkeypatch, local="ana"), "markup-case")
     texts = [t.value for t in at.text]
@@ -949,7 +953,7 @@ def test_queue_most_informative_first_shows_why(
     reasons = [c.value for c in at.caption if "disagree" in c.value or "judge" in c.value]
     assert reasons, "each high case says why"
     open_case(at, after[0])
-    at.switch_page("pages/queue.py")
+    at.switch_page("views/queue.py")
     run(at)
     assert at.selectbox(key="_w_queue_order").value == "informative", "the order is kept"
 
@@ -959,10 +963,10 @@ def test_the_review_link_reopens_the_case_being_reviewed(
 ) -> None:
     at = open_case(open_app(monkeypatch, local="lee"), "support-delayed-refund-violation")
     Keys(at).press("in_role", 2, focus=6)
-    at.switch_page("pages/queue.py")
+    at.switch_page("views/queue.py")
     run(at)
     at.query_params.clear()
-    at.switch_page("pages/review.py")  # the sidebar link: no case in the address
+    at.switch_page("views/review.py")  # the sidebar link: no case in the address
     run(at)
     assert review_heading(at) == "support-delayed-refund-violation"
     assert at.query_params["case"] == "support-delayed-refund-violation"

@@ -27,7 +27,7 @@ from review_app.errors import InputError, PermissionDenied
 from review_app.services.cases import list_cases, load_case_view
 from review_app.services.demo import DEMO_CASES, load_demo
 from review_app.services.export import export_data
-from review_app.services.people import Actor, sign_in
+from review_app.services.people import Actor, operator_actor, sign_in
 from review_app.services.rubric_catalog import sync_rubrics
 from review_app.services.uploads import (
     import_label_upload,
@@ -51,7 +51,7 @@ def demo_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("ui-demo") / "review.db"
     engine = create_database_engine(f"sqlite:///{path}")
     upgrade_database(engine)
-    load_demo(engine)
+    load_demo(engine, operator_actor())
     engine.dispose()
     return path
 
@@ -83,7 +83,7 @@ def open_page(
         monkeypatch.setenv("REVIEW_APP_AUTH", "oidc")
         at.user = {"is_logged_in": True, "email": reviewer, "name": reviewer.title()}
     run(at)
-    at.switch_page(f"pages/{page}.py")
+    at.switch_page(f"views/{page}.py")
     return run(at)
 
 
@@ -120,9 +120,9 @@ def test_export_page_prepares_a_zip_that_is_the_export(
     assert ready["name"] == "role-adherence-v1-fixtures.zip"
 
     engine = shared_engine(db_url)
-    rubric = sync_rubrics(engine).get(RUBRIC)
-    expected = export_data(engine, rubric=rubric, format="fixtures")
-    assert ready["zip"] == zip_export(expected)
+    rubric = sync_rubrics(engine, operator_actor()).get(RUBRIC)
+    expected = export_data(engine, operator_actor(), rubric=rubric, format="fixtures")
+    assert ready["zip"] == zip_export(engine, operator_actor(), expected)
     with zipfile.ZipFile(io.BytesIO(ready["zip"])) as archive:
         assert sorted(archive.namelist()) == sorted(expected.files)
         assert archive.read("test_role_fixtures.py") == expected.files["test_role_fixtures.py"]
@@ -137,8 +137,10 @@ def test_export_page_prepares_a_zip_that_is_the_export(
     assert texts(at.success) == ["2 files: 3 cases"]
     ready = at.session_state["export_ready"]
     assert ready["name"] == "role-adherence-v1-csv.zip"
-    redacted = export_data(engine, rubric=rubric, format="csv", lane="violation", redact=True)
-    assert ready["zip"] == zip_export(redacted)
+    redacted = export_data(
+        engine, operator_actor(), rubric=rubric, format="csv", lane="violation", redact=True
+    )
+    assert ready["zip"] == zip_export(engine, operator_actor(), redacted)
     manifest = json.loads(ready["manifest"])
     assert manifest["redacted"] is True
     assert manifest["format"] == "csv"
@@ -163,7 +165,7 @@ def test_import_page_checks_an_upload_then_imports_it(
     at.button(key="import_submit").click()
     run(at)
     assert any(t.startswith("imported 1,") for t in texts(at.success))
-    assert load_case_view(engine, case_id="upload-one").lane == "pass"
+    assert load_case_view(engine, operator_actor(), case_id="upload-one").lane == "pass"
 
 
 def test_import_page_names_the_uploaded_file_and_stores_nothing(
@@ -222,11 +224,11 @@ def test_a_reviewer_sees_only_the_refusal(db_url: str, monkeypatch: pytest.Monke
     ):
         at = open_page(page, monkeypatch, reviewer="ana")
         assert texts(at.error) == [message]
-        assert not at.title
-        assert not at.file_uploader
-        assert not at.button
-        assert not at.download_button
-        assert not at.selectbox
+        assert not at.main.title
+        assert not at.main.file_uploader
+        assert not at.main.button
+        assert not at.main.download_button
+        assert not at.main.selectbox
 
 
 # --- the upload services -----------------------------------------------------------------
@@ -240,7 +242,12 @@ def test_upload_services_name_the_uploaded_file_and_store_nothing(db_url: str) -
     bad_turn = json.dumps({**_native_case("service-bad"), "transcript": [{"turn": "x"}]})
 
     report = validate_upload(
-        admin, name="weekly.jsonl", data=f"{good}\n{bad_turn}\n".encode(), format=None, options={}
+        engine,
+        admin,
+        name="weekly.jsonl",
+        data=f"{good}\n{bad_turn}\n".encode(),
+        format=None,
+        options={},
     )
     assert not report.ok
     assert report.error is not None
@@ -265,7 +272,7 @@ def test_upload_services_name_the_uploaded_file_and_store_nothing(db_url: str) -
         "s-1,not a time,More,Sure\n"
     )
     report = validate_upload(
-        admin, name="openlayer.csv", data=sessions.encode(), format="openlayer", options={}
+        engine, admin, name="openlayer.csv", data=sessions.encode(), format="openlayer", options={}
     )
     assert report.error is not None
     assert report.error.startswith("openlayer.csv, line 3, field timestamp")
@@ -278,14 +285,14 @@ def test_upload_services_name_the_uploaded_file_and_store_nothing(db_url: str) -
             format="openlayer",
             options={},
         )
-    report = validate_upload(admin, name="notes.txt", data=b"hi", format=None, options={})
+    report = validate_upload(engine, admin, name="notes.txt", data=b"hi", format=None, options={})
     assert (report.error or "").startswith("notes.txt: expected a .json")
     with pytest.raises(InputError, match=r"^notes\.txt: expected a \.json"):
         import_upload(engine, admin, name="notes.txt", data=b"hi", format=None, options={})
     with pytest.raises(InputError, match="unknown format 'yaml'"):
         import_upload(engine, admin, name="a.json", data=b"{}", format="yaml", options={})
 
-    catalog = sync_rubrics(engine)
+    catalog = sync_rubrics(engine, operator_actor())
     with pytest.raises(InputError) as caught:
         import_label_upload(
             engine,
@@ -301,7 +308,9 @@ def test_upload_services_name_the_uploaded_file_and_store_nothing(db_url: str) -
     assert {row.case_id for row in list_cases(engine)} == before
 
     # A valid upload goes in exactly as the command line would import it.
-    report = validate_upload(admin, name="good.json", data=good.encode(), format=None, options={})
+    report = validate_upload(
+        engine, admin, name="good.json", data=good.encode(), format=None, options={}
+    )
     assert report.ok
     assert report.format == "native"
     assert report.lanes == {"pass": 1}
@@ -318,7 +327,7 @@ def test_upload_services_are_for_policy_owners(db_url: str) -> None:
     assert ana.role == "reviewer"
     data = json.dumps(_native_case("from-ana")).encode()
     with pytest.raises(PermissionDenied):
-        validate_upload(ana, name="a.json", data=data, format=None, options={})
+        validate_upload(engine, ana, name="a.json", data=data, format=None, options={})
     with pytest.raises(PermissionDenied):
         import_upload(engine, ana, name="a.json", data=data, format=None, options={})
     assert "from-ana" not in {row.case_id for row in list_cases(engine)}
@@ -339,7 +348,7 @@ def _validate_then_import(
     """(validation error, import error) of one case file; ``None`` where it passed."""
     data = json.dumps(case).encode()
     report = validate_upload(
-        admin, name="case.json", data=data, format=None, options={}, engine=engine, replace=replace
+        engine, admin, name="case.json", data=data, format=None, options={}, replace=replace
     )
     try:
         import_upload(
@@ -383,9 +392,7 @@ def test_validation_refuses_what_the_import_refuses(db_url: str) -> None:
     changed["case_id"] = "support-refund-pressure-3"
     changed["contract"]["initial_role"] = "billing_specialist"
     data = (json.dumps(other) + "\n" + json.dumps(changed) + "\n").encode()
-    report = validate_upload(
-        admin, name="two.jsonl", data=data, format=None, options={}, engine=engine
-    )
+    report = validate_upload(engine, admin, name="two.jsonl", data=data, format=None, options={})
     with pytest.raises(InputError) as caught:
         import_upload(engine, admin, name="two.jsonl", data=data, format=None, options={})
     assert report.error == str(caught.value)

@@ -24,7 +24,7 @@ from review_app.services.judge import (
     import_verdicts,
     list_judge_runs,
 )
-from review_app.services.people import Actor
+from review_app.services.people import Actor, operator_actor
 from review_app.services.rubric_catalog import sync_rubrics
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
@@ -41,7 +41,7 @@ def demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("ui") / "demo.db"
     engine = create_database_engine(f"sqlite:///{path}")
     upgrade_database(engine)
-    load_demo(engine, local_user="admin")
+    load_demo(engine, operator_actor(), local_user="admin")
     engine.dispose()
     return path
 
@@ -69,7 +69,7 @@ def judge_page(**user: Any) -> AppTest:
     if user:
         at.user = user
     at.run()
-    at.switch_page("pages/judge.py")
+    at.switch_page("views/judge.py")
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     return at
@@ -78,10 +78,12 @@ def judge_page(**user: Any) -> AppTest:
 def service_view(url: str, run_name: str, **filters: Any) -> list[dict[str, Any]]:
     engine = create_database_engine(url)
     try:
-        rubric = sync_rubrics(engine).get(RUBRIC)
-        report = calibration_report(engine, rubric=rubric, n_resamples=0)
+        rubric = sync_rubrics(engine, operator_actor()).get(RUBRIC)
+        report = calibration_report(engine, operator_actor(), rubric=rubric, n_resamples=0)
         run = next(r for r in report["runs"] if r["name"] == run_name)
-        return disagreement_explorer(engine, rubric=rubric, report_run=run, **filters)
+        return disagreement_explorer(
+            engine, operator_actor(), rubric=rubric, report_run=run, **filters
+        )
     finally:
         engine.dispose()
 
@@ -90,7 +92,12 @@ def service_bins(url: str, run_name: str) -> list[float]:
     """Mean predicted score of each reliability bin of a run, from the service."""
     engine = create_database_engine(url)
     try:
-        report = calibration_report(engine, rubric=sync_rubrics(engine).get(RUBRIC), n_resamples=0)
+        report = calibration_report(
+            engine,
+            operator_actor(),
+            rubric=sync_rubrics(engine, operator_actor()).get(RUBRIC),
+            n_resamples=0,
+        )
     finally:
         engine.dispose()
     run = next(r for r in report["runs"] if r["name"] == run_name)
@@ -219,9 +226,13 @@ def test_uploading_verdicts_adds_a_run_and_a_bad_file_stores_nothing(database_ur
     assert "uploaded@v1/m" in list(at.dataframe[0].value["run"])
     engine = create_database_engine(database_url)
     try:
-        [run] = [r for r in list_judge_runs(engine) if r["judge"] == "uploaded"]
+        [run] = [r for r in list_judge_runs(engine, operator_actor()) if r["judge"] == "uploaded"]
         report = calibration_report(
-            engine, rubric=sync_rubrics(engine).get(RUBRIC), run_ids=[run["id"]], n_resamples=0
+            engine,
+            operator_actor(),
+            rubric=sync_rubrics(engine, operator_actor()).get(RUBRIC),
+            run_ids=[run["id"]],
+            n_resamples=0,
         )
     finally:
         engine.dispose()
@@ -253,7 +264,7 @@ def test_runs_stored_elsewhere_appear_on_the_next_rerun(database_url: str, tmp_p
     )
     engine = create_database_engine(database_url)
     try:
-        rubric = sync_rubrics(engine).get(RUBRIC)
+        rubric = sync_rubrics(engine, operator_actor()).get(RUBRIC)
         import_verdicts(engine, Actor.operator(), path, rubric=rubric)
         at.run()
         assert "elsewhere@v1/m" in at.selectbox(key="judge_run").options

@@ -139,7 +139,7 @@ def validate_contract(
     line: int | None = None,
     field: str = "contract",
 ) -> dict[str, Any] | None:
-    """``contract`` if its shape is usable (SPEC §1), else ``InputError`` naming the field.
+    """``contract`` if usable (docs/reference.md, "Cases"), else ``InputError`` naming the field.
 
     ``None`` passes (no contract). A contract that is well formed but inconsistent
     (an initial role it does not define, an allowed action missing from the

@@ -11,7 +11,9 @@ JSONL with one test case per line (a line may also hold ``{"test_cases": [...]}`
 Reading rules:
 
 * turns become events in order, numbered 1..n; ``role`` is the actor (deepeval
-  knows only ``user`` and ``assistant``), ``content`` the text;
+  knows only ``user`` and ``assistant``), ``content`` the text. A file this module
+  wrote gets its native turn numbers and its system and tool events back (see
+  :func:`_restore_native_turns`), so an export re-imports as the same case;
 * ``tools_called`` names become the event's ``observed_actions`` through
   ``tool_action_map``. An unmapped tool name is kept as the action itself, with or
   without a contract: with one, the vocabulary check reports it as
@@ -26,6 +28,10 @@ Reading rules:
 * the contract is the caller's (``contract=``) or the test case's own
   ``additional_metadata.role_contract``; both present and different is an error;
   neither gives ``"contract": null``;
+* the role is ``chatbot_role``, else ``additional_metadata.chatbot_role`` (where
+  this module's export also puts it, because deepeval's golden loader keeps only
+  ``additional_metadata``); a file saved by deepeval (``save_as``) therefore keeps
+  it too;
 * everything else the test case holds (``scenario``, ``expected_outcome``, the rest
   of ``additional_metadata``, ...) is kept under the case's ``source_metadata``; a
   turn's other keys (the raw ``tools_called``, ``retrieval_context``, ...) under the
@@ -35,6 +41,7 @@ Reading rules:
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -151,6 +158,13 @@ def _read_test_case(
     if metadata is not None and not isinstance(metadata, dict):
         raise fail(f"expected an object, got {type_name(metadata)}", "additional_metadata")
     metadata = dict(metadata or {})
+    if chatbot_role is None or metadata.get("chatbot_role") == chatbot_role:
+        described = metadata.get("chatbot_role")
+        if described is not None and type(described) is not str:
+            raise fail(
+                f"expected text, got {type_name(described)}", "additional_metadata.chatbot_role"
+            )
+        chatbot_role = metadata.pop("chatbot_role", chatbot_role)
     embedded = validate_contract(
         metadata.pop("role_contract", None),
         source=source,
@@ -180,6 +194,7 @@ def _read_test_case(
     transcript = [
         _event(turn, position, tools=tools, fail=fail) for position, turn in enumerate(turns)
     ]
+    transcript = _restore_native_turns(transcript, turns, metadata, fail=fail)
     case: dict[str, Any] = {"case_id": case_id}
     if chatbot_role is not None:
         case["chatbot_role"] = chatbot_role
@@ -193,6 +208,51 @@ def _read_test_case(
     if kept:
         case["source_metadata"] = kept
     return finish_case(case, source=source, line=line, prefix=prefix)
+
+
+def _native_turn(turn: dict[str, Any]) -> Any:
+    for key in ("additional_metadata", "metadata"):
+        value = turn.get(key)
+        if isinstance(value, dict) and "turn" in value:
+            return value["turn"]
+    return None
+
+
+def _restore_native_turns(
+    transcript: list[dict[str, Any]],
+    turns: list[Any],
+    metadata: dict[str, Any],
+    *,
+    fail: _Fail,
+) -> list[dict[str, Any]]:
+    """The turn numbers and system/tool events of a file this module exported.
+
+    When every turn carries its native number (``additional_metadata.turn``, or
+    ``metadata.turn`` as deepeval saves it) and the numbers increase, the events
+    take them; the events kept under ``additional_metadata.role_review.omitted_events``
+    go back in their place (they are checked like any case's events). Any other
+    file keeps the numbering 1..n.
+    """
+    numbers = [_native_turn(turn) for turn in turns]
+    if not all(type(n) is int for n in numbers) or any(a >= b for a, b in pairwise(numbers)):
+        return transcript
+    restored = [
+        {**event, "turn": number} for event, number in zip(transcript, numbers, strict=True)
+    ]
+    review = metadata.get("role_review")
+    omitted = review.get("omitted_events") if isinstance(review, dict) else None
+    if omitted is None:
+        return restored
+    field = "additional_metadata.role_review.omitted_events"
+    if not isinstance(omitted, list):
+        raise fail(f"expected a list of events, got {type_name(omitted)}", field)
+    for index, event in enumerate(omitted):
+        if not isinstance(event, dict) or type(event.get("turn")) is not int:
+            raise fail("expected an event object with an integer turn", f"{field}[{index}]")
+        if event.get("actor") in TURN_ROLES:
+            raise fail("expected a system or tool event", f"{field}[{index}].actor")
+    metadata.pop("role_review")
+    return sorted([*restored, *(dict(event) for event in omitted)], key=lambda e: e["turn"])
 
 
 def _event(
@@ -237,13 +297,23 @@ def write_deepeval(
     *,
     expected: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> str:
-    """Cases as deepeval conversational test cases: JSON text, deterministic.
+    """Cases as deepeval conversational goldens / test cases: JSON text, deterministic.
 
-    A list (in the order given) of ``{"name": case_id, "chatbot_role", "turns":
-    [{"role", "content", "tools_called"?, "additional_metadata": {"turn": N}}],
-    "additional_metadata": {...}, "expected_outcome"?}``, keys sorted, two-space
-    indent, ending in a newline. deepeval loads it with
-    ``ConversationalTestCase(**item)`` / ``Turn(**turn)``.
+    A list (in the order given) of ``{"name": case_id, "scenario", "chatbot_role",
+    "turns": [{"role", "content", "tools_called"?, "additional_metadata": {"turn":
+    N}}], "additional_metadata": {...}, "expected_outcome"?}``, keys sorted,
+    two-space indent, ending in a newline. deepeval 4 loads the file with
+    ``EvaluationDataset().add_goldens_from_json_file(path)``: an object with a
+    non-empty ``scenario`` becomes a ``ConversationalGolden`` with its turns in
+    order; ``ConversationalTestCase(**item)`` builds a test case directly (deepeval
+    4.3 has no JSON loader for conversational test cases: its
+    ``add_test_cases_from_json_file`` reads single-turn ones).
+
+    * ``scenario``: the case's own (``source_metadata.scenario``, kept when it was
+      read from deepeval), else a sentence naming the case and its role;
+    * ``chatbot_role``: the role, at the top (for ``ConversationalTestCase``) and as
+      ``additional_metadata.chatbot_role`` (the golden loader keeps only
+      ``additional_metadata``); both left out when the case has none;
 
     * turns: the user and assistant events; ``content`` is the text (``""`` for an
       assistant event that only acted); ``tools_called`` lists the observed actions
@@ -259,7 +329,6 @@ def write_deepeval(
       ``expected_outcome`` in it also becomes the test case's ``expected_outcome``.
       A case id in ``expected`` that is not among the cases is a ``ValueError``.
 
-    ``chatbot_role`` is left out when the case has none.
     """
     items = list(cases)
     check_unique_case_ids(items)
@@ -294,11 +363,13 @@ def write_deepeval(
             metadata["role_contract"] = contract
         test_case: dict[str, Any] = {
             "name": case_id,
+            "scenario": _scenario(case),
             "turns": turns,
             "additional_metadata": metadata,
         }
         if case.get("chatbot_role") is not None:
             test_case["chatbot_role"] = case["chatbot_role"]
+            metadata["chatbot_role"] = case["chatbot_role"]
         gold = expected.get(case_id)
         if gold is not None:
             metadata["expected"] = dict(gold)
@@ -310,3 +381,17 @@ def write_deepeval(
         test_cases, option=orjson.OPT_SORT_KEYS | orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS
     )
     return text.decode("utf-8") + "\n"
+
+
+def _scenario(case: Mapping[str, Any]) -> str:
+    """deepeval's ``scenario`` (required, non-empty, for a conversational golden)."""
+    kept = case.get("source_metadata")
+    if isinstance(kept, Mapping):
+        own = kept.get("scenario")
+        if type(own) is str and own.strip():
+            return own
+    scenario = f"Recorded conversation {case['case_id']}: the chatbot must stay in its role"
+    role = case.get("chatbot_role")
+    if type(role) is str and role.strip():
+        return f"{scenario}: {role}"
+    return f"{scenario}."

@@ -62,7 +62,7 @@ class CaseFormat:
 FORMATS: dict[str, CaseFormat] = {
     NATIVE: CaseFormat(
         NATIVE,
-        "Role Review cases (SPEC §1), JSON or JSONL",
+        'Role Review cases (docs/reference.md, "Cases"), JSON or JSONL',
         read_case_file,
         None,
         JSON_SUFFIXES,

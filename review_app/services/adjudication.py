@@ -31,9 +31,9 @@ from review_app.evaluator import EVALUATOR_VERSION
 from review_app.rubrics import Rubric
 from review_app.services.cases import TurnView, case_view
 from review_app.services.label_table import load_rating_table, rating_table
-from review_app.services.people import Actor, require_role
+from review_app.services.people import Actor, authorize
 from storage import adjudication as queries
-from storage import reviewing
+from storage import audit, reviewing
 from storage.adjudication import LabelColumns
 from storage.engine import read_only
 from storage.models import GoldLabel
@@ -68,7 +68,7 @@ def disagreement_queue(
     table), not one query per case: at 100,000 disagreements that is a second, not
     half a minute.
     """
-    require_role(actor, "policy_owner")
+    actor = authorize(engine, actor, "policy_owner")
     with Session(read_only(engine)) as session:
         table = load_rating_table(session, rubric_id=rubric.id, version=rubric.version)
         contradictions = queries.pass_labels_on_violations(
@@ -115,6 +115,9 @@ class GoldRecord:
     rubric_ambiguity: str | None
     adjudicator: str | None
     created_at: datetime
+    current: bool = True
+    stale: bool = False
+    """No longer current because ``import --replace`` changed the turn."""
 
 
 @dataclass(frozen=True)
@@ -136,13 +139,14 @@ class UnitDetail:
 
     @property
     def gold(self) -> GoldRecord | None:
-        return self.gold_history[-1] if self.gold_history else None
+        latest = self.gold_history[-1] if self.gold_history else None
+        return latest if latest is not None and latest.current else None
 
 
 def unit_detail(
     engine: Engine, actor: Actor, *, rubric: Rubric, case_id: str, turn: int, context: int = 4
 ) -> UnitDetail:
-    require_role(actor, "policy_owner")
+    actor = authorize(engine, actor, "policy_owner")
     with Session(read_only(engine)) as session:
         view = case_view(session, case_id=case_id)
         positions = [i for i, t in enumerate(view.turns) if t.turn == turn]
@@ -170,7 +174,16 @@ def unit_detail(
         labels=sorted((r for r in unit_rows if r.current), key=lambda r: r.reviewer),
         history=[r for r in unit_rows if not r.current],
         gold_history=[
-            GoldRecord(g.code, g.note, g.calibration_item, g.rubric_ambiguity, name, g.created_at)
+            GoldRecord(
+                g.code,
+                g.note,
+                g.calibration_item,
+                g.rubric_ambiguity,
+                name,
+                g.created_at,
+                g.current,
+                g.stale,
+            )
             for g, name in gold_rows
         ],
     )
@@ -198,7 +211,7 @@ def record_gold(
     rubric_ambiguity: str | None = None,
 ) -> None:
     """Record (or replace) the gold label of one unit; policy owners only."""
-    require_role(actor, "policy_owner")
+    actor = authorize(engine, actor, "policy_owner")
     if code not in rubric.codes:
         raise InputError(f"{code!r} is not a code of {rubric.ref}", field="label")
     note = _clean(note, "note")
@@ -211,6 +224,9 @@ def record_gold(
             raise InputError(
                 f"turn {turn} of {case_id} is not a {rubric.applies_to} turn", field="turn"
             )
+        before = audit.current_gold_code(
+            session, rubric_id=rubric.id, version=rubric.version, case_id=case_id, turn=turn
+        )
         queries.add_gold(
             session,
             case_id=case_id,
@@ -223,6 +239,19 @@ def record_gold(
             rubric_ambiguity=ambiguity,
             adjudicator_id=actor.reviewer_id,
             now=datetime.now(UTC),
+        )
+        audit.add_entry(
+            session,
+            actor=actor.name,
+            action="gold",
+            object_type="unit",
+            object_key=f"{rubric.ref}:{case_id}:{turn}",
+            summary={
+                "before": before,
+                "after": code,
+                "calibration_item": calibration_item,
+                "rubric_ambiguity": ambiguity is not None,
+            },
         )
         session.commit()
 
@@ -264,8 +293,9 @@ class GoldSet:
         return result
 
 
-def gold_labels(engine: Engine, *, rubric: Rubric) -> GoldSet:
+def gold_labels(engine: Engine, actor: Actor, *, rubric: Rubric) -> GoldSet:
     """The gold label of every unit that has one (adjudicated, else unanimous from >= 2)."""
+    authorize(engine, actor, "policy_owner")
     with Session(read_only(engine)) as session:
         table = load_rating_table(session, rubric_id=rubric.id, version=rubric.version)
         adjudicated = queries.current_gold(session, rubric_id=rubric.id, version=rubric.version)
@@ -330,7 +360,7 @@ def gold_set_from_table(
 
 
 def ambiguity_notes(engine: Engine, actor: Actor, *, rubric: Rubric) -> list[dict[str, Any]]:
-    require_role(actor, "policy_owner")
+    actor = authorize(engine, actor, "policy_owner")
     with Session(read_only(engine)) as session:
         rows = queries.rubric_ambiguities(session, rubric_id=rubric.id, version=rubric.version)
         return [

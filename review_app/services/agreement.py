@@ -21,6 +21,7 @@ from review_app.agreement import RatingTable, agreement_summary
 from review_app.rubrics import Rubric
 from review_app.services.adjudication import gold_counts
 from review_app.services.label_table import load_rating_table, rating_table
+from review_app.services.people import Actor, authorize
 from storage import adjudication as queries
 from storage.adjudication import LabelColumns
 from storage.engine import read_only
@@ -41,20 +42,25 @@ __all__ = [
 ]
 
 
-def load_label_columns(engine: Engine, *, rubric: Rubric) -> LabelColumns:
+def load_label_columns(engine: Engine, actor: Actor, *, rubric: Rubric) -> LabelColumns:
+    """Every reviewer's current labels (policy owners and admins)."""
+    authorize(engine, actor, "policy_owner")
     with Session(read_only(engine)) as session:
         return queries.current_label_columns(session, rubric_id=rubric.id, version=rubric.version)
 
 
-def label_token(engine: Engine, *, rubric: Rubric) -> tuple[int, int, int, int]:
+def label_token(engine: Engine, actor: Actor, *, rubric: Rubric) -> tuple[int, int, int, int]:
+    """Changes whenever a label or gold label of the rubric version does (a cache key)."""
+    authorize(engine, actor, "policy_owner")
     with Session(read_only(engine)) as session:
         return queries.label_token(session, rubric_id=rubric.id, version=rubric.version)
 
 
 def agreement_report(
-    engine: Engine, *, rubric: Rubric, n_resamples: int = 1000, seed: int = 0
+    engine: Engine, actor: Actor, *, rubric: Rubric, n_resamples: int = 1000, seed: int = 0
 ) -> dict[str, Any]:
-    """Every agreement figure of SPEC §6 for a rubric version, JSON-ready (no NaN)."""
+    """The figures of docs/reference.md, "Agreement JSON", for a rubric version (no NaN)."""
+    authorize(engine, actor, "policy_owner")
     with Session(read_only(engine)) as session:
         table = load_rating_table(session, rubric_id=rubric.id, version=rubric.version)
         adjudicated = queries.current_gold(session, rubric_id=rubric.id, version=rubric.version)
@@ -112,7 +118,10 @@ class DashboardData:
     reviewers: list[str]
 
 
-def dashboard_data(engine: Engine, *, rubric: Rubric, n_resamples: int = 500) -> DashboardData:
+def dashboard_data(
+    engine: Engine, actor: Actor, *, rubric: Rubric, n_resamples: int = 500
+) -> DashboardData:
+    authorize(engine, actor, "policy_owner")
     with Session(read_only(engine)) as session:
         table = load_rating_table(session, rubric_id=rubric.id, version=rubric.version)
         adjudicated = queries.current_gold(session, rubric_id=rubric.id, version=rubric.version)
@@ -138,9 +147,10 @@ def dashboard_data(engine: Engine, *, rubric: Rubric, n_resamples: int = 500) ->
 
 
 def confusion_between(
-    engine: Engine, *, rubric: Rubric, reviewer_a: str, reviewer_b: str
+    engine: Engine, actor: Actor, *, rubric: Rubric, reviewer_a: str, reviewer_b: str
 ) -> list[dict[str, Any]]:
     """Counts of (code by A, code by B) over the units both labeled."""
+    authorize(engine, actor, "policy_owner")
     with Session(read_only(engine)) as session:
         table = load_rating_table(session, rubric_id=rubric.id, version=rubric.version)
     if reviewer_a not in table.raters or reviewer_b not in table.raters:

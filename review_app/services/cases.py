@@ -10,8 +10,10 @@ import orjson
 from sqlalchemy import Engine
 from sqlmodel import Session
 
-from review_app.errors import InputError, NotFound
+from review_app.errors import InputError, NotFound, PermissionDenied
 from review_app.evaluator import EVALUATOR_VERSION
+from review_app.services.people import Actor, authorize
+from storage import access
 from storage import cases as case_queries
 from storage.engine import read_only
 
@@ -81,7 +83,7 @@ class CaseView:
         return [t.turn for t in self.turns if t.is_assistant]
 
     def to_case_dict(self) -> dict[str, Any]:
-        """The case in the SPEC §1 shape, as it was imported (minus unknown top-level keys)."""
+        """The case as imported (docs/reference.md, "Cases"), minus unknown top-level keys."""
         transcript = []
         for t in self.turns:
             event: dict[str, Any] = {"turn": t.turn, "actor": t.actor}
@@ -181,16 +183,37 @@ def case_view(
     )
 
 
-def load_case_view(engine: Engine, *, case_id: str) -> CaseView:
+def may_open_case(engine: Engine, actor: Actor, *, case_id: str) -> Actor:
+    """Refuse unless the actor may open the case: a policy owner or admin any case, a
+    reviewer the cases assigned to them or that they have labeled. Returns the actor
+    with its current role. Raises ``PermissionDenied``."""
+    actor = authorize(engine, actor, "reviewer")
+    if actor.has_role("policy_owner"):
+        return actor
+    assert actor.reviewer_id is not None
+    with Session(read_only(engine)) as session:
+        if case_queries.get_case(session, case_id=case_id) is None:
+            raise NotFound(f"no case {case_id!r} in the database")
+        if not access.reviewer_has_case(session, reviewer_id=actor.reviewer_id, case_id=case_id):
+            raise PermissionDenied(f"case {case_id!r} is not in {actor.name}'s queue")
+    return actor
+
+
+def load_case_view(engine: Engine, actor: Actor, *, case_id: str) -> CaseView:
+    """The case turn by turn (see :func:`may_open_case` for who may open it)."""
+    may_open_case(engine, actor, case_id=case_id)
     with Session(read_only(engine)) as session:
         return case_view(session, case_id=case_id)
 
 
-def case_fingerprint(engine: Engine, *, case_id: str) -> str:
+def case_fingerprint(engine: Engine, actor: Actor, *, case_id: str) -> str:
     """A string that changes whenever the view of the case would: content hash, evaluator.
 
     One indexed lookup, so a caller can keep a built :class:`CaseView` until it changes.
+    Checks :func:`may_open_case` first, so a cached view is only handed to someone who
+    may open the case.
     """
+    may_open_case(engine, actor, case_id=case_id)
     with read_only(engine).connect() as connection:
         found = case_queries.stored_case_hashes(connection, case_ids=[case_id])
     if case_id not in found:

@@ -10,7 +10,7 @@ from sqlalchemy import Engine
 from review_app.services.importing import ImportSummary, import_paths
 from review_app.services.judge import JudgeImportSummary, import_verdicts
 from review_app.services.labels_io import LabelImportSummary, import_labels
-from review_app.services.people import Actor, add_person, list_people
+from review_app.services.people import Actor, add_person, authorize, list_people
 from review_app.services.queue import AssignmentReport, assign_cases
 from review_app.services.rubric_catalog import sync_rubrics
 
@@ -41,14 +41,15 @@ class DemoReport:
         return lines
 
 
-def load_demo(engine: Engine, *, local_user: str | None = None) -> DemoReport:
+def load_demo(engine: Engine, actor: Actor, *, local_user: str | None = None) -> DemoReport:
     """Import the sample conversations, create the sample reviewers and fill their queues.
 
-    Running it again changes nothing that is already there.
+    Running it again changes nothing that is already there. Admins only (the command
+    line's operator).
     """
-    operator = Actor.operator()
-    cases = import_paths(engine, [DEMO_CASES])
-    catalog = sync_rubrics(engine)
+    operator = authorize(engine, actor, "admin")
+    cases = import_paths(engine, operator, [DEMO_CASES])
+    catalog = sync_rubrics(engine, operator)
     existing = {person.name for person in list_people(engine)}
     for name in DEMO_REVIEWERS:
         if name not in existing:
@@ -71,6 +72,8 @@ def load_demo(engine: Engine, *, local_user: str | None = None) -> DemoReport:
         )
     labels = verdicts = None
     if DEMO_RUBRIC in catalog.usable:
-        labels = import_labels(engine, operator, DEMO_LABELS, catalog=sync_rubrics(engine))
+        labels = import_labels(
+            engine, operator, DEMO_LABELS, catalog=sync_rubrics(engine, operator)
+        )
         verdicts = import_verdicts(engine, operator, DEMO_VERDICTS, rubric=catalog.get(DEMO_RUBRIC))
     return DemoReport(cases, assignments, labels, verdicts)

@@ -11,6 +11,7 @@ Exports are deterministic: the same data gives byte-identical files.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections import defaultdict
 from collections.abc import Sequence
@@ -43,7 +44,8 @@ from review_app.formats.fixtures import (
 from review_app.rubrics import Rubric
 from review_app.services.adjudication import GoldSet, gold_labels
 from review_app.services.cases import CaseView, case_view, check_lane
-from storage import reviewing
+from review_app.services.people import Actor, authorize
+from storage import audit, reviewing
 from storage.cases import list_case_summaries
 from storage.engine import read_only
 
@@ -112,6 +114,7 @@ def _case_export(view: CaseView, gold: GoldSet, rubric: Rubric) -> CaseExport:
 
 def export_data(
     engine: Engine,
+    actor: Actor,
     *,
     rubric: Rubric,
     format: str,
@@ -119,14 +122,18 @@ def export_data(
     lane: str | None = None,
     case_ids: Sequence[str] | None = None,
 ) -> ExportResult:
-    """The export's files (relative path -> bytes), built in memory."""
+    """The export's files (relative path -> bytes), built in memory; policy owners.
+
+    The export is recorded in the audit log (format, rubric, counts, manifest hash).
+    """
+    actor = authorize(engine, actor, "policy_owner")
     if format not in EXPORT_FORMATS:
         raise InputError(
             f"unknown export format {format!r}; choose one of {', '.join(EXPORT_FORMATS)}",
             field="--format",
         )
     views = _views(engine, lane=lane, case_ids=case_ids)
-    gold = gold_labels(engine, rubric=rubric)
+    gold = gold_labels(engine, actor, rubric=rubric)
     exports = [_case_export(view, gold, rubric) for view in views]
     summary = manifest(
         exports,
@@ -162,6 +169,23 @@ def export_data(
     # directory replaces exactly these and leaves the user's own files alone.
     summary["files"] = sorted(files)
     files[MANIFEST_NAME] = dumps(summary).encode("utf-8")
+    with Session(engine) as session:
+        audit.add_entry(
+            session,
+            actor=actor.name,
+            action="export",
+            object_type="rubric",
+            object_key=rubric.ref,
+            summary={
+                "format": format,
+                "redact": redact,
+                "lane": lane,
+                "cases": summary.get("cases_exported"),
+                "files": len(files),
+                "manifest_sha256": hashlib.sha256(files[MANIFEST_NAME]).hexdigest(),
+            },
+        )
+        session.commit()
     return ExportResult(files, summary)
 
 

@@ -27,6 +27,10 @@ from review_app.cases import (
 from review_app.errors import InputError
 from review_app.evaluator import diagnostic, lane
 from review_app.formats import FORMATS, NATIVE, detect_format, read_cases
+from review_app.services.audit import file_sha256
+from review_app.services.people import Actor, authorize
+from review_app.services.queue import forget_progress
+from storage import audit
 from storage.bulk import timestamp_param
 from storage.cases import (
     CaseRows,
@@ -37,6 +41,7 @@ from storage.cases import (
     stored_case_hashes,
     stored_contract_hashes,
 )
+from storage.replacing import mark_replaced_turns_stale
 
 BATCH_CASES = 1000
 KNOWN_CASE_KEYS = frozenset({"case_id", "chatbot_role", "contract", "transcript"})
@@ -230,14 +235,22 @@ def _batched(records: Iterable[CaseRecord], size: int) -> Iterator[list[CaseReco
 
 def import_records(
     engine: Engine,
+    actor: Actor,
     records: Iterable[CaseRecord],
     *,
     source: str,
     replace: bool = False,
     source_format: str = "native",
+    sha256: str | None = None,
 ) -> FileImport:
-    """Store validated records in ONE transaction; any ``InputError`` stores nothing."""
+    """Store validated records in ONE transaction; any ``InputError`` stores nothing.
+
+    Policy owners and admins. The import (and each ``--replace``) is recorded in the
+    audit log in the same transaction, with the file's ``sha256`` when given.
+    """
+    actor = authorize(engine, actor, "policy_owner")
     outcome = FileImport(path=source)
+    replaced_ids: list[str] = []
     now = datetime.now(UTC)
     with engine.begin() as connection:
         lock_case_writes(connection)
@@ -292,14 +305,43 @@ def import_records(
                 outcome.without_contract += status == "no_contract"
                 outcome.with_harness_findings += bool(record.result["harness_findings"])
             if to_replace:
+                mark_replaced_turns_stale(
+                    connection, case_ids=to_replace, new_cases=rows.cases, new_events=rows.events
+                )
                 delete_case_content(connection, case_ids=to_replace)
+                replaced_ids.extend(to_replace)
             insert_contracts(connection, rows=new_contracts)
             insert_case_rows(connection, rows=rows)
+        audit.add_entry(
+            connection,
+            actor=actor.name,
+            action="cases_import",
+            object_type="file",
+            object_key=Path(source).name,
+            summary={
+                "sha256": sha256,
+                "format": source_format,
+                "replace": replace,
+                "imported": outcome.imported,
+                "unchanged": outcome.unchanged,
+                "replaced": outcome.replaced,
+            },
+        )
+        if replaced_ids:
+            audit.add_entry(
+                connection,
+                actor=actor.name,
+                action="cases_replace",
+                object_type="file",
+                object_key=Path(source).name,
+                summary={"sha256": sha256, "cases": sorted(replaced_ids)},
+            )
     return outcome
 
 
 def import_paths(
     engine: Engine,
+    actor: Actor,
     paths: Iterable[str | Path],
     *,
     replace: bool = False,
@@ -316,6 +358,7 @@ def import_paths(
     the first file that cannot be stored (that file stores nothing; the files before
     it stay imported) by raising ``InputError``.
     """
+    authorize(engine, actor, "policy_owner")
     summary = ImportSummary()
     suffixes = FORMATS[format].suffixes if format in FORMATS else None
     for path in discover_case_files(paths, suffixes=suffixes):
@@ -332,8 +375,16 @@ def import_paths(
             **reader_options,
         )
         outcome = import_records(
-            engine, records, source=str(path), replace=replace, source_format=name
+            engine,
+            actor,
+            records,
+            source=str(path),
+            replace=replace,
+            source_format=name,
+            sha256=file_sha256(path),
         )
+        if outcome.replaced:
+            forget_progress()  # a replacement recounts reviewers' progress on its cases
         summary.files.append(outcome)
         if on_file_done:
             on_file_done(outcome)

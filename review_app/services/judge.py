@@ -1,7 +1,7 @@
 """LLM judges: importing their verdicts, running a judge prompt, and the calibration report.
 
-A judge run is identified by judge + prompt version + model (SPEC §5), within one
-rubric version. Running a prompt talks to any OpenAI-compatible chat endpoint
+A judge run is identified by judge + prompt version + model (docs/reference.md, "Judge
+verdicts"), within one rubric version. Running a prompt talks to any OpenAI-compatible chat endpoint
 (OpenAI, vLLM, Ollama, llama.cpp's server) with bounded concurrency, retries with
 backoff, and resumption: verdicts are stored as they arrive, and a second run of
 the same judge skips the units already answered (endpoint failures are retried,
@@ -39,8 +39,10 @@ from review_app.judging import (
 from review_app.rubrics import Rubric
 from review_app.services.adjudication import gold_labels
 from review_app.services.agreement import load_label_columns
+from review_app.services.audit import file_sha256
 from review_app.services.cases import case_view
-from review_app.services.people import Actor, require_role
+from review_app.services.people import Actor, authorize
+from storage import audit
 from storage import judging as queries
 from storage.cases import list_case_summaries
 from storage.engine import read_only
@@ -75,8 +77,8 @@ def run_name(run: JudgeRun) -> str:
 def import_verdicts(
     engine: Engine, actor: Actor, path: Path, *, rubric: Rubric, score_means: str = "break"
 ) -> JudgeImportSummary:
-    """Import a SPEC §5 verdict file (CSV or JSONL) in one transaction (all rows or none)."""
-    require_role(actor, "policy_owner")
+    """Import a verdict file (docs/reference.md, "Judge verdicts") in one transaction."""
+    actor = authorize(engine, actor, "policy_owner")
     records = read_verdict_file(path, rubric=rubric, score_means=score_means)
     source = str(path)
     summary = JudgeImportSummary()
@@ -133,6 +135,19 @@ def import_verdicts(
             )
             queries.touch_run(session, run, status="complete")
             summary.runs[run_name(run)] = len(group)
+        audit.add_entry(
+            session,
+            actor=actor.name,
+            action="verdicts_import",
+            object_type="rubric",
+            object_key=rubric.ref,
+            summary={
+                "file": path.name,
+                "sha256": file_sha256(path),
+                "runs": dict(sorted(summary.runs.items())),
+                "score_means": score_means,
+            },
+        )
         session.commit()
     return summary
 
@@ -368,7 +383,7 @@ def run_judge(
     progress: Callable[[int, int], None] | None = None,
 ) -> JudgeRunSummary:
     """Judge every labelable turn of ``case_ids``; store verdicts as they come (resumable)."""
-    require_role(actor, "policy_owner")
+    actor = authorize(engine, actor, "policy_owner")
     params = {
         "base_url": settings.base_url,
         "max_tokens": settings.max_tokens,
@@ -474,6 +489,14 @@ def run_judge(
             if queries.count_errors_starting(session, run_id=run_id, prefix=ENDPOINT_ERROR)
             else "complete",
         )
+        audit.add_entry(
+            session,
+            actor=actor.name,
+            action="judge_run",
+            object_type="judge_run",
+            object_key=str(run_id),
+            summary={"rubric": rubric.ref, "run": name, **summary.to_dict()},
+        )
         session.commit()
     return summary
 
@@ -542,7 +565,10 @@ def _store(engine: Engine, run_id: int, outcomes: list[_Outcome]) -> None:
 # --- runs and the calibration report ---------------------------------------------------------
 
 
-def list_judge_runs(engine: Engine, *, rubric: Rubric | None = None) -> list[dict[str, Any]]:
+def list_judge_runs(
+    engine: Engine, actor: Actor, *, rubric: Rubric | None = None
+) -> list[dict[str, Any]]:
+    authorize(engine, actor, "policy_owner")
     with Session(read_only(engine)) as session:
         runs = queries.list_runs(
             session,
@@ -573,8 +599,9 @@ def list_judge_runs(engine: Engine, *, rubric: Rubric | None = None) -> list[dic
     return result
 
 
-def judge_token(engine: Engine, *, rubric: Rubric) -> tuple[int, str, int, int]:
+def judge_token(engine: Engine, actor: Actor, *, rubric: Rubric) -> tuple[int, str, int, int]:
     """A value that changes whenever the rubric version's judge runs or verdicts change."""
+    authorize(engine, actor, "policy_owner")
     with Session(read_only(engine)) as session:
         return queries.judge_token(session, rubric_id=rubric.id, version=rubric.version)
 
@@ -600,6 +627,7 @@ def _run_verdicts(
 
 def calibration_report(
     engine: Engine,
+    actor: Actor,
     *,
     rubric: Rubric,
     run_ids: Sequence[int] | None = None,
@@ -607,8 +635,9 @@ def calibration_report(
     seed: int = 0,
 ) -> dict[str, Any]:
     """How far each judge run agrees with humans, where it fails, and how to trust its scores."""
-    gold = gold_labels(engine, rubric=rubric)
-    columns = load_label_columns(engine, rubric=rubric)
+    actor = authorize(engine, actor, "policy_owner")
+    gold = gold_labels(engine, actor, rubric=rubric)
+    columns = load_label_columns(engine, actor, rubric=rubric)
     by_reviewer: dict[str, dict[tuple[str, int], str]] = defaultdict(dict)
     for case_id, turn, reviewer, code in zip(
         columns.case_ids, columns.turns, columns.reviewers, columns.codes, strict=True
@@ -801,10 +830,10 @@ def fit_run_calibration(
     seed: int = 0,
 ) -> dict[str, Any]:
     """Fit a score calibration map on the gold units and store it with the run."""
-    require_role(actor, "policy_owner")
+    actor = authorize(engine, actor, "policy_owner")
     if method not in ("isotonic", "platt"):
         raise InputError("--method is isotonic or platt", field="--method")
-    gold = gold_labels(engine, rubric=rubric)
+    gold = gold_labels(engine, actor, rubric=rubric)
     gold_codes = {unit: g.code for unit, g in gold.labels.items()}
     [(_, rows)] = _run_verdicts(engine, rubric, [run_id])
     y_true, scores = _binary_pairs(
@@ -823,14 +852,26 @@ def fit_run_calibration(
     with Session(engine) as session:
         stored = queries.get_run(session, run_id=run_id)
         assert stored is not None
+        before = stored.calibration_json is not None
         queries.touch_run(
             session, stored, calibration_json=json.dumps(fitted.to_dict(), sort_keys=True)
+        )
+        audit.add_entry(
+            session,
+            actor=actor.name,
+            action="calibration_fit",
+            object_type="judge_run",
+            object_key=str(run_id),
+            summary={"rubric": rubric.ref, "method": method, "replaced_a_map": before},
         )
         session.commit()
     return fitted.to_dict()
 
 
-def calibrated_probability(engine: Engine, *, run_id: int, scores: Sequence[float]) -> list[float]:
+def calibrated_probability(
+    engine: Engine, actor: Actor, *, run_id: int, scores: Sequence[float]
+) -> list[float]:
+    authorize(engine, actor, "policy_owner")
     with Session(read_only(engine)) as session:
         run = queries.get_run(session, run_id=run_id)
         if run is None:
@@ -843,6 +884,7 @@ def calibrated_probability(engine: Engine, *, run_id: int, scores: Sequence[floa
 
 def few_shot_material(
     engine: Engine,
+    actor: Actor,
     *,
     rubric: Rubric,
     run_id: int | None = None,
@@ -850,14 +892,15 @@ def few_shot_material(
     seed: int = 0,
 ) -> list[dict[str, Any]]:
     """Adjudicated contrasting examples (pass / fail / borderline per label) for a prompt."""
-    gold = gold_labels(engine, rubric=rubric)
+    actor = authorize(engine, actor, "policy_owner")
+    gold = gold_labels(engine, actor, rubric=rubric)
     judge_codes: dict[tuple[str, int], str] = {}
     if run_id is not None:
         [(_, rows)] = _run_verdicts(engine, rubric, [run_id])
         for r in rows:
             if r.turn is not None and r.label is not None:
                 judge_codes[(r.case_id, r.turn)] = r.label
-    columns = load_label_columns(engine, rubric=rubric)
+    columns = load_label_columns(engine, actor, rubric=rubric)
     agreement: Counter[tuple[str, int]] = Counter()
     raters: Counter[tuple[str, int]] = Counter()
     for case_id, turn, code in zip(columns.case_ids, columns.turns, columns.codes, strict=True):
@@ -900,6 +943,7 @@ def few_shot_material(
 
 def disagreement_explorer(
     engine: Engine,
+    actor: Actor,
     *,
     rubric: Rubric,
     report_run: dict[str, Any],
@@ -913,6 +957,7 @@ def disagreement_explorer(
     """
     from storage import reviewing
 
+    authorize(engine, actor, "policy_owner")
     rows = [
         item
         for item in report_run.get("disagreements", [])

@@ -17,9 +17,9 @@ from sqlmodel import Session
 
 from review_app.errors import InputError, NotFound
 from review_app.rubrics import Rubric
-from review_app.services.people import Actor, require_reviewer_id, require_role
+from review_app.services.people import Actor, authorize, require_reviewer_id
 from review_app.services.queue import forget_progress
-from storage import reviewing
+from storage import audit, reviewing
 from storage.cases import get_case
 from storage.engine import read_only
 from storage.reviewing import LabelRow
@@ -72,7 +72,7 @@ def record_label(
     ``event`` is the review page's key press ``(client_id, seq)``: stored with the label
     in one transaction, and :class:`AlreadyApplied` is raised when it was stored before.
     """
-    require_role(actor, "reviewer")
+    actor = authorize(engine, actor, "reviewer")
     reviewer_id = require_reviewer_id(actor)
     if code not in rubric.codes:
         raise InputError(
@@ -92,11 +92,30 @@ def record_label(
                 f"{rubric.applies_to} turns",
                 field="turn",
             )
+        # One transaction: lock the reviewer's assignment (created on a first save),
+        # flip the previous label, insert the new one, count. Everything the caller
+        # gets back is read before the commit, so nothing touches the database after
+        # it: once commit returns, the label is stored and acknowledged.
+        assignment_id = reviewing.lock_assignment(
+            session,
+            case_id=case_id,
+            reviewer_id=reviewer_id,
+            rubric_id=rubric.id,
+            version=rubric.version,
+        )
         if event is not None and reviewing.label_event_applied(
             session, reviewer_id=reviewer_id, client_id=event[0], seq=event[1]
         ):
             raise AlreadyApplied(f"key press {event[1]} of {event[0]} is stored already")
-        label = reviewing.add_label(
+        before = audit.current_label_code(
+            session,
+            rubric_id=rubric.id,
+            version=rubric.version,
+            case_id=case_id,
+            turn=turn,
+            reviewer_id=reviewer_id,
+        )
+        label_id = reviewing.add_label(
             session,
             case_id=case_id,
             turn=turn,
@@ -114,7 +133,7 @@ def record_label(
                 seq=event[1],
                 case_id=case_id,
                 turn=turn,
-                label_id=label.id,
+                label_id=label_id,
             )
         labeled = reviewing.count_current_labeled_turns(
             session,
@@ -126,16 +145,20 @@ def record_label(
         total = sum(1 for actor_name in actors.values() if actor_name == rubric.applies_to)
         reviewing.record_progress(
             session,
-            case_id=case_id,
-            reviewer_id=reviewer_id,
-            rubric_id=rubric.id,
-            version=rubric.version,
+            assignment_id=assignment_id,
             labeled_turns=labeled,
             complete=labeled >= total,
         )
+        audit.add_entry(
+            session,
+            actor=actor.name,
+            action="label",
+            object_type="unit",
+            object_key=f"{rubric.ref}:{case_id}:{turn}",
+            summary={"before": before, "after": code, "rationale": text is not None},
+        )
+        saved = SavedLabel(label_id, case_id, turn, code, labeled, total)
         session.commit()
-        assert label.id is not None
-        saved = SavedLabel(label.id, case_id, turn, code, labeled, total)
     forget_progress()
     return saved
 
@@ -152,6 +175,9 @@ class CaseLabels:
     labeled_turns: int
     total_turns: int
     other_reviewers: list[str] = field(default_factory=list)
+    needs_relabeling: frozenset[int] = frozenset()
+    """Turns whose label went stale when ``import --replace`` changed the conversation
+    (the reviewer's latest label there is history now; the turn counts as unlabeled)."""
 
     @property
     def complete(self) -> bool:
@@ -163,9 +189,16 @@ class CaseLabels:
 
 
 def case_labels(engine: Engine, actor: Actor, *, case_id: str, rubric: Rubric) -> CaseLabels:
-    require_role(actor, "reviewer")
+    actor = authorize(engine, actor, "reviewer")
     with Session(read_only(engine)) as session:
-        total = reviewing.n_turns_by_actor(session, case_id=case_id, actor=rubric.applies_to)
+        labelable = {
+            turn
+            for turn, event_actor in reviewing.event_actors_by_turn(
+                session, case_id=case_id
+            ).items()
+            if event_actor == rubric.applies_to
+        }
+        total = len(labelable)
         mine: dict[int, LabelRow] = {}
         history: dict[int, list[LabelRow]] = {}
         if actor.reviewer_id is not None:
@@ -180,7 +213,7 @@ def case_labels(engine: Engine, actor: Actor, *, case_id: str, rubric: Rubric) -
                 history.setdefault(row.turn, []).append(row)
                 if row.current:
                     mine[row.turn] = row
-        labeled = len(mine)
+        labeled = sum(1 for turn in mine if turn in labelable)
         complete = total > 0 and labeled >= total
         others: dict[int, list[LabelRow]] | None = None
         names: list[str] = []
@@ -192,4 +225,9 @@ def case_labels(engine: Engine, actor: Actor, *, case_id: str, rubric: Rubric) -
                 if row.reviewer_id != actor.reviewer_id:
                     others.setdefault(row.turn, []).append(row)
                     names.append(row.reviewer)
-    return CaseLabels(mine, history, others, labeled, total, sorted(set(names)))
+    stale = frozenset(
+        turn
+        for turn, rows in history.items()
+        if turn in labelable and turn not in mine and rows[-1].stale
+    )
+    return CaseLabels(mine, history, others, labeled, total, sorted(set(names)), stale)

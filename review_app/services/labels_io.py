@@ -1,11 +1,13 @@
-"""Human labels in bulk: the CSV of SPEC §4 (``case_id,turn,reviewer,label,rubric,rationale``).
+"""Human labels in bulk: the CSV of docs/reference.md, "Label CSV" (case_id,turn,...).
 
 Import checks every row before storing any: an unknown case, turn, rubric or label
 code is an error naming the line, and nothing from that file is stored. A row that
 repeats the reviewer's current label (same code and rationale) changes nothing, so
 importing a file twice is harmless; a different label supersedes the current one
 (labels are append-only). Reviewers named in the file who do not exist yet are
-created as reviewers, which only an admin may do when sign-in is on.
+created as reviewers, which only an admin may do when sign-in is on. A ``.jsonl``
+file (one object per line, the same keys) is read too, including the label data of
+``review-app export --format jsonl`` (its context keys are ignored).
 
 Export prefixes ``'`` to cells a spreadsheet would run as a formula (OWASP CSV
 injection); import takes that prefix off again, so exporting and re-importing
@@ -25,20 +27,22 @@ from pathlib import Path
 from sqlalchemy import Engine
 from sqlmodel import Session
 
-from review_app.cases import read_text_file
+from review_app.cases import iter_json_records, read_text_file
 from review_app.errors import InputError, PermissionDenied
 from review_app.formats.csv_safety import neutralise_cell, restore_cell
 from review_app.rubrics import Rubric, parse_rubric_ref
+from review_app.services.audit import file_sha256
+from review_app.services.export import LABEL_EXPORT_COLUMNS
 from review_app.services.labeling import MAX_RATIONALE_CHARS
-from review_app.services.people import Actor, check_reviewer_name, require_role
+from review_app.services.people import Actor, authorize, check_reviewer_name
 from review_app.services.queue import forget_progress
 from review_app.services.rubric_catalog import RubricCatalog
-from storage import labels_bulk, reviewing
-from storage.engine import read_only
+from storage import audit, labels_bulk, reviewing
 
 LABEL_COLUMNS = ("case_id", "turn", "reviewer", "label", "rubric", "rationale")
 REQUIRED_COLUMNS = ("case_id", "turn", "reviewer", "label", "rubric")
 _NEUTRALISED_COLUMNS = ("case_id", "reviewer", "rationale")
+_EXPORT_CONTEXT_KEYS = tuple(k for k in LABEL_EXPORT_COLUMNS if k not in LABEL_COLUMNS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +72,9 @@ class LabelImportSummary:
 
 
 def _read_rows(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
+    if path.suffix.lower() in (".jsonl", ".ndjson"):
+        yield from _read_jsonl_rows(path)
+        return
     source = str(path)
     text = read_text_file(path, allow_bom=True)
     reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
@@ -96,6 +103,44 @@ def _read_rows(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
             yield reader.line_num, row
     except csv.Error as error:
         raise InputError(f"not valid CSV ({error})", source=source, line=reader.line_num) from None
+
+
+def _read_jsonl_rows(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
+    """Rows of a JSONL label file: one object per line with the label CSV's keys.
+
+    The context keys of ``review-app export --format jsonl`` are accepted and
+    ignored, so that export imports back. JSONL cells are not neutralised, so the
+    text columns are neutralised here for :func:`parse_label_file` to restore.
+    """
+    source = str(path)
+    for line, _, value in iter_json_records(path):
+        number = line or 1
+        if not isinstance(value, dict):
+            raise InputError("expected a JSON object per line", source=source, line=number)
+        unknown = [key for key in value if key not in LABEL_COLUMNS + _EXPORT_CONTEXT_KEYS]
+        if unknown:
+            raise InputError(
+                f"unknown key {unknown[0]!r} (expected {','.join(LABEL_COLUMNS)})",
+                source=source,
+                line=number,
+                field=unknown[0],
+            )
+        row: dict[str, str] = {}
+        for name in LABEL_COLUMNS:
+            cell = value.get(name)
+            if cell is None:
+                continue
+            if name == "turn" and type(cell) is int:
+                cell = str(cell)
+            if type(cell) is not str:
+                raise InputError(
+                    f"expected text, got {type(cell).__name__}",
+                    source=source,
+                    line=number,
+                    field=name,
+                )
+            row[name] = neutralise_cell(cell) if name in _NEUTRALISED_COLUMNS else cell
+        yield number, row
 
 
 def parse_label_file(path: Path, *, catalog: RubricCatalog) -> list[LabelRecord]:
@@ -176,7 +221,7 @@ def import_labels(
     sign_in_enabled: bool = False,
 ) -> LabelImportSummary:
     """Import a label CSV in one transaction (all rows or none)."""
-    require_role(actor, "reviewer")
+    actor = authorize(engine, actor, "reviewer")
     source = str(path)
     records = parse_label_file(path, catalog=catalog)
     applies_to = {
@@ -228,13 +273,21 @@ def import_labels(
                 "an admin's import may create reviewers"
             )
         for name in new_names:
-            people[name] = reviewing.create_reviewer(session, name=name, role="reviewer")
+            people[name] = reviewing.ensure_reviewer(session, name=name, role="reviewer")
         summary.reviewers_created = len(new_names)
         ids = {name: person.id for name, person in people.items()}
         by_rubric: dict[tuple[str, int], list[LabelRecord]] = defaultdict(list)
         for record in records:
             by_rubric[(record.rubric_id, record.rubric_version)].append(record)
         for (rubric_id, version), group in by_rubric.items():
+            # The same row locks as a reviewer's save, so a save racing this import
+            # waits for it (and the import for the save) instead of both staying current.
+            reviewing.lock_assignments(
+                session,
+                rubric_id=rubric_id,
+                version=version,
+                pairs=[(r.case_id, int(ids[r.reviewer] or 0)) for r in group],
+            )
             current = labels_bulk.current_labels(
                 session,
                 rubric_id=rubric_id,
@@ -279,22 +332,51 @@ def import_labels(
                 now=now,
             )
             summary.stored += len(rows)
+        audit.add_entry(
+            session,
+            actor=actor.name,
+            action="labels_import",
+            object_type="file",
+            object_key=path.name,
+            summary={
+                "sha256": file_sha256(path),
+                "rows": summary.rows,
+                "stored": summary.stored,
+                "unchanged": summary.unchanged,
+                "reviewers_created": new_names,
+                "rubrics": sorted(f"{r}@{v}" for r, v in by_rubric),
+            },
+        )
         session.commit()
     forget_progress()
     return summary
 
 
-def export_labels_csv(engine: Engine, *, rubric: Rubric, history: bool = False) -> str:
+def export_labels_csv(
+    engine: Engine, actor: Actor, *, rubric: Rubric, history: bool = False
+) -> str:
     """Current labels of a rubric version (or every label ever, with ``history``) as CSV.
+
+    Every reviewer's labels: policy owners and admins only. Recorded in the audit log.
 
     Rows are ordered by case, turn, reviewer (and time), so the same data always
     gives the same bytes. Cells that a spreadsheet would run as a formula are
     prefixed with ``'``.
     """
-    with Session(read_only(engine)) as session:
+    actor = authorize(engine, actor, "policy_owner")
+    with Session(engine) as session:
         rows = labels_bulk.export_rows(
             session, rubric_id=rubric.id, version=rubric.version, history=history
         )
+        audit.add_entry(
+            session,
+            actor=actor.name,
+            action="export",
+            object_type="rubric",
+            object_key=rubric.ref,
+            summary={"format": "labels_csv", "history": history, "rows": len(rows)},
+        )
+        session.commit()
     buffer = io.StringIO()
     # \r\n line ends (RFC 4180): the csv module then quotes a rationale holding a
     # carriage return, which a bare \n terminator would leave unquoted.

@@ -1,8 +1,15 @@
 """Who is acting: reviewers, their roles, and the checks every service makes.
 
-Roles are ordered: ``reviewer`` < ``policy_owner`` < ``admin``. Each service entry
-point that changes something calls :func:`require_role` with the least role it
-needs, so hiding a button is never the only protection.
+Roles are ordered: ``reviewer`` < ``policy_owner`` < ``admin``. Every service entry
+point that reads or changes labels, gold, verdicts, exports or agreement calls
+:func:`authorize` with the least role it needs, so hiding a button is never the only
+protection.
+
+An :class:`Actor` is issued, never built: :func:`sign_in` and :func:`operator_actor`
+seal it with an HMAC under a secret held by this process only, and :func:`authorize`
+refuses an actor without a valid seal (``Actor(reviewer_id=..., role="admin")`` built
+by hand). :func:`authorize` also reads the person's current role and active flag from
+the database on every call, so a demoted or deactivated person loses rights at once.
 
 Identities come from three sources (see ``review_app.ui.auth``): Streamlit's OIDC
 sign-in, a trusted reverse-proxy header (only when explicitly enabled), or the
@@ -13,33 +20,50 @@ The command line acts as the operator: whoever can run it can read the database.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
-from dataclasses import dataclass
+import secrets
+from dataclasses import dataclass, field, replace
 
 from sqlalchemy import Engine
 from sqlmodel import Session
 
 from review_app.errors import InputError, NotFound, PermissionDenied
-from storage import reviewing
+from storage import audit, reviewing
 from storage.engine import read_only
 from storage.models import REVIEWER_ROLES, Reviewer
 
 ROLE_RANK = {role: rank for rank, role in enumerate(REVIEWER_ROLES)}
 ADMINS_ENV = "REVIEW_APP_ADMINS"
+OPERATOR_NAME = "operator"
+
+# Never leaves this process: an actor sealed by another process (or by hand) is refused.
+_SECRET = secrets.token_bytes(32)
+
+
+def _seal(reviewer_id: int | None, name: str, auth_mode: str) -> str:
+    message = f"{reviewer_id}\x1f{name}\x1f{auth_mode}".encode()
+    return hmac.new(_SECRET, message, hashlib.sha256).hexdigest()
 
 
 @dataclass(frozen=True)
 class Actor:
+    """Who is calling a service. Get one from :func:`sign_in` or :func:`operator_actor`."""
+
     reviewer_id: int | None
     name: str
     role: str
     auth_mode: str
     """``oidc``, ``proxy``, ``local`` or ``operator`` (the command line)."""
     display_name: str | None = None
+    seal: str = field(default="", repr=False)
+    """Issued by this module; an actor built by hand has none and is refused."""
 
     @classmethod
     def operator(cls) -> Actor:
-        return cls(reviewer_id=None, name="operator", role="admin", auth_mode="operator")
+        """The command line's actor (an admin); the same as :func:`operator_actor`."""
+        return operator_actor()
 
     def has_role(self, minimum: str) -> bool:
         return ROLE_RANK[self.role] >= ROLE_RANK[minimum]
@@ -48,15 +72,85 @@ class Actor:
     def label(self) -> str:
         return self.display_name or self.name
 
+    @property
+    def is_operator(self) -> bool:
+        return self.auth_mode == "operator" and self.reviewer_id is None
+
+
+def _issue(
+    *, reviewer_id: int | None, name: str, role: str, auth_mode: str, display_name: str | None
+) -> Actor:
+    return Actor(
+        reviewer_id=reviewer_id,
+        name=name,
+        role=role,
+        auth_mode=auth_mode,
+        display_name=display_name,
+        seal=_seal(reviewer_id, name, auth_mode),
+    )
+
+
+def operator_actor() -> Actor:
+    """The actor of the command line: whoever can run it can read the database, an admin."""
+    return _issue(
+        reviewer_id=None,
+        name=OPERATOR_NAME,
+        role="admin",
+        auth_mode="operator",
+        display_name=None,
+    )
+
+
+def is_issued(actor: object) -> bool:
+    """Whether ``actor`` was issued by :func:`sign_in` or :func:`operator_actor`."""
+    if not isinstance(actor, Actor) or not actor.seal:
+        return False
+    expected = _seal(actor.reviewer_id, actor.name, actor.auth_mode)
+    return hmac.compare_digest(actor.seal, expected)
+
+
+def _denied(actor: Actor, role: str, minimum: str) -> PermissionDenied:
+    return PermissionDenied(
+        f"{actor.name} is a {role.replace('_', ' ')}; this needs a {minimum.replace('_', ' ')}"
+    )
+
 
 def require_role(actor: Actor, minimum: str) -> None:
+    """Check the seal and the role the actor carries (no database read: prefer
+    :func:`authorize`, which also reads the current role)."""
     if minimum not in ROLE_RANK:
         raise ValueError(f"unknown role {minimum!r}")
+    if not is_issued(actor):
+        raise PermissionDenied("nobody is signed in (this actor was not issued by a sign-in)")
     if not actor.has_role(minimum):
-        raise PermissionDenied(
-            f"{actor.name} is a {actor.role.replace('_', ' ')}; "
-            f"this needs a {minimum.replace('_', ' ')}"
-        )
+        raise _denied(actor, actor.role, minimum)
+
+
+def authorize(engine: Engine, actor: Actor, minimum: str) -> Actor:
+    """The actor with its current role, if it was issued here and may act as ``minimum``.
+
+    The one check every service makes. The seal proves the actor came from
+    :func:`sign_in` or :func:`operator_actor`; the role and the active flag are read
+    from the database (one primary-key lookup), so a role change applies to the
+    next call of a session that signed in before it. Raises ``PermissionDenied``.
+    """
+    if minimum not in ROLE_RANK:
+        raise ValueError(f"unknown role {minimum!r}")
+    if not is_issued(actor):
+        raise PermissionDenied("nobody is signed in (this actor was not issued by a sign-in)")
+    if actor.is_operator:
+        return actor
+    assert actor.reviewer_id is not None
+    with Session(read_only(engine)) as session:
+        person = reviewing.get_reviewer(session, reviewer_id=actor.reviewer_id)
+        if person is None or person.name != actor.name:
+            raise PermissionDenied(f"{actor.name} is not a reviewer of this database")
+        if not person.active:
+            raise PermissionDenied(f"{actor.name} has been deactivated by an admin")
+        role = person.role
+    if ROLE_RANK[role] < ROLE_RANK[minimum]:
+        raise _denied(actor, role, minimum)
+    return actor if role == actor.role else replace(actor, role=role)
 
 
 def require_reviewer_id(actor: Actor) -> int:
@@ -86,7 +180,7 @@ def configured_admins() -> set[str]:
 
 def _actor(reviewer: Reviewer, auth_mode: str) -> Actor:
     assert reviewer.id is not None
-    return Actor(
+    return _issue(
         reviewer_id=reviewer.id,
         name=reviewer.name,
         role=reviewer.role,
@@ -113,14 +207,14 @@ def sign_in(
             return _actor(existing, auth_mode)
     role = "admin" if name in configured_admins() else check_role_name(first_role)
     with Session(engine) as session:
-        reviewer = reviewing.get_reviewer_by_name(session, name=name)
-        if reviewer is None:
-            reviewer = reviewing.create_reviewer(
-                session, name=name, role=role, display_name=display_name
-            )
+        # INSERT ... ON CONFLICT DO NOTHING: a first sign-in from two tabs at once
+        # gives both the one reviewer row instead of an IntegrityError to one of them.
+        reviewer = reviewing.ensure_reviewer(
+            session, name=name, role=role, display_name=display_name
+        )
+        signed_in = _actor(reviewer, auth_mode)
         session.commit()
-        session.refresh(reviewer)
-        return _actor(reviewer, auth_mode)
+    return signed_in
 
 
 def list_people(engine: Engine) -> list[Reviewer]:
@@ -132,17 +226,26 @@ def list_people(engine: Engine) -> list[Reviewer]:
 
 
 def add_person(engine: Engine, actor: Actor, *, name: str, role: str = "reviewer") -> Reviewer:
-    require_role(actor, "admin")
+    actor = authorize(engine, actor, "admin")
     name = check_reviewer_name(name)
     check_role_name(role)
     with Session(engine) as session:
         reviewer = reviewing.get_reviewer_by_name(session, name=name)
+        before = None if reviewer is None else {"role": reviewer.role, "active": reviewer.active}
         if reviewer is None:
             reviewer = reviewing.create_reviewer(session, name=name, role=role)
         else:
             reviewer.role = role
             reviewer.active = True
             session.add(reviewer)
+        audit.add_entry(
+            session,
+            actor=actor.name,
+            action="person_add" if before is None else "role_change",
+            object_type="reviewer",
+            object_key=name,
+            summary={"before": before, "after": {"role": role, "active": True}},
+        )
         session.commit()
         session.refresh(reviewer)
         session.expunge(reviewer)
@@ -150,7 +253,7 @@ def add_person(engine: Engine, actor: Actor, *, name: str, role: str = "reviewer
 
 
 def set_role(engine: Engine, actor: Actor, *, name: str, role: str) -> None:
-    require_role(actor, "admin")
+    actor = authorize(engine, actor, "admin")
     check_role_name(role)
     with Session(engine) as session:
         reviewer = reviewing.get_reviewer_by_name(session, name=name)
@@ -165,5 +268,14 @@ def set_role(engine: Engine, actor: Actor, *, name: str, role: str) -> None:
                 "the last admin cannot be demoted; make someone else admin first", field="role"
             )
         assert reviewer.id is not None
+        before = reviewer.role
         reviewing.set_reviewer_role(session, reviewer_id=reviewer.id, role=role)
+        audit.add_entry(
+            session,
+            actor=actor.name,
+            action="role_change",
+            object_type="reviewer",
+            object_key=name,
+            summary={"before": {"role": before}, "after": {"role": role}},
+        )
         session.commit()

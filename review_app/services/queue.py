@@ -23,8 +23,8 @@ from review_app.errors import InputError
 from review_app.evaluator import EVALUATOR_VERSION
 from review_app.rubrics import Rubric
 from review_app.services.cases import check_lane
-from review_app.services.people import Actor, require_role
-from storage import borderline, reviewing
+from review_app.services.people import Actor, authorize
+from storage import audit, borderline, reviewing
 from storage.cases import list_case_summaries
 from storage.engine import read_only
 from storage.reviewing import QueueRow
@@ -116,7 +116,7 @@ def queue_page(
     page: int = 1,
     page_size: int = DEFAULT_PAGE_SIZE,
 ) -> QueuePage:
-    require_role(actor, "reviewer")
+    actor = authorize(engine, actor, "reviewer")
     check_lane(lane)
     if actor.reviewer_id is None:
         return QueuePage([], 1, 1, 0, 0, 0)
@@ -158,7 +158,7 @@ def open_review_work(engine: Engine, actor: Actor, *, rubric: Rubric) -> int:
 
 def next_case(engine: Engine, actor: Actor, *, rubric: Rubric, after: str | None) -> str | None:
     """The next unfinished case in the actor's queue after ``after`` (wrapping round)."""
-    require_role(actor, "reviewer")
+    actor = authorize(engine, actor, "reviewer")
     if actor.reviewer_id is None:
         return None
     with Session(read_only(engine)) as session:
@@ -203,7 +203,7 @@ def assign_cases(
     case the reviewers who do not have it yet and carry the least load get it; ties
     go by name, so the result is reproducible.
     """
-    require_role(actor, "policy_owner")
+    actor = authorize(engine, actor, "policy_owner")
     check_lane(lane)
     if overlap < 1:
         raise InputError("the overlap is at least 1 reviewer per case", field="overlap")
@@ -264,6 +264,19 @@ def assign_cases(
                 load[name] += 1
                 added[name] += 1
         reviewing.insert_assignments(session, rows=rows, now=now)
+        audit.add_entry(
+            session,
+            actor=actor.name,
+            action="assign",
+            object_type="rubric",
+            object_key=rubric.ref,
+            summary={
+                "overlap": overlap,
+                "lane": lane,
+                "cases": len(case_ids),
+                "new_assignments": dict(sorted(added.items())),
+            },
+        )
         session.commit()
     forget_progress()
     return AssignmentReport(len(case_ids), len(rows), dict(added), covered)
@@ -399,7 +412,7 @@ def informative_queue(
     Reads the whole filtered queue (the score needs every case); the queue order
     ("oldest first") pages in SQL instead.
     """
-    require_role(actor, "reviewer")
+    actor = authorize(engine, actor, "reviewer")
     check_lane(lane)
     whole = queue_page(
         engine, actor, rubric=rubric, lane=lane, only_unlabeled=only_unlabeled, page_size=10**9

@@ -25,7 +25,8 @@ from review_app.rubrics import (
     parse_rubric_ref,
     rubric_from_dict,
 )
-from storage import reviewing
+from review_app.services.people import Actor, authorize
+from storage import audit, reviewing
 from storage.engine import read_only
 
 
@@ -94,8 +95,13 @@ def _rubric_files(root: Path) -> list[Path]:
     )
 
 
-def sync_rubrics(engine: Engine, *, directory: Path | None = None) -> RubricCatalog:
-    """Load every rubric file, compare with the stored versions, store new content."""
+def sync_rubrics(engine: Engine, actor: Actor, *, directory: Path | None = None) -> RubricCatalog:
+    """Load every rubric file, compare with the stored versions, store new content.
+
+    Any signed-in person may ask (reviewers need the catalog to label); storing new
+    content is a rubric publication, recorded in the audit log under the actor.
+    """
+    actor = authorize(engine, actor, "reviewer")
     root = directory or default_rubrics_dir()
     catalog = RubricCatalog()
     loaded: list[Rubric] = []
@@ -134,6 +140,18 @@ def sync_rubrics(engine: Engine, *, directory: Path | None = None) -> RubricCata
                 )
                 continue
             if stored_row is None or stored_row.sha256 != rubric.sha256:
+                audit.add_entry(
+                    session,
+                    actor=actor.name,
+                    action="rubric_publish",
+                    object_type="rubric",
+                    object_key=rubric.ref,
+                    summary={
+                        "before": stored_row.sha256 if stored_row is not None else None,
+                        "after": rubric.sha256,
+                        "source": rubric.source,
+                    },
+                )
                 reviewing.save_rubric_version(
                     session,
                     rubric_id=rubric.id,
@@ -152,8 +170,9 @@ def sync_rubrics(engine: Engine, *, directory: Path | None = None) -> RubricCata
     return catalog
 
 
-def has_labels(engine: Engine, rubric: Rubric) -> bool:
+def has_labels(engine: Engine, actor: Actor, rubric: Rubric) -> bool:
     """Whether labels use this version now (a catalog's ``labeled`` is as of its sync)."""
+    authorize(engine, actor, "reviewer")
     with Session(read_only(engine)) as session:
         return reviewing.rubric_version_has_labels(
             session, rubric_id=rubric.id, version=rubric.version

@@ -27,7 +27,7 @@ from review_app.services.export import ExportResult
 from review_app.services.importing import ImportSummary, StoredConflicts, import_paths
 from review_app.services.judge import JudgeImportSummary, import_verdicts
 from review_app.services.labels_io import LabelImportSummary, import_labels
-from review_app.services.people import Actor, require_role
+from review_app.services.people import Actor, authorize
 from review_app.services.rubric_catalog import RubricCatalog
 
 MAX_UPLOAD_BYTES = 200 * 1024 * 1024
@@ -67,28 +67,27 @@ class ValidationReport:
 
 
 def validate_upload(
+    engine: Engine,
     actor: Actor,
     *,
     name: str,
     data: bytes,
     format: str | None,
     options: dict[str, Any],
-    engine: Engine | None = None,
     replace: bool = False,
 ) -> ValidationReport:
-    """Read and check the file as the import would. With ``engine``, also against what
-    is stored (cases stored with other content unless ``replace``, contract versions
-    stored with another body): a file reported ``ok`` is one the import accepts."""
-    require_role(actor, "policy_owner")
+    """Read and check the file as the import would, against what is stored too (cases
+    stored with other content unless ``replace``, contract versions stored with another
+    body): a file reported ``ok`` is one the import accepts."""
+    authorize(engine, actor, "policy_owner")
     report = ValidationReport(file=name, format=format or "?")
-    conflicts = None if engine is None else StoredConflicts(engine, replace=replace)
+    conflicts = StoredConflicts(engine, replace=replace)
     try:
         with uploaded_file(name, data) as path:
             report.format = format or detect_format(path)
             given = {} if report.format == "native" else options
             for record in read_cases(path, format=report.format, **given):
-                if conflicts is not None:
-                    conflicts.add(record)
+                conflicts.add(record)
                 result = record.result
                 report.cases.append(
                     {
@@ -99,8 +98,7 @@ def validate_upload(
                         "line": record.line,
                     }
                 )
-            if conflicts is not None:
-                conflicts.flush()
+            conflicts.flush()
     except InputError as error:
         report.error = _display_name(str(error), name)
     report.lanes = dict(Counter(case["lane"] for case in report.cases))
@@ -126,12 +124,14 @@ def import_upload(
     options: dict[str, Any],
     replace: bool = False,
 ) -> ImportSummary:
-    require_role(actor, "policy_owner")
+    actor = authorize(engine, actor, "policy_owner")
     if format is not None and format not in FORMATS:
         raise InputError(f"unknown format {format!r}", field="format")
     with uploaded_file(name, data) as path:
         try:
-            return import_paths(engine, [path], replace=replace, format=format, options=options)
+            return import_paths(
+                engine, actor, [path], replace=replace, format=format, options=options
+            )
         except InputError as error:
             raise InputError(_display_name(str(error), name)) from None
 
@@ -170,8 +170,9 @@ def import_verdict_upload(
             raise InputError(_display_name(str(error), name)) from None
 
 
-def zip_export(result: ExportResult) -> bytes:
+def zip_export(engine: Engine, actor: Actor, result: ExportResult) -> bytes:
     """The export's files as a zip with fixed timestamps (same data, same bytes)."""
+    authorize(engine, actor, "policy_owner")
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
         for name, data in sorted(result.files.items()):

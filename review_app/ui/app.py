@@ -1,4 +1,8 @@
-"""Entry script: page setup, sign-in, routing. Pages live in ``pages/``."""
+"""Entry script: page setup, sign-in, routing. Pages live in ``views/``.
+
+Not ``pages/``: Streamlit discovers a folder of that name by itself, and a deep link as
+the first request of a fresh server would run the page without this script.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +15,6 @@ from review_app.ui.safe import code_span
 # An emoji favicon is drawn in the browser; a Material icon would be fetched from
 # fonts.gstatic.com, a request leaving the reviewer's machine on every page load.
 st.set_page_config(page_title="Role Review", page_icon="⚖️", layout="wide")
-keys.early_keys()
 state.init_session()
 
 try:
@@ -35,6 +38,8 @@ if signed_in is None:
 
 st.session_state["_actor"] = signed_in
 navigation = st.navigation(state.pages())
+if navigation.url_path == "review":
+    keys.early_keys()  # first on the page: label keys pressed while it loads are kept
 
 with st.sidebar:
     if signed_in.auth_mode == "local":

@@ -23,13 +23,13 @@ from review_app.services.agreement import (
 )
 from review_app.services.cases import CaseView, case_fingerprint, load_case_view
 from review_app.services.judge import calibration_report, judge_token
-from review_app.services.people import Actor, sign_in
+from review_app.services.people import Actor, authorize, sign_in
 from review_app.services.queue import open_review_work
 from review_app.services.rubric_catalog import RubricCatalog, sync_rubrics
 from review_app.ui import auth
 from storage.engine import database_url, shared_engine
 
-PAGES_DIR = Path(__file__).resolve().parent / "pages"
+PAGES_DIR = Path(__file__).resolve().parent / "views"
 
 # key -> default value
 DEFAULTS: dict[str, Any] = {
@@ -121,14 +121,18 @@ def _rubric_signature(root: Path) -> tuple[tuple[str, float], ...]:
 
 
 @st.cache_resource(show_spinner=False)
-def _catalog(url: str, root: str, signature: tuple[tuple[str, float], ...]) -> RubricCatalog:
+def _catalog(
+    url: str, root: str, signature: tuple[tuple[str, float], ...], _who: Actor
+) -> RubricCatalog:
     del signature  # part of the cache key only: a changed file loads again
-    return sync_rubrics(_engine(url), directory=Path(root))
+    return sync_rubrics(_engine(url), _who, directory=Path(root))
 
 
 def catalog() -> RubricCatalog:
+    """The rubric catalog, shared between sessions; each call checks the session's actor."""
+    who = authorize(engine(), actor(), "reviewer")
     root = default_rubrics_dir()
-    return _catalog(database_url(), str(root), _rubric_signature(root))
+    return _catalog(database_url(), str(root), _rubric_signature(root), who)
 
 
 def refresh_catalog() -> None:
@@ -136,17 +140,20 @@ def refresh_catalog() -> None:
 
 
 @st.cache_resource(show_spinner=False, max_entries=64)
-def _case_view(url: str, case_id: str, fingerprint: str) -> CaseView:
+def _case_view(url: str, case_id: str, fingerprint: str, _who: Actor) -> CaseView:
     del fingerprint  # part of the cache key only: a re-imported case builds again
-    return load_case_view(_engine(url), case_id=case_id)
+    return load_case_view(_engine(url), _who, case_id=case_id)
 
 
 def case_view(case_id: str) -> CaseView:
     """The case as the review page shows it, built once per content (every label click
     reruns the page on the same case). Shared between sessions: treat it as read-only.
     Raises ``NotFound``."""
-    fingerprint = case_fingerprint(engine(), case_id=case_id)
-    return _case_view(database_url(), case_id, fingerprint)
+    who = actor()
+    # The fingerprint checks that this actor may open the case, so the shared cached
+    # view is handed only to those who may.
+    fingerprint = case_fingerprint(engine(), who, case_id=case_id)
+    return _case_view(database_url(), case_id, fingerprint, who)
 
 
 def current_actor() -> Actor | None:
@@ -209,19 +216,25 @@ def rubric_selector() -> Rubric | None:
 
 
 @st.cache_data(show_spinner="Computing agreement…", max_entries=16)
-def _dashboard(url: str, ref: str, token: tuple[int, int, int, int]) -> DashboardData:
+def _dashboard(url: str, ref: str, token: tuple[int, int, int, int], _who: Actor) -> DashboardData:
     del token  # cache key only: labels are append-only, so a new label changes it
-    return dashboard_data(_engine(url), rubric=catalog().for_reports(ref))
+    return dashboard_data(_engine(url), _who, rubric=catalog().for_reports(ref))
 
 
 def dashboard(ref: str) -> DashboardData:
+    """The agreement dashboard; the label token checks the actor before the cache answers."""
     rubric = catalog().for_reports(ref)
-    return _dashboard(database_url(), ref, label_token(engine(), rubric=rubric))
+    who = actor()
+    return _dashboard(database_url(), ref, label_token(engine(), who, rubric=rubric), who)
 
 
 def confusion(ref: str, reviewer_a: str, reviewer_b: str) -> list[dict[str, Any]]:
     return confusion_between(
-        engine(), rubric=catalog().for_reports(ref), reviewer_a=reviewer_a, reviewer_b=reviewer_b
+        engine(),
+        actor(),
+        rubric=catalog().for_reports(ref),
+        reviewer_a=reviewer_a,
+        reviewer_b=reviewer_b,
     )
 
 
@@ -242,7 +255,11 @@ def disagreements(ref: str, *, include_adjudicated: bool = False) -> list[Disagr
     """The disagreement queue, computed again only when labels or gold labels change."""
     rubric = catalog().for_reports(ref)
     return _disagreements(
-        database_url(), ref, label_token(engine(), rubric=rubric), actor(), include_adjudicated
+        database_url(),
+        ref,
+        label_token(engine(), actor(), rubric=rubric),
+        actor(),
+        include_adjudicated,
     )
 
 
@@ -253,21 +270,26 @@ def _judge_report(
     token: tuple[int, int, int, int],
     runs_token: tuple[int, str, int, int],
     generation: int,
+    _who: Actor,
 ) -> dict[str, Any]:
     del token, runs_token, generation  # cache keys only
-    return calibration_report(_engine(url), rubric=catalog().for_reports(ref), n_resamples=500)
+    return calibration_report(
+        _engine(url), _who, rubric=catalog().for_reports(ref), n_resamples=500
+    )
 
 
 def judge_report(ref: str) -> dict[str, Any]:
     rubric = catalog().for_reports(ref)
+    who = actor()
     # Keyed on the labels and on the judge runs, so verdicts stored by the command line
-    # or by another session show on the next rerun.
+    # or by another session show on the next rerun. The tokens check the actor first.
     return _judge_report(
         database_url(),
         ref,
-        label_token(engine(), rubric=rubric),
-        judge_token(engine(), rubric=rubric),
+        label_token(engine(), who, rubric=rubric),
+        judge_token(engine(), who, rubric=rubric),
         st.session_state.get("_judge_generation", 0),
+        who,
     )
 
 

@@ -1,7 +1,7 @@
 """Key presses of the review page, applied once each
 
 Revision ID: 0009
-Revises: 0004
+Revises: 0006
 Create Date: 2026-11-30
 """
 
@@ -13,7 +13,7 @@ from alembic import op
 
 
 revision = '0009'
-down_revision = '0004'
+down_revision = '0006'
 branch_labels = None
 depends_on = None
 

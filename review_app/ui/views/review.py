@@ -13,7 +13,7 @@ from typing import Any
 
 import streamlit as st
 
-from review_app.errors import InputError, NotFound
+from review_app.errors import InputError, NotFound, PermissionDenied
 from review_app.services.cases import CaseView, TurnView
 from review_app.services.key_events import apply_key_events, parse_key_events
 from review_app.services.labeling import CaseLabels, case_labels
@@ -47,7 +47,7 @@ if not case_id:
 
 try:
     view: CaseView = state.case_view(case_id)
-except NotFound as error:
+except (NotFound, PermissionDenied) as error:
     st.title("Review")
     st.error(str(error))
     st.session_state["focus"] = None
@@ -217,8 +217,11 @@ def _label_line(turn: TurnView) -> str | None:
     mine = labels.mine.get(turn.turn)
     history = labels.my_history.get(turn.turn, [])
     line = f"Your label: {code_span(mine.code) if mine else '—'}"
-    if len(history) > 1:
-        line += " (was " + " → ".join(code_span(h.code) for h in history[:-1]) + ")"
+    earlier = [h for h in history if not h.current]
+    if earlier:
+        line += " (was " + " → ".join(code_span(h.code) for h in earlier) + ")"
+    if turn.turn in labels.needs_relabeling:
+        line += " · **needs relabeling**: the conversation changed since you labeled it"
     if labels.others is not None:
         others = labels.others.get(turn.turn, [])
         if others:

@@ -30,7 +30,9 @@ st.selectbox(
     args=("rubric_ref",),
 )
 rubric = catalog.get(st.session_state["rubric_ref"])
-locked = has_labels(state.engine(), rubric)  # live: the cached catalog predates new labels
+locked = has_labels(
+    state.engine(), state.actor(), rubric
+)  # live: the cached catalog predates new labels
 st.caption(
     f"{code_span(rubric.ref)} · applies to {code_span(rubric.applies_to)} turns · "
     f"sha256 {code_span(rubric.sha256[:12])} · "

@@ -22,7 +22,7 @@ if rubric is None:
     st.stop()
 engine = state.engine()
 
-with st.expander("Import judge verdicts (SPEC §5: CSV or JSONL)"):
+with st.expander('Import judge verdicts (CSV or JSONL; docs/reference.md, "Judge verdicts")'):
     st.file_uploader("Verdict file", type=["csv", "jsonl"], key="judge_file")
     st.selectbox(
         "Scores mean",
@@ -149,6 +149,7 @@ left.selectbox(
 right.selectbox("Label", ["all", *rubric.codes], key="judge_label")
 rows = disagreement_explorer(
     engine,
+    state.actor(),
     rubric=rubric,
     report_run=run,
     kind=None if st.session_state["judge_kind"] == "all" else st.session_state["judge_kind"],
@@ -183,7 +184,7 @@ for item in rows[:100]:
             st.caption("No reviewer wrote a rationale for this turn.")
 
 st.subheader("Few-shot material for the next prompt version")
-examples = few_shot_material(engine, rubric=rubric, run_id=run["id"])
+examples = few_shot_material(engine, state.actor(), rubric=rubric, run_id=run["id"])
 st.caption(f"{len(examples)} adjudicated contrasting examples (pass / fail / borderline).")
 st.download_button(
     "Download examples (JSON)",

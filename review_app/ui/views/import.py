@@ -30,12 +30,12 @@ with cases_tab:
         data = upload.getvalue()
         # The same checks as the import, against what is stored too (contracts, cases).
         report = validate_upload(
+            state.engine(),
             actor,
             name=upload.name,
             data=data,
             format=form,
             options={},
-            engine=state.engine(),
             replace=st.session_state["import_replace"],
         )
         if not report.ok:

@@ -6,10 +6,12 @@ import streamlit as st
 
 from review_app.errors import InputError, NotFound
 from review_app.services.adjudication import ambiguity_notes, record_gold, unit_detail
+from review_app.services.audit import audit_entries, audit_line
 from review_app.ui import state
 from review_app.ui.safe import code_span
 
 LISTED_UNITS = 200  # a page of thousands of rows of links would stall the browser
+AUDIT_ENTRIES = 50
 
 actor = state.actor()
 if not actor.has_role("policy_owner"):
@@ -63,6 +65,12 @@ if not case_id or not turn_text or not turn_text.lstrip("-").isdigit():
                 f"{code_span(note['case_id'])} turn {note['turn']} · gold {code_span(note['gold'])}"
             )
             st.text(note["note"])
+    with st.expander("Audit log: the latest changes and exports"):
+        entries = audit_entries(engine, actor, limit=AUDIT_ENTRIES)
+        if not entries:
+            st.caption("None yet.")
+        else:
+            st.text("\n".join(audit_line(entry) for entry in entries))  # plain text
     st.stop()
 
 turn = int(turn_text)

@@ -31,6 +31,7 @@ if st.button("Prepare export", key="export_prepare", type="primary"):
     try:
         result = export_data(
             state.engine(),
+            state.actor(),
             rubric=rubric,
             format=st.session_state["export_format"],
             redact=st.session_state["export_redact"],
@@ -43,7 +44,7 @@ if st.button("Prepare export", key="export_prepare", type="primary"):
     else:
         st.session_state["export_ready"] = {
             "name": f"{rubric.id}-v{rubric.version}-{st.session_state['export_format']}.zip",
-            "zip": zip_export(result),
+            "zip": zip_export(state.engine(), state.actor(), result),
             "manifest": result.files["manifest.json"],
             "summary": result.line(),
         }

@@ -1,0 +1,101 @@
+"""The audit log: append-only rows, written inside the transaction of the change."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, insert
+from sqlmodel import Session, col, select
+
+from storage.models import AuditEntry, GoldLabel, Label, utcnow
+
+_TABLE = AuditEntry.__table__  # type: ignore[attr-defined]
+
+
+def summary_text(summary: dict[str, Any]) -> str:
+    return json.dumps(summary, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def add_entry(
+    target: Session | Connection,
+    *,
+    actor: str,
+    action: str,
+    object_type: str,
+    object_key: str | None,
+    summary: dict[str, Any],
+) -> None:
+    """Append one row through ``target``'s open transaction (committed with the change)."""
+    target.execute(
+        insert(_TABLE).values(
+            at=utcnow(),
+            actor=actor,
+            action=action,
+            object_type=object_type,
+            object_key=object_key,
+            summary_json=summary_text(summary),
+        )
+    )
+
+
+def list_entries(
+    session: Session,
+    *,
+    since: datetime | None = None,
+    actor: str | None = None,
+    action: str | None = None,
+    limit: int | None = None,
+) -> list[AuditEntry]:
+    """Entries, newest first."""
+    query = select(AuditEntry)
+    if since is not None:
+        query = query.where(col(AuditEntry.at) >= since)
+    if actor is not None:
+        query = query.where(col(AuditEntry.actor) == actor)
+    if action is not None:
+        query = query.where(col(AuditEntry.action) == action)
+    query = query.order_by(col(AuditEntry.id).desc())
+    if limit is not None:
+        query = query.limit(limit)
+    return list(session.exec(query))
+
+
+def current_gold_code(
+    session: Session, *, rubric_id: str, version: int, case_id: str, turn: int
+) -> str | None:
+    """The unit's current gold code before a change (for the entry's ``before``)."""
+    query = (
+        select(col(GoldLabel.code))
+        .where(
+            col(GoldLabel.rubric_id) == rubric_id,
+            col(GoldLabel.rubric_version) == version,
+            col(GoldLabel.case_id) == case_id,
+            col(GoldLabel.turn) == turn,
+            col(GoldLabel.current),
+        )
+        .order_by(col(GoldLabel.id).desc())
+        .limit(1)
+    )
+    return session.exec(query).first()
+
+
+def current_label_code(
+    session: Session, *, rubric_id: str, version: int, case_id: str, turn: int, reviewer_id: int
+) -> str | None:
+    """The reviewer's current code on a unit before a change (for ``before``)."""
+    query = (
+        select(col(Label.code))
+        .where(
+            col(Label.rubric_id) == rubric_id,
+            col(Label.rubric_version) == version,
+            col(Label.case_id) == case_id,
+            col(Label.turn) == turn,
+            col(Label.reviewer_id) == reviewer_id,
+            col(Label.current),
+        )
+        .order_by(col(Label.id).desc())
+        .limit(1)
+    )
+    return session.exec(query).first()

@@ -1,0 +1,444 @@
+"""Every public service function: who may call it, enumerated so none is forgotten.
+
+Each public function of ``review_app.services.*`` is either GUARDED (it reads or
+writes labels, gold, verdicts, exports, agreement or assignments: it takes the
+issued actor and checks the role) or EXEMPT with a reason. A new service function
+that is neither fails here. Guarded functions are called as a forged actor (built by
+hand, with an admin role and a real reviewer's id), as an actor issued by another
+process, and as a reviewer who has labeled nothing yet.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import Engine
+
+import review_app.services as services_package
+from review_app.errors import PermissionDenied
+from review_app.rubrics import Rubric
+from review_app.services import (
+    adjudication,
+    agreement,
+    audit,
+    cases,
+    demo,
+    export,
+    importing,
+    judge,
+    labeling,
+    labels_io,
+    people,
+    queue,
+    rubric_catalog,
+    uploads,
+)
+from review_app.services.demo import DEMO_CASES, DEMO_LABELS, DEMO_VERDICTS, load_demo
+from review_app.services.people import Actor
+from storage.engine import create_database_engine
+from storage.migrations import upgrade_database
+from tests.actors import operator, signed_in
+
+RUBRIC = "role-adherence@1"
+CASE = "support-delayed-refund-violation"
+
+
+@dataclass
+class World:
+    engine: Engine
+    rubric: Rubric
+    tmp: Path
+    run_id: int
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    tmp = tmp_path_factory.mktemp("authz")
+    engine = create_database_engine(f"sqlite:///{tmp / 'review.db'}")
+    upgrade_database(engine)
+    load_demo(engine, operator())
+    rubric = rubric_catalog.sync_rubrics(engine, operator()).get(RUBRIC)
+    run_id = judge.list_judge_runs(engine, operator(), rubric=rubric)[0]["id"]
+    yield World(engine, rubric, tmp, run_id)
+    engine.dispose()
+
+
+Call = Callable[[World, Actor], Any]
+
+# name -> (call, what a reviewer who has labeled nothing gets: "denied" or a check)
+GUARDED: dict[str, tuple[Call, str]] = {
+    "adjudication.ambiguity_notes": (
+        lambda w, a: adjudication.ambiguity_notes(w.engine, a, rubric=w.rubric),
+        "denied",
+    ),
+    "adjudication.disagreement_queue": (
+        lambda w, a: adjudication.disagreement_queue(w.engine, a, rubric=w.rubric),
+        "denied",
+    ),
+    "adjudication.gold_labels": (
+        lambda w, a: adjudication.gold_labels(w.engine, a, rubric=w.rubric),
+        "denied",
+    ),
+    "adjudication.record_gold": (
+        lambda w, a: adjudication.record_gold(
+            w.engine, a, rubric=w.rubric, case_id=CASE, turn=2, code="in_role"
+        ),
+        "denied",
+    ),
+    "adjudication.unit_detail": (
+        lambda w, a: adjudication.unit_detail(w.engine, a, rubric=w.rubric, case_id=CASE, turn=2),
+        "denied",
+    ),
+    "agreement.agreement_report": (
+        lambda w, a: agreement.agreement_report(w.engine, a, rubric=w.rubric, n_resamples=10),
+        "denied",
+    ),
+    "agreement.confusion_between": (
+        lambda w, a: agreement.confusion_between(
+            w.engine, a, rubric=w.rubric, reviewer_a="ana", reviewer_b="ben"
+        ),
+        "denied",
+    ),
+    "agreement.dashboard_data": (
+        lambda w, a: agreement.dashboard_data(w.engine, a, rubric=w.rubric, n_resamples=10),
+        "denied",
+    ),
+    "agreement.label_token": (
+        lambda w, a: agreement.label_token(w.engine, a, rubric=w.rubric),
+        "denied",
+    ),
+    "agreement.load_label_columns": (
+        lambda w, a: agreement.load_label_columns(w.engine, a, rubric=w.rubric),
+        "denied",
+    ),
+    "audit.audit_entries": (lambda w, a: audit.audit_entries(w.engine, a), "denied"),
+    "cases.case_fingerprint": (
+        lambda w, a: cases.case_fingerprint(w.engine, a, case_id=CASE),
+        "denied",
+    ),
+    "cases.load_case_view": (
+        lambda w, a: cases.load_case_view(w.engine, a, case_id=CASE),
+        "denied",
+    ),
+    "cases.may_open_case": (lambda w, a: cases.may_open_case(w.engine, a, case_id=CASE), "denied"),
+    "demo.load_demo": (lambda w, a: demo.load_demo(w.engine, a), "denied"),
+    "export.export_data": (
+        lambda w, a: export.export_data(w.engine, a, rubric=w.rubric, format="csv"),
+        "denied",
+    ),
+    "importing.import_paths": (
+        lambda w, a: importing.import_paths(w.engine, a, [DEMO_CASES]),
+        "denied",
+    ),
+    "importing.import_records": (
+        lambda w, a: importing.import_records(w.engine, a, [], source="none.jsonl"),
+        "denied",
+    ),
+    "judge.calibrated_probability": (
+        lambda w, a: judge.calibrated_probability(w.engine, a, run_id=w.run_id, scores=[0.5]),
+        "denied",
+    ),
+    "judge.calibration_report": (
+        lambda w, a: judge.calibration_report(w.engine, a, rubric=w.rubric, n_resamples=10),
+        "denied",
+    ),
+    "judge.disagreement_explorer": (
+        lambda w, a: judge.disagreement_explorer(
+            w.engine, a, rubric=w.rubric, report_run={"disagreements": []}
+        ),
+        "denied",
+    ),
+    "judge.few_shot_material": (
+        lambda w, a: judge.few_shot_material(w.engine, a, rubric=w.rubric),
+        "denied",
+    ),
+    "judge.fit_run_calibration": (
+        lambda w, a: judge.fit_run_calibration(w.engine, a, rubric=w.rubric, run_id=w.run_id),
+        "denied",
+    ),
+    "judge.import_verdicts": (
+        lambda w, a: judge.import_verdicts(w.engine, a, DEMO_VERDICTS, rubric=w.rubric),
+        "denied",
+    ),
+    "judge.judge_token": (lambda w, a: judge.judge_token(w.engine, a, rubric=w.rubric), "denied"),
+    "judge.list_judge_runs": (
+        lambda w, a: judge.list_judge_runs(w.engine, a, rubric=w.rubric),
+        "denied",
+    ),
+    "judge.run_judge": (
+        lambda w, a: judge.run_judge(
+            w.engine, a, rubric=w.rubric, prompt=None, settings=None, case_ids=[]
+        ),
+        "denied",
+    ),
+    "labeling.case_labels": (
+        lambda w, a: labeling.case_labels(w.engine, a, case_id=CASE, rubric=w.rubric),
+        "blind",
+    ),
+    "labeling.record_label": (
+        lambda w, a: labeling.record_label(
+            w.engine, a, case_id=CASE, turn=2, rubric=w.rubric, code="in_role"
+        ),
+        "own",
+    ),
+    "labels_io.export_labels_csv": (
+        lambda w, a: labels_io.export_labels_csv(w.engine, a, rubric=w.rubric, history=True),
+        "denied",
+    ),
+    "labels_io.import_labels": (
+        lambda w, a: labels_io.import_labels(
+            w.engine, a, DEMO_LABELS, catalog=rubric_catalog.sync_rubrics(w.engine, operator())
+        ),
+        "denied",  # the demo file holds other reviewers' labels
+    ),
+    "people.add_person": (
+        lambda w, a: people.add_person(w.engine, a, name="mallory", role="admin"),
+        "denied",
+    ),
+    "people.authorize": (lambda w, a: people.authorize(w.engine, a, "policy_owner"), "denied"),
+    "people.set_role": (
+        lambda w, a: people.set_role(w.engine, a, name="ana", role="admin"),
+        "denied",
+    ),
+    "queue.assign_cases": (
+        lambda w, a: queue.assign_cases(
+            w.engine, a, rubric=w.rubric, reviewers=["ana"], overlap=1, case_ids=[CASE]
+        ),
+        "denied",
+    ),
+    "queue.next_case": (
+        lambda w, a: queue.next_case(w.engine, a, rubric=w.rubric, after=None),
+        "own",
+    ),
+    "queue.queue_page": (lambda w, a: queue.queue_page(w.engine, a, rubric=w.rubric), "own"),
+    "rubric_catalog.has_labels": (
+        lambda w, a: rubric_catalog.has_labels(w.engine, a, w.rubric),
+        "own",
+    ),
+    "rubric_catalog.sync_rubrics": (
+        lambda w, a: rubric_catalog.sync_rubrics(w.engine, a),
+        "own",
+    ),
+    "uploads.import_label_upload": (
+        lambda w, a: uploads.import_label_upload(
+            w.engine,
+            a,
+            name="labels.csv",
+            data=DEMO_LABELS.read_bytes(),
+            catalog=rubric_catalog.sync_rubrics(w.engine, operator()),
+            sign_in_enabled=True,
+        ),
+        "denied",
+    ),
+    "uploads.import_upload": (
+        lambda w, a: uploads.import_upload(
+            w.engine, a, name="case.json", data=b"{}", format=None, options={}
+        ),
+        "denied",
+    ),
+    "uploads.import_verdict_upload": (
+        lambda w, a: uploads.import_verdict_upload(
+            w.engine,
+            a,
+            name="v.jsonl",
+            data=DEMO_VERDICTS.read_bytes(),
+            rubric=w.rubric,
+            score_means="break",
+        ),
+        "denied",
+    ),
+    "uploads.validate_upload": (
+        lambda w, a: uploads.validate_upload(
+            w.engine, a, name="c.json", data=b"{}", format=None, options={}
+        ),
+        "denied",
+    ),
+    "uploads.zip_export": (
+        lambda w, a: uploads.zip_export(w.engine, a, export.ExportResult({}, {})),
+        "denied",
+    ),
+}
+
+# Functions that take no actor: pure computations over values the caller already
+# has, helpers over an open storage Session (their service callers authorize), and
+# case metadata without labels.
+EXEMPT: dict[str, str] = {
+    "adjudication.gold_counts": "pure: counts over a rating table the caller read",
+    "adjudication.gold_set_from": "pure: over label columns the caller read",
+    "adjudication.gold_set_from_table": "pure: over a rating table the caller read",
+    "agreement.report_from_columns": "pure: coefficients over columns the caller read",
+    "agreement.report_from_table": "pure: coefficients over a table the caller read",
+    "audit.audit_line": "pure: formats an entry the caller read",
+    "audit.file_sha256": "pure: hashes a local file",
+    "audit.parse_since": "pure: parses a timestamp",
+    "cases.case_view": "takes an open Session: a building block of authorized services",
+    "cases.check_lane": "pure: validates a lane name",
+    "cases.claims_role_change": "pure: a regular expression over text",
+    "cases.lane_counts": "case metadata only (counts per lane), no labels",
+    "cases.list_cases": "case metadata only (ids, lanes, findings), no labels",
+    "export.write_export": "writes an ExportResult that export_data authorized",
+    "importing.add_case_rows": "pure: builds rows in memory",
+    "judge.run_name": "pure: formats a run",
+    "judge.select_case_ids": "case ids by lane (metadata), used by the authorized run_judge",
+    "judge.verdict_schema": "pure: a JSON schema from the rubric",
+    "label_table.load_rating_table": "takes an open Session: a building block",
+    "label_table.rating_table": "pure: over label columns the caller read",
+    "labels_io.parse_label_file": "pure: parses a local file",
+    "local_judge.local_judge_available": "no data: whether a package is installed",
+    "local_judge.local_server_command": "no data: a command line",
+    "local_judge.local_server_environment": "no data: environment variables",
+    "local_judge.model_path": "no data: a file path",
+    "people.check_reviewer_name": "pure: validates a name",
+    "people.check_role_name": "pure: validates a role",
+    "people.configured_admins": "reads an environment variable",
+    "people.is_issued": "the seal check itself",
+    "people.list_people": "names and roles of people, no labels",
+    "people.operator_actor": "issues the command line's actor",
+    "people.require_reviewer_id": "checks an actor it is given",
+    "people.require_role": "checks an actor it is given",
+    "people.sign_in": "issues actors",
+    "queue.forget_progress": "clears an in-process cache",
+    "render.case_view_dict": "pure: formats a view the caller loaded",
+    "render.render_agreement_text": "pure: formats a report the caller computed",
+    "render.render_case_text": "pure: formats a view the caller loaded",
+    "render.render_judge_report": "pure: formats a report the caller computed",
+    "uploads.uploaded_file": "a temporary file for an upload",
+}
+
+# Exempt functions that nevertheless reach the database, each for the reason above.
+EXEMPT_WITH_DATABASE = {
+    "cases.case_view",
+    "cases.lane_counts",
+    "cases.list_cases",
+    "judge.select_case_ids",
+    "label_table.load_rating_table",
+    "people.list_people",
+    "people.sign_in",
+}
+
+
+def _public_functions() -> dict[str, Callable[..., Any]]:
+    found: dict[str, Callable[..., Any]] = {}
+    for info in pkgutil.iter_modules(services_package.__path__):
+        module = importlib.import_module(f"review_app.services.{info.name}")
+        for name, function in inspect.getmembers(module, inspect.isfunction):
+            if function.__module__ == module.__name__ and not name.startswith("_"):
+                found[f"{info.name}.{name}"] = function
+    return found
+
+
+def test_every_public_service_function_is_guarded_or_exempt_with_a_reason() -> None:
+    functions = _public_functions()
+    unclassified = sorted(set(functions) - set(GUARDED) - set(EXEMPT))
+    assert unclassified == [], f"classify these in GUARDED or EXEMPT: {unclassified}"
+    assert sorted((set(GUARDED) | set(EXEMPT)) - set(functions)) == []
+    assert not set(GUARDED) & set(EXEMPT)
+    for name in GUARDED:
+        parameters = inspect.signature(functions[name]).parameters
+        assert "actor" in parameters, f"{name} touches guarded data but takes no actor"
+    for name in EXEMPT:
+        parameters = inspect.signature(functions[name]).parameters
+        if name not in EXEMPT_WITH_DATABASE:
+            assert not {"engine", "session"} & set(parameters), (
+                f"{name} reaches the database without an actor"
+            )
+
+
+def _forged(world: World) -> Actor:
+    ana = signed_in(world.engine, "ana")
+    return Actor(reviewer_id=ana.reviewer_id, name="ana", role="admin", auth_mode="oidc")
+
+
+@pytest.mark.parametrize("name", sorted(GUARDED))
+def test_a_forged_actor_is_refused(world: World, name: str) -> None:
+    call, _ = GUARDED[name]
+    with pytest.raises(PermissionDenied):
+        call(world, _forged(world))
+
+
+@pytest.mark.parametrize("name", sorted(GUARDED))
+def test_an_actor_with_a_copied_or_stale_seal_is_refused(world: World, name: str) -> None:
+    call, _ = GUARDED[name]
+    ana = signed_in(world.engine, "ana")
+    # The seal of a real reviewer, on another identity: refused.
+    stolen = replace(operator(), seal=ana.seal)
+    with pytest.raises(PermissionDenied):
+        call(world, stolen)
+    # A reviewer's own seal with the role raised by hand: the database's role counts.
+    if GUARDED[name][1] == "denied":
+        nora = signed_in(world.engine, "nora", role="reviewer")
+        with pytest.raises(PermissionDenied):
+            call(world, replace(nora, role="admin"))
+
+
+@pytest.mark.parametrize("name", sorted(GUARDED))
+def test_a_reviewer_who_has_labeled_nothing(world: World, name: str) -> None:
+    call, expected = GUARDED[name]
+    newcomer = signed_in(world.engine, f"new-{name.replace('.', '-')}", role="reviewer")
+    if expected == "denied":
+        with pytest.raises(PermissionDenied):
+            call(world, newcomer)
+        return
+    result = call(world, newcomer)
+    if expected == "blind":
+        assert result.blind and result.others is None and result.other_reviewers == []
+    elif name == "queue.queue_page":
+        assert result.rows == [] and result.assigned == 0
+
+
+def test_the_operator_and_a_policy_owner_pass_every_read(world: World) -> None:
+    owner = signed_in(world.engine, "olivia")
+    assert owner.role == "policy_owner"
+    for actor in (operator(), owner):
+        assert agreement.agreement_report(world.engine, actor, rubric=world.rubric, n_resamples=10)
+        assert adjudication.gold_labels(world.engine, actor, rubric=world.rubric).labels
+        assert labels_io.export_labels_csv(world.engine, actor, rubric=world.rubric, history=True)
+        assert cases.load_case_view(world.engine, actor, case_id=CASE).turns
+
+
+def test_a_reviewer_opens_only_cases_in_their_queue_or_labeled_by_them(world: World) -> None:
+    rita = signed_in(world.engine, "rita-queue", role="reviewer")
+    with pytest.raises(PermissionDenied, match="not in rita-queue's queue"):
+        cases.load_case_view(world.engine, rita, case_id=CASE)
+    queue.assign_cases(
+        world.engine,
+        operator(),
+        rubric=world.rubric,
+        reviewers=["rita-queue"],
+        overlap=9,
+        case_ids=[CASE],
+    )
+    assert cases.load_case_view(world.engine, rita, case_id=CASE).case_id == CASE
+    other = "support-clean-late-parcel"
+    with pytest.raises(PermissionDenied):
+        cases.case_fingerprint(world.engine, rita, case_id=other)
+
+
+def test_a_demoted_or_deactivated_person_loses_rights_at_once(world: World) -> None:
+    paula = signed_in(world.engine, "paula", role="policy_owner")
+    assert agreement.label_token(world.engine, paula, rubric=world.rubric)
+    people.set_role(world.engine, operator(), name="paula", role="reviewer")
+    with pytest.raises(PermissionDenied, match="paula is a reviewer"):
+        agreement.label_token(world.engine, paula, rubric=world.rubric)
+    people.set_role(world.engine, operator(), name="paula", role="admin")
+    assert people.authorize(world.engine, paula, "admin").role == "admin"
+
+    from sqlmodel import Session
+
+    from storage.models import Reviewer
+
+    with Session(world.engine) as session:
+        person = session.get(Reviewer, paula.reviewer_id)
+        assert person is not None
+        person.active = False
+        session.add(person)
+        session.commit()
+    with pytest.raises(PermissionDenied, match="deactivated"):
+        queue.queue_page(world.engine, paula, rubric=world.rubric)

@@ -1,0 +1,149 @@
+"""A deep link as the very first request of a freshly started server, in real Chromium.
+
+A CI failure line links to ``review?case=<id>``; that link is often the first
+request a new server sees. Streamlit runs a page without the entry script when it
+discovers a ``pages/`` folder by itself, which showed a traceback ("nobody is signed
+in") and the raw page list. Here the server is started, waited for without any HTTP
+request (a TCP connect only), and the first page request is the deep link.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from review_app.services.demo import load_demo
+from review_app.services.people import add_person, operator_actor
+from review_app.services.queue import assign_cases
+from review_app.services.rubric_catalog import sync_rubrics
+from storage.engine import create_database_engine
+from storage.migrations import upgrade_database
+from tests.conftest import review_app_command
+from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, IDLE, REPO, _free_port, _require_browser
+
+pytestmark = pytest.mark.browser
+
+REVIEWER = "rita"
+RUBRIC = "role-adherence@1"
+ASSIGNED = "support-delayed-refund-violation"
+FIRST_USER_TEXT = "I ordered a floor lamp two weeks ago"
+NOT_ASSIGNED = "travel-persona-tone-drift"
+
+
+@dataclass
+class Fresh:
+    url: str
+    log: Path
+    process: subprocess.Popen[bytes]
+
+
+def _wait_for_port(port: int, process: subprocess.Popen[bytes], log: Path) -> None:
+    """Wait until the server accepts a TCP connection, without sending any request."""
+    deadline = time.monotonic() + 60
+    while True:
+        if process.poll() is not None:
+            pytest.fail(f"the server exited with {process.returncode}:\n{log.read_text()}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            pytest.fail(f"the server did not listen within 60 s:\n{log.read_text()}")
+        time.sleep(0.2)
+
+
+@pytest.fixture
+def fresh_server(tmp_path: Path) -> Iterator[Fresh]:
+    _require_browser()
+    database = f"sqlite:///{tmp_path / 'review.db'}"
+    engine = create_database_engine(database)
+    upgrade_database(engine)
+    operator = operator_actor()
+    load_demo(engine, operator)
+    add_person(engine, operator, name=REVIEWER, role="reviewer")
+    rubric = sync_rubrics(engine, operator).get(RUBRIC)
+    assign_cases(
+        engine, operator, rubric=rubric, reviewers=[REVIEWER], overlap=5, case_ids=[ASSIGNED]
+    )
+    engine.dispose()
+    port = _free_port()
+    environment = dict(os.environ)
+    environment.update(
+        {
+            "PYTHONPATH": os.pathsep.join(
+                p for p in (str(REPO), environment.get("PYTHONPATH", "")) if p
+            ),
+            "REVIEW_APP_DATABASE_URL": database,
+            "REVIEW_APP_AUTH": "local",
+            "REVIEW_APP_LOCAL_USER": REVIEWER,
+            "HOME": str(tmp_path / "home"),
+        }
+    )
+    environment.pop("REVIEW_APP_RUBRICS_DIR", None)
+    log = tmp_path / "server.log"
+    with log.open("wb") as output:
+        process = subprocess.Popen(
+            [*review_app_command(), "serve", "--port", str(port), "--host", "127.0.0.1"],
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            env=environment,
+            cwd=tmp_path,
+        )
+    try:
+        _wait_for_port(port, process, log)
+        yield Fresh(f"http://127.0.0.1:{port}", log, process)
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=10)
+
+
+@pytest.fixture
+def chromium() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def test_a_deep_link_as_the_first_request_shows_the_case(
+    fresh_server: Fresh, chromium: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    context = chromium.new_context(viewport={"width": 1400, "height": 1000})
+    tab = context.new_page()
+    try:
+        tab.goto(f"{fresh_server.url}/review?case={ASSIGNED}")
+        tab.wait_for_selector(IDLE, timeout=60_000)
+        expect(tab.get_by_text(FIRST_USER_TEXT).first).to_be_visible(timeout=30_000)
+        assert tab.locator('[data-testid="stException"]').count() == 0
+        body = tab.locator("body").inner_text()
+        assert "Traceback" not in body and "nobody is signed in" not in body
+        # The navigation is the app's (titles), not Streamlit's list of page files.
+        sidebar = tab.locator('[data-testid="stSidebar"]').inner_text()
+        assert "Review" in sidebar and "review.py" not in sidebar
+
+        # A case outside the reviewer's queue: a plain refusal, no transcript, no traceback.
+        tab.goto(f"{fresh_server.url}/review?case={NOT_ASSIGNED}")
+        tab.wait_for_selector(IDLE, timeout=60_000)
+        expect(tab.get_by_text(f"is not in {REVIEWER}'s queue")).to_be_visible(timeout=30_000)
+        assert tab.locator('[data-testid="stException"]').count() == 0
+    finally:
+        context.close()
