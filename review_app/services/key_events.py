@@ -25,7 +25,7 @@ from review_app.services.labeling import (
     case_labels,
     record_label,
 )
-from review_app.services.people import Actor
+from review_app.services.people import Actor, authorize
 
 MAX_CLIENT_ID_CHARS = 64
 MAX_EVENTS_PER_CALL = 500
@@ -102,6 +102,7 @@ def apply_key_events(
     counted in ``duplicates``). A refused press (a code not in the rubric, a turn that
     is not labelable) is reported in ``errors`` and does not stop the ones after it.
     """
+    actor = authorize(engine, actor, "reviewer")
     result = KeyEventsResult(last_seq=after_seq)
     pending = [e for e in events if e.seq > after_seq]
     if not pending:

@@ -150,7 +150,8 @@ def queue_page(
 def open_review_work(engine: Engine, actor: Actor, *, rubric: Rubric) -> int:
     """How many cases assigned to the actor under ``rubric`` they have not finished (0 for
     someone with no queue): pages that show everyone's labels warn about them."""
-    if not actor.has_role("reviewer") or actor.reviewer_id is None:
+    actor = authorize(engine, actor, "reviewer")
+    if actor.reviewer_id is None:
         return 0
     result = queue_page(engine, actor, rubric=rubric, page_size=1)
     return result.assigned - result.completed
