@@ -1040,6 +1040,10 @@ def _serve(db: str | None, port: int, host: str) -> None:
         # A traceback (file paths, code) never reaches a browser; the server logs it.
         "--client.showErrorDetails",
         "false",
+        # A full gc.collect() after every run costs a label key hundreds of ms on a
+        # busy machine; Python's own collector still runs.
+        "--runner.postScriptGC",
+        "false",
     ]
     typer.echo(
         f"Role Review on http://{host}:{port}/  (database: {env['REVIEW_APP_DATABASE_URL']})"

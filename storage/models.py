@@ -222,6 +222,25 @@ class Label(LabelBase, table=True):
     current and its reviewer is asked to label the turn again."""
 
 
+class LabelEvent(SQLModel, table=True):
+    """One key press of the review page, applied once: the browser numbers its key
+    presses per page load (``client_id``, ``seq``) and sends them again until the
+    server acknowledges them; the unique index makes a second application impossible."""
+
+    __tablename__ = "label_events"
+    __table_args__ = (
+        Index("ux_label_events_client_seq", "reviewer_id", "client_id", "seq", unique=True),
+    )
+    id: int | None = Field(default=None, primary_key=True)
+    reviewer_id: int = Field(foreign_key="reviewers.id")
+    client_id: str = Field(max_length=64)
+    seq: int
+    case_id: str = Field(foreign_key="cases.case_id", max_length=200)
+    turn: int
+    label_id: int | None = Field(default=None, foreign_key="labels.id")
+    created_at: datetime = Field(default_factory=utcnow)
+
+
 # --- adjudication ----------------------------------------------------------------
 
 

@@ -17,6 +17,7 @@ from storage.models import (
     Evaluation,
     Event,
     Label,
+    LabelEvent,
     Reviewer,
     RubricVersion,
     utcnow,
@@ -637,3 +638,43 @@ def count_labels(
     if version is not None:
         query = query.where(col(Label.rubric_version) == version)
     return int(session.execute(query).scalar_one())
+
+
+# --- key presses of the review page ------------------------------------------------
+
+
+def label_event_applied(session: Session, *, reviewer_id: int, client_id: str, seq: int) -> bool:
+    """Whether this key press (page load ``client_id``, number ``seq``) is stored already."""
+    found = session.scalars(
+        select(col(LabelEvent.id)).where(
+            col(LabelEvent.reviewer_id) == reviewer_id,
+            col(LabelEvent.client_id) == client_id,
+            col(LabelEvent.seq) == seq,
+        )
+    ).first()
+    return found is not None
+
+
+def add_label_event(
+    session: Session,
+    *,
+    reviewer_id: int,
+    client_id: str,
+    seq: int,
+    case_id: str,
+    turn: int,
+    label_id: int | None,
+) -> None:
+    """Record a key press as applied (a second one with the same numbers violates
+    ``ux_label_events_client_seq``)."""
+    session.add(
+        LabelEvent(
+            reviewer_id=reviewer_id,
+            client_id=client_id,
+            seq=seq,
+            case_id=case_id,
+            turn=turn,
+            label_id=label_id,
+        )
+    )
+    session.flush()

@@ -36,6 +36,7 @@ from review_app.services import (
     export,
     importing,
     judge,
+    key_events,
     labeling,
     labels_io,
     people,
@@ -238,6 +239,20 @@ GUARDED: dict[str, tuple[Call, str]] = {
         ),
         "denied",
     ),
+    "key_events.apply_key_events": (
+        lambda w, a: key_events.apply_key_events(
+            w.engine, a, case_id=CASE, rubric=w.rubric, client_id="t", events=[]
+        ),
+        "own",
+    ),
+    "queue.informative_queue": (
+        lambda w, a: queue.informative_queue(w.engine, a, rubric=w.rubric),
+        "own",
+    ),
+    "queue.open_review_work": (
+        lambda w, a: queue.open_review_work(w.engine, a, rubric=w.rubric),
+        "own",
+    ),
     "queue.next_case": (
         lambda w, a: queue.next_case(w.engine, a, rubric=w.rubric, after=None),
         "own",
@@ -334,7 +349,10 @@ EXEMPT: dict[str, str] = {
     "people.require_reviewer_id": "checks an actor it is given",
     "people.require_role": "checks an actor it is given",
     "people.sign_in": "issues actors",
+    "key_events.parse_key_events": "pure: checks the review page's queued key presses",
     "queue.forget_progress": "clears an in-process cache",
+    "queue.order_informative_first": "pure: orders case ids by scores the caller computed",
+    "queue.score_case": "pure: scores signals the caller read",
     "render.case_view_dict": "pure: formats a view the caller loaded",
     "render.render_agreement_text": "pure: formats a report the caller computed",
     "render.render_case_text": "pure: formats a view the caller loaded",

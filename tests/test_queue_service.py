@@ -3,11 +3,25 @@ that follow labels and assignments at once (they are kept a few seconds in memor
 
 from __future__ import annotations
 
-from review_app.services.demo import load_demo
+import pytest
+from sqlmodel import Session
+
+from review_app.services.audit_samples import draw_audit_sample
+from review_app.services.demo import DEMO_CASES, load_demo
+from review_app.services.importing import import_paths
 from review_app.services.labeling import record_label
 from review_app.services.people import Actor, add_person, operator_actor, sign_in
-from review_app.services.queue import assign_cases, queue_page
+from review_app.services.queue import (
+    CaseSignals,
+    Informativeness,
+    assign_cases,
+    informative_queue,
+    order_informative_first,
+    queue_page,
+    score_case,
+)
 from review_app.services.rubric_catalog import sync_rubrics
+from storage.models import JudgeRun, JudgeVerdict
 from tests.conftest import Database
 
 RUBRIC = "role-adherence@1"
@@ -64,3 +78,171 @@ def test_queue_counts_follow_labels_and_assignments_at_once(sqlite_database: Dat
     assert queue_page(engine, rita, rubric=rubric, only_unlabeled=True).n_matching == 0
     lane = queue_page(engine, rita, rubric=rubric, lane="pass", only_unlabeled=True)
     assert lane.n_matching == 0 and lane.rows == []
+
+
+# --- most informative first ---------------------------------------------------------------
+
+
+def _signals(
+    judge: dict[int, list[tuple[str | None, float | None]]] | None = None,
+    human: dict[int, dict[int, str]] | None = None,
+    violations: set[int] | None = None,
+) -> CaseSignals:
+    return CaseSignals(judge or {}, human or {}, frozenset(violations or ()))
+
+
+def test_score_case_weighs_uncertainty_disagreement_and_contradiction() -> None:
+    passing = {"in_role"}
+    quiet = score_case(_signals({2: [("in_role", 0.02)]}), open_turns={2}, pass_codes=passing)
+    assert quiet.score == pytest.approx(0.04) and quiet.reasons == ()
+    unsure = score_case(
+        _signals({4: [("in_role", 0.45)], 6: [("tone_break", 0.55)], 8: [("in_role", 0.9)]}),
+        open_turns={4, 6, 8},
+        pass_codes=passing,
+    )
+    assert unsure.score == pytest.approx(0.9)
+    assert unsure.reasons == ("judge unsure on turns 4, 6",)
+    split = score_case(
+        _signals({2: [("in_role", 0.0), ("tone_break", 1.0)]}), open_turns={2}, pass_codes=passing
+    )
+    assert (split.score, split.reasons) == (1.0, ("judge runs disagree on 2",))
+    # turn 8 is labeled already by me: its signals do not count, but sibling disputes do
+    others = score_case(
+        _signals(
+            {8: [("in_role", 0.5)]},
+            human={8: {1: "in_role", 2: "authority_break"}, 4: {1: "in_role", 7: "tone_break"}},
+            violations={8},
+        ),
+        open_turns={2},
+        pass_codes=passing,
+        me=7,
+    )
+    assert (others.score, others.reasons) == (0.5, ("reviewers disagree on 8",))
+    contradicted = score_case(
+        _signals(human={8: {1: "in_role"}}, violations={8}),
+        open_turns={8},
+        pass_codes=passing,
+    )
+    assert contradicted.reasons == ("finding contradicts a pass label on 8",)
+    assert contradicted.score == 1.0
+    with pytest.raises(ValueError, match="threshold must be strictly between 0 and 1"):
+        score_case(_signals(), open_turns=set(), pass_codes=passing, threshold=1.0)
+
+
+def test_audit_cases_keep_their_place() -> None:
+    scores = {
+        "a": Informativeness(0.0, ()),
+        "b": Informativeness(0.0, (), audit_turns=(2,)),
+        "c": Informativeness(2.0, ()),
+        "d": Informativeness(1.0, ()),
+        "e": Informativeness(0.0, (), audit_turns=(4,)),
+    }
+    assert order_informative_first(["a", "b", "c", "d", "e"], scores) == ["c", "b", "d", "a", "e"]
+
+
+def test_informative_queue_puts_borderline_cases_first(sqlite_database: Database) -> None:
+    engine = sqlite_database.engine
+    import_paths(engine, operator_actor(), [DEMO_CASES])
+    operator = Actor.operator()
+    add_person(engine, operator, name="rita", role="reviewer")
+    add_person(engine, operator, name="sam", role="reviewer")
+    add_person(engine, operator, name="tess", role="reviewer")
+    rubric = sync_rubrics(engine, operator_actor()).get(RUBRIC)
+    rita = sign_in(engine, name="rita", auth_mode="local")
+    queue = [
+        "support-authorized-handoff-refund",
+        "support-clean-late-parcel",
+        "support-delayed-refund-violation",
+        "support-false-refund-claim",
+        "travel-clean-lisbon-weekend",
+    ]
+    assign_cases(engine, operator, rubric=rubric, reviewers=["rita"], overlap=1, case_ids=queue)
+    with Session(engine) as session:
+        sure = JudgeRun(
+            judge="j",
+            prompt_version="p1",
+            model="m",
+            rubric_id="role-adherence",
+            rubric_version=1,
+            status="complete",
+        )
+        other = JudgeRun(
+            judge="j",
+            prompt_version="p2",
+            model="m",
+            rubric_id="role-adherence",
+            rubric_version=1,
+            status="complete",
+        )
+        session.add_all([sure, other])
+        session.flush()
+        assert sure.id is not None and other.id is not None
+        verdicts = [
+            (sure.id, "support-authorized-handoff-refund", 2, "in_role", 0.01),
+            (sure.id, "support-clean-late-parcel", 4, "in_role", 0.48),  # unsure
+            (sure.id, "support-clean-late-parcel", 6, "in_role", 0.53),  # unsure
+            (sure.id, "support-false-refund-claim", 2, "in_role", 0.02),
+            (other.id, "support-false-refund-claim", 2, "tone_break", 0.03),  # runs disagree
+            (sure.id, "travel-clean-lisbon-weekend", 2, "in_role", 0.5),  # audit: stays last
+        ]
+        session.add_all(
+            JudgeVerdict(run_id=run, case_id=case, turn=turn, label=label, score=score)
+            for run, case, turn, label, score in verdicts
+        )
+        session.commit()
+    sam = sign_in(engine, name="sam", auth_mode="local")
+    tess = sign_in(engine, name="tess", auth_mode="local")
+    # two other reviewers disagree on a sibling turn of the violation case
+    record_label(engine, sam, case_id=queue[2], turn=2, rubric=rubric, code="in_role")
+    record_label(engine, tess, case_id=queue[2], turn=2, rubric=rubric, code="tone_break")
+
+    page, why = informative_queue(
+        engine, rita, rubric=rubric, audit_units={("travel-clean-lisbon-weekend", 2)}
+    )
+    assert [row.case_id for row in page.rows] == [
+        "support-false-refund-claim",  # 1.0 + 0.0 (runs disagree; scores far from 0.5)
+        "support-clean-late-parcel",  # 0.94
+        "support-delayed-refund-violation",  # 0.5 (reviewers disagree on turn 2)
+        "support-authorized-handoff-refund",  # 0.02
+        "travel-clean-lisbon-weekend",  # audit sample: its place, whatever its score
+    ]
+    assert why["support-clean-late-parcel"].why == "judge unsure on turns 4, 6"
+    assert why["support-false-refund-claim"].why == "judge runs disagree on 2"
+    assert why["support-delayed-refund-violation"].why == "reviewers disagree on 2"
+    assert why["travel-clean-lisbon-weekend"].why == (
+        "judge unsure on turn 2; audit sample (keeps its place)"
+    )
+    plain = queue_page(engine, rita, rubric=rubric)
+    assert [row.case_id for row in plain.rows] == queue, "the queue order is unchanged"
+    second, _ = informative_queue(
+        engine,
+        rita,
+        rubric=rubric,
+        page=2,
+        page_size=2,
+        audit_units={("travel-clean-lisbon-weekend", 2)},
+    )
+    assert [row.case_id for row in second.rows] == [
+        "support-delayed-refund-violation",
+        "support-authorized-handoff-refund",
+    ]
+
+
+def test_audit_sample_units_keep_their_place_without_being_passed(
+    sqlite_database: Database,
+) -> None:
+    """The queue reads the rubric version's audit samples itself: a drawn case is marked."""
+    engine = sqlite_database.engine
+    import_paths(engine, operator_actor(), [DEMO_CASES])
+    add_person(engine, operator_actor(), name="rita", role="reviewer")
+    rubric = sync_rubrics(engine, operator_actor()).get(RUBRIC)
+    drawn = draw_audit_sample(
+        engine, operator_actor(), rubric=rubric, size=1, seed=3, reviewers=["rita"], overlap=1
+    )
+    rita = sign_in(engine, name="rita", auth_mode="local")
+    page, why = informative_queue(engine, rita, rubric=rubric)
+    assert drawn.cases == 1 and len(page.rows) == 1
+    (case_id,) = [row.case_id for row in page.rows]
+    assert why[case_id].audit_turns, "the drawn unit is marked as an audit sample"
+    assert "audit sample" in why[case_id].why
+

@@ -24,7 +24,8 @@ from review_app.services.agreement import agreement_report, confusion_between
 from review_app.services.demo import DEMO_CASES, load_demo
 from review_app.services.importing import import_paths
 from review_app.services.labels_io import import_labels
-from review_app.services.people import Actor, operator_actor
+from review_app.services.people import Actor, operator_actor, sign_in
+from review_app.services.queue import assign_cases, open_review_work
 from review_app.services.rubric_catalog import sync_rubrics
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
@@ -77,7 +78,14 @@ def charts(at: AppTest) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
     found = []
     for chart in at.get("vega_lite_chart"):
         spec = json.loads(chart.proto.spec)
-        rows = pa.ipc.open_stream(chart.proto.data.data).read_all().to_pylist()
+        tables = [chart.proto.data.data] if chart.proto.data.data else []
+        tables += [named.data.data for named in chart.proto.datasets]  # one per layer's data
+        rows = [row for table in tables for row in pa.ipc.open_stream(table).read_all().to_pylist()]
+        if not tables:  # layers with data of their own stay inline in the spec
+            for values in spec.get("datasets", {}).values():
+                rows.extend(values)
+            for layer in spec.get("layer", []):
+                rows.extend(layer.get("data", {}).get("values", []))
         found.append((spec, rows))
     return found
 
@@ -110,6 +118,14 @@ def test_dashboard_draws_its_charts_from_the_report(engine: Engine) -> None:
         spec["$schema"].startswith("https://vega.github.io/schema/vega-lite/") for spec, _ in drawn
     )
     coefficients = {row["coefficient"]: row["value"] for row in drawn[0][1]}
+    # no null for Vega to stretch a scale over ("Infinite extent")
+    assert all(row["value"] is not None for row in drawn[0][1])
+    spec = drawn[0][0]
+    (rule,) = [layer for layer in spec["layer"] if layer["mark"]["type"] == "rule"]
+    intervals = rule["data"].get("values") or spec["datasets"][rule["data"]["name"]]
+    assert intervals and all(
+        row["low"] is not None and row["high"] is not None for row in intervals
+    )
     assert coefficients["alpha (codes)"] == pytest.approx(report["krippendorff_alpha"]["value"])
     assert coefficients["Fleiss' kappa"] == pytest.approx(report["fleiss_kappa"]["value"])
     kappa = {(r["reviewer_a"], r["reviewer_b"]): r["kappa"] for r in drawn[1][1]}
@@ -188,16 +204,28 @@ def test_adjudicating_a_unit_records_gold_and_moves_to_the_next_one(engine: Engi
     case_id, turn = "support-delayed-refund-violation", 10
     at = open_page("views/adjudicate.py", case=case_id, turn=str(turn))
     assert at.subheader[0].value == f"{case_id} · turn {turn}"
-    assert at.selectbox(key="gold_code").value == "borderline"  # the first code reviewers used
+    assert at.session_state["gold_code"] is None, "nothing chosen for the policy owner"
+    assert at.button(key="gold_submit").disabled
+    shortcuts = {b.key: b.proto.shortcut for b in at.button if b.key.startswith("gold_pick_")}
+    assert list(shortcuts.values()) == [str(n) for n in range(1, 10)], "digits choose"
+    assert at.button(key="gold_submit").proto.shortcut.lower() == "enter"
     page_text = " ".join(m.value for m in at.markdown)
     for reviewer, code in (("ana", "in_role"), ("ben", "in_role"), ("chloe", "borderline")):
         assert f"`{reviewer}`: `{code}`" in page_text
     assert any("refund from turn 8" in t.value for t in at.text)  # chloe's rationale
 
-    at.selectbox(key="gold_code").set_value("in_role")
-    at.text_area(key="gold_note").input("Routing to review is the job of this turn.")
-    at.checkbox(key="gold_calibration").check()
-    at.text_area(key="gold_ambiguity").input("Must a turn repair an earlier one?")
+    # every widget change reruns the page: each must keep the unit open and in the address
+    at.button(key="gold_pick_borderline").click().run()
+    at.button(key="gold_pick_in_role").click().run()  # the policy owner changes their mind
+    assert at.query_params == {"case": case_id, "turn": str(turn)}
+    at.text_area(key="gold_note").input("Routing to review is the job of this turn.").run()
+    at.checkbox(key="gold_calibration").check().run()
+    assert at.subheader[0].value == f"{case_id} · turn {turn}"
+    at.query_params.clear()  # a rerun that lost the address (as browsers were seen to)
+    at.text_area(key="gold_ambiguity").input("Must a turn repair an earlier one?").run()
+    assert at.subheader[0].value == f"{case_id} · turn {turn}", "the unit stays open"
+    assert at.query_params == {"case": case_id, "turn": str(turn)}, "and back in the address"
+    assert gold_rows(engine) == [], "nothing recorded before Enter"
     at.button(key="gold_submit").click().run()
     assert not at.exception, [e.value for e in at.exception]
 
@@ -220,17 +248,21 @@ def test_adjudicating_a_unit_records_gold_and_moves_to_the_next_one(engine: Engi
     # The form starts afresh for the next unit.
     assert at.text_area(key="gold_note").value == ""
     assert at.checkbox(key="gold_calibration").value is False
-    assert at.selectbox(key="gold_code").value in following.codes
+    assert at.session_state["gold_code"] is None, "nothing chosen on the next unit either"
+
+    at.button(key="adjudicate_back").click().run()
+    assert at.query_params == {}
+    assert any(c.value == f"26 open units under {RUBRIC}" for c in at.caption)
 
 
 def test_a_settled_unit_shows_its_gold_label(engine: Engine) -> None:
     case_id, turn = "travel-persona-tone-drift", 12
     at = open_page("views/adjudicate.py", case=case_id, turn=str(turn))
-    at.selectbox(key="gold_code").set_value("tone_break")
+    at.button(key="gold_pick_tone_break").click().run()
     at.button(key="gold_submit").click().run()
     again = open_page("views/adjudicate.py", case=case_id, turn=str(turn))
     assert any("Gold: `tone_break` by `root`" in s.value for s in again.success)
-    assert again.selectbox(key="gold_code").value == "tone_break"
+    assert again.session_state["gold_code"] is None, "a new decision starts unchosen"
     listing = open_page("views/adjudicate.py")
     assert any(c.value == f"26 open units under {RUBRIC}" for c in listing.caption)
     listing.toggle(key="adjudicate_all").set_value(True).run()
@@ -295,3 +327,46 @@ def test_a_long_queue_lists_its_first_units_only(engine: Engine, tmp_path: Path)
     assert any(c.value == f"{27 + 240} open units under {RUBRIC}" for c in at.caption)
     assert len([link for link in links(at) if link[2]]) == 200
     assert any(c.value.startswith("… and 67 more.") for c in at.caption)
+
+
+def test_the_dashboard_counts_unanimous_units_apart_from_gold(engine: Engine) -> None:
+    at = open_page("views/agreement.py")
+    (counts,) = [c.value for c in at.caption if "unanimous:" in c.value]
+    gold = agreement_report(engine, operator_actor(), rubric=rubric_of(engine))["gold"]
+    assert "gold:" not in counts
+    assert (
+        f"adjudicated: {gold['adjudicated']} units · unanimous: {gold['unanimous']} units · "
+        f"{gold['in_disagreement']} in disagreement" in counts
+    )
+
+
+def test_someone_with_open_review_work_is_warned_before_seeing_labels(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    rubric = rubric_of(engine)
+    monkeypatch.setenv("REVIEW_APP_AUTH", "oidc")
+    olivia = sign_in(engine, name="olivia", auth_mode="oidc")
+    assert open_review_work(engine, olivia, rubric=rubric) == 0
+    notices = {
+        page: [w.value for w in open_page(page, user="olivia").warning if "queue" in w.value]
+        for page in ("views/agreement.py", "views/adjudicate.py")
+    }
+    assert notices == {"views/agreement.py": [], "views/adjudicate.py": []}
+    assign_cases(
+        engine,
+        Actor.operator(),
+        rubric=rubric,
+        reviewers=["olivia"],
+        overlap=10,
+        case_ids=["support-clean-late-parcel", "travel-persona-tone-drift"],
+    )
+    notice = (
+        f"You have 2 unfinished cases in your own review queue under {RUBRIC}. This page "
+        "shows other reviewers' labels: label your queue first to keep your own labels blind."
+    )
+    assert open_review_work(engine, olivia, rubric=rubric) == 2
+    adjudicate = open_page("views/adjudicate.py", user="olivia")
+    assert notice in [w.value for w in adjudicate.warning]
+    dashboard = open_page("views/agreement.py", user="olivia")
+    dashboard.selectbox(key="agreement_rubric").set_value(RUBRIC).run()
+    assert notice in [w.value for w in dashboard.warning], "about the version shown"

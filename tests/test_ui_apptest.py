@@ -168,12 +168,63 @@ def label_line(message: Any) -> str:
     return line
 
 
-def sidebar_turn(at: AppTest) -> int:
-    """The turn the labeling panel is on (its subheader)."""
-    heading = at.sidebar.subheader[0].value
-    match = re.fullmatch(r"Turn (\d+)", heading)
+def review_heading(at: AppTest) -> str:
+    """The case id in the review page's one-line heading."""
+    heading = at.markdown[0].value
+    match = re.fullmatch(r"\*\*Review\*\* · `(.+)`", heading)
     assert match, heading
-    return int(match.group(1))
+    return match.group(1)
+
+
+def panel(at: AppTest) -> dict[str, Any]:
+    """The arguments the review page gave its labeling panel (the keyboard component)."""
+    (element,) = at.main.get("component_instance")
+    args: dict[str, Any] = json.loads(element.proto.json_args)
+    return args
+
+
+def sidebar_turn(at: AppTest) -> int:
+    """The turn the labeling panel is on."""
+    focus: int = panel(at)["focus"]
+    return focus
+
+
+class Keys:
+    """What the labeling panel sends, as the browser would: every key press so far
+    (re-sent each time, as an unacknowledged queue is), its focus and a command."""
+
+    def __init__(self, at: AppTest, client: str = "test-client") -> None:
+        self.at = at
+        self.client = client
+        self.events: list[dict[str, Any]] = []
+        self.count = 0
+
+    def press(
+        self,
+        code: str,
+        turn: int | None = None,
+        *,
+        rationale: str | None = None,
+        focus: int | None = None,
+    ) -> AppTest:
+        """A label key on ``turn`` (default: the focused turn); the panel then focuses ``focus``."""
+        if turn is None:
+            turn = sidebar_turn(self.at)
+        seq = len(self.events) + 1
+        self.events.append({"seq": seq, "turn": turn, "code": code, "rationale": rationale})
+        return self.send(focus=turn if focus is None else focus)
+
+    def send(self, *, focus: int | None = None, command: str | None = None) -> AppTest:
+        self.count += 1
+        self.at.session_state["review_keys"] = {
+            "case": panel(self.at)["case"],
+            "client": self.client,
+            "events": list(self.events),
+            "focus": focus,
+            "command": None if command is None else {"id": f"c{self.count}", "name": command},
+            "n": self.count,
+        }
+        return run(self.at)
 
 
 def queue_rows(at: AppTest) -> list[tuple[str, str, str, str]]:
@@ -235,7 +286,7 @@ def test_every_page_renders_without_exception(db_url: str, monkeypatch: pytest.M
     assert at.title[0].value == "Review"
     at.text_input(key="jump_case").input("support-clean-late-parcel")
     run(at)
-    assert at.title[0].value == "Review · support-clean-late-parcel"
+    assert review_heading(at) == "support-clean-late-parcel"
     assert at.query_params["case"] == "support-clean-late-parcel"
 
     open_case(at, "no-such-case")
@@ -406,24 +457,6 @@ def test_violation_is_marked_on_turn_8(db_url: str, monkeypatch: pytest.MonkeyPa
     )
 
 
-def test_rubric_reference_beside_the_transcript(
-    engine: Engine, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    at = open_case(open_app(monkeypatch, local="ana"), "support-clean-late-parcel")
-    v1 = rubric(engine)
-    picker = at.selectbox(key="reference_code")
-    assert list(picker.options) == [f"{lab.code} · {lab.verdict}" for lab in v1.labels]
-    for label in v1.labels:
-        at.selectbox(key="reference_code").set_value(label.code).run()
-        reference = [t.value for t in at.text if t.value.startswith(label.title)]
-        assert len(reference) == 1, label.code
-        (text,) = reference
-        assert text.startswith(f"{label.title}\n\n{label.definition}")
-        for example in v1.examples_for(label.code):
-            assert f"[{example.kind} example]\n{example.context}\n→ {example.reply}" in text
-    assert [p.value for p in at.page_link] == ["All examples and versions"]
-
-
 def test_trusted_transition_is_a_divider_before_the_system_turn(
     db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -515,54 +548,76 @@ def test_harness_findings_are_marked(db_url: str, monkeypatch: pytest.MonkeyPatc
 # --- review: labeling -------------------------------------------------------------------------
 
 
-def test_label_buttons_have_keyboard_shortcuts(
+def test_labeling_panel_gets_the_codes_with_their_keys_and_definitions(
     db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     at = open_case(open_app(monkeypatch, local="lee"), "support-clean-late-parcel")
-    codes = rubric(shared_engine(db_url)).codes
-    shortcuts = {b.key: b.proto.shortcut.upper() for b in at.sidebar.button}
-    for number, code in enumerate(codes, start=1):
-        assert shortcuts[f"label_{code}"] == str(number)
-    assert shortcuts["focus_next"] == "J"
-    assert shortcuts["focus_previous"] == "K"
-    assert shortcuts["next_case"] == "N"
+    v1 = rubric(shared_engine(db_url))
+    args = panel(at)
+    assert [c["code"] for c in args["codes"]] == list(v1.codes), "keys 1-9 in rubric order"
+    for given, label in zip(args["codes"], v1.labels, strict=True):
+        assert given["title"] == label.title and given["verdict"] == label.verdict
+        assert given["definition"].startswith(label.definition)
+    assert args["turns"] == [2, 4, 6, 8, 10, 12]
+    assert args["order"] == list(range(1, 13)), "one chat message per turn, in order"
+    assert (args["case"], args["focus"], args["labels"]) == ("support-clean-late-parcel", 2, {})
+    assert [p.value for p in at.page_link] == ["Rubric role-adherence@1: examples and versions"]
 
 
 def test_labeling_a_turn_end_to_end(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
     case_id = "support-clean-late-parcel"
     at = open_case(open_app(monkeypatch, local="lee"), case_id)
     lee = actor(engine, "lee")
+    keys = Keys(at)
     assert sidebar_turn(at) == 2
-    assert "**labeling**" in turn_messages(at)[2].caption[0].value
 
-    at.button(key="label_in_role").click()
-    run(at)
+    keys.press("in_role", focus=4)
 
     stored = case_labels(engine, lee, case_id=case_id, rubric=rubric(engine))
     assert {turn: row.code for turn, row in stored.mine.items()} == {2: "in_role"}
     assert stored.labeled_turns == 1 and stored.total_turns == 6
-    assert sidebar_turn(at) == 4, "focus moves on to the next unlabeled turn"
+    assert sidebar_turn(at) == 4, "the page follows the panel's focus"
+    assert panel(at)["labels"] == {"2": "in_role"}
+    assert panel(at)["acked"] == {"test-client": 1}
     messages = turn_messages(at)
-    assert "**labeling**" in messages[4].caption[0].value
     assert label_line(messages[2]) == "Your label: `in_role`"
     assert label_line(messages[4]) == "Your label: —"
     assert "actions `collect_order_id`" in messages[2].caption[0].value
     assert label_line(messages[3]) == "", "user turns carry no label line"
-    assert at.sidebar.get("progress")[0].proto.text == "1 of 6 turns labeled by you"
 
-    # the keyboard moves: J / K, and a turn's own button
-    at.button(key="focus_next").click()
-    run(at)
-    assert sidebar_turn(at) == 6
-    at.button(key="focus_previous").click()
-    run(at)
-    assert sidebar_turn(at) == 4
-    at.selectbox(key="focus_turn").set_value(12)
-    run(at)
-    assert sidebar_turn(at) == 12
-    at.button(key="label_borderline").click()
-    run(at)
-    assert sidebar_turn(at) == 4, "wraps round to the first unlabeled turn"
+    # presses queued in the browser arrive together, the first one again: each once
+    keys.events.append({"seq": 2, "turn": 4, "code": "borderline", "rationale": None})
+    keys.events.append({"seq": 3, "turn": 6, "code": "no_such_code", "rationale": None})
+    keys.events.append({"seq": 4, "turn": 8, "code": "tone_break", "rationale": None})
+    keys.send(focus=10)
+    keys.send(focus=10)  # and the same queue once more
+    with Session(engine) as session:
+        rows = reviewing.labels_for_case(
+            session,
+            case_id=case_id,
+            rubric_id="role-adherence",
+            version=1,
+            reviewer_id=lee.reviewer_id,
+            current_only=False,
+        )
+    assert [(r.turn, r.code) for r in rows] == [
+        (2, "in_role"),
+        (4, "borderline"),
+        (8, "tone_break"),
+    ]
+    args = panel(at)
+    assert args["acked"] == {"test-client": 4}
+    assert "turn 6: 'no_such_code' is not a code of role-adherence@1" in args["error"]
+    assert sidebar_turn(at) == 10
+
+
+def test_a_refused_key_is_reported_in_the_panel(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    at = open_case(open_app(monkeypatch, local="lee"), "support-clean-late-parcel")
+    Keys(at).press("no_such_code", 2)
+    assert "'no_such_code' is not a code of role-adherence@1" in panel(at)["error"]
+    assert panel(at)["acked"] == {"test-client": 1}, "refused, not retried forever"
 
 
 def test_finishing_a_case_keeps_focus_and_next_case_opens_the_next_one(
@@ -572,18 +627,22 @@ def test_finishing_a_case_keeps_focus_and_next_case_opens_the_next_one(
     at = open_app(monkeypatch, local="lee")  # the first sign-in creates lee
     assign(engine, "lee", [first, second])
     open_case(at, first)
-    for _ in range(6):
-        at.button(key="label_in_role").click()
-        run(at)
+    keys = Keys(at)
+    for turn in (2, 4, 6, 8, 10, 12):
+        keys.press("in_role", turn, focus=12)
     lee = actor(engine, "lee")
     assert case_labels(engine, lee, case_id=first, rubric=rubric(engine)).complete
     assert sidebar_turn(at) == 12
 
-    at.button(key="next_case").click()
+    keys.send(focus=12, command="next_case")  # the N key
+    assert at.query_params["case"] == second
+    assert review_heading(at) == second
+    assert sidebar_turn(at) == 2
+
+    open_case(at, first)
+    at.button(key="next_case").click()  # the sidebar's button does the same
     run(at)
     assert at.query_params["case"] == second
-    assert at.title[0].value == f"Review · {second}"
-    assert sidebar_turn(at) == 2
 
 
 def test_rationale_is_stored_and_kept_when_the_code_changes(
@@ -593,24 +652,18 @@ def test_rationale_is_stored_and_kept_when_the_code_changes(
     at = open_app(monkeypatch, local="lee")
     assign(engine, "lee", [case_id])
     open_case(at, case_id)
-    at.selectbox(key="focus_turn").set_value(8)
-    run(at)
+    keys = Keys(at)
     why = "Issued refund_order itself under a cancellation threat."
-    at.text_input(key=f"rationale_{case_id}_8").input(why)
-    at.button(key="label_authority_break").click()
-    run(at)
+    keys.press("authority_break", 8, rationale=why)
 
     lee = actor(engine, "lee")
     mine = case_labels(engine, lee, case_id=case_id, rubric=rubric(engine)).mine
     assert (mine[8].code, mine[8].rationale) == ("authority_break", why)
     assert f"Your rationale: {why}" in [t.value for t in turn_messages(at)[8].text]
+    assert panel(at)["rationales"] == {"8": why}
 
-    # back on turn 8 the input holds the rationale; changing only the code keeps it
-    at.selectbox(key="focus_turn").set_value(8)
-    run(at)
-    assert at.text_input(key=f"rationale_{case_id}_8").value == why
-    at.button(key="label_false_action_claim").click()
-    run(at)
+    # a key without a rationale keeps the turn's rationale
+    keys.press("false_action_claim", 8)
     mine = case_labels(engine, lee, case_id=case_id, rubric=rubric(engine)).mine
     assert (mine[8].code, mine[8].rationale) == ("false_action_claim", why)
 
@@ -620,14 +673,10 @@ def test_changing_a_label_keeps_its_history(
 ) -> None:
     case_id = "support-clean-late-parcel"
     at = open_case(open_app(monkeypatch, local="lee"), case_id)
-    at.button(key="label_in_role").click()
-    run(at)
-    at.selectbox(key="focus_turn").set_value(2)
-    run(at)
-    assert sidebar_turn(at) == 2
-    assert at.button(key="label_in_role").proto.type == "primary", "the current label stands out"
-    at.button(key="label_tone_break").click()
-    run(at)
+    keys = Keys(at)
+    keys.press("in_role", 2, focus=2)
+    assert panel(at)["labels"] == {"2": "in_role"}, "the panel marks the current label"
+    keys.press("tone_break", 2)
 
     lee = actor(engine, "lee")
     with Session(engine) as session:
@@ -684,21 +733,15 @@ def test_others_labels_stay_hidden_until_every_turn_is_labeled(
             if any(word in s for word in ("ben", "chloe", "scope_break`", "tone_break`", "secret"))
         ]
 
-    assert "Other reviewers' labels stay hidden until you have labeled every turn." in [
-        c.value for c in at.caption
-    ]
+    assert "others' labels hidden until you have labeled every turn" in at.caption[0].value
     assert leaked() == []
+    keys = Keys(at)
     for turn in turns[:-1]:
-        at.button(key="label_in_role").click()
-        run(at)
-        assert sidebar_turn(at) != turn
+        keys.press("in_role", turn)
         assert leaked() == [], f"others' labels visible after labeling turn {turn}"
 
-    at.button(key="label_in_role").click()
-    run(at)
-    assert "You have labeled every turn: other reviewers' labels are shown." in [
-        c.value for c in at.caption
-    ]
+    keys.press("in_role", turns[-1])
+    assert "you have labeled every turn: others' labels are shown" in at.caption[0].value
     messages = turn_messages(at)
     for turn in turns:
         assert label_line(messages[turn]) == (
@@ -810,9 +853,8 @@ def test_rubrics_page_shows_labels_examples_and_compares_versions(
     # the chosen version is the one labeled against; then it is immutable
     open_case(at, "support-clean-late-parcel")
     assert at.selectbox(key="_w_rubric_ref").value == "role-adherence@2"
-    assert "Rubric role-adherence@2" in [s.value for s in at.subheader]
-    at.button(key="label_in_role").click()
-    run(at)
+    assert "Rubric role-adherence@2: examples and versions" in [p.value for p in at.page_link]
+    Keys(at).press("in_role", 2)
     ana = actor(engine, "ana")
     v2 = rubric(engine, "role-adherence@2")
     mine = case_labels(engine, ana, case_id="support-clean-late-parcel", rubric=v2).mine
@@ -889,7 +931,43 @@ def test_transcript_markup_is_shown_as_plain_text(
     texts = [t.value for t in at.text]
     for value in (f"Role with {HOSTILE}", f"user says {HOSTILE}", f"assistant says {HOSTILE}"):
         assert value in texts
-    assert f"assistant says {HOSTILE}" in [t.value for t in at.sidebar.text]
+    assert f"Role: Role with {HOSTILE}"[:116] + "…" in texts, "the role's first line, literally"
+    # the panel shows rationales with textContent; the page hands them over as data
+    Keys(at).press("in_role", 2, rationale=f"why {HOSTILE}")
+    assert panel(at)["rationales"] == {"2": f"why {HOSTILE}"}
+    assert f"Your rationale: why {HOSTILE}" in [t.value for t in at.text]
     for rendered in markdown_strings(at):
         for fragment in ("**bold**", "<script>", "![x]", "javascript:", "<b>"):
             assert fragment not in rendered, rendered
+
+
+def test_queue_most_informative_first_shows_why(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    at = open_app(monkeypatch, local="ana")
+    before = [row[0] for row in queue_rows(at)]
+    at.selectbox(key="_w_queue_order").set_value("informative")
+    run(at)
+    after = [row[0] for row in queue_rows(at)]
+    assert sorted(after) == sorted(before), "the same cases, in another order"
+    reasons = [c.value for c in at.caption if "disagree" in c.value or "judge" in c.value]
+    assert reasons, "each high case says why"
+    open_case(at, after[0])
+    at.switch_page("views/queue.py")
+    run(at)
+    assert at.selectbox(key="_w_queue_order").value == "informative", "the order is kept"
+
+
+def test_the_review_link_reopens_the_case_being_reviewed(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    at = open_case(open_app(monkeypatch, local="lee"), "support-delayed-refund-violation")
+    Keys(at).press("in_role", 2, focus=6)
+    at.switch_page("views/queue.py")
+    run(at)
+    at.query_params.clear()
+    at.switch_page("views/review.py")  # the sidebar link: no case in the address
+    run(at)
+    assert review_heading(at) == "support-delayed-refund-violation"
+    assert at.query_params["case"] == "support-delayed-refund-violation"
+    assert sidebar_turn(at) == 6, "on the turn it was on"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import shutil
 import zipfile
 from collections.abc import Iterable, Iterator
@@ -18,6 +19,7 @@ from typing import Any
 
 import pytest
 import streamlit as st
+from sqlalchemy import Engine
 from sqlmodel import Session
 from streamlit.testing.v1 import AppTest
 
@@ -329,3 +331,69 @@ def test_upload_services_are_for_policy_owners(db_url: str) -> None:
     with pytest.raises(PermissionDenied):
         import_upload(engine, ana, name="a.json", data=data, format=None, options={})
     assert "from-ana" not in {row.case_id for row in list_cases(engine)}
+
+
+def _readme_case() -> dict[str, Any]:
+    """The case of the README's "A case, by example"."""
+    text = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = re.search(r"## A case, by example.*?```json\n(.*?)```", text, re.S)
+    assert block is not None
+    case: dict[str, Any] = json.loads(block.group(1))
+    return case
+
+
+def _validate_then_import(
+    engine: Engine, admin: Actor, case: dict[str, Any], *, replace: bool = False
+) -> tuple[str | None, str | None]:
+    """(validation error, import error) of one case file; ``None`` where it passed."""
+    data = json.dumps(case).encode()
+    report = validate_upload(
+        engine, admin, name="case.json", data=data, format=None, options={}, replace=replace
+    )
+    try:
+        import_upload(
+            engine, admin, name="case.json", data=data, format=None, options={}, replace=replace
+        )
+    except InputError as error:
+        return report.error, str(error)
+    return report.error, None
+
+
+def test_validation_refuses_what_the_import_refuses(db_url: str) -> None:
+    engine = shared_engine(db_url)
+    admin = Actor.operator()
+    readme = _readme_case()
+    # The demo set stores support-role-v3 with another body than the README's example.
+    contract_error = (
+        "case.json, field contract: contract version support-role-v3 is already "
+        "stored with a different body; contracts are immutable, so give the changed "
+        "contract a new version"
+    )
+    assert _validate_then_import(engine, admin, readme) == (contract_error, contract_error)
+
+    # Under a new contract version it validates and imports.
+    readme["contract"]["version"] = "support-role-v3-readme"
+    assert _validate_then_import(engine, admin, readme) == (None, None)
+
+    # A stored case with changed content: refused by both, accepted by both with replace.
+    readme["transcript"][0]["text"] = "My parcel is very late."
+    case_error = (
+        "case.json, field case_id: case support-refund-pressure is already stored "
+        "with different content; import with --replace to overwrite it"
+    )
+    assert _validate_then_import(engine, admin, readme) == (case_error, case_error)
+    assert _validate_then_import(engine, admin, readme, replace=True) == (None, None)
+
+    # Two bodies for one new contract version in one file: the import refuses the file.
+    other = json.loads(json.dumps(readme))
+    other["case_id"] = "support-refund-pressure-2"
+    other["contract"]["version"] = "support-role-v9"
+    changed = json.loads(json.dumps(other))
+    changed["case_id"] = "support-refund-pressure-3"
+    changed["contract"]["initial_role"] = "billing_specialist"
+    data = (json.dumps(other) + "\n" + json.dumps(changed) + "\n").encode()
+    report = validate_upload(engine, admin, name="two.jsonl", data=data, format=None, options={})
+    with pytest.raises(InputError) as caught:
+        import_upload(engine, admin, name="two.jsonl", data=data, format=None, options={})
+    assert report.error == str(caught.value)
+    assert "line 2, field contract: contract version support-role-v9" in str(caught.value)

@@ -156,7 +156,12 @@ def test_the_page_shows_metrics_charts_runs_and_filters(database_url: str) -> No
     texts = [t.value for t in at.text]
     assert sum(t.startswith("Judge: ") for t in texts) == sum(bool(i["reason"]) for i in expected)
     assert sum(t.startswith(("ana (", "ben (", "chloe (")) for t in texts) == sum(
-        len(i["human"]) for i in expected
+        sum(bool(h["rationale"]) for h in i["human"]) for i in expected
+    )
+    assert not [t for t in texts if t.endswith("): ")], "no label line without its rationale"
+    captions = [c.value for c in at.caption]
+    assert sum(c.startswith("Reviewers: ") for c in captions) == sum(
+        bool(i["human"]) for i in expected
     )
 
     at.selectbox(key="judge_kind").set_value("false_alarm").run()

@@ -550,3 +550,64 @@ def import_paths(
         if on_file_done:
             on_file_done(outcome)
     return summary
+
+
+class StoredConflicts:
+    """The checks :func:`import_records` makes against what is stored, without storing:
+    a case stored with other content (unless ``replace``), a contract version stored
+    with another body (or given two bodies in the file). Feed it records in file order;
+    it raises the import's own ``InputError`` at the first record the import would
+    refuse. The import page validates with it, so a file shown as importable imports.
+    """
+
+    BATCH_CASES = 1000
+    """Records looked up in the database at once."""
+
+    def __init__(self, engine: Engine, *, replace: bool = False) -> None:
+        self._engine = engine
+        self._replace = replace
+        self._contracts: dict[str, str] | None = None
+        self._batch: list[CaseRecord] = []
+
+    def add(self, record: CaseRecord) -> None:
+        self._batch.append(record)
+        if len(self._batch) >= self.BATCH_CASES:
+            self.flush()
+
+    def flush(self) -> None:
+        batch, self._batch = self._batch, []
+        if not batch:
+            return
+        with self._engine.connect() as connection:
+            if self._contracts is None:
+                self._contracts = stored_contract_hashes(connection)
+            stored = stored_case_hashes(connection, case_ids=[r.case["case_id"] for r in batch])
+        contracts = self._contracts
+        for record in batch:
+            case_id = record.case["case_id"]
+            previous = stored.get(case_id)
+            if previous == record.sha256:
+                continue
+            if previous is not None and not self._replace:
+                raise InputError(
+                    f"case {case_id} is already stored with different content; "
+                    "import with --replace to overwrite it",
+                    source=record.source,
+                    line=record.line,
+                    field="case_id",
+                )
+            contract = record.case.get("contract")
+            if contract is None:
+                continue
+            version = contract["version"]
+            sha = content_sha256(contract)
+            known = contracts.setdefault(version, sha)
+            if known != sha:
+                raise InputError(
+                    f"contract version {version} is already stored with a different "
+                    "body; contracts are immutable, so give the changed contract a "
+                    "new version",
+                    source=record.source,
+                    line=record.line,
+                    field="contract",
+                )

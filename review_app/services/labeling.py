@@ -28,6 +28,10 @@ from storage.reviewing import LabelRow
 MAX_RATIONALE_CHARS = input_policy.MAX_NOTE_CHARS
 
 
+class AlreadyApplied(Exception):
+    """A key press of the review page that is stored already (a re-sent queue)."""
+
+
 @dataclass(frozen=True)
 class SavedLabel:
     label_id: int
@@ -63,8 +67,13 @@ def record_label(
     rubric: Rubric,
     code: str,
     rationale: str | None = None,
+    event: tuple[str, int] | None = None,
 ) -> SavedLabel:
-    """Store the actor's label for one turn (a new row; the previous one stops counting)."""
+    """Store the actor's label for one turn (a new row; the previous one stops counting).
+
+    ``event`` is the review page's key press ``(client_id, seq)``: stored with the label
+    in one transaction, and :class:`AlreadyApplied` is raised when it was stored before.
+    """
     actor = authorize(engine, actor, "reviewer")
     reviewer_id = require_reviewer_id(actor)
     if code not in rubric.codes:
@@ -96,6 +105,10 @@ def record_label(
             rubric_id=rubric.id,
             version=rubric.version,
         )
+        if event is not None and reviewing.label_event_applied(
+            session, reviewer_id=reviewer_id, client_id=event[0], seq=event[1]
+        ):
+            raise AlreadyApplied(f"key press {event[1]} of {event[0]} is stored already")
         before = audit.current_label_code(
             session,
             rubric_id=rubric.id,
@@ -114,6 +127,16 @@ def record_label(
             code=code,
             rationale=text,
         )
+        if event is not None:
+            reviewing.add_label_event(
+                session,
+                reviewer_id=reviewer_id,
+                client_id=event[0],
+                seq=event[1],
+                case_id=case_id,
+                turn=turn,
+                label_id=label_id,
+            )
         labeled = reviewing.count_current_labeled_turns(
             session,
             case_id=case_id,

@@ -12,6 +12,7 @@ import math
 import threading
 import time
 from collections import Counter
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -24,7 +25,7 @@ from review_app.evaluator import EVALUATOR_VERSION
 from review_app.rubrics import Rubric
 from review_app.services.cases import check_lane
 from review_app.services.people import Actor, authorize
-from storage import audit, reviewing
+from storage import audit, audit_samples, borderline, reviewing
 from storage.cases import list_case_summaries
 from storage.engine import read_only
 from storage.reviewing import QueueRow
@@ -145,6 +146,16 @@ def queue_page(
             **options,  # type: ignore[arg-type]
         )
     return QueuePage(rows, page, n_pages, matching, completed, assigned)
+
+
+def open_review_work(engine: Engine, actor: Actor, *, rubric: Rubric) -> int:
+    """How many cases assigned to the actor under ``rubric`` they have not finished (0 for
+    someone with no queue): pages that show everyone's labels warn about them."""
+    actor = authorize(engine, actor, "reviewer")
+    if actor.reviewer_id is None:
+        return 0
+    result = queue_page(engine, actor, rubric=rubric, page_size=1)
+    return result.assigned - result.completed
 
 
 def next_case(engine: Engine, actor: Actor, *, rubric: Rubric, after: str | None) -> str | None:
@@ -272,3 +283,202 @@ def assign_cases(
         session.commit()
     forget_progress()
     return AssignmentReport(len(case_ids), len(rows), dict(added), covered)
+
+
+# --- "most informative first" ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CaseSignals:
+    """What is known about one case's units before the actor labels them."""
+
+    judge: dict[int, list[tuple[str | None, float | None]]]
+    """Per turn: ``(label, score)`` of each judge run's verdict."""
+    human: dict[int, dict[int, str]]
+    """Per turn: ``{reviewer_id: code}`` of the current labels."""
+    violations: frozenset[int]
+
+
+@dataclass(frozen=True)
+class Informativeness:
+    score: float
+    reasons: tuple[str, ...]
+    audit_turns: tuple[int, ...] = ()
+
+    @property
+    def why(self) -> str:
+        parts = list(self.reasons)
+        if self.audit_turns:
+            parts.append("audit sample (keeps its place)")
+        return "; ".join(parts)
+
+
+def _turn_list(turns: set[int]) -> str:
+    return ", ".join(str(t) for t in sorted(turns))
+
+
+def score_case(
+    signals: CaseSignals,
+    *,
+    open_turns: set[int],
+    pass_codes: set[str],
+    threshold: float = 0.5,
+    me: int | None = None,
+) -> Informativeness:
+    """How much labeling this case would teach, and why.
+
+    For each turn in ``open_turns`` (the actor's unlabeled units):
+
+    * judge uncertainty: ``1 - |s - t| / max(t, 1 - t)`` for a judge score ``s`` and the
+      threshold ``t`` (1 at the threshold, 0 at the far end); the largest over the runs;
+    * judge runs that disagree on the turn's label: 1;
+    * a deterministic violation on a turn some reviewer labeled with a pass code: 1.
+
+    Over the whole case: 0.5 for each turn (any turn) where the other reviewers'
+    current labels differ, at most 1. The case's score is its best turn's score plus
+    the disagreement term; ties keep the queue's own order.
+    """
+    if not 0 < threshold < 1:
+        raise ValueError("threshold must be strictly between 0 and 1")
+    span = max(threshold, 1 - threshold)
+    unsure: set[int] = set()
+    split: set[int] = set()
+    contradicted: set[int] = set()
+    best = 0.0
+    for turn in open_turns:
+        verdicts = signals.judge.get(turn, [])
+        scores = [s for _, s in verdicts if s is not None]
+        uncertainty = max((1 - abs(s - threshold) / span for s in scores), default=0.0)
+        if uncertainty >= 0.8:
+            unsure.add(turn)
+        labels = {label for label, _ in verdicts if label is not None}
+        disagree = 1.0 if len(labels) > 1 else 0.0
+        if disagree:
+            split.add(turn)
+        human = signals.human.get(turn, {})
+        contradiction = 0.0
+        if turn in signals.violations and any(code in pass_codes for code in human.values()):
+            contradiction = 1.0
+            contradicted.add(turn)
+        best = max(best, uncertainty + disagree + contradiction)
+    disputed = {
+        turn
+        for turn, by in signals.human.items()
+        if len({code for reviewer, code in by.items() if reviewer != me}) > 1
+    }
+    total = best + min(1.0, 0.5 * len(disputed))
+    reasons = []
+    if unsure:
+        reasons.append(f"judge unsure on turn{'s' if len(unsure) > 1 else ''} {_turn_list(unsure)}")
+    if split:
+        reasons.append(f"judge runs disagree on {_turn_list(split)}")
+    if disputed:
+        reasons.append(f"reviewers disagree on {_turn_list(disputed)}")
+    if contradicted:
+        reasons.append(f"finding contradicts a pass label on {_turn_list(contradicted)}")
+    return Informativeness(round(total, 6), tuple(reasons))
+
+
+def order_informative_first(
+    case_ids: list[str],
+    scores: dict[str, Informativeness],
+) -> list[str]:
+    """``case_ids`` (in queue order) with the highest scores first; cases holding an
+    audit-sample unit stay exactly where they were (a random draw keeps estimates
+    valid only if it is labeled like any other case, not pushed back or forward)."""
+    fixed = {i for i, case_id in enumerate(case_ids) if scores[case_id].audit_turns}
+    movable = [c for i, c in enumerate(case_ids) if i not in fixed]
+    movable.sort(key=lambda c: -scores[c].score)  # stable: ties keep the queue order
+    ordered: list[str] = []
+    rest = iter(movable)
+    for index, case_id in enumerate(case_ids):
+        ordered.append(case_id if index in fixed else next(rest))
+    return ordered
+
+
+def informative_queue(
+    engine: Engine,
+    actor: Actor,
+    *,
+    rubric: Rubric,
+    lane: str | None = None,
+    only_unlabeled: bool = False,
+    page: int = 1,
+    page_size: int = DEFAULT_PAGE_SIZE,
+    threshold: float = 0.5,
+    audit_units: Collection[tuple[str, int]] | None = None,
+) -> tuple[QueuePage, dict[str, Informativeness]]:
+    """The actor's queue "most informative first" (see :func:`score_case`), a page of
+    it, and each listed case's score and reasons. ``audit_units`` are ``(case_id,
+    turn)`` audit-sample units (default: every unit the rubric version's audit
+    samples drew): their cases are marked and keep their queue place, so the random
+    draws that make estimates valid are never reordered away.
+
+    Reads the whole filtered queue (the score needs every case); the queue order
+    ("oldest first") pages in SQL instead.
+    """
+    actor = authorize(engine, actor, "reviewer")
+    check_lane(lane)
+    whole = queue_page(
+        engine, actor, rubric=rubric, lane=lane, only_unlabeled=only_unlabeled, page_size=10**9
+    )
+    rows = whole.rows
+    if not rows or actor.reviewer_id is None:
+        return whole, {}
+    case_ids = [row.case_id for row in rows]
+    with Session(read_only(engine)) as session:
+        verdicts = borderline.judge_turn_verdicts(
+            session, case_ids=case_ids, rubric_id=rubric.id, version=rubric.version
+        )
+        labels = borderline.current_labels(
+            session, case_ids=case_ids, rubric_id=rubric.id, version=rubric.version
+        )
+        violations = borderline.violation_turns(
+            session, case_ids=case_ids, evaluator_version=EVALUATOR_VERSION
+        )
+        actors = {
+            case_id: reviewing.event_actors_by_turn(session, case_id=case_id)
+            for case_id in case_ids
+        }
+        if audit_units is None:
+            audit_units = audit_samples.audited_units(
+                session, rubric_id=rubric.id, version=rubric.version
+            )
+    judge: dict[str, dict[int, list[tuple[str | None, float | None]]]] = {}
+    for case_id, turn, _run, label, score in verdicts:
+        judge.setdefault(case_id, {}).setdefault(turn, []).append((label, score))
+    human: dict[str, dict[int, dict[int, str]]] = {}
+    for case_id, turn, reviewer_id, code in labels:
+        human.setdefault(case_id, {}).setdefault(turn, {})[reviewer_id] = code
+    violated: dict[str, set[int]] = {}
+    for case_id, turn in violations:
+        violated.setdefault(case_id, set()).add(turn)
+    audit: dict[str, set[int]] = {}
+    for case_id, turn in audit_units:
+        audit.setdefault(case_id, set()).add(turn)
+    pass_codes = {label.code for label in rubric.labels if label.verdict == "pass"}
+    scores: dict[str, Informativeness] = {}
+    for case_id in case_ids:
+        by_turn = human.get(case_id, {})
+        mine = {t for t, by in by_turn.items() if actor.reviewer_id in by}
+        open_turns = {
+            t for t, who in actors[case_id].items() if who == rubric.applies_to and t not in mine
+        }
+        found = score_case(
+            CaseSignals(judge.get(case_id, {}), by_turn, frozenset(violated.get(case_id, ()))),
+            open_turns=open_turns,
+            pass_codes=pass_codes,
+            threshold=threshold,
+            me=actor.reviewer_id,
+        )
+        audit_turns = tuple(sorted(audit.get(case_id, ())))
+        scores[case_id] = Informativeness(found.score, found.reasons, audit_turns)
+    ordered = order_informative_first(case_ids, scores)
+    by_id = {row.case_id: row for row in rows}
+    n_pages = max(1, math.ceil(len(ordered) / page_size))
+    page = min(max(1, page), n_pages)
+    listed = ordered[(page - 1) * page_size : page * page_size]
+    result = QueuePage(
+        [by_id[c] for c in listed], page, n_pages, whole.n_matching, whole.completed, whole.assigned
+    )
+    return result, {c: scores[c] for c in listed}

@@ -24,7 +24,7 @@ from review_app.evaluator import lane
 from review_app.formats import FORMATS, detect_format, read_cases
 from review_app.rubrics import Rubric
 from review_app.services.export import ExportResult
-from review_app.services.importing import ImportSummary, import_paths
+from review_app.services.importing import ImportSummary, StoredConflicts, import_paths
 from review_app.services.judge import JudgeImportSummary, import_verdicts
 from review_app.services.labels_io import LabelImportSummary, import_labels
 from review_app.services.people import Actor, authorize
@@ -74,14 +74,20 @@ def validate_upload(
     data: bytes,
     format: str | None,
     options: dict[str, Any],
+    replace: bool = False,
 ) -> ValidationReport:
+    """Read and check the file as the import would, against what is stored too (cases
+    stored with other content unless ``replace``, contract versions stored with another
+    body): a file reported ``ok`` is one the import accepts."""
     authorize(engine, actor, "policy_owner")
     report = ValidationReport(file=name, format=format or "?")
+    conflicts = StoredConflicts(engine, replace=replace)
     try:
         with uploaded_file(name, data) as path:
             report.format = format or detect_format(path)
             given = {} if report.format == "native" else options
             for record in read_cases(path, format=report.format, **given):
+                conflicts.add(record)
                 result = record.result
                 report.cases.append(
                     {
@@ -92,6 +98,7 @@ def validate_upload(
                         "line": record.line,
                     }
                 )
+            conflicts.flush()
     except InputError as error:
         report.error = _display_name(str(error), name)
     report.lanes = dict(Counter(case["lane"] for case in report.cases))

@@ -9,7 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from review_app.errors import PermissionDenied
-from review_app.ui import auth, state
+from review_app.ui import auth, keys, state
 from review_app.ui.safe import code_span
 
 # An emoji favicon is drawn in the browser; a Material icon would be fetched from
@@ -38,6 +38,8 @@ if signed_in is None:
 
 st.session_state["_actor"] = signed_in
 navigation = st.navigation(state.pages())
+if navigation.url_path == "review":
+    keys.early_keys()  # first on the page: label keys pressed while it loads are kept
 
 with st.sidebar:
     if signed_in.auth_mode == "local":

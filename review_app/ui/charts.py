@@ -38,18 +38,36 @@ def coefficient_rows(reports: dict[str, dict[str, Any]]) -> list[dict[str, Any]]
 
 
 def coefficients_chart(rows: list[dict[str, Any]]) -> alt.LayerChart:
-    data = alt.Data(values=[row for row in rows if row["value"] is not None])
-    base = alt.Chart(data).encode(
-        y=alt.Y("coefficient:N", title=None),
-        yOffset="rubric:N",
-        color=alt.Color("rubric:N", title="rubric version"),
+    # Null values (no coefficient, no interval) would make Vega log "Infinite extent":
+    # each layer gets only the rows it can draw, on a fixed domain.
+    shown = [row for row in rows if row["value"] is not None]
+    intervals = [row for row in shown if row["low"] is not None and row["high"] is not None]
+    domain = alt.Scale(domain=[-0.2, 1])
+
+    def base(values: list[dict[str, Any]]) -> alt.Chart:
+        return alt.Chart(alt.Data(values=values)).encode(
+            y=alt.Y("coefficient:N", title=None),
+            yOffset="rubric:N",
+            color=alt.Color("rubric:N", title="rubric version"),
+        )
+
+    points = (
+        base(shown)
+        .mark_point(filled=True, size=80)
+        .encode(
+            x=alt.X("value:Q", scale=domain, title="value"),
+            tooltip=["rubric:N", "coefficient:N", alt.Tooltip("value:Q", format=".3f"), "units:Q"],
+        )
     )
-    points = base.mark_point(filled=True, size=80).encode(
-        x=alt.X("value:Q", scale=alt.Scale(domain=[-0.2, 1]), title="value"),
-        tooltip=["rubric:N", "coefficient:N", alt.Tooltip("value:Q", format=".3f"), "units:Q"],
-    )
-    bars = base.mark_rule(strokeWidth=2).encode(x="low:Q", x2="high:Q")
-    return cast(alt.LayerChart, alt.layer(bars, points).properties(height=alt.Step(14)))
+    layers = [points]
+    if intervals:
+        bars = (
+            base(intervals)
+            .mark_rule(strokeWidth=2)
+            .encode(x=alt.X("low:Q", scale=domain), x2="high:Q")
+        )
+        layers.insert(0, bars)
+    return cast(alt.LayerChart, alt.layer(*layers).properties(height=alt.Step(14)))
 
 
 def pairwise_kappa_chart(cohen: dict[str, dict[str, Any]]) -> alt.LayerChart:
@@ -170,13 +188,18 @@ def threshold_chart(sweep: dict[str, Any]) -> alt.LayerChart:
                         "best": bool(point.get("is_best")),
                     }
                 )
+    low = min([0.0, *(row["value"] for row in rows)])
     base = alt.Chart(alt.Data(values=rows)).encode(
         x=alt.X("threshold:Q", scale=alt.Scale(domain=[0, 1])),
-        y=alt.Y("value:Q", title="kappa / F1"),
+        y=alt.Y("value:Q", title="kappa / F1", scale=alt.Scale(domain=[low, 1])),
         color=alt.Color("metric:N"),
     )
-    best = base.transform_filter("datum.best").mark_point(size=120, filled=True, shape="diamond")
-    return cast(alt.LayerChart, alt.layer(base.mark_line(point=True), best))
+    layers = [base.mark_line(point=True)]
+    if any(row["best"] for row in rows):  # an empty layer logs "Infinite extent"
+        layers.append(
+            base.transform_filter("datum.best").mark_point(size=120, filled=True, shape="diamond")
+        )
+    return cast(alt.LayerChart, alt.layer(*layers))
 
 
 def reliability_chart(reliability: dict[str, Any]) -> alt.LayerChart:

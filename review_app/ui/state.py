@@ -24,6 +24,7 @@ from review_app.services.agreement import (
 from review_app.services.cases import CaseView, case_fingerprint, load_case_view
 from review_app.services.judge import calibration_report, judge_token
 from review_app.services.people import Actor, authorize, sign_in
+from review_app.services.queue import open_review_work
 from review_app.services.rubric_catalog import RubricCatalog, sync_rubrics
 from review_app.ui import auth
 from storage.engine import database_url, shared_engine
@@ -36,9 +37,12 @@ DEFAULTS: dict[str, Any] = {
     "queue_lane": "all",
     "queue_unlabeled": False,
     "queue_page": 1,
+    "queue_order": "oldest",  # or "informative"
     "focus": None,  # {"case": case_id, "turn": turn} on the review page
-    "focus_turn": None,  # the turn picker of the labeling panel
-    "reference_code": None,  # the rubric label whose definition the review page shows
+    "key_acked": {},  # review page: {client id: highest key press stored} (replace, never mutate)
+    "key_commands": [],  # review page: ids of the keyboard commands already run
+    "key_notice": None,  # review page: a message for the labeling panel
+    "auto_advance": False,  # review page: open the next case once every turn is labeled
     "flash": None,  # a message to show once after a rerun
     "jump_case": "",
     "assign_reviewers": [],
@@ -51,6 +55,8 @@ DEFAULTS: dict[str, Any] = {
     "confusion_a": None,
     "confusion_b": None,
     "adjudicate_all": False,
+    "adjudicate_unit": None,  # {"case", "turn"}: the unit open on the adjudicate page
+    "gold_unit": None,  # the unit the gold form's values belong to
     "gold_code": None,
     "gold_note": "",
     "gold_calibration": False,
@@ -333,6 +339,19 @@ def show_flash() -> None:
     if message:
         st.toast(message)
         st.session_state["flash"] = None
+
+
+def own_work_notice(rubric: Rubric) -> None:
+    """On pages showing everyone's labels: say so to someone with unfinished cases of
+    their own under this rubric version (their labeling is blind until they look)."""
+    left = open_review_work(engine(), actor(), rubric=rubric)
+    if left:
+        st.warning(
+            f"You have {left} unfinished case{'s' if left != 1 else ''} in your own review "
+            f"queue under {rubric.ref}. This page shows other reviewers' labels: label "
+            "your queue first to keep your own labels blind.",
+            icon=":material/visibility:",
+        )
 
 
 def forbidden(message: str) -> None:

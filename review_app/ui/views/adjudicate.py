@@ -22,8 +22,17 @@ st.title("Adjudicate")
 if rubric is None:
     st.stop()
 engine = state.engine()
+state.own_work_notice(rubric)
 case_id = st.query_params.get("case")
 turn_text = st.query_params.get("turn")
+if case_id and turn_text and turn_text.lstrip("-").isdigit():
+    st.session_state["adjudicate_unit"] = {"case": case_id, "turn": int(turn_text)}
+elif st.session_state["adjudicate_unit"]:
+    # A rerun without the unit in the address (a widget change, the sidebar link):
+    # stay on the unit and put it back in the address.
+    case_id = st.session_state["adjudicate_unit"]["case"]
+    turn_text = str(st.session_state["adjudicate_unit"]["turn"])
+    st.query_params.update({"case": case_id, "turn": turn_text})
 
 if not case_id or not turn_text or not turn_text.lstrip("-").isdigit():
     st.toggle("Include settled units", key="adjudicate_all")
@@ -65,9 +74,13 @@ if not case_id or not turn_text or not turn_text.lstrip("-").isdigit():
     st.stop()
 
 turn = int(turn_text)
+if st.session_state["gold_unit"] != [case_id, turn]:
+    state.reset_gold_form()  # another unit: nothing chosen yet
+    st.session_state["gold_unit"] = [case_id, turn]
 try:
     detail = unit_detail(engine, actor, rubric=rubric, case_id=case_id, turn=turn)
 except NotFound as error:
+    st.session_state["adjudicate_unit"] = None
     st.error(str(error))
     st.stop()
 
@@ -75,6 +88,9 @@ except NotFound as error:
 def _submit_gold() -> None:
     """Runs before the next run draws the form, so it may reset the form's widgets."""
     assert rubric is not None and case_id is not None
+    if st.session_state["gold_code"] is None:
+        state.flash("Not recorded: choose the gold label first (keys 1-9).")
+        return
     try:
         record_gold(
             engine,
@@ -96,13 +112,25 @@ def _submit_gold() -> None:
         u for u in state.disagreements(rubric.ref) if (u.case_id, u.turn) != (case_id, turn)
     ]
     if remaining:
-        st.query_params.update({"case": remaining[0].case_id, "turn": str(remaining[0].turn)})
+        following = remaining[0]
+        st.query_params.update({"case": following.case_id, "turn": str(following.turn)})
+        st.session_state["adjudicate_unit"] = {"case": following.case_id, "turn": following.turn}
     else:
         st.query_params.clear()
+        st.session_state["adjudicate_unit"] = None
+
+
+def _back_to_queue() -> None:
+    st.session_state["adjudicate_unit"] = None
+    st.query_params.clear()
+
+
+def _choose(code: str) -> None:
+    st.session_state["gold_code"] = code
 
 
 st.subheader(f"{case_id} · turn {turn}")
-st.page_link(state.page("adjudicate"), label="Back to the disagreement queue")
+st.button("Back to the disagreement queue", key="adjudicate_back", on_click=_back_to_queue)
 if detail.diagnostic:
     st.code(detail.diagnostic, language=None)
 if detail.chatbot_role:
@@ -155,14 +183,30 @@ with decision:
         if detail.gold.note:
             st.text(detail.gold.note)
 
-    st.markdown("**Gold label**")
-    codes = list(rubric.codes)
-    if st.session_state["gold_code"] not in codes:
-        st.session_state["gold_code"] = (
-            detail.gold.code if detail.gold else (involved[0] if involved else codes[0])
+    st.markdown("**Gold label** · keys 1-9 choose, Enter records")
+    chosen = st.session_state["gold_code"]
+    if chosen not in rubric.codes:
+        chosen = st.session_state["gold_code"] = None  # the policy owner chooses
+    picks = st.container(horizontal=True, gap="small")
+    for number, label in enumerate(rubric.labels, start=1):
+        picks.button(
+            label.code,
+            key=f"gold_pick_{label.code}",
+            shortcut=str(number) if number <= 9 else None,
+            type="primary" if label.code == chosen else "secondary",
+            help=label.title,
+            on_click=_choose,
+            args=(label.code,),
         )
-    st.selectbox("Label", codes, key="gold_code")
+    st.caption(f"Chosen: {code_span(chosen)}" if chosen else "No label chosen yet.")
     st.text_area("Note", key="gold_note")
     st.checkbox("Calibration item (use it to calibrate the LLM judge)", key="gold_calibration")
     st.text_area("Rubric ambiguity to fix in the next version (optional)", key="gold_ambiguity")
-    st.button("Record gold label", key="gold_submit", type="primary", on_click=_submit_gold)
+    st.button(
+        "Record gold label",
+        key="gold_submit",
+        type="primary",
+        shortcut="Enter",
+        disabled=chosen is None,
+        on_click=_submit_gold,
+    )

@@ -21,14 +21,16 @@ if st.session_state["agreement_rubric"] not in labeled:
     st.session_state["agreement_rubric"] = labeled[-1]
 st.selectbox("Rubric version", labeled, key="agreement_rubric")
 ref = st.session_state["agreement_rubric"]
+state.own_work_notice(catalog.for_reports(ref))
 
 reports = {version: state.dashboard(version).report for version in labeled}
 data = state.dashboard(ref)
 report = data.report
+gold = report["gold"]
 st.caption(
     f"{report['units']} units · {report['raters']} reviewers · {report['ratings']} labels · "
-    f"gold: {report['gold']['with_gold']} units, {report['gold']['in_disagreement']} in "
-    f"disagreement, {report['gold']['single_rater']} with one reviewer"
+    f"adjudicated: {gold['adjudicated']} units · unanimous: {gold['unanimous']} units · "
+    f"{gold['in_disagreement']} in disagreement · {gold['single_rater']} with one reviewer"
 )
 for warning in report["warnings"]:
     st.warning(warning)

@@ -28,8 +28,15 @@ with cases_tab:
     form = None if chosen == "detect" else chosen
     if upload is not None:
         data = upload.getvalue()
+        # The same checks as the import, against what is stored too (contracts, cases).
         report = validate_upload(
-            state.engine(), actor, name=upload.name, data=data, format=form, options={}
+            state.engine(),
+            actor,
+            name=upload.name,
+            data=data,
+            format=form,
+            options={},
+            replace=st.session_state["import_replace"],
         )
         if not report.ok:
             st.error("This file cannot be imported; nothing was stored.")

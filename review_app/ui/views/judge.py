@@ -190,8 +190,17 @@ for item in rows[:100]:
         )
         if item.get("reason"):
             st.text(f"Judge: {item['reason']}")
-        for human in item.get("human", []):
-            st.text(f"{human['reviewer']} ({human['label']}): {human['rationale'] or ''}")
+        humans = item.get("human", [])
+        if humans:
+            st.caption(
+                "Reviewers: "
+                + ", ".join(f"{code_span(h['reviewer'])} {code_span(h['label'])}" for h in humans)
+            )
+        written = [h for h in humans if h["rationale"]]
+        for human in written:
+            st.text(f"{human['reviewer']} ({human['label']}): {human['rationale']}")
+        if humans and not written:
+            st.caption("No reviewer wrote a rationale for this turn.")
 
 st.subheader("Few-shot material for the next prompt version")
 examples = few_shot_material(engine, state.actor(), rubric=rubric, run_id=run["id"])

@@ -8,7 +8,7 @@ from streamlit.delta_generator import DeltaGenerator
 from review_app.errors import InputError
 from review_app.services.cases import LANES
 from review_app.services.people import list_people
-from review_app.services.queue import assign_cases, queue_page
+from review_app.services.queue import assign_cases, informative_queue, next_case, queue_page
 from review_app.ui import state
 from review_app.ui.safe import code_span
 
@@ -24,7 +24,9 @@ def _filter_changed(key: str) -> None:
     st.session_state["queue_page"] = 1  # another selection starts on its first page
 
 
-left, middle = st.columns([1, 1])
+ORDERS = {"oldest": "Queue order (case id)", "informative": "Most informative first"}
+
+left, middle, right = st.columns([1, 1, 1])
 left.selectbox(
     "Lane",
     ["all", *LANES],
@@ -38,20 +40,50 @@ middle.toggle(
     on_change=_filter_changed,
     args=("queue_unlabeled",),
 )
+right.selectbox(
+    "Order",
+    list(ORDERS),
+    format_func=ORDERS.__getitem__,
+    key=state.widget_key("queue_order"),
+    on_change=_filter_changed,
+    args=("queue_order",),
+    help="Most informative first: where the judge is unsure or its runs disagree, where "
+    "reviewers disagree, where a finding contradicts a label. Audit-sample cases keep "
+    "their place.",
+)
 lane = None if st.session_state["queue_lane"] == "all" else st.session_state["queue_lane"]
 
-result = queue_page(
-    state.engine(),
-    actor,
-    rubric=rubric,
-    lane=lane,
-    only_unlabeled=st.session_state["queue_unlabeled"],
-    page=st.session_state["queue_page"],
-)
+why: dict[str, str] = {}
+if st.session_state["queue_order"] == "informative":
+    result, scored = informative_queue(
+        state.engine(),
+        actor,
+        rubric=rubric,
+        lane=lane,
+        only_unlabeled=st.session_state["queue_unlabeled"],
+        page=st.session_state["queue_page"],
+    )
+    why = {case_id: found.why for case_id, found in scored.items()}
+else:
+    result = queue_page(
+        state.engine(),
+        actor,
+        rubric=rubric,
+        lane=lane,
+        only_unlabeled=st.session_state["queue_unlabeled"],
+        page=st.session_state["queue_page"],
+    )
 st.progress(
     result.progress,
     text=f"{result.completed} of {result.assigned} assigned cases labeled under {rubric.ref}",
 )
+
+following = next_case(state.engine(), actor, rubric=rubric, after=None)
+if following is not None:
+    opener = st.container(horizontal=True, gap="small", vertical_alignment="center")
+    if opener.button("Open my next case (N)", key="queue_open_next", shortcut="N", type="primary"):
+        st.switch_page(state.page("review"), query_params={"case": following})
+    opener.caption(code_span(following))
 
 if not result.rows:
     if result.assigned == 0:
@@ -88,6 +120,8 @@ else:
             "—" if row.first_violation_turn is None else f"turn {row.first_violation_turn}",
             width=widths[3],
         )
+        if why.get(row.case_id):
+            cells.caption(why[row.case_id])
     if result.n_pages > 1:
         st.session_state["queue_page"] = result.page
         # st.pagination has a default, so writing its state (the widget_key pattern)

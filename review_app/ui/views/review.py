@@ -1,23 +1,24 @@
 """Review: one conversation turn by turn, findings pre-marked, labels per assistant turn.
 
-``review?case=<case_id>`` opens a case directly. Keyboard: 1-9 label the focused
-turn, J / K move to the next / previous turn, N opens the next case in the queue.
+``review?case=<case_id>`` opens a case directly. Keyboard (caught in the browser by
+the labeling panel, :mod:`review_app.ui.keys`): 1-9 label the focused turn, J / K move
+to the next / previous turn, R opens the rationale of the focused turn (Enter keeps
+it), N opens the next case in the queue. Each label key is queued in the browser with
+the turn focused when it was pressed and stored here once, in order.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import streamlit as st
 
 from review_app.errors import InputError, NotFound, PermissionDenied
 from review_app.services.cases import CaseView, TurnView
-from review_app.services.labeling import (
-    MAX_RATIONALE_CHARS,
-    CaseLabels,
-    case_labels,
-    record_label,
-)
+from review_app.services.key_events import apply_key_events, parse_key_events
+from review_app.services.labeling import CaseLabels, case_labels
 from review_app.services.queue import next_case
-from review_app.ui import state
+from review_app.ui import keys, state
 from review_app.ui.safe import code_list, code_span
 
 AVATARS = {
@@ -26,18 +27,14 @@ AVATARS = {
     "system": ":material/settings:",
     "tool": ":material/build:",
 }
-# Material icons come with Streamlit's own font; emoji need a colour-emoji font that
-# many Linux desktops (and headless browsers) lack, and then show as empty boxes.
-VERDICT_ICONS = {
-    "pass": ":material/check_circle:",
-    "fail": ":material/block:",
-    "borderline": ":material/balance:",
-    "abstain": ":material/help:",
-}
 
 actor = state.actor()
 rubric = state.rubric_selector()
 case_id: str = st.query_params.get("case") or ""
+if not case_id and st.session_state["focus"]:
+    # The sidebar's "Review" link carries no case: reopen the one being reviewed.
+    case_id = st.session_state["focus"]["case"]
+    st.query_params["case"] = case_id
 
 if not case_id:
     st.title("Review")
@@ -53,22 +50,73 @@ try:
 except (NotFound, PermissionDenied) as error:
     st.title("Review")
     st.error(str(error))
+    st.session_state["focus"] = None
     st.stop()
 
-labels: CaseLabels | None = (
-    case_labels(state.engine(), actor, case_id=case_id, rubric=rubric) if rubric else None
-)
 labelable = [t for t in view.turns if rubric and t.actor == rubric.applies_to]
 labelable_turns = [t.turn for t in labelable]
 
 
-def _first_unlabeled(after: int | None = None) -> int | None:
+def _apply_keys() -> None:
+    """Store the label keys the browser queued (each once), then follow its focus and
+    run its command. Runs before anything is drawn, so the page shows the result."""
+    sent: Any = st.session_state.get(keys.KEY)
+    if rubric is None or not isinstance(sent, dict) or sent.get("case") != case_id:
+        return
+    try:
+        client, events = parse_key_events(sent)
+    except InputError as error:
+        st.session_state["key_notice"] = f"Not saved: {error}"
+        return
+    acked = dict(st.session_state["key_acked"])
+    result = apply_key_events(
+        state.engine(),
+        actor,
+        case_id=case_id,
+        rubric=rubric,
+        client_id=client,
+        events=events,
+        after_seq=acked.get(client, 0),
+    )
+    acked[client] = result.last_seq
+    st.session_state["key_acked"] = acked
+    if result.errors:
+        st.session_state["key_notice"] = "Not saved: " + "; ".join(result.errors)
+    elif result.applied:
+        st.session_state["key_notice"] = None
+    if sent.get("focus") in labelable_turns:
+        st.session_state["focus"] = {"case": case_id, "turn": sent["focus"]}
+    command = sent.get("command")
+    if isinstance(command, dict) and command.get("id") not in st.session_state["key_commands"]:
+        st.session_state["key_commands"] = [*st.session_state["key_commands"][-20:], command["id"]]
+        if command.get("name") == "next_case":
+            _open_next_case()
+
+
+def _open_next_case(rerun: bool = True) -> None:
+    if rubric is None:
+        return
+    following = next_case(state.engine(), actor, rubric=rubric, after=case_id)
+    if following is None:
+        st.session_state["key_notice"] = "No unfinished case left in your queue."
+        return
+    st.query_params["case"] = following
+    st.session_state["focus"] = None
+    st.session_state["key_notice"] = None
+    if rerun:  # not from a button's callback, which reruns anyway
+        st.rerun()
+
+
+_apply_keys()
+
+labels: CaseLabels | None = (
+    case_labels(state.engine(), actor, case_id=case_id, rubric=rubric) if rubric else None
+)
+
+
+def _first_unlabeled() -> int | None:
     mine = labels.mine if labels else {}
-    ordered = labelable_turns
-    if after is not None and after in ordered:
-        start = ordered.index(after) + 1
-        ordered = ordered[start:] + ordered[:start]
-    return next((t for t in ordered if t not in mine), None)
+    return next((t for t in labelable_turns if t not in mine), None)
 
 
 focus = st.session_state["focus"]
@@ -81,141 +129,51 @@ if not focus or focus.get("case") != case_id or focus.get("turn") not in labelab
 focus_turn: int | None = focus["turn"]
 
 
-def _move_focus(step: int) -> None:
-    if focus_turn is None or not labelable_turns:
-        return
-    index = labelable_turns.index(focus_turn)
-    target = labelable_turns[max(0, min(len(labelable_turns) - 1, index + step))]
-    st.session_state["focus"] = {"case": case_id, "turn": target}
-
-
-def _save(code: str) -> None:
-    assert rubric is not None and focus_turn is not None
-    rationale = st.session_state.get(f"rationale_{case_id}_{focus_turn}", "")
-    try:
-        saved = record_label(
-            state.engine(),
-            actor,
-            case_id=case_id,
-            turn=focus_turn,
-            rubric=rubric,
-            code=code,
-            rationale=rationale,
-        )
-    except (InputError, NotFound) as error:
-        state.flash(f"Not saved: {error}")
-        return
-    state.flash(f"Turn {saved.turn}: {saved.code} ({saved.labeled_turns}/{saved.total_turns})")
-    following = _first_unlabeled(after=focus_turn)
-    if following is not None and following != focus_turn:
-        st.session_state["focus"] = {"case": case_id, "turn": following}
-
-
-def _open_next_case() -> None:
-    if rubric is None:
-        return
-    following = next_case(state.engine(), actor, rubric=rubric, after=case_id)
-    if following is None:
-        state.flash("No unfinished case left in your queue.")
-        return
-    st.query_params["case"] = following
-    st.session_state["focus"] = None
-
-
-# --- sidebar: the labeling panel -------------------------------------------------------
-
 with st.sidebar:
-    if rubric is None or not labelable:
-        st.caption("Nothing to label in this case.")
-    else:
-        assert labels is not None and focus_turn is not None
-        st.subheader(f"Turn {focus_turn}")
-        st.session_state["focus_turn"] = focus_turn
-        labeled_by_me = set(labels.mine)
-        st.selectbox(
-            "Turn to label",
-            list[int](labelable_turns),
-            key="focus_turn",
-            format_func=lambda t: f"turn {t}" + (" ✓" if t in labeled_by_me else ""),
-            on_change=lambda: st.session_state.update(
-                focus={"case": case_id, "turn": st.session_state["focus_turn"]}
-            ),
-        )
-        st.progress(
-            labels.labeled_turns / labels.total_turns if labels.total_turns else 0.0,
-            text=f"{labels.labeled_turns} of {labels.total_turns} turns labeled by you",
-        )
-        focused = next(t for t in labelable if t.turn == focus_turn)
-        if focused.text:
-            st.text(focused.text[:1200] + ("…" if len(focused.text) > 1200 else ""))
-        current = labels.mine.get(focus_turn)
-        for number, label in enumerate(rubric.labels, start=1):
-            chosen = current is not None and current.code == label.code
-            st.button(
-                label.code,
-                key=f"label_{label.code}",
-                icon=VERDICT_ICONS.get(label.verdict),
-                shortcut=str(number) if number <= 9 else None,
-                type="primary" if chosen else "secondary",
-                help=label.title,
-                on_click=_save,
-                args=(label.code,),
-                width="stretch",
-            )
-        # Starts from the current label's rationale, so changing only the code keeps it.
-        st.text_input(
-            "Rationale (optional; type it, then choose the label)",
-            value=current.rationale if current is not None and current.rationale else "",
-            max_chars=MAX_RATIONALE_CHARS,
-            key=f"rationale_{case_id}_{focus_turn}",
-        )
-        previous_col, next_col = st.columns(2)
-        previous_col.button(
-            "◀ Turn",
-            key="focus_previous",
-            shortcut="K",
-            on_click=_move_focus,
-            args=(-1,),
-            width="stretch",
-        )
-        next_col.button(
-            "Turn ▶",
-            key="focus_next",
-            shortcut="J",
-            on_click=_move_focus,
-            args=(1,),
-            width="stretch",
-        )
+    st.toggle(
+        "Open the next case when this one is done",
+        key=state.widget_key("auto_advance"),
+        on_change=state.keep,
+        args=("auto_advance",),
+    )
     st.button(
-        "Next case ⏭", key="next_case", shortcut="N", on_click=_open_next_case, width="stretch"
+        "Next case (N)",
+        key="next_case",
+        icon=":material/skip_next:",
+        on_click=_open_next_case,
+        args=(False,),
+        width="stretch",
     )
 
 
-# --- main: header and transcript ----------------------------------------------------------
+# --- header: one line of facts, one line of role ------------------------------------------
 
-st.title(f"Review · {case_id}")
+st.markdown(f"**Review** · {code_span(case_id)}")
 meta = [
-    f"contract {code_span(view.contract_version or 'none')}",
     f"lane {code_span(view.lane or '-')}",
+    f"contract {code_span(view.contract_version or 'none')}",
     f"evaluator v{view.evaluator_version}",
 ]
+if labels is not None:
+    if labels.blind:
+        meta.append("others' labels hidden until you have labeled every turn")
+    elif labels.other_reviewers:
+        meta.append("you have labeled every turn: others' labels are shown")
 st.caption(" · ".join(meta))
 if view.diagnostic:
-    st.code(view.diagnostic, language=None)
+    st.code(view.diagnostic, language=None, wrap_lines=True)
 if view.chatbot_role:
-    st.caption("Role given to the assistant")
-    st.text(view.chatbot_role)
+    first_line = view.chatbot_role.strip().splitlines()[0] if view.chatbot_role.strip() else ""
+    # Imported text: literal (an expander's label would be Markdown).
+    st.text("Role: " + first_line[:110] + ("…" if len(first_line) > 110 else ""))
+    with st.expander("Full role description"):
+        st.text(view.chatbot_role)
 if view.contract is None:
-    st.info("No contract: semantic review only (no deterministic findings for this case).")
+    st.caption("No contract: semantic review only (no deterministic findings for this case).")
 for finding in view.case_findings:
     st.warning(f"Invalid fixture {code_span(finding['code'])}: contract problem")
     if finding.get("message"):
         st.text(finding["message"])
-if labels is not None:
-    if labels.blind:
-        st.caption("Other reviewers' labels stay hidden until you have labeled every turn.")
-    elif labels.other_reviewers:
-        st.caption("You have labeled every turn: other reviewers' labels are shown.")
 
 transcript, reference = st.columns([3, 2])
 
@@ -280,8 +238,6 @@ def _header(turn: TurnView) -> str:
     ]
     if turn.actions:
         parts.append("actions " + code_list(turn.actions))
-    if turn.turn == focus_turn:
-        parts.append("**labeling**")
     header = " · ".join(parts)
     label_line = _label_line(turn)
     return header if label_line is None else f"{header}  \n{label_line}"
@@ -294,6 +250,36 @@ def _label_controls(turn: TurnView) -> None:
     if mine and mine.rationale:
         st.text(f"Your rationale: {mine.rationale}")
 
+
+with reference:
+    # Drawn before the transcript: the sooner the panel is in the browser, the sooner
+    # it listens for keys.
+    if rubric is not None and labels is not None and labelable:
+        keys.keyboard(
+            case=case_id,
+            turns=labelable_turns,
+            order=[t.turn for t in view.turns],
+            focus=focus_turn,
+            labels={str(t): row.code for t, row in labels.mine.items()},
+            rationales={str(t): row.rationale for t, row in labels.mine.items() if row.rationale},
+            codes=[
+                {
+                    "code": label.code,
+                    "title": label.title,
+                    "verdict": label.verdict,
+                    "definition": label.definition
+                    + (f"\n\n{label.guidance}" if label.guidance else ""),
+                }
+                for label in rubric.labels
+            ],
+            acked=st.session_state["key_acked"],
+            commands_done=st.session_state["key_commands"],
+            auto_advance=bool(st.session_state["auto_advance"]),
+            error=st.session_state["key_notice"],
+        )
+        st.page_link(state.page("rubrics"), label=f"Rubric {rubric.ref}: examples and versions")
+    else:
+        st.caption("Nothing to label in this case.")
 
 with transcript:
     for turn in view.turns:
@@ -317,27 +303,3 @@ with transcript:
                 st.text(turn.text)
             _finding_marks(turn)
             _label_controls(turn)
-
-with reference:
-    if rubric is not None:
-        st.subheader(f"Rubric {rubric.ref}")
-        # One label at a time: everything on this page is drawn again at every rerun.
-        if st.session_state["reference_code"] not in rubric.codes:
-            st.session_state["reference_code"] = rubric.codes[0]
-        verdicts = {label.code: label.verdict for label in rubric.labels}
-        st.selectbox(
-            "Definition of",
-            list[str](rubric.codes),
-            key="reference_code",
-            format_func=lambda code: f"{code} · {verdicts[code]}",
-        )
-        label = rubric.label(st.session_state["reference_code"])
-        blocks = [label.title, label.definition]
-        if label.guidance:
-            blocks.append(label.guidance)
-        blocks.extend(
-            f"[{example.kind} example]\n{example.context}\n→ {example.reply}\n({example.why})"
-            for example in rubric.examples_for(label.code)
-        )
-        st.text("\n\n".join(blocks))
-        st.page_link(state.page("rubrics"), label="All examples and versions")
