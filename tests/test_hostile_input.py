@@ -309,7 +309,7 @@ def seed(database: Database) -> dict[str, int]:
     on start, before it reads any file)."""
     import_paths(database.engine, Actor.operator(), [DEMO_CASES])
     add_person(database.engine, Actor.operator(), name="ana")
-    sync_rubrics(database.engine, directory=RUBRICS_DIR)
+    sync_rubrics(database.engine, Actor.operator(), directory=RUBRICS_DIR)
     return all_row_counts(database.engine)
 
 
@@ -448,7 +448,7 @@ def test_names_differing_in_case_are_one_reviewer(database: Database, tmp_path: 
         database.engine,
         Actor.operator(),
         path,
-        catalog=sync_rubrics(database.engine, directory=RUBRICS_DIR),
+        catalog=sync_rubrics(database.engine, Actor.operator(), directory=RUBRICS_DIR),
     )
     # Ana is known; Cleo and CLEO are one new reviewer, shown as first spelled.
     assert (summary.stored, summary.reviewers_created) == (3, 1)

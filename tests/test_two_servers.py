@@ -123,9 +123,7 @@ def _wait_stored(database: Database, expected: dict[int, str]) -> None:
         time.sleep(0.1)
 
 
-def _open_case(browser: Any, url: str) -> tuple[Any, Any]:
-    from playwright.sync_api import expect
-
+def _open_case(browser: Any, url: str) -> Any:
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     tab = context.new_page()
     # the home page first: a deep link as a fresh server's very first request is
@@ -133,23 +131,15 @@ def _open_case(browser: Any, url: str) -> tuple[Any, Any]:
     tab.goto(f"{url}/")
     tab.wait_for_selector(IDLE, timeout=30_000)
     tab.goto(f"{url}/review?case={CASE}")
+    _ready(tab)
+    return tab
+
+
+def _ready(tab: Any) -> None:
+    """The review page has run and its key panel listens (focus on the first open turn)."""
     tab.wait_for_selector(IDLE, timeout=30_000)
-    sidebar = tab.locator('[data-testid="stSidebar"]')
-    expect(sidebar.get_by_role("button", name="in_role")).to_be_visible(timeout=30_000)
-    return tab, sidebar
-
-
-def _press_label(tab: Any, database: Database, key: str, expected: dict[int, str]) -> None:
-    # a key pressed the instant a run settles is sometimes dropped: press until stored
-    for _ in range(5):
-        tab.wait_for_selector(IDLE, timeout=30_000)
-        tab.keyboard.press(key)
-        try:
-            _wait_stored(database, expected)
-            return
-        except AssertionError:
-            continue
-    _wait_stored(database, expected)
+    tab.wait_for_selector('body[data-review-keys="ready"]', state="attached", timeout=30_000)
+    tab.wait_for_selector('[data-review-focus="1"]', timeout=30_000)
 
 
 def test_a_label_saved_through_one_server_shows_on_the_other(
@@ -172,18 +162,18 @@ def test_a_label_saved_through_one_server_shows_on_the_other(
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         stack.callback(browser.close)
 
-        tab_a, sidebar_a = _open_case(browser, server_a)
-        expect(sidebar_a.locator("h3").first).to_have_text("Turn 2")
-        _press_label(tab_a, postgres_database, "1", {2: "in_role"})  # in_role on turn 2, via A
+        tab_a = _open_case(browser, server_a)
+        tab_a.keyboard.press("1")  # in_role on turn 2, the first open turn, via A
+        _wait_stored(postgres_database, {2: "in_role"})
 
-        tab_b, sidebar_b = _open_case(browser, server_b)  # B's next page load
-        expect(sidebar_b).to_contain_text("1 of 6 turns labeled by you")
-        expect(sidebar_b.locator("h3").first).to_have_text("Turn 4")  # first unlabeled
-        _press_label(tab_b, postgres_database, "3", {2: "in_role", 4: "scope_break"})
+        tab_b = _open_case(browser, server_b)  # B's next page load shows A's label
+        expect(tab_b.get_by_text("Your label: in_role")).to_have_count(1, timeout=30_000)
+        tab_b.keyboard.press("3")  # focus starts on turn 4, the first unlabeled one
+        _wait_stored(postgres_database, {2: "in_role", 4: "scope_break"})
 
-        # A's next rerun (moving to the next turn) shows B's label
-        tab_a.wait_for_selector(IDLE, timeout=30_000)
-        sidebar_a.get_by_role("button", name="Turn ▶").click()
-        expect(sidebar_a).to_contain_text("2 of 6 turns labeled by you", timeout=30_000)
+        # A's next page load shows B's label
+        tab_a.reload()
+        _ready(tab_a)
+        expect(tab_a.get_by_text("Your label: scope_break")).to_have_count(1, timeout=30_000)
         for tab in (tab_a, tab_b):
             assert not tab.locator('[data-testid="stException"]').count()
