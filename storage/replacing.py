@@ -9,6 +9,12 @@ turn. Labels on turns whose conversation so far is unchanged stay current (a
 conversation that only grew keeps all of its labels). Gold labels follow the same
 rule. The reviewers' progress on the replaced cases is then recounted against the
 new transcript.
+
+Judge verdicts are per run, not per person, and have no history: a verdict on a
+changed turn (and a conversation-level verdict on any replaced case) judged a
+conversation that is gone, so it is deleted in the same transaction; the judge
+report then never pairs it with the new content, and resuming the run judges the
+new turns.
 """
 
 from __future__ import annotations
@@ -20,10 +26,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 import orjson
-from sqlalchemy import Connection, and_, bindparam, func, select, tuple_, update
+from sqlalchemy import Connection, and_, bindparam, delete, func, select, tuple_, update
 from sqlmodel import col
 
-from storage.models import Assignment, Case, Event, GoldLabel, Label, RubricVersion
+from storage.models import Assignment, Case, Event, GoldLabel, JudgeVerdict, Label, RubricVersion
 
 # Positions in the rows of storage.cases.CASE_COLUMNS / EVENT_COLUMNS.
 _CASE_ROLE, _CASE_CONTRACT = 1, 2
@@ -35,6 +41,8 @@ _EVENT_CONTENT = slice(3, 9)  # actor, text, actions_json, set_role, request_jso
 class StaleMarks:
     labels: int
     gold_labels: int
+    verdicts: int = 0
+    """Judge verdicts deleted (on changed turns; conversation verdicts of replaced cases)."""
 
 
 def _prefix_digests(seed: tuple[Any, ...], events: Sequence[tuple[Any, ...]]) -> dict[int, bytes]:
@@ -163,8 +171,35 @@ def mark_replaced_turns_stale(
                 stale_labels += result.rowcount
             else:
                 stale_gold += result.rowcount
+    verdicts = delete_verdicts_on_changed_turns(connection, case_ids=ordered, changed=changed)
     _recount_progress(connection, case_ids=ordered, new_events=new_events)
-    return StaleMarks(stale_labels, stale_gold)
+    return StaleMarks(stale_labels, stale_gold, verdicts)
+
+
+def delete_verdicts_on_changed_turns(
+    connection: Connection, *, case_ids: Sequence[str], changed: dict[str, list[int]]
+) -> int:
+    """Delete judge verdicts on the changed turns of replaced cases, and the
+    conversation-level verdicts (no turn) of every replaced case ``case_ids`` (its
+    conversation differs, if only by growing). Returns how many were deleted."""
+    units = [(case_id, turn) for case_id, turns in sorted(changed.items()) for turn in turns]
+    deleted = 0
+    for start in range(0, len(units), 500):
+        chunk = units[start : start + 500]
+        deleted += connection.execute(
+            delete(JudgeVerdict).where(
+                tuple_(col(JudgeVerdict.case_id), col(JudgeVerdict.turn)).in_(chunk)
+            )
+        ).rowcount
+    cases = sorted(set(case_ids))
+    for start in range(0, len(cases), 500):
+        deleted += connection.execute(
+            delete(JudgeVerdict).where(
+                col(JudgeVerdict.case_id).in_(cases[start : start + 500]),
+                col(JudgeVerdict.turn).is_(None),
+            )
+        ).rowcount
+    return deleted
 
 
 def _recount_progress(

@@ -81,6 +81,20 @@ def ensure_reviewer(
     return reviewer
 
 
+def insert_reviewer_if_absent(
+    session: Session, *, name: str, role: str = "reviewer", display_name: str | None = None
+) -> bool:
+    """Create the reviewer ``name`` unless it exists (``ON CONFLICT DO NOTHING``, so a
+    simultaneous sign-in or addition of the same name never raises); whether this
+    call created it."""
+    statement = insert_ignoring_conflicts(session.connection(), Reviewer, keys=["name"]).values(
+        name=name, role=role, display_name=display_name, active=True, created_at=utcnow()
+    )
+    # RETURNING says whether a row was inserted on both backends (rowcount does not
+    # through the ORM's insert path on PostgreSQL).
+    return session.execute(statement.returning(col(Reviewer.id))).first() is not None
+
+
 def list_reviewers(session: Session, *, active_only: bool = True) -> list[Reviewer]:
     query = select(Reviewer).order_by(col(Reviewer.name))
     if active_only:

@@ -54,7 +54,13 @@ def test_every_kind_of_change_leaves_one_entry(database: Database, tmp_path: Pat
     replacement.write_text(json.dumps(changed), encoding="utf-8")
     import_paths(engine, admin, [replacement], replace=True)
     replaced = _latest(database, "cases_replace")
-    assert replaced["summary"] == {"sha256": _sha(replacement), "cases": [CASE]}
+    assert replaced["summary"] == {
+        "sha256": _sha(replacement),
+        "cases": [CASE],
+        "stale_labels": 0,
+        "stale_gold": 0,
+        "dropped_verdicts": 0,
+    }
 
     add_person(engine, admin, name="rita", role="reviewer")
     assert _latest(database, "person_add")["summary"]["after"] == {

@@ -25,7 +25,7 @@ from review_app.services.adjudication import record_gold
 from review_app.services.importing import import_paths
 from review_app.services.labeling import record_label
 from review_app.services.labels_io import import_labels
-from review_app.services.people import Actor, sign_in
+from review_app.services.people import Actor, add_person, sign_in
 from review_app.services.rubric_catalog import sync_rubrics
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
@@ -313,3 +313,38 @@ def test_a_label_csv_import_racing_a_save_leaves_one_current_label(
         assert current == 1, f"round {round_}: {current} current labels"
         assert _scalar(database, "SELECT count(*) FROM labels") == 1 + 2 * (round_ + 1)
         assert _scalar(database, "SELECT labeled_turns FROM assignments") == 1
+
+
+def test_an_admin_adding_a_person_who_signs_in_at_that_moment(database: Database) -> None:
+    operator = Actor.operator()
+    for round_ in range(ROUNDS):
+        name = f"joiner-{round_}"
+        results = _race(
+            lambda: add_person(database.engine, operator, name=name, role="policy_owner"),  # noqa: B023
+            lambda: sign_in(database.engine, name=name, auth_mode="oidc"),  # noqa: B023
+        )
+        assert not [r for r in results if isinstance(r, Exception)], results
+        assert results[0].id == results[1].reviewer_id is not None
+        rows = _scalar(database, "SELECT count(*) FROM reviewers WHERE name = :n", n=name)
+        assert rows == 1
+        # whichever came first, the admin's role stands
+        role = _scalar(database, "SELECT role FROM reviewers WHERE name = :n", n=name)
+        assert role == "policy_owner"
+
+
+def test_two_admins_adding_one_person_at_once(database: Database) -> None:
+    operator = Actor.operator()
+    for round_ in range(ROUNDS):
+        name = f"added-{round_}"
+        results = _race(
+            lambda: add_person(database.engine, operator, name=name, role="reviewer"),  # noqa: B023
+            lambda: add_person(database.engine, operator, name=name, role="reviewer"),  # noqa: B023
+        )
+        assert not [r for r in results if isinstance(r, Exception)], results
+        assert results[0].id == results[1].id is not None
+        actions = _scalar(
+            database,
+            "SELECT count(*) FROM audit_log WHERE object_key = :n AND action = 'person_add'",
+            n=name,
+        )
+        assert actions == 1  # one of them added the person; the other changed nothing new

@@ -12,6 +12,7 @@ from sqlalchemy import text
 from review_app.rubrics import Rubric
 from review_app.services.adjudication import record_gold, unit_detail
 from review_app.services.importing import import_paths
+from review_app.services.judge import import_verdicts
 from review_app.services.labeling import case_labels, record_label
 from review_app.services.people import Actor, sign_in
 from review_app.services.queue import queue_page
@@ -151,3 +152,46 @@ def test_a_conversation_that_only_grew_keeps_its_labels(database: Database, tmp_
     assert _rows(database, "SELECT count(*) FROM labels WHERE stale") == [(0,)]
     page = queue_page(database.engine, ana, rubric=rubric)
     assert [(r.labeled_turns, r.completed) for r in page.rows] == [(2, False)]
+
+
+def test_replace_says_what_went_stale_and_removes_verdicts_on_changed_turns(
+    database: Database, tmp_path: Path, run_cli: Any
+) -> None:
+    rubric = sync_rubrics(database.engine, Actor.operator()).get(RUBRIC)
+    _label_both(database, rubric, tmp_path)
+    record_gold(
+        database.engine, Actor.operator(), rubric=rubric, case_id=CASE, turn=4, code="in_role"
+    )
+    run = {"judge": "j", "prompt_version": "v1", "model": "m"}
+    verdicts = tmp_path / "verdicts.jsonl"
+    verdicts.write_text(
+        "".join(
+            json.dumps({"case_id": CASE, "turn": turn, "label": "in_role", **run}) + "\n"
+            for turn in (2, 4, None)
+        )
+    )
+    import_verdicts(database.engine, Actor.operator(), verdicts, rubric=rubric)
+    changed = [*FOUR_EVENTS[:3], {"turn": 4, "actor": "assistant", "text": "Refunded."}]
+    path = tmp_path / "changed.json"
+    path.write_text(json.dumps(_case(changed)))
+
+    result = run_cli("import", "--replace", str(path), db=database.url)
+
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(
+        "imported 1 (1 replaced: 1 label and 1 gold label went stale, "
+        "2 judge verdicts on changed turns removed), unchanged 0,"
+    ), result.stdout
+    # the unchanged turn 2 keeps its verdict; turn 4 and the whole-conversation one judged
+    # content that is gone, so no report can pair them with the new transcript
+    assert _rows(database, "SELECT case_id, turn FROM judge_verdicts") == [(CASE, 2)]
+    summaries = _rows(database, "SELECT summary_json FROM audit_log WHERE action = 'cases_replace'")
+    assert len(summaries) == 1
+    summary = json.loads(summaries[0][0])
+    assert (summary["stale_labels"], summary["stale_gold"], summary["dropped_verdicts"]) == (
+        1,
+        1,
+        2,
+    )
+    again = run_cli("import", "--json", "--replace", str(path), db=database.url)
+    assert json.loads(again.stdout)["totals"]["stale_labels"] == 0  # unchanged: nothing stale

@@ -71,6 +71,12 @@ class FileImport:
     with_violations: int = 0
     with_harness_findings: int = 0
     without_contract: int = 0
+    stale_labels: int = 0
+    """Labels on replaced cases whose turn changed: history now, "needs relabeling"."""
+    stale_gold: int = 0
+    dropped_verdicts: int = 0
+    """Judge verdicts on changed turns (and conversation verdicts on changed cases),
+    deleted with the old content: they judged a conversation that is gone."""
     complete: bool = True
     """False when the import of this file stopped at an error (the counts are what
     was stored before it)."""
@@ -84,6 +90,9 @@ class FileImport:
             "with_violations",
             "with_harness_findings",
             "without_contract",
+            "stale_labels",
+            "stale_gold",
+            "dropped_verdicts",
         ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
@@ -104,7 +113,7 @@ class ImportSummary:
         t = self.totals
         text = (
             f"imported {t.imported}"
-            + (f" ({t.replaced} replaced)" if t.replaced else "")
+            + (f" ({t.replaced} replaced{_stale_text(t)})" if t.replaced else "")
             + f", unchanged {t.unchanged}, invalid fixtures {t.invalid}, "
             f"with violations {t.with_violations}, "
             f"with harness findings {t.with_harness_findings}"
@@ -121,6 +130,20 @@ class ImportSummary:
         }
 
 
+def _stale_text(t: FileImport) -> str:
+    parts = [
+        f"{t.stale_labels} label{'s' if t.stale_labels != 1 else ''}",
+        f"{t.stale_gold} gold label{'s' if t.stale_gold != 1 else ''}",
+    ]
+    text = f": {' and '.join(parts)} went stale"
+    if t.dropped_verdicts:
+        text += (
+            f", {t.dropped_verdicts} judge verdict{'s' if t.dropped_verdicts != 1 else ''} "
+            "on changed turns removed"
+        )
+    return text
+
+
 def _counts(item: FileImport) -> dict[str, int]:
     return {
         "imported": item.imported,
@@ -130,6 +153,9 @@ def _counts(item: FileImport) -> dict[str, int]:
         "with_violations": item.with_violations,
         "with_harness_findings": item.with_harness_findings,
         "without_contract": item.without_contract,
+        "stale_labels": item.stale_labels,
+        "stale_gold": item.stale_gold,
+        "dropped_verdicts": item.dropped_verdicts,
     }
 
 
@@ -377,9 +403,12 @@ def _store_chunk(
             counts.without_contract += status == "no_contract"
             counts.with_harness_findings += prepared.has_harness_findings
         if to_replace:
-            mark_replaced_turns_stale(
+            marks = mark_replaced_turns_stale(
                 connection, case_ids=to_replace, new_cases=rows.cases, new_events=rows.events
             )
+            counts.stale_labels += marks.labels
+            counts.stale_gold += marks.gold_labels
+            counts.dropped_verdicts += marks.verdicts
             delete_case_content(connection, case_ids=to_replace)
         insert_contracts(connection, rows=new_contracts)
         insert_case_rows(connection, rows=rows)
@@ -405,7 +434,13 @@ def _store_chunk(
                 action="cases_replace",
                 object_type="file",
                 object_key=Path(entry.source).name,
-                summary={"sha256": entry.sha256, "cases": sorted(to_replace)},
+                summary={
+                    "sha256": entry.sha256,
+                    "cases": sorted(to_replace),
+                    "stale_labels": counts.stale_labels,
+                    "stale_gold": counts.stale_gold,
+                    "dropped_verdicts": counts.dropped_verdicts,
+                },
             )
     outcome.add(counts)  # counted once committed
 

@@ -245,13 +245,15 @@ def add_person(engine: Engine, actor: Actor, *, name: str, role: str = "reviewer
     name = check_reviewer_name(name)
     check_role_name(role)
     with Session(engine) as session:
+        # INSERT ... ON CONFLICT DO NOTHING: the person signing in at this moment (or an
+        # admin adding the same name) makes this an update, never an IntegrityError.
+        created = reviewing.insert_reviewer_if_absent(
+            session, name=name, role=role, display_name=display_name
+        )
         reviewer = reviewing.get_reviewer_by_name(session, name=name)
-        before = None if reviewer is None else {"role": reviewer.role, "active": reviewer.active}
-        if reviewer is None:
-            reviewer = reviewing.create_reviewer(
-                session, name=name, role=role, display_name=display_name
-            )
-        else:
+        assert reviewer is not None
+        before = None if created else {"role": reviewer.role, "active": reviewer.active}
+        if not created:
             reviewer.role = role
             reviewer.active = True
             session.add(reviewer)
