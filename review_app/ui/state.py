@@ -44,6 +44,7 @@ DEFAULTS: dict[str, Any] = {
     "key_notice": None,  # review page: a message for the labeling panel
     "auto_advance": False,  # review page: open the next case once every turn is labeled
     "flash": None,  # a message to show once after a rerun
+    "signed_in": None,  # (identity, actor issued by sign_in): reruns re-authorize it
     "jump_case": "",
     "assign_reviewers": [],
     "assign_overlap": 2,
@@ -111,7 +112,9 @@ def _engine(url: str) -> Engine:
 
 
 def engine() -> Engine:
-    return _engine(database_url())
+    # shared_engine keeps one engine per URL already; called directly, a page's several
+    # calls skip the cache's argument hashing.
+    return shared_engine(database_url())
 
 
 def _rubric_signature(root: Path) -> tuple[tuple[str, float], ...]:
@@ -161,13 +164,20 @@ def current_actor() -> Actor | None:
     identity = auth.current_identity()
     if identity is None:
         return None
-    return sign_in(
+    kept = st.session_state["signed_in"]
+    if kept is not None and kept[0] == identity:
+        # Signed in at an earlier run of this session: check the issued actor again
+        # (its seal, and its current role and active flag from the database).
+        return authorize(engine(), kept[1], "reviewer")
+    signed_in = sign_in(
         engine(),
         name=identity.name,
         auth_mode=identity.mode,
         display_name=identity.display_name,
         first_role=identity.first_role,
     )
+    st.session_state["signed_in"] = (identity, signed_in)
+    return signed_in
 
 
 def actor() -> Actor:
