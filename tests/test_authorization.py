@@ -506,8 +506,8 @@ def test_one_role_read_reads_a_role_once_per_run_and_still_checks(world: World) 
             people.authorize(world.engine, quinn, "admin")
         with pytest.raises(PermissionDenied, match="not issued"):
             people.authorize(world.engine, replace(quinn, seal=""), "reviewer")
-    with people.one_role_read():  # the next run reads the role again
-        with pytest.raises(PermissionDenied, match="quinn is a reviewer"):
-            people.authorize(world.engine, quinn, "policy_owner")
+    # the next run reads the role again
+    with people.one_role_read(), pytest.raises(PermissionDenied, match="quinn is a reviewer"):
+        people.authorize(world.engine, quinn, "policy_owner")
     with pytest.raises(PermissionDenied, match="quinn is a reviewer"):
         people.authorize(world.engine, quinn, "policy_owner")

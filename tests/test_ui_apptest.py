@@ -767,6 +767,26 @@ def test_others_labels_stay_hidden_until_every_turn_is_labeled(
 # --- roles -----------------------------------------------------------------------------------
 
 
+def test_a_session_signed_in_earlier_is_checked_again_at_every_run(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The page keeps the actor issued at sign-in and authorizes it at every run: a
+    person an admin deactivates is refused at the session's next run."""
+    assign(engine, "ana", ["support-clean-late-parcel"])
+    at = open_case(open_app(monkeypatch, oidc="ana"), "support-clean-late-parcel")
+    assert turn_messages(at)
+    with Session(engine) as session:
+        person = reviewing.get_reviewer_by_name(session, name="ana")
+        assert person is not None
+        person.active = False
+        session.add(person)
+        session.commit()
+    at.run()
+    assert not at.exception
+    assert [e.value for e in at.error] == ["ana has been deactivated by an admin"]
+    assert not at.chat_message
+
+
 def test_a_reviewer_cannot_assign_cases(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
     at = open_app(monkeypatch, oidc="ana")
     assert at.title[0].value == "Queue"
