@@ -511,3 +511,28 @@ def test_one_role_read_reads_a_role_once_per_run_and_still_checks(world: World) 
         people.authorize(world.engine, quinn, "policy_owner")
     with pytest.raises(PermissionDenied, match="quinn is a reviewer"):
         people.authorize(world.engine, quinn, "policy_owner")
+
+
+def test_the_case_fingerprint_checks_the_queue_under_any_rubric_version(world: World) -> None:
+    """The fingerprint's access check seeks the reviewer's rows per stored rubric version;
+    a row under a version never stored in rubric_versions still counts (fallback)."""
+    from sqlmodel import Session
+
+    from storage.models import Assignment
+
+    gus = signed_in(world.engine, "gus-ghost", role="reviewer")
+    with pytest.raises(PermissionDenied, match="not in gus-ghost's queue"):
+        cases.case_fingerprint(world.engine, gus, case_id=CASE)
+    with Session(world.engine) as session:
+        session.add(
+            Assignment(
+                case_id=CASE,
+                reviewer_id=gus.reviewer_id,
+                rubric_id="ghost-rubric",
+                rubric_version=9,
+            )
+        )
+        session.commit()
+    assert cases.case_fingerprint(world.engine, gus, case_id=CASE)
+    with pytest.raises(PermissionDenied, match="not in gus-ghost's queue"):
+        cases.case_fingerprint(world.engine, gus, case_id="support-clean-late-parcel")
