@@ -192,10 +192,11 @@ def may_open_case(engine: Engine, actor: Actor, *, case_id: str) -> Actor:
         return actor
     assert actor.reviewer_id is not None
     with Session(read_only(engine)) as session:
-        if case_queries.get_case(session, case_id=case_id) is None:
-            raise NotFound(f"no case {case_id!r} in the database")
-        if not access.reviewer_has_case(session, reviewer_id=actor.reviewer_id, case_id=case_id):
-            raise PermissionDenied(f"case {case_id!r} is not in {actor.name}'s queue")
+        found = access.case_hash_and_access(session, case_id=case_id, reviewer_id=actor.reviewer_id)
+    if found is None:
+        raise NotFound(f"no case {case_id!r} in the database")
+    if not found[1]:
+        raise PermissionDenied(f"case {case_id!r} is not in {actor.name}'s queue")
     return actor
 
 
