@@ -6,6 +6,8 @@ Every session-state key the app uses is declared in :data:`DEFAULTS` and set by
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -142,21 +144,32 @@ def refresh_catalog() -> None:
     _catalog.clear()
 
 
-@st.cache_resource(show_spinner=False, max_entries=64)
-def _case_view(url: str, case_id: str, fingerprint: str, _who: Actor) -> CaseView:
-    del fingerprint  # part of the cache key only: a re-imported case builds again
-    return load_case_view(_engine(url), _who, case_id=case_id)
+_CASE_VIEWS: OrderedDict[tuple[str, str, str], CaseView] = OrderedDict()
+_CASE_VIEWS_LOCK = threading.Lock()
+_CASE_VIEWS_MAX = 64
 
 
 def case_view(case_id: str) -> CaseView:
     """The case as the review page shows it, built once per content (every label click
     reruns the page on the same case). Shared between sessions: treat it as read-only.
-    Raises ``NotFound``."""
+    Raises ``NotFound``, ``PermissionDenied``."""
     who = actor()
-    # The fingerprint checks that this actor may open the case, so the shared cached
-    # view is handed only to those who may.
+    # The fingerprint checks that this actor may open the case (at every call), so the
+    # shared built view is handed only to those who may.
     fingerprint = case_fingerprint(engine(), who, case_id=case_id)
-    return _case_view(database_url(), case_id, fingerprint, who)
+    # A plain dictionary, not st.cache_resource: no argument hashing at every rerun.
+    key = (database_url(), case_id, fingerprint)
+    with _CASE_VIEWS_LOCK:
+        found = _CASE_VIEWS.get(key)
+        if found is not None:
+            _CASE_VIEWS.move_to_end(key)
+            return found
+    built = load_case_view(engine(), who, case_id=case_id)
+    with _CASE_VIEWS_LOCK:
+        _CASE_VIEWS[key] = built
+        while len(_CASE_VIEWS) > _CASE_VIEWS_MAX:
+            _CASE_VIEWS.popitem(last=False)
+    return built
 
 
 def current_actor() -> Actor | None:
