@@ -627,6 +627,47 @@ def labels_for_case(
     return _label_rows(session, query.order_by(col(Label.turn), col(Label.id)))
 
 
+def turns_with_labels(
+    session: Session, *, case_id: str, rubric_id: str, version: int, reviewer_id: int | None
+) -> list[tuple[int, str, LabelRow | None]]:
+    """One query: every event's ``(turn, actor)`` of the case with each of the reviewer's
+    labels on that turn under a rubric version (history too; ``None`` where there is none),
+    by turn, oldest label first."""
+    on = and_(
+        col(Label.case_id) == col(Event.case_id),
+        col(Label.turn) == col(Event.turn),
+        col(Label.rubric_id) == rubric_id,
+        col(Label.rubric_version) == version,
+        col(Label.reviewer_id) == (reviewer_id if reviewer_id is not None else -1),
+    )
+    query = (
+        select(
+            col(Event.turn),
+            col(Event.actor),
+            col(Label.id),
+            col(Label.case_id),
+            col(Label.turn),
+            col(Reviewer.name),
+            col(Label.reviewer_id),
+            col(Label.code),
+            col(Label.rationale),
+            col(Label.current),
+            col(Label.created_at),
+            col(Label.source),
+            col(Label.stale),
+        )
+        .select_from(Event)
+        .outerjoin(Label, on)
+        .outerjoin(Reviewer, col(Reviewer.id) == col(Label.reviewer_id))
+        .where(col(Event.case_id) == case_id)
+        .order_by(col(Event.turn), col(Label.id))
+    )
+    return [
+        (row[0], row[1], None if row[2] is None else LabelRow(*row[2:]))
+        for row in session.execute(query)
+    ]
+
+
 def current_label_tuples(
     session: Session, *, rubric_id: str, version: int
 ) -> list[tuple[str, int, str, str]]:

@@ -343,6 +343,7 @@ EXEMPT: dict[str, str] = {
     "people.display_of": "pure: the display form of a typed name",
     "people.check_role_name": "pure: validates a role",
     "people.configured_admins": "reads an environment variable",
+    "people.one_role_read": "no data: scopes authorize's role reads to one page run",
     "people.is_issued": "the seal check itself",
     "people.list_people": "names and roles of people, no labels",
     "people.operator_actor": "issues the command line's actor",
@@ -490,3 +491,48 @@ def test_a_demoted_or_deactivated_person_loses_rights_at_once(world: World) -> N
         session.commit()
     with pytest.raises(PermissionDenied, match="deactivated"):
         queue.queue_page(world.engine, paula, rubric=world.rubric)
+
+
+def test_one_role_read_reads_a_role_once_per_run_and_still_checks(world: World) -> None:
+    """Inside one run of a page the role is read once: a demotion applies from the next
+    run. The seal and the role are still checked at every call."""
+    quinn = signed_in(world.engine, "quinn", role="policy_owner")
+    with people.one_role_read():
+        assert people.authorize(world.engine, quinn, "policy_owner").role == "policy_owner"
+        people.set_role(world.engine, operator(), name="quinn", role="reviewer")
+        # the same run: the role read at its start
+        assert people.authorize(world.engine, quinn, "policy_owner").role == "policy_owner"
+        with pytest.raises(PermissionDenied, match="quinn is a policy owner; this needs a"):
+            people.authorize(world.engine, quinn, "admin")
+        with pytest.raises(PermissionDenied, match="not issued"):
+            people.authorize(world.engine, replace(quinn, seal=""), "reviewer")
+    # the next run reads the role again
+    with people.one_role_read(), pytest.raises(PermissionDenied, match="quinn is a reviewer"):
+        people.authorize(world.engine, quinn, "policy_owner")
+    with pytest.raises(PermissionDenied, match="quinn is a reviewer"):
+        people.authorize(world.engine, quinn, "policy_owner")
+
+
+def test_the_case_fingerprint_checks_the_queue_under_any_rubric_version(world: World) -> None:
+    """The fingerprint's access check seeks the reviewer's rows per stored rubric version;
+    a row under a version never stored in rubric_versions still counts (fallback)."""
+    from sqlmodel import Session
+
+    from storage.models import Assignment
+
+    gus = signed_in(world.engine, "gus-ghost", role="reviewer")
+    with pytest.raises(PermissionDenied, match="not in gus-ghost's queue"):
+        cases.case_fingerprint(world.engine, gus, case_id=CASE)
+    with Session(world.engine) as session:
+        session.add(
+            Assignment(
+                case_id=CASE,
+                reviewer_id=gus.reviewer_id,
+                rubric_id="ghost-rubric",
+                rubric_version=9,
+            )
+        )
+        session.commit()
+    assert cases.case_fingerprint(world.engine, gus, case_id=CASE)
+    with pytest.raises(PermissionDenied, match="not in gus-ghost's queue"):
+        cases.case_fingerprint(world.engine, gus, case_id="support-clean-late-parcel")

@@ -146,26 +146,41 @@ def markdown_strings(at: AppTest) -> list[str]:
     return found
 
 
-_TURN_CAPTION = re.compile(r"^turn (\d+) · ")
+_TURN_HEADER = re.compile(r"^turn (\d+) · ")
 
 
 def turn_messages(at: AppTest) -> dict[int, Any]:
-    """Chat message blocks of the transcript, by turn."""
+    """Chat message blocks of the transcript, by turn (each turn is one plain text:
+    a header line, the label lines, a blank line, then the message)."""
     messages = {}
     for message in at.chat_message:
-        for caption in message.caption:
-            match = _TURN_CAPTION.match(caption.value)
+        for text in message.text:
+            match = _TURN_HEADER.match(text.value)
             if match:
                 messages[int(match.group(1))] = message
                 break
     return messages
 
 
+def turn_lines(message: Any) -> list[str]:
+    """The lines of a turn's text before its message: header, label, rationale."""
+    head: str = message.text[0].value.split("\n\n", 1)[0]
+    return head.split("\n")
+
+
+def turn_header(message: Any) -> str:
+    """The first line of a turn: "turn N · actor · role R · actions ..."."""
+    return turn_lines(message)[0]
+
+
 def label_line(message: Any) -> str:
-    """The second line of a turn's header caption: "Your label: ..." (labelable turns)."""
-    header: str = message.caption[0].value
-    _, _, line = header.partition("  \n")
-    return line
+    """The line "Your label: ..." of a turn ("" for turns not labeled under the rubric)."""
+    return next((line for line in turn_lines(message) if line.startswith("Your label:")), "")
+
+
+def shows_message(texts: list[str], value: str) -> bool:
+    """Whether a turn's text ends with the message ``value`` after its header lines."""
+    return any(t == value or t.endswith("\n\n" + value) for t in texts)
 
 
 def review_heading(at: AppTest) -> str:
@@ -474,8 +489,8 @@ def test_trusted_transition_is_a_divider_before_the_system_turn(
         "Trusted role transition → `billing_specialist` (system event, turn 7)"
     )
     messages = turn_messages(at)
-    assert "role `support_triage`" in messages[6].caption[0].value
-    assert "role `billing_specialist`" in messages[8].caption[0].value
+    assert "role support_triage" in turn_header(messages[6])
+    assert "role billing_specialist" in turn_header(messages[8])
     assert not any(m.error for m in messages.values()), "refund after the handoff is allowed"
     assert not at.warning
 
@@ -493,7 +508,7 @@ def test_user_text_claiming_a_new_role_is_marked_ignored(
     }
     assert list(notes) == [7]
     assert "ignored" in notes[7]
-    assert "role `support_triage`" in messages[8].caption[0].value
+    assert "role support_triage" in turn_header(messages[8])
     assert len(messages[8].error) == 1 and "`refund_order`" in messages[8].error[0].value
     assert not at.divider
 
@@ -580,9 +595,9 @@ def test_labeling_a_turn_end_to_end(engine: Engine, monkeypatch: pytest.MonkeyPa
     assert panel(at)["labels"] == {"2": "in_role"}
     assert panel(at)["acked"] == {"test-client": 1}
     messages = turn_messages(at)
-    assert label_line(messages[2]) == "Your label: `in_role`"
+    assert label_line(messages[2]) == "Your label: in_role"
     assert label_line(messages[4]) == "Your label: —"
-    assert "actions `collect_order_id`" in messages[2].caption[0].value
+    assert "actions collect_order_id" in turn_header(messages[2])
     assert label_line(messages[3]) == "", "user turns carry no label line"
 
     # presses queued in the browser arrive together, the first one again: each once
@@ -659,7 +674,7 @@ def test_rationale_is_stored_and_kept_when_the_code_changes(
     lee = actor(engine, "lee")
     mine = case_labels(engine, lee, case_id=case_id, rubric=rubric(engine)).mine
     assert (mine[8].code, mine[8].rationale) == ("authority_break", why)
-    assert f"Your rationale: {why}" in [t.value for t in turn_messages(at)[8].text]
+    assert f"Your rationale: {why}" in turn_lines(turn_messages(at)[8])
     assert panel(at)["rationales"] == {"8": why}
 
     # a key without a rationale keeps the turn's rationale
@@ -695,7 +710,7 @@ def test_changing_a_label_keeps_its_history(
     assert rows[0].id < rows[1].id
     labels = case_labels(engine, lee, case_id=case_id, rubric=rubric(engine))
     assert labels.mine[2].code == "tone_break" and labels.labeled_turns == 1
-    assert label_line(turn_messages(at)[2]) == "Your label: `tone_break` (was `in_role`)"
+    assert label_line(turn_messages(at)[2]) == "Your label: tone_break (was in_role)"
 
 
 # --- the blind rule ---------------------------------------------------------------------------
@@ -730,7 +745,7 @@ def test_others_labels_stay_hidden_until_every_turn_is_labeled(
         return [
             s
             for s in visible_strings(at)
-            if any(word in s for word in ("ben", "chloe", "scope_break`", "tone_break`", "secret"))
+            if any(word in s for word in ("ben", "chloe", "others:", "secret"))
         ]
 
     assert "others' labels hidden until you have labeled every turn" in at.caption[0].value
@@ -745,11 +760,31 @@ def test_others_labels_stay_hidden_until_every_turn_is_labeled(
     messages = turn_messages(at)
     for turn in turns:
         assert label_line(messages[turn]) == (
-            "Your label: `in_role` · others: `ben` `scope_break`, `chloe` `tone_break`"
+            "Your label: in_role · others: ben scope_break, chloe tone_break"
         )
 
 
 # --- roles -----------------------------------------------------------------------------------
+
+
+def test_a_session_signed_in_earlier_is_checked_again_at_every_run(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The page keeps the actor issued at sign-in and authorizes it at every run: a
+    person an admin deactivates is refused at the session's next run."""
+    assign(engine, "ana", ["support-clean-late-parcel"])
+    at = open_case(open_app(monkeypatch, oidc="ana"), "support-clean-late-parcel")
+    assert turn_messages(at)
+    with Session(engine) as session:
+        person = reviewing.get_reviewer_by_name(session, name="ana")
+        assert person is not None
+        person.active = False
+        session.add(person)
+        session.commit()
+    at.run()
+    assert not at.exception
+    assert [e.value for e in at.error] == ["ana has been deactivated by an admin"]
+    assert not at.chat_message
 
 
 def test_a_reviewer_cannot_assign_cases(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -929,13 +964,14 @@ def test_transcript_markup_is_shown_as_plain_text(
 
     at = open_case(open_app(monkeypatch, local="ana"), "markup-case")
     texts = [t.value for t in at.text]
-    for value in (f"Role with {HOSTILE}", f"user says {HOSTILE}", f"assistant says {HOSTILE}"):
-        assert value in texts
+    assert f"Role with {HOSTILE}" in texts
+    for value in (f"user says {HOSTILE}", f"assistant says {HOSTILE}"):
+        assert shows_message(texts, value)
     assert f"Role: Role with {HOSTILE}"[:116] + "…" in texts, "the role's first line, literally"
     # the panel shows rationales with textContent; the page hands them over as data
     Keys(at).press("in_role", 2, rationale=f"why {HOSTILE}")
     assert panel(at)["rationales"] == {"2": f"why {HOSTILE}"}
-    assert f"Your rationale: why {HOSTILE}" in [t.value for t in at.text]
+    assert f"Your rationale: why {HOSTILE}" in turn_lines(turn_messages(at)[2])
     for rendered in markdown_strings(at):
         for fragment in ("**bold**", "<script>", "![x]", "javascript:", "<b>"):
             assert fragment not in rendered, rendered

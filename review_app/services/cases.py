@@ -192,10 +192,11 @@ def may_open_case(engine: Engine, actor: Actor, *, case_id: str) -> Actor:
         return actor
     assert actor.reviewer_id is not None
     with Session(read_only(engine)) as session:
-        if case_queries.get_case(session, case_id=case_id) is None:
-            raise NotFound(f"no case {case_id!r} in the database")
-        if not access.reviewer_has_case(session, reviewer_id=actor.reviewer_id, case_id=case_id):
-            raise PermissionDenied(f"case {case_id!r} is not in {actor.name}'s queue")
+        found = access.case_hash_and_access(session, case_id=case_id, reviewer_id=actor.reviewer_id)
+    if found is None:
+        raise NotFound(f"no case {case_id!r} in the database")
+    if not found[1]:
+        raise PermissionDenied(f"case {case_id!r} is not in {actor.name}'s queue")
     return actor
 
 
@@ -210,15 +211,18 @@ def case_fingerprint(engine: Engine, actor: Actor, *, case_id: str) -> str:
     """A string that changes whenever the view of the case would: content hash, evaluator.
 
     One indexed lookup, so a caller can keep a built :class:`CaseView` until it changes.
-    Checks :func:`may_open_case` first, so a cached view is only handed to someone who
-    may open the case.
+    Checks what :func:`may_open_case` checks in the same query, so a cached view is only
+    handed to someone who may open the case. Raises ``NotFound``, ``PermissionDenied``.
     """
-    may_open_case(engine, actor, case_id=case_id)
-    with read_only(engine).connect() as connection:
-        found = case_queries.stored_case_hashes(connection, case_ids=[case_id])
-    if case_id not in found:
+    actor = authorize(engine, actor, "reviewer")
+    with Session(read_only(engine)) as session:
+        found = access.case_hash_and_access(session, case_id=case_id, reviewer_id=actor.reviewer_id)
+    if found is None:
         raise NotFound(f"no case {case_id!r} in the database")
-    return f"{found[case_id]}:{EVALUATOR_VERSION}"
+    content_hash, in_queue = found
+    if not actor.has_role("policy_owner") and not in_queue:
+        raise PermissionDenied(f"case {case_id!r} is not in {actor.name}'s queue")
+    return f"{content_hash}:{EVALUATOR_VERSION}"
 
 
 def check_lane(lane: str | None) -> str | None:

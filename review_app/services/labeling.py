@@ -193,28 +193,24 @@ class CaseLabels:
 def case_labels(engine: Engine, actor: Actor, *, case_id: str, rubric: Rubric) -> CaseLabels:
     actor = authorize(engine, actor, "reviewer")
     with Session(read_only(engine)) as session:
-        labelable = {
-            turn
-            for turn, event_actor in reviewing.event_actors_by_turn(
-                session, case_id=case_id
-            ).items()
-            if event_actor == rubric.applies_to
-        }
-        total = len(labelable)
+        # The turns and the actor's labels (history too) in one query.
+        labelable: set[int] = set()
         mine: dict[int, LabelRow] = {}
         history: dict[int, list[LabelRow]] = {}
-        if actor.reviewer_id is not None:
-            for row in reviewing.labels_for_case(
-                session,
-                case_id=case_id,
-                rubric_id=rubric.id,
-                version=rubric.version,
-                reviewer_id=actor.reviewer_id,
-                current_only=False,
-            ):
+        for turn, event_actor, row in reviewing.turns_with_labels(
+            session,
+            case_id=case_id,
+            rubric_id=rubric.id,
+            version=rubric.version,
+            reviewer_id=actor.reviewer_id,
+        ):
+            if event_actor == rubric.applies_to:
+                labelable.add(turn)
+            if row is not None:
                 history.setdefault(row.turn, []).append(row)
                 if row.current:
                     mine[row.turn] = row
+        total = len(labelable)
         labeled = sum(1 for turn in mine if turn in labelable)
         complete = total > 0 and labeled >= total
         others: dict[int, list[LabelRow]] | None = None

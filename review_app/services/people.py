@@ -24,6 +24,9 @@ import hashlib
 import hmac
 import os
 import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 
 from sqlalchemy import Engine
@@ -127,13 +130,44 @@ def require_role(actor: Actor, minimum: str) -> None:
         raise _denied(actor, actor.role, minimum)
 
 
+# reviewer id -> (name, role, active), read once inside :func:`one_role_read`.
+_ROLES_READ: ContextVar[dict[int, tuple[str, str, bool]] | None] = ContextVar(
+    "roles_read", default=None
+)
+
+
+@contextmanager
+def one_role_read() -> Iterator[None]:
+    """Inside this block :func:`authorize` reads each person's role from the database
+    once and reuses it: for one run of a page, which calls several services in a few
+    milliseconds (a role change applies from the next run). Every check still runs."""
+    token = _ROLES_READ.set({})
+    try:
+        yield
+    finally:
+        _ROLES_READ.reset(token)
+
+
+def _current_role(engine: Engine, reviewer_id: int) -> tuple[str, str, bool] | None:
+    memo = _ROLES_READ.get()
+    if memo is not None and reviewer_id in memo:
+        return memo[reviewer_id]
+    with Session(read_only(engine)) as session:
+        person = reviewing.get_reviewer(session, reviewer_id=reviewer_id)
+        found = None if person is None else (person.name, person.role, person.active)
+    if memo is not None and found is not None:
+        memo[reviewer_id] = found
+    return found
+
+
 def authorize(engine: Engine, actor: Actor, minimum: str) -> Actor:
     """The actor with its current role, if it was issued here and may act as ``minimum``.
 
     The one check every service makes. The seal proves the actor came from
     :func:`sign_in` or :func:`operator_actor`; the role and the active flag are read
     from the database (one primary-key lookup), so a role change applies to the
-    next call of a session that signed in before it. Raises ``PermissionDenied``.
+    next call of a session that signed in before it (inside :func:`one_role_read`,
+    the next run of the page). Raises ``PermissionDenied``.
     """
     if minimum not in ROLE_RANK:
         raise ValueError(f"unknown role {minimum!r}")
@@ -142,13 +176,12 @@ def authorize(engine: Engine, actor: Actor, minimum: str) -> Actor:
     if actor.is_operator:
         return actor
     assert actor.reviewer_id is not None
-    with Session(read_only(engine)) as session:
-        person = reviewing.get_reviewer(session, reviewer_id=actor.reviewer_id)
-        if person is None or person.name != actor.name:
-            raise PermissionDenied(f"{actor.name} is not a reviewer of this database")
-        if not person.active:
-            raise PermissionDenied(f"{actor.name} has been deactivated by an admin")
-        role = person.role
+    found = _current_role(engine, actor.reviewer_id)
+    if found is None or found[0] != actor.name:
+        raise PermissionDenied(f"{actor.name} is not a reviewer of this database")
+    _, role, active = found
+    if not active:
+        raise PermissionDenied(f"{actor.name} has been deactivated by an admin")
     if ROLE_RANK[role] < ROLE_RANK[minimum]:
         raise _denied(actor, role, minimum)
     return actor if role == actor.role else replace(actor, role=role)

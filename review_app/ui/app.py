@@ -9,6 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from review_app.errors import PermissionDenied
+from review_app.services.people import one_role_read
 from review_app.ui import auth, keys, state
 from review_app.ui.safe import code_span
 
@@ -17,41 +18,43 @@ from review_app.ui.safe import code_span
 st.set_page_config(page_title="Role Review", page_icon="⚖️", layout="wide")
 state.init_session()
 
-try:
-    signed_in = state.current_actor()
-except PermissionDenied as error:
-    st.error(str(error))
-    st.stop()
+# Every run reads the signed-in person's role once (every service still checks it).
+with one_role_read():
+    try:
+        signed_in = state.current_actor()
+    except PermissionDenied as error:
+        st.error(str(error))
+        st.stop()
 
-if signed_in is None:
-    st.title("Role Review")
-    if auth.auth_mode() == "oidc":
-        st.write("Sign in to review conversations.")
-        if st.button("Sign in", key="sign_in", type="primary"):
-            st.login()
-    else:
-        st.error(
-            f"No identity: this server trusts the {auth.proxy_header_name()} header of its "
-            "reverse proxy, and the request had none. Open the app through the proxy."
-        )
-    st.stop()
+    if signed_in is None:
+        st.title("Role Review")
+        if auth.auth_mode() == "oidc":
+            st.write("Sign in to review conversations.")
+            if st.button("Sign in", key="sign_in", type="primary"):
+                st.login()
+        else:
+            st.error(
+                f"No identity: this server trusts the {auth.proxy_header_name()} header of its "
+                "reverse proxy, and the request had none. Open the app through the proxy."
+            )
+        st.stop()
 
-st.session_state["_actor"] = signed_in
-navigation = st.navigation(state.pages())
-if navigation.url_path == "review":
-    keys.early_keys()  # first on the page: label keys pressed while it loads are kept
+    st.session_state["_actor"] = signed_in
+    navigation = st.navigation(state.pages())
+    if navigation.url_path == "review":
+        keys.early_keys()  # first on the page: label keys pressed while it loads are kept
 
-with st.sidebar:
-    if signed_in.auth_mode == "local":
-        st.info(
-            f"Local single-user mode: no sign-in; you are {code_span(signed_in.name)} "
-            f"({signed_in.role.replace('_', ' ')}).",
-            icon=":material/person:",
-        )
-    else:
-        st.caption(f"Signed in as {code_span(signed_in.label)} · {signed_in.role}")
-        if signed_in.auth_mode == "oidc" and st.button("Sign out", key="sign_out"):
-            st.logout()
+    with st.sidebar:
+        if signed_in.auth_mode == "local":
+            st.info(
+                f"Local single-user mode: no sign-in; you are {code_span(signed_in.name)} "
+                f"({signed_in.role.replace('_', ' ')}).",
+                icon=":material/person:",
+            )
+        else:
+            st.caption(f"Signed in as {code_span(signed_in.label)} · {signed_in.role}")
+            if signed_in.auth_mode == "oidc" and st.button("Sign out", key="sign_out"):
+                st.logout()
 
-state.show_flash()
-navigation.run()
+    state.show_flash()
+    navigation.run()

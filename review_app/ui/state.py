@@ -6,6 +6,8 @@ Every session-state key the app uses is declared in :data:`DEFAULTS` and set by
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +46,7 @@ DEFAULTS: dict[str, Any] = {
     "key_notice": None,  # review page: a message for the labeling panel
     "auto_advance": False,  # review page: open the next case once every turn is labeled
     "flash": None,  # a message to show once after a rerun
+    "signed_in": None,  # (identity, actor issued by sign_in): reruns re-authorize it
     "jump_case": "",
     "assign_reviewers": [],
     "assign_overlap": 2,
@@ -111,7 +114,9 @@ def _engine(url: str) -> Engine:
 
 
 def engine() -> Engine:
-    return _engine(database_url())
+    # shared_engine keeps one engine per URL already; called directly, a page's several
+    # calls skip the cache's argument hashing.
+    return shared_engine(database_url())
 
 
 def _rubric_signature(root: Path) -> tuple[tuple[str, float], ...]:
@@ -139,21 +144,32 @@ def refresh_catalog() -> None:
     _catalog.clear()
 
 
-@st.cache_resource(show_spinner=False, max_entries=64)
-def _case_view(url: str, case_id: str, fingerprint: str, _who: Actor) -> CaseView:
-    del fingerprint  # part of the cache key only: a re-imported case builds again
-    return load_case_view(_engine(url), _who, case_id=case_id)
+_CASE_VIEWS: OrderedDict[tuple[str, str, str], CaseView] = OrderedDict()
+_CASE_VIEWS_LOCK = threading.Lock()
+_CASE_VIEWS_MAX = 64
 
 
 def case_view(case_id: str) -> CaseView:
     """The case as the review page shows it, built once per content (every label click
     reruns the page on the same case). Shared between sessions: treat it as read-only.
-    Raises ``NotFound``."""
+    Raises ``NotFound``, ``PermissionDenied``."""
     who = actor()
-    # The fingerprint checks that this actor may open the case, so the shared cached
-    # view is handed only to those who may.
+    # The fingerprint checks that this actor may open the case (at every call), so the
+    # shared built view is handed only to those who may.
     fingerprint = case_fingerprint(engine(), who, case_id=case_id)
-    return _case_view(database_url(), case_id, fingerprint, who)
+    # A plain dictionary, not st.cache_resource: no argument hashing at every rerun.
+    key = (database_url(), case_id, fingerprint)
+    with _CASE_VIEWS_LOCK:
+        found = _CASE_VIEWS.get(key)
+        if found is not None:
+            _CASE_VIEWS.move_to_end(key)
+            return found
+    built = load_case_view(engine(), who, case_id=case_id)
+    with _CASE_VIEWS_LOCK:
+        _CASE_VIEWS[key] = built
+        while len(_CASE_VIEWS) > _CASE_VIEWS_MAX:
+            _CASE_VIEWS.popitem(last=False)
+    return built
 
 
 def current_actor() -> Actor | None:
@@ -161,13 +177,20 @@ def current_actor() -> Actor | None:
     identity = auth.current_identity()
     if identity is None:
         return None
-    return sign_in(
+    kept = st.session_state["signed_in"]
+    if kept is not None and kept[0] == identity:
+        # Signed in at an earlier run of this session: check the issued actor again
+        # (its seal, and its current role and active flag from the database).
+        return authorize(engine(), kept[1], "reviewer")
+    signed_in = sign_in(
         engine(),
         name=identity.name,
         auth_mode=identity.mode,
         display_name=identity.display_name,
         first_role=identity.first_role,
     )
+    st.session_state["signed_in"] = (identity, signed_in)
+    return signed_in
 
 
 def actor() -> Actor:

@@ -216,39 +216,34 @@ def _label_line(turn: TurnView) -> str | None:
         return None
     mine = labels.mine.get(turn.turn)
     history = labels.my_history.get(turn.turn, [])
-    line = f"Your label: {code_span(mine.code) if mine else '—'}"
+    line = f"Your label: {mine.code if mine else '—'}"
     earlier = [h for h in history if not h.current]
     if earlier:
-        line += " (was " + " → ".join(code_span(h.code) for h in earlier) + ")"
+        line += " (was " + " → ".join(h.code for h in earlier) + ")"
     if turn.turn in labels.needs_relabeling:
-        line += " · **needs relabeling**: the conversation changed since you labeled it"
+        line += " · NEEDS RELABELING: the conversation changed since you labeled it"
     if labels.others is not None:
         others = labels.others.get(turn.turn, [])
         if others:
-            line += " · others: " + ", ".join(
-                f"{code_span(o.reviewer)} {code_span(o.code)}" for o in others
-            )
+            line += " · others: " + ", ".join(f"{o.reviewer} {o.code}" for o in others)
     return line
 
 
-def _header(turn: TurnView) -> str:
-    """One caption per turn (each element costs rerun time): who, role, actions, labels."""
-    parts = [
-        f"turn {turn.turn} · {code_span(turn.actor)} · role {code_span(turn.active_role or '-')}"
-    ]
+def _turn_text(turn: TurnView) -> str:
+    """The whole turn as one plain-text element (each element costs rerun time): who,
+    role, actions, labels, then the message. Imported text: never Markdown or HTML."""
+    header = f"turn {turn.turn} · {turn.actor} · role {turn.active_role or '-'}"
     if turn.actions:
-        parts.append("actions " + code_list(turn.actions))
-    header = " · ".join(parts)
+        header += " · actions " + ", ".join(turn.actions)
+    lines = [header]
     label_line = _label_line(turn)
-    return header if label_line is None else f"{header}  \n{label_line}"
-
-
-def _label_controls(turn: TurnView) -> None:
-    if labels is None or turn.turn not in labelable_turns:
-        return
-    mine = labels.mine.get(turn.turn)
-    if mine and mine.rationale:
-        st.text(f"Your rationale: {mine.rationale}")
+    if label_line is not None:
+        lines.append(label_line)
+        mine = labels.mine.get(turn.turn) if labels else None
+        if mine and mine.rationale:
+            lines.append(f"Your rationale: {mine.rationale}")
+    head = "\n".join(lines)
+    return f"{head}\n\n{turn.text}" if turn.text else head
 
 
 with reference:
@@ -298,8 +293,5 @@ with transcript:
                     icon=":material/gpp_bad:",
                 )
         with st.chat_message(turn.actor, avatar=AVATARS.get(turn.actor)):
-            st.caption(_header(turn))
-            if turn.text:
-                st.text(turn.text)
+            st.text(_turn_text(turn))
             _finding_marks(turn)
-            _label_controls(turn)
