@@ -450,7 +450,9 @@ def test_a_changed_case_is_refused_without_replace_and_replaced_with_it(
 
     replaced = run_cli("import", "--replace", str(changed), db=sqlite_database.url)
     assert replaced.returncode == 0, replaced.stderr
-    assert replaced.stdout.startswith("imported 1 (1 replaced), unchanged 1,")
+    assert replaced.stdout.startswith(
+        "imported 1 (1 replaced: 0 labels and 0 gold labels went stale), unchanged 1,"
+    )
     after = row_counts(sqlite_database.engine)
     assert after["cases"] == before["cases"]
     assert after["events"] == before["events"] + 1
