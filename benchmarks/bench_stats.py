@@ -181,7 +181,8 @@ def db_part(arguments: argparse.Namespace) -> None:
     from review_app.services.audit_samples import draw_audit_sample
     from review_app.services.estimate import break_rate_estimate
     from review_app.services.importing import import_paths
-    from review_app.services.judge import calibration_report, import_verdicts, list_judge_runs
+    from review_app.services.judge_import import import_verdicts, list_judge_runs
+    from review_app.services.judge_report import calibration_report
     from review_app.services.labels_io import import_labels
     from review_app.services.people import Actor
     from review_app.services.rubric_catalog import sync_rubrics

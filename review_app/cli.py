@@ -704,7 +704,7 @@ def judge_import(
     db: DbOption = None,
 ) -> None:
     """Import judge verdicts (per turn, or per conversation with an empty turn)."""
-    from review_app.services.judge import import_verdicts
+    from review_app.services.judge_import import import_verdicts
 
     engine = _run(lambda: _engine(db))
     chosen = _run(lambda: _catalog(engine).get(rubric))
@@ -725,7 +725,7 @@ def judge_runs(
     db: DbOption = None,
 ) -> None:
     """Stored judge runs with their verdict and error counts."""
-    from review_app.services.judge import list_judge_runs
+    from review_app.services.judge_import import list_judge_runs
 
     engine = _run(lambda: _engine(db))
     chosen = _run(lambda: _catalog(engine).for_reports(rubric)) if rubric else None
@@ -790,7 +790,7 @@ def judge_run(
     """
     from review_app.judging import find_judge_prompt
     from review_app.rubrics import default_rubrics_dir
-    from review_app.services.judge import EndpointSettings, run_judge, select_case_ids
+    from review_app.services.judge_runner import EndpointSettings, run_judge, select_case_ids
 
     engine = _run(lambda: _engine(db))
     chosen = _run(lambda: _catalog(engine).get(rubric))
@@ -843,7 +843,7 @@ def judge_report(
     db: DbOption = None,
 ) -> None:
     """May the judge replace a reviewer (alternative annotator test), and how it agrees."""
-    from review_app.services.judge import calibration_report
+    from review_app.services.judge_report import calibration_report
     from review_app.services.render import render_judge_report
 
     engine = _run(lambda: _engine(db))
@@ -897,7 +897,7 @@ def judge_calibrate(
     db: DbOption = None,
 ) -> None:
     """Fit a score calibration map on gold labels (cross-validated) and store it with the run."""
-    from review_app.services.judge import fit_run_calibration
+    from review_app.services.judge_report import fit_run_calibration
 
     engine = _run(lambda: _engine(db))
     chosen = _run(lambda: _catalog(engine).get(rubric))
@@ -922,7 +922,7 @@ def judge_few_shot(
     db: DbOption = None,
 ) -> None:
     """Adjudicated contrasting examples (pass / fail / borderline per label) as YAML-ready JSON."""
-    from review_app.services.judge import few_shot_material
+    from review_app.services.judge_report import few_shot_material
 
     engine = _run(lambda: _engine(db))
     chosen = _run(lambda: _catalog(engine).for_reports(rubric))

@@ -35,7 +35,9 @@ from review_app.services import (
     estimate,
     export,
     importing,
-    judge,
+    judge_import,
+    judge_report,
+    judge_runner,
     key_events,
     labeling,
     labels_io,
@@ -69,7 +71,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     upgrade_database(engine)
     load_demo(engine, operator())
     rubric = rubric_catalog.sync_rubrics(engine, operator()).get(RUBRIC)
-    run_id = judge.list_judge_runs(engine, operator(), rubric=rubric)[0]["id"]
+    run_id = judge_import.list_judge_runs(engine, operator(), rubric=rubric)[0]["id"]
     yield World(engine, rubric, tmp, run_id)
     engine.dispose()
 
@@ -167,39 +169,46 @@ GUARDED: dict[str, tuple[Call, str]] = {
         lambda w, a: importing.import_records(w.engine, a, [], source="none.jsonl"),
         "denied",
     ),
-    "judge.calibrated_probability": (
-        lambda w, a: judge.calibrated_probability(w.engine, a, run_id=w.run_id, scores=[0.5]),
+    "judge_report.calibrated_probability": (
+        lambda w, a: judge_report.calibrated_probability(
+            w.engine, a, run_id=w.run_id, scores=[0.5]
+        ),
         "denied",
     ),
-    "judge.calibration_report": (
-        lambda w, a: judge.calibration_report(w.engine, a, rubric=w.rubric, n_resamples=10),
+    "judge_report.calibration_report": (
+        lambda w, a: judge_report.calibration_report(w.engine, a, rubric=w.rubric, n_resamples=10),
         "denied",
     ),
-    "judge.disagreement_explorer": (
-        lambda w, a: judge.disagreement_explorer(
+    "judge_report.disagreement_explorer": (
+        lambda w, a: judge_report.disagreement_explorer(
             w.engine, a, rubric=w.rubric, report_run={"disagreements": []}
         ),
         "denied",
     ),
-    "judge.few_shot_material": (
-        lambda w, a: judge.few_shot_material(w.engine, a, rubric=w.rubric),
+    "judge_report.few_shot_material": (
+        lambda w, a: judge_report.few_shot_material(w.engine, a, rubric=w.rubric),
         "denied",
     ),
-    "judge.fit_run_calibration": (
-        lambda w, a: judge.fit_run_calibration(w.engine, a, rubric=w.rubric, run_id=w.run_id),
+    "judge_report.fit_run_calibration": (
+        lambda w, a: judge_report.fit_run_calibration(
+            w.engine, a, rubric=w.rubric, run_id=w.run_id
+        ),
         "denied",
     ),
-    "judge.import_verdicts": (
-        lambda w, a: judge.import_verdicts(w.engine, a, DEMO_VERDICTS, rubric=w.rubric),
+    "judge_import.import_verdicts": (
+        lambda w, a: judge_import.import_verdicts(w.engine, a, DEMO_VERDICTS, rubric=w.rubric),
         "denied",
     ),
-    "judge.judge_token": (lambda w, a: judge.judge_token(w.engine, a, rubric=w.rubric), "denied"),
-    "judge.list_judge_runs": (
-        lambda w, a: judge.list_judge_runs(w.engine, a, rubric=w.rubric),
+    "judge_import.judge_token": (
+        lambda w, a: judge_import.judge_token(w.engine, a, rubric=w.rubric),
         "denied",
     ),
-    "judge.run_judge": (
-        lambda w, a: judge.run_judge(
+    "judge_import.list_judge_runs": (
+        lambda w, a: judge_import.list_judge_runs(w.engine, a, rubric=w.rubric),
+        "denied",
+    ),
+    "judge_runner.run_judge": (
+        lambda w, a: judge_runner.run_judge(
             w.engine, a, rubric=w.rubric, prompt=None, settings=None, case_ids=[]
         ),
         "denied",
@@ -329,9 +338,9 @@ EXEMPT: dict[str, str] = {
     "export.write_export": "writes an ExportResult that export_data authorized",
     "importing.add_case_rows": "pure: builds rows in memory",
     "importing.prepare_case": "pure: builds one case's rows in memory",
-    "judge.run_name": "pure: formats a run",
-    "judge.select_case_ids": "case ids by lane (metadata), used by the authorized run_judge",
-    "judge.verdict_schema": "pure: a JSON schema from the rubric",
+    "judge_import.run_name": "pure: formats a run",
+    "judge_runner.select_case_ids": "case ids by lane (metadata), used by the authorized run_judge",
+    "judge_runner.verdict_schema": "pure: a JSON schema from the rubric",
     "label_table.load_rating_table": "takes an open Session: a building block",
     "label_table.rating_table": "pure: over label columns the caller read",
     "labels_io.parse_label_file": "pure: parses a local file",
@@ -365,7 +374,7 @@ EXEMPT_WITH_DATABASE = {
     "cases.case_view",
     "cases.lane_counts",
     "cases.list_cases",
-    "judge.select_case_ids",
+    "judge_runner.select_case_ids",
     "label_table.load_rating_table",
     "people.list_people",
     "people.sign_in",

@@ -1,4 +1,4 @@
-"""Tests of review_app.services.judge on real databases (SQLite and PostgreSQL).
+"""Tests of the judge services (import, runner, report) on real databases (SQLite and PostgreSQL).
 
 Three parts: importing verdict files (docs/reference.md, "Judge verdicts"); running a
 judge prompt against a real OpenAI-compatible HTTP server on 127.0.0.1
@@ -44,17 +44,18 @@ from review_app.services.adjudication import gold_labels, record_gold
 from review_app.services.audit import audit_entries
 from review_app.services.demo import DEMO_VERDICTS, load_demo
 from review_app.services.importing import import_paths
-from review_app.services.judge import (
-    ANSWER_ERROR,
-    ENDPOINT_ERROR,
-    EndpointSettings,
+from review_app.services.judge_import import import_verdicts, list_judge_runs
+from review_app.services.judge_report import (
     calibrated_probability,
     calibration_report,
     disagreement_explorer,
     few_shot_material,
     fit_run_calibration,
-    import_verdicts,
-    list_judge_runs,
+)
+from review_app.services.judge_runner import (
+    ANSWER_ERROR,
+    ENDPOINT_ERROR,
+    EndpointSettings,
     run_judge,
     select_case_ids,
 )

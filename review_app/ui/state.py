@@ -22,7 +22,8 @@ from review_app.services.agreement import (
     label_token,
 )
 from review_app.services.cases import CaseView, case_fingerprint, load_case_view
-from review_app.services.judge import calibration_report, judge_token
+from review_app.services.judge_import import judge_token
+from review_app.services.judge_report import calibration_report
 from review_app.services.people import Actor, authorize, sign_in
 from review_app.services.queue import open_review_work
 from review_app.services.rubric_catalog import RubricCatalog, sync_rubrics
