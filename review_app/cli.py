@@ -97,10 +97,10 @@ def _fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:
 
 
 def _engine(db: str | None) -> Any:
-    from storage.engine import shared_engine
+    from review_app.services.database import open_database
 
     try:
-        return shared_engine(db)
+        return open_database(db)
     except Exception as error:  # an unreachable server or a bad URL is the user's input
         if isinstance(error, InputError):
             raise
@@ -1000,7 +1000,7 @@ HostOption = Annotated[
 def _serve(db: str | None, port: int, host: str) -> None:
     import os
 
-    from storage.engine import database_url
+    from review_app.services.database import database_url
 
     _engine(db)  # migrate (and check the database) before the server starts
     app_path = Path(__file__).resolve().parent / "ui" / "app.py"
@@ -1063,7 +1063,7 @@ def demo(
     olivia. Loading is idempotent.
     """
     from review_app.services.demo import load_demo
-    from review_app.ui.auth import local_user_name
+    from review_app.services.people import local_user_name
 
     engine = _engine(db)
     report = load_demo(engine, _operator(), local_user=local_user_name())

@@ -20,6 +20,7 @@ The command line acts as the operator: whoever can run it can read the database.
 
 from __future__ import annotations
 
+import getpass
 import hashlib
 import hmac
 import os
@@ -38,9 +39,21 @@ from storage.models import REVIEWER_ROLES, Reviewer
 ROLE_RANK = {role: rank for rank, role in enumerate(REVIEWER_ROLES)}
 ADMINS_ENV = "REVIEW_APP_ADMINS"
 OPERATOR_NAME = "operator"
+LOCAL_USER_ENV = "REVIEW_APP_LOCAL_USER"
 
 # Never leaves this process: an actor sealed by another process (or by hand) is refused.
 _SECRET = secrets.token_bytes(32)
+
+
+def local_user_name() -> str:
+    """The one person of local single-user mode: ``REVIEW_APP_LOCAL_USER``, else the OS user."""
+    configured = os.environ.get(LOCAL_USER_ENV, "").strip()
+    if configured:
+        return configured
+    try:
+        return getpass.getuser()
+    except Exception:
+        return "local"
 
 
 def _seal(reviewer_id: int | None, name: str, auth_mode: str) -> str:
@@ -231,12 +244,29 @@ def sign_in(
     return signed_in
 
 
-def list_people(engine: Engine) -> list[Reviewer]:
+@dataclass(frozen=True)
+class Person:
+    """A reviewer as the faces show them (a plain value, not a table row)."""
+
+    id: int
+    name: str
+    display_name: str | None
+    role: str
+    active: bool
+
+
+def list_people(engine: Engine) -> list[Person]:
     with Session(read_only(engine)) as session:
-        people = reviewing.list_reviewers(session)
-        for person in people:
-            session.expunge(person)
-        return people
+        return [
+            Person(
+                id=person.id or 0,
+                name=person.name,
+                display_name=person.display_name,
+                role=person.role,
+                active=person.active,
+            )
+            for person in reviewing.list_reviewers(session)
+        ]
 
 
 def add_person(engine: Engine, actor: Actor, *, name: str, role: str = "reviewer") -> Reviewer:

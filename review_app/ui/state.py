@@ -22,13 +22,13 @@ from review_app.services.agreement import (
     label_token,
 )
 from review_app.services.cases import CaseView, case_fingerprint, load_case_view
+from review_app.services.database import database_url, open_database
 from review_app.services.judge_import import judge_token
 from review_app.services.judge_report import calibration_report
 from review_app.services.people import Actor, authorize, sign_in
 from review_app.services.queue import open_review_work
 from review_app.services.rubric_catalog import RubricCatalog, sync_rubrics
 from review_app.ui import auth
-from storage.engine import database_url, shared_engine
 
 PAGES_DIR = Path(__file__).resolve().parent / "views"
 
@@ -108,7 +108,7 @@ def keep(key: str) -> None:
 
 @st.cache_resource(show_spinner=False)
 def _engine(url: str) -> Engine:
-    return shared_engine(url)
+    return open_database(url)
 
 
 def engine() -> Engine:
