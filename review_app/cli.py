@@ -14,7 +14,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -32,7 +31,7 @@ class _ErrorsAsMessages(TyperGroup):
     place that maps them, as sqlite-utils does with ``click.ClickException``).
     """
 
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: Any) -> Any:  # Typer's own (vendored) click.Context
         try:
             return super().invoke(ctx)
         except _USER_ERRORS as error:

@@ -26,8 +26,8 @@ from review_app.rubrics import Rubric
 from review_app.services.audit import file_sha256
 from review_app.services.people import Actor, authorize
 from storage import audit, judging
+from storage.cases import event_actors
 from storage.engine import read_only
-from storage.labels_bulk import event_actors
 from storage.models import JudgeRun
 
 

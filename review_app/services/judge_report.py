@@ -384,7 +384,7 @@ def disagreement_explorer(
     ``kind``: ``missed_break`` (the judge misses a break), ``false_alarm`` (it flags a
     clean turn), ``wrong_break_kind``; ``label``: gold or judge code.
     """
-    from storage import reviewing
+    import storage.labels
 
     authorize(engine, actor, "policy_owner")
     rows = [
@@ -397,7 +397,7 @@ def disagreement_explorer(
         cache: dict[str, list[Any]] = {}
         for item in rows:
             if item["case_id"] not in cache:
-                cache[item["case_id"]] = reviewing.labels_for_case(
+                cache[item["case_id"]] = storage.labels.labels_for_case(
                     session,
                     case_id=item["case_id"],
                     rubric_id=rubric.id,

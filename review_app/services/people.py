@@ -32,7 +32,7 @@ from sqlmodel import Session
 
 from review_app import input_policy
 from review_app.errors import InputError, NotFound, PermissionDenied
-from storage import audit, reviewing
+from storage import audit, reviewers
 from storage.engine import read_only
 from storage.models import REVIEWER_ROLES, Reviewer
 
@@ -156,7 +156,7 @@ def authorize(engine: Engine, actor: Actor, minimum: str) -> Actor:
         return actor
     assert actor.reviewer_id is not None
     with Session(read_only(engine)) as session:
-        person = reviewing.get_reviewer(session, reviewer_id=actor.reviewer_id)
+        person = reviewers.get_reviewer(session, reviewer_id=actor.reviewer_id)
         if person is None or person.name != actor.name:
             raise PermissionDenied(f"{actor.name} is not a reviewer of this database")
         if not person.active:
@@ -227,7 +227,7 @@ def sign_in(
     display_name = display_of(name, display_name)
     name = check_reviewer_name(name)
     with Session(read_only(engine)) as session:
-        existing = reviewing.get_reviewer_by_name(session, name=name)
+        existing = reviewers.get_reviewer_by_name(session, name=name)
         if existing is not None:
             if not existing.active:
                 raise PermissionDenied(f"{name} has been deactivated by an admin")
@@ -236,7 +236,7 @@ def sign_in(
     with Session(engine) as session:
         # INSERT ... ON CONFLICT DO NOTHING: a first sign-in from two tabs at once
         # gives both the one reviewer row instead of an IntegrityError to one of them.
-        reviewer = reviewing.ensure_reviewer(
+        reviewer = reviewers.ensure_reviewer(
             session, name=name, role=role, display_name=display_name
         )
         signed_in = _actor(reviewer, auth_mode)
@@ -265,7 +265,7 @@ def list_people(engine: Engine) -> list[Person]:
                 role=person.role,
                 active=person.active,
             )
-            for person in reviewing.list_reviewers(session)
+            for person in reviewers.list_reviewers(session)
         ]
 
 
@@ -275,10 +275,10 @@ def add_person(engine: Engine, actor: Actor, *, name: str, role: str = "reviewer
     name = check_reviewer_name(name)
     check_role_name(role)
     with Session(engine) as session:
-        reviewer = reviewing.get_reviewer_by_name(session, name=name)
+        reviewer = reviewers.get_reviewer_by_name(session, name=name)
         before = None if reviewer is None else {"role": reviewer.role, "active": reviewer.active}
         if reviewer is None:
-            reviewer = reviewing.create_reviewer(
+            reviewer = reviewers.create_reviewer(
                 session, name=name, role=role, display_name=display_name
             )
         else:
@@ -304,20 +304,20 @@ def set_role(engine: Engine, actor: Actor, *, name: str, role: str) -> None:
     check_role_name(role)
     name = check_reviewer_name(name)
     with Session(engine) as session:
-        reviewer = reviewing.get_reviewer_by_name(session, name=name)
+        reviewer = reviewers.get_reviewer_by_name(session, name=name)
         if reviewer is None:
             raise NotFound(f"no reviewer named {name!r}")
         if (
             reviewer.role == "admin"
             and role != "admin"
-            and (reviewing.count_reviewers_with_role(session, role="admin") <= 1)
+            and (reviewers.count_reviewers_with_role(session, role="admin") <= 1)
         ):
             raise InputError(
                 "the last admin cannot be demoted; make someone else admin first", field="role"
             )
         assert reviewer.id is not None
         before = reviewer.role
-        reviewing.set_reviewer_role(session, reviewer_id=reviewer.id, role=role)
+        reviewers.set_reviewer_role(session, reviewer_id=reviewer.id, role=role)
         audit.add_entry(
             session,
             actor=actor.name,

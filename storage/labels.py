@@ -1,20 +1,279 @@
-"""Queries for agreement and adjudication: current labels in bulk, disagreements, gold labels."""
+"""Queries on labels (``labels``, ``label_events``): one reviewer's code for one turn.
+
+Single labels as the review page writes them (and its key presses, applied once each),
+labels in bulk (a label CSV's import, the export) and current labels as columns for
+agreement. A label is current or superseded, never deleted.
+"""
 
 from __future__ import annotations
 
 import warnings
-import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from operator import itemgetter
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import func, insert, select, text, update
+from sqlalchemy import func, insert, select, update
 from sqlmodel import Session, col
 
-from storage.models import Evaluation, Finding, GoldLabel, Label, Reviewer
+from storage.bulk import in_chunks, insert_rows, timestamp_param
+from storage.models import (
+    Evaluation,
+    Finding,
+    GoldLabel,
+    Label,
+    LabelEvent,
+    Reviewer,
+    utcnow,
+)
+
+
+def add_label(
+    session: Session,
+    *,
+    case_id: str,
+    turn: int,
+    reviewer_id: int,
+    rubric_id: str,
+    version: int,
+    code: str,
+    rationale: str | None,
+    source: str = "app",
+) -> int:
+    """Append a label and return its id; the reviewer's earlier label on that turn stops
+    being current.
+
+    Call it after :func:`lock_assignment` for the same case and reviewer: the lock makes
+    concurrent saves take turns, and the partial unique index ``ux_labels_current_unit``
+    refuses a second current label should a caller forget.
+    """
+    session.execute(
+        update(Label)
+        .where(
+            col(Label.case_id) == case_id,
+            col(Label.turn) == turn,
+            col(Label.reviewer_id) == reviewer_id,
+            col(Label.rubric_id) == rubric_id,
+            col(Label.rubric_version) == version,
+            col(Label.current),
+        )
+        .values(current=False)
+    )
+    statement = (
+        insert(Label)
+        .values(
+            case_id=case_id,
+            turn=turn,
+            reviewer_id=reviewer_id,
+            rubric_id=rubric_id,
+            rubric_version=version,
+            code=code,
+            rationale=rationale,
+            source=source,
+            current=True,
+            stale=False,
+            created_at=utcnow(),
+        )
+        .returning(col(Label.id))
+    )
+    return int(session.execute(statement).scalar_one())
+
+
+def count_current_labeled_turns(
+    session: Session, *, case_id: str, reviewer_id: int, rubric_id: str, version: int
+) -> int:
+    query = select(func.count()).where(
+        col(Label.case_id) == case_id,
+        col(Label.reviewer_id) == reviewer_id,
+        col(Label.rubric_id) == rubric_id,
+        col(Label.rubric_version) == version,
+        col(Label.current),
+    )
+    return int(session.execute(query).scalar_one())
+
+
+@dataclass(frozen=True, slots=True)
+class LabelRow:
+    id: int
+    case_id: str
+    turn: int
+    reviewer: str
+    reviewer_id: int
+    code: str
+    rationale: str | None
+    current: bool
+    created_at: datetime
+    source: str
+    stale: bool = False
+    """No longer current because ``import --replace`` changed the turn."""
+
+
+def _label_rows(session: Session, query: Any) -> list[LabelRow]:
+    return [LabelRow(*row) for row in session.execute(query)]
+
+
+def _label_select() -> Any:
+    return select(
+        col(Label.id),
+        col(Label.case_id),
+        col(Label.turn),
+        col(Reviewer.name),
+        col(Label.reviewer_id),
+        col(Label.code),
+        col(Label.rationale),
+        col(Label.current),
+        col(Label.created_at),
+        col(Label.source),
+        col(Label.stale),
+    ).join(Reviewer, col(Reviewer.id) == col(Label.reviewer_id))
+
+
+def labels_for_case(
+    session: Session,
+    *,
+    case_id: str,
+    rubric_id: str,
+    version: int,
+    reviewer_id: int | None = None,
+    current_only: bool = True,
+) -> list[LabelRow]:
+    query = _label_select().where(
+        col(Label.case_id) == case_id,
+        col(Label.rubric_id) == rubric_id,
+        col(Label.rubric_version) == version,
+    )
+    if reviewer_id is not None:
+        query = query.where(col(Label.reviewer_id) == reviewer_id)
+    if current_only:
+        query = query.where(col(Label.current))
+    return _label_rows(session, query.order_by(col(Label.turn), col(Label.id)))
+
+
+def count_labels(
+    session: Session, *, rubric_id: str | None = None, version: int | None = None
+) -> int:
+    query = select(func.count()).select_from(Label)
+    if rubric_id is not None:
+        query = query.where(col(Label.rubric_id) == rubric_id)
+    if version is not None:
+        query = query.where(col(Label.rubric_version) == version)
+    return int(session.execute(query).scalar_one())
+
+
+def label_event_applied(session: Session, *, reviewer_id: int, client_id: str, seq: int) -> bool:
+    """Whether this key press (page load ``client_id``, number ``seq``) is stored already."""
+    found = session.scalars(
+        select(col(LabelEvent.id)).where(
+            col(LabelEvent.reviewer_id) == reviewer_id,
+            col(LabelEvent.client_id) == client_id,
+            col(LabelEvent.seq) == seq,
+        )
+    ).first()
+    return found is not None
+
+
+def add_label_event(
+    session: Session,
+    *,
+    reviewer_id: int,
+    client_id: str,
+    seq: int,
+    case_id: str,
+    turn: int,
+    label_id: int | None,
+) -> None:
+    """Record a key press as applied (a second one with the same numbers violates
+    ``ux_label_events_client_seq``)."""
+    session.add(
+        LabelEvent(
+            reviewer_id=reviewer_id,
+            client_id=client_id,
+            seq=seq,
+            case_id=case_id,
+            turn=turn,
+            label_id=label_id,
+        )
+    )
+    session.flush()
+
+
+def current_labels(
+    session: Session, *, rubric_id: str, version: int, case_ids: Sequence[str]
+) -> dict[tuple[str, int, int], tuple[int, str, str | None]]:
+    """(case_id, turn, reviewer_id) -> (label id, code, rationale) of current labels."""
+    found: dict[tuple[str, int, int], tuple[int, str, str | None]] = {}
+    for chunk in in_chunks(case_ids):
+        query = select(
+            col(Label.case_id),
+            col(Label.turn),
+            col(Label.reviewer_id),
+            col(Label.id),
+            col(Label.code),
+            col(Label.rationale),
+        ).where(
+            col(Label.rubric_id) == rubric_id,
+            col(Label.rubric_version) == version,
+            col(Label.current),
+            col(Label.case_id).in_(chunk),
+        )
+        for case_id, turn, reviewer_id, label_id, code, rationale in session.execute(query):
+            found[(case_id, turn, reviewer_id)] = (label_id, code, rationale)
+    return found
+
+
+def supersede(session: Session, *, label_ids: Sequence[int]) -> None:
+    for chunk in in_chunks(label_ids):
+        session.execute(update(Label).where(col(Label.id).in_(chunk)).values(current=False))
+
+
+LABEL_COLUMNS = (
+    "case_id",
+    "turn",
+    "reviewer_id",
+    "rubric_id",
+    "rubric_version",
+    "code",
+    "rationale",
+    "current",
+    "source",
+    "created_at",
+)
+
+
+def insert_labels(session: Session, *, rows: Sequence[tuple[Any, ...]]) -> None:
+    """Rows in :data:`LABEL_COLUMNS` order; ``created_at`` may be a datetime."""
+    connection = session.connection()
+    prepared = [
+        (
+            *row[:-1],
+            timestamp_param(connection, row[-1]) if isinstance(row[-1], datetime) else row[-1],
+        )
+        for row in rows
+    ]
+    insert_rows(connection, table="labels", columns=LABEL_COLUMNS, rows=prepared)
+
+
+def export_rows(
+    session: Session, *, rubric_id: str, version: int, history: bool = False
+) -> list[tuple[str, int, str, str, str | None]]:
+    query = (
+        select(
+            col(Label.case_id),
+            col(Label.turn),
+            col(Reviewer.name),
+            col(Label.code),
+            col(Label.rationale),
+        )
+        .join(Reviewer, col(Reviewer.id) == col(Label.reviewer_id))
+        .where(col(Label.rubric_id) == rubric_id, col(Label.rubric_version) == version)
+        .order_by(col(Label.case_id), col(Label.turn), col(Reviewer.name), col(Label.id))
+    )
+    if not history:
+        query = query.where(col(Label.current))
+    return [(row[0], row[1], row[2], row[3], row[4]) for row in session.execute(query)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,124 +475,3 @@ def pass_labels_on_violations(
         .distinct()
     )
     return [(row[0], row[1], row[2]) for row in session.execute(query)]
-
-
-def current_gold(
-    session: Session, *, rubric_id: str, version: int, case_id: str | None = None
-) -> dict[tuple[str, int], GoldLabel]:
-    query = select(GoldLabel).where(
-        col(GoldLabel.rubric_id) == rubric_id,
-        col(GoldLabel.rubric_version) == version,
-        col(GoldLabel.current),
-    )
-    if case_id is not None:
-        query = query.where(col(GoldLabel.case_id) == case_id)
-    return {(gold.case_id, gold.turn): gold for gold in session.scalars(query)}
-
-
-def gold_history(
-    session: Session, *, rubric_id: str, version: int, case_id: str, turn: int
-) -> list[tuple[GoldLabel, str | None]]:
-    query = (
-        select(GoldLabel, col(Reviewer.name))
-        .outerjoin(Reviewer, col(Reviewer.id) == col(GoldLabel.adjudicator_id))
-        .where(
-            col(GoldLabel.rubric_id) == rubric_id,
-            col(GoldLabel.rubric_version) == version,
-            col(GoldLabel.case_id) == case_id,
-            col(GoldLabel.turn) == turn,
-        )
-        .order_by(col(GoldLabel.id))
-    )
-    return [(row[0], row[1]) for row in session.execute(query)]
-
-
-# Any constant works: it only has to be the same in every process recording gold.
-_PG_GOLD_LOCK_NAMESPACE = 725_310_444
-
-
-def lock_gold_unit(
-    session: Session, *, rubric_id: str, version: int, case_id: str, turn: int
-) -> None:
-    """Make this transaction the only one writing the unit's gold label until it ends.
-
-    PostgreSQL: a transaction-scoped advisory lock keyed on the unit (a hash; two units
-    sharing one only wait for each other). SQLite's ``BEGIN IMMEDIATE`` already
-    serialises writers.
-    """
-    connection = session.connection()
-    if connection.dialect.name != "postgresql":
-        return
-    digest = zlib.crc32(f"{rubric_id}\x00{version}\x00{case_id}\x00{turn}".encode())
-    key = digest - (1 << 32) if digest >= (1 << 31) else digest
-    connection.execute(
-        text("SELECT pg_advisory_xact_lock(:namespace, :key)"),
-        {"namespace": _PG_GOLD_LOCK_NAMESPACE, "key": key},
-    )
-
-
-def add_gold(
-    session: Session,
-    *,
-    case_id: str,
-    turn: int,
-    rubric_id: str,
-    version: int,
-    code: str,
-    note: str | None,
-    calibration_item: bool,
-    rubric_ambiguity: str | None,
-    adjudicator_id: int | None,
-    now: datetime,
-) -> int:
-    """Record the unit's gold label (the previous one becomes history); returns its id.
-
-    Concurrent calls on one unit take turns (:func:`lock_gold_unit`): the last one
-    stays current, and the partial unique index ``ux_gold_current_unit`` refuses a
-    second current row whatever happens.
-    """
-    lock_gold_unit(session, rubric_id=rubric_id, version=version, case_id=case_id, turn=turn)
-    session.execute(
-        update(GoldLabel)
-        .where(
-            col(GoldLabel.case_id) == case_id,
-            col(GoldLabel.turn) == turn,
-            col(GoldLabel.rubric_id) == rubric_id,
-            col(GoldLabel.rubric_version) == version,
-            col(GoldLabel.current),
-        )
-        .values(current=False)
-    )
-    statement = (
-        insert(GoldLabel)
-        .values(
-            case_id=case_id,
-            turn=turn,
-            rubric_id=rubric_id,
-            rubric_version=version,
-            code=code,
-            note=note,
-            calibration_item=calibration_item,
-            rubric_ambiguity=rubric_ambiguity,
-            adjudicator_id=adjudicator_id,
-            current=True,
-            stale=False,
-            created_at=now,
-        )
-        .returning(col(GoldLabel.id))
-    )
-    return int(session.execute(statement).scalar_one())
-
-
-def rubric_ambiguities(session: Session, *, rubric_id: str, version: int) -> list[GoldLabel]:
-    query = (
-        select(GoldLabel)
-        .where(
-            col(GoldLabel.rubric_id) == rubric_id,
-            col(GoldLabel.rubric_version) == version,
-            col(GoldLabel.current),
-            col(GoldLabel.rubric_ambiguity).is_not(None),
-        )
-        .order_by(col(GoldLabel.case_id), col(GoldLabel.turn))
-    )
-    return list(session.scalars(query))

@@ -1,171 +1,24 @@
-"""Queries on reviewers, rubric versions, assignments (queues) and labels."""
+"""Queries on assignments: who reviews which case, queues, progress (the ``assignments`` table)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, and_, func, insert, select, update
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import and_, func, select
 from sqlmodel import Session, col
 
+from storage.bulk import in_chunks, insert_ignoring_conflicts, insert_rows, timestamp_param
 from storage.models import (
     Assignment,
     Case,
     Evaluation,
     Event,
     Label,
-    LabelEvent,
-    Reviewer,
-    RubricVersion,
     utcnow,
 )
-
-# --- reviewers -----------------------------------------------------------------
-
-
-def get_reviewer(session: Session, *, reviewer_id: int) -> Reviewer | None:
-    return session.get(Reviewer, reviewer_id)
-
-
-def get_reviewer_by_name(session: Session, *, name: str) -> Reviewer | None:
-    return session.scalars(select(Reviewer).where(col(Reviewer.name) == name)).first()
-
-
-def reviewers_by_name(session: Session, *, names: Iterable[str]) -> dict[str, Reviewer]:
-    wanted = sorted(set(names))
-    found: dict[str, Reviewer] = {}
-    for start in range(0, len(wanted), 500):
-        chunk = wanted[start : start + 500]
-        for reviewer in session.scalars(select(Reviewer).where(col(Reviewer.name).in_(chunk))):
-            found[reviewer.name] = reviewer
-    return found
-
-
-def create_reviewer(
-    session: Session, *, name: str, role: str = "reviewer", display_name: str | None = None
-) -> Reviewer:
-    reviewer = Reviewer(name=name, role=role, display_name=display_name)
-    session.add(reviewer)
-    session.flush()
-    return reviewer
-
-
-def insert_ignoring_conflicts(connection: Connection, table: Any, *, keys: Sequence[str]) -> Any:
-    """``INSERT ... ON CONFLICT (keys) DO NOTHING`` for this connection's dialect.
-
-    Get-or-create that two sessions may run at once (a first sign-in from two tabs,
-    a first save on an unassigned case): the loser's insert does nothing instead of
-    failing, and both then read the one row.
-    """
-    name = connection.dialect.name
-    if name == "postgresql":
-        return postgresql.insert(table).on_conflict_do_nothing(index_elements=list(keys))
-    if name == "sqlite":
-        return sqlite.insert(table).on_conflict_do_nothing(index_elements=list(keys))
-    return insert(table)  # pragma: no cover - other databases: plain insert
-
-
-def ensure_reviewer(
-    session: Session, *, name: str, role: str = "reviewer", display_name: str | None = None
-) -> Reviewer:
-    """The reviewer called ``name``, created with ``role`` if there is none (race-safe)."""
-    statement = insert_ignoring_conflicts(session.connection(), Reviewer, keys=["name"]).values(
-        name=name, role=role, display_name=display_name, active=True, created_at=utcnow()
-    )
-    session.execute(statement)
-    reviewer = get_reviewer_by_name(session, name=name)
-    assert reviewer is not None
-    return reviewer
-
-
-def list_reviewers(session: Session, *, active_only: bool = True) -> list[Reviewer]:
-    query = select(Reviewer).order_by(col(Reviewer.name))
-    if active_only:
-        query = query.where(col(Reviewer.active))
-    return list(session.scalars(query))
-
-
-def set_reviewer_role(session: Session, *, reviewer_id: int, role: str) -> None:
-    session.execute(update(Reviewer).where(col(Reviewer.id) == reviewer_id).values(role=role))
-
-
-def count_reviewers_with_role(session: Session, *, role: str) -> int:
-    query = select(func.count()).select_from(Reviewer).where(col(Reviewer.role) == role)
-    return int(session.execute(query).scalar_one())
-
-
-# --- rubric versions -------------------------------------------------------------
-
-
-def get_rubric_version(session: Session, *, rubric_id: str, version: int) -> RubricVersion | None:
-    return session.get(RubricVersion, (rubric_id, version))
-
-
-def list_rubric_versions(session: Session) -> list[RubricVersion]:
-    query = select(RubricVersion).order_by(col(RubricVersion.rubric_id), col(RubricVersion.version))
-    return list(session.scalars(query))
-
-
-def save_rubric_version(
-    session: Session,
-    *,
-    rubric_id: str,
-    version: int,
-    sha256: str,
-    title: str,
-    body_json: str,
-    source: str | None,
-) -> RubricVersion:
-    row = session.get(RubricVersion, (rubric_id, version))
-    if row is None:
-        row = RubricVersion(
-            rubric_id=rubric_id, version=version, sha256=sha256, title=title, body_json=body_json
-        )
-    row.sha256 = sha256
-    row.title = title
-    row.body_json = body_json
-    row.source = source
-    row.loaded_at = utcnow()
-    session.add(row)
-    session.flush()
-    return row
-
-
-def rubric_version_has_labels(session: Session, *, rubric_id: str, version: int) -> bool:
-    query = (
-        select(col(Label.id))
-        .where(col(Label.rubric_id) == rubric_id, col(Label.rubric_version) == version)
-        .limit(1)
-    )
-    return session.execute(query).first() is not None
-
-
-def rubric_versions_with_labels(session: Session) -> set[tuple[str, int]]:
-    query = select(col(Label.rubric_id), col(Label.rubric_version)).distinct()
-    return {(rubric_id, version) for rubric_id, version in session.execute(query)}
-
-
-# --- events needed to validate labels ---------------------------------------------
-
-
-def event_actors_by_turn(session: Session, *, case_id: str) -> dict[int, str]:
-    query = select(col(Event.turn), col(Event.actor)).where(col(Event.case_id) == case_id)
-    return {turn: actor for turn, actor in session.execute(query)}
-
-
-def n_turns_by_actor(session: Session, *, case_id: str, actor: str) -> int:
-    query = (
-        select(func.count())
-        .select_from(Event)
-        .where(col(Event.case_id) == case_id, col(Event.actor) == actor)
-    )
-    return int(session.execute(query).scalar_one())
-
-
-# --- assignments and queues ----------------------------------------------------------
 
 
 def assigned_case_ids(
@@ -470,73 +323,6 @@ def next_queued_case(
     return first if first != after_case_id else None
 
 
-# --- labels -------------------------------------------------------------------------
-
-
-def add_label(
-    session: Session,
-    *,
-    case_id: str,
-    turn: int,
-    reviewer_id: int,
-    rubric_id: str,
-    version: int,
-    code: str,
-    rationale: str | None,
-    source: str = "app",
-) -> int:
-    """Append a label and return its id; the reviewer's earlier label on that turn stops
-    being current.
-
-    Call it after :func:`lock_assignment` for the same case and reviewer: the lock makes
-    concurrent saves take turns, and the partial unique index ``ux_labels_current_unit``
-    refuses a second current label should a caller forget.
-    """
-    session.execute(
-        update(Label)
-        .where(
-            col(Label.case_id) == case_id,
-            col(Label.turn) == turn,
-            col(Label.reviewer_id) == reviewer_id,
-            col(Label.rubric_id) == rubric_id,
-            col(Label.rubric_version) == version,
-            col(Label.current),
-        )
-        .values(current=False)
-    )
-    statement = (
-        insert(Label)
-        .values(
-            case_id=case_id,
-            turn=turn,
-            reviewer_id=reviewer_id,
-            rubric_id=rubric_id,
-            rubric_version=version,
-            code=code,
-            rationale=rationale,
-            source=source,
-            current=True,
-            stale=False,
-            created_at=utcnow(),
-        )
-        .returning(col(Label.id))
-    )
-    return int(session.execute(statement).scalar_one())
-
-
-def count_current_labeled_turns(
-    session: Session, *, case_id: str, reviewer_id: int, rubric_id: str, version: int
-) -> int:
-    query = select(func.count()).where(
-        col(Label.case_id) == case_id,
-        col(Label.reviewer_id) == reviewer_id,
-        col(Label.rubric_id) == rubric_id,
-        col(Label.rubric_version) == version,
-        col(Label.current),
-    )
-    return int(session.execute(query).scalar_one())
-
-
 def record_progress(
     session: Session,
     *,
@@ -556,125 +342,92 @@ def record_progress(
     session.flush()
 
 
-@dataclass(frozen=True, slots=True)
-class LabelRow:
-    id: int
-    case_id: str
-    turn: int
-    reviewer: str
-    reviewer_id: int
-    code: str
-    rationale: str | None
-    current: bool
-    created_at: datetime
-    source: str
-    stale: bool = False
-    """No longer current because ``import --replace`` changed the turn."""
-
-
-def _label_rows(session: Session, query: Any) -> list[LabelRow]:
-    return [LabelRow(*row) for row in session.execute(query)]
-
-
-def _label_select() -> Any:
-    return select(
-        col(Label.id),
-        col(Label.case_id),
-        col(Label.turn),
-        col(Reviewer.name),
-        col(Label.reviewer_id),
-        col(Label.code),
-        col(Label.rationale),
-        col(Label.current),
-        col(Label.created_at),
-        col(Label.source),
-        col(Label.stale),
-    ).join(Reviewer, col(Reviewer.id) == col(Label.reviewer_id))
-
-
-def labels_for_case(
+def refresh_progress(
     session: Session,
     *,
-    case_id: str,
     rubric_id: str,
     version: int,
-    reviewer_id: int | None = None,
-    current_only: bool = True,
-) -> list[LabelRow]:
-    query = _label_select().where(
-        col(Label.case_id) == case_id,
-        col(Label.rubric_id) == rubric_id,
-        col(Label.rubric_version) == version,
-    )
-    if reviewer_id is not None:
-        query = query.where(col(Label.reviewer_id) == reviewer_id)
-    if current_only:
-        query = query.where(col(Label.current))
-    return _label_rows(session, query.order_by(col(Label.turn), col(Label.id)))
-
-
-def current_label_tuples(
-    session: Session, *, rubric_id: str, version: int
-) -> list[tuple[str, int, str, str]]:
-    """``(case_id, turn, reviewer name, code)`` of every current label of a rubric version."""
-    query = (
-        select(col(Label.case_id), col(Label.turn), col(Reviewer.name), col(Label.code))
-        .join(Reviewer, col(Reviewer.id) == col(Label.reviewer_id))
-        .where(
-            col(Label.rubric_id) == rubric_id,
-            col(Label.rubric_version) == version,
-            col(Label.current),
-        )
-    )
-    return [(row[0], row[1], row[2], row[3]) for row in session.execute(query)]
-
-
-def count_labels(
-    session: Session, *, rubric_id: str | None = None, version: int | None = None
-) -> int:
-    query = select(func.count()).select_from(Label)
-    if rubric_id is not None:
-        query = query.where(col(Label.rubric_id) == rubric_id)
-    if version is not None:
-        query = query.where(col(Label.rubric_version) == version)
-    return int(session.execute(query).scalar_one())
-
-
-# --- key presses of the review page ------------------------------------------------
-
-
-def label_event_applied(session: Session, *, reviewer_id: int, client_id: str, seq: int) -> bool:
-    """Whether this key press (page load ``client_id``, number ``seq``) is stored already."""
-    found = session.scalars(
-        select(col(LabelEvent.id)).where(
-            col(LabelEvent.reviewer_id) == reviewer_id,
-            col(LabelEvent.client_id) == client_id,
-            col(LabelEvent.seq) == seq,
-        )
-    ).first()
-    return found is not None
-
-
-def add_label_event(
-    session: Session,
-    *,
-    reviewer_id: int,
-    client_id: str,
-    seq: int,
-    case_id: str,
-    turn: int,
-    label_id: int | None,
+    pairs: Sequence[tuple[str, int]],
+    applies_to: str,
+    now: datetime,
 ) -> None:
-    """Record a key press as applied (a second one with the same numbers violates
-    ``ux_label_events_client_seq``)."""
-    session.add(
-        LabelEvent(
-            reviewer_id=reviewer_id,
-            client_id=client_id,
-            seq=seq,
-            case_id=case_id,
-            turn=turn,
-            label_id=label_id,
+    """Recount (case, reviewer) progress after a bulk change; create missing assignments."""
+    if not pairs:
+        return
+    case_ids = sorted({case_id for case_id, _ in pairs})
+    reviewer_ids = sorted({reviewer_id for _, reviewer_id in pairs})
+    wanted = set(pairs)
+    labeled: dict[tuple[str, int], int] = {}
+    totals: dict[str, int] = {}
+    existing: dict[tuple[str, int], Assignment] = {}
+    for chunk in in_chunks(case_ids):
+        counts = (
+            select(col(Label.case_id), col(Label.reviewer_id), func.count())
+            .where(
+                col(Label.rubric_id) == rubric_id,
+                col(Label.rubric_version) == version,
+                col(Label.current),
+                col(Label.case_id).in_(chunk),
+                col(Label.reviewer_id).in_(reviewer_ids),
+            )
+            .group_by(col(Label.case_id), col(Label.reviewer_id))
         )
-    )
+        for case_id, reviewer_id, count in session.execute(counts):
+            labeled[(case_id, reviewer_id)] = count
+        turns = (
+            select(col(Event.case_id), func.count())
+            .where(col(Event.case_id).in_(chunk), col(Event.actor) == applies_to)
+            .group_by(col(Event.case_id))
+        )
+        totals.update({case_id: count for case_id, count in session.execute(turns)})
+        rows = select(Assignment).where(
+            col(Assignment.rubric_id) == rubric_id,
+            col(Assignment.rubric_version) == version,
+            col(Assignment.case_id).in_(chunk),
+            col(Assignment.reviewer_id).in_(reviewer_ids),
+        )
+        for found in session.scalars(rows):
+            existing[(found.case_id, found.reviewer_id)] = found
+    connection = session.connection()
+    stamp = timestamp_param(connection, now)
+    new_rows: list[tuple[Any, ...]] = []
+    for case_id, reviewer_id in sorted(wanted):
+        count = labeled.get((case_id, reviewer_id), 0)
+        complete = count >= totals.get(case_id, 0) > 0
+        assignment = existing.get((case_id, reviewer_id))
+        if assignment is None:
+            new_rows.append(
+                (
+                    case_id,
+                    reviewer_id,
+                    rubric_id,
+                    version,
+                    reviewer_id,
+                    stamp,
+                    count,
+                    stamp if complete else None,
+                )
+            )
+            continue
+        assignment.labeled_turns = count
+        if complete and assignment.completed_at is None:
+            assignment.completed_at = now
+        elif not complete:
+            assignment.completed_at = None
+        session.add(assignment)
     session.flush()
+    insert_rows(
+        connection,
+        table="assignments",
+        columns=(
+            "case_id",
+            "reviewer_id",
+            "rubric_id",
+            "rubric_version",
+            "assigned_by",
+            "created_at",
+            "labeled_turns",
+            "completed_at",
+        ),
+        rows=new_rows,
+    )
