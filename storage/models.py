@@ -325,6 +325,8 @@ class JudgeVerdict(SQLModel, table=True):
     score: float | None = None
     reason: str | None = Field(default=None, sa_column=Column(Text))
     error: str | None = Field(default=None, sa_column=Column(Text))
+    error_kind: str | None = Field(default=None, max_length=20)
+    """``endpoint`` (the endpoint failed: the next run retries) or ``answer`` (kept)."""
     latency_ms: int | None = None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None

@@ -100,7 +100,7 @@ def import_verdicts(
                 run_id=run.id,
                 now=now,
                 rows=[
-                    (r.case_id, r.turn, r.label, r.score, r.reason, None, None, None, None)
+                    (r.case_id, r.turn, r.label, r.score, r.reason, None, None, None, None, None)
                     for r in group
                 ],
             )

@@ -42,9 +42,11 @@ from storage.engine import read_only
 API_KEY_ENV = "REVIEW_APP_JUDGE_API_KEY"
 BASE_URL_ENV = "REVIEW_APP_JUDGE_BASE_URL"
 MODEL_ENV = "REVIEW_APP_JUDGE_MODEL"
-ENDPOINT_ERROR = "endpoint: "
+ENDPOINT_ERROR = "endpoint"
+"""``error_kind`` of a failed call to the endpoint: the next run of the judge retries it."""
 RESPONSE_FORMATS = ("text", "json_object", "json_object_schema", "json_schema")
-ANSWER_ERROR = "answer: "
+ANSWER_ERROR = "answer"
+"""``error_kind`` of an answer that could not be parsed: kept (at temperature 0 it repeats)."""
 
 
 @dataclass(frozen=True)
@@ -126,6 +128,7 @@ class _Outcome:
     score: float | None = None
     reason: str | None = None
     error: str | None = None
+    error_kind: str | None = None
     latency_ms: int = 0
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
@@ -198,7 +201,8 @@ async def _ask(
             if response.status_code >= 400:
                 return _Outcome(
                     job,
-                    error=f"{ENDPOINT_ERROR}HTTP {response.status_code}: {response.text[:300]!r}",
+                    error=f"HTTP {response.status_code}: {response.text[:300]!r}",
+                    error_kind=ENDPOINT_ERROR,
                     latency_ms=latency,
                 )
             try:
@@ -210,7 +214,8 @@ async def _ask(
             if not isinstance(content, str) or not isinstance(usage, dict):
                 return _Outcome(
                     job,
-                    error=f"{ENDPOINT_ERROR}not a chat-completions response",
+                    error="not a chat-completions response",
+                    error_kind=ENDPOINT_ERROR,
                     latency_ms=latency,
                 )
             outcome = _Outcome(
@@ -222,13 +227,15 @@ async def _ask(
             try:
                 answer = parse_judge_answer(content, rubric=rubric)
             except JudgeAnswerError as error:
-                outcome.error = f"{ANSWER_ERROR}{error}; the answer was: {content[:500]!r}"
+                outcome.error = f"{error}; the answer was: {content[:500]!r}"
+                outcome.error_kind = ANSWER_ERROR
                 return outcome
             outcome.label, outcome.score, outcome.reason = answer.label, answer.score, answer.reason
             return outcome
         return _Outcome(
             job,
-            error=f"{ENDPOINT_ERROR}{last_problem} after {settings.retries + 1} attempts",
+            error=f"{last_problem} after {settings.retries + 1} attempts",
+            error_kind=ENDPOINT_ERROR,
             latency_ms=int((time.perf_counter() - started) * 1000),
         )
 
@@ -317,7 +324,7 @@ def run_judge(
         done = {
             (v.case_id, v.turn)
             for v in judging.verdicts(session, run_id=run_id)
-            if v.error is None or not v.error.startswith(ENDPOINT_ERROR)
+            if v.error_kind != ENDPOINT_ERROR
         }
         units = judging.assistant_units(session, case_ids=list(case_ids), actor=rubric.applies_to)
         session.commit()
@@ -379,7 +386,7 @@ def run_judge(
             # From what is stored, not from this pass alone: a pass over some of the
             # cases must not call a run complete while other units still wait for retry.
             status="partial"
-            if judging.count_errors_starting(session, run_id=run_id, prefix=ENDPOINT_ERROR)
+            if judging.count_errors(session, run_id=run_id, kind=ENDPOINT_ERROR)
             else "complete",
         )
         audit.add_entry(
@@ -415,7 +422,7 @@ async def _run_jobs(
             finished += 1
             if outcome.error is None:
                 summary.answered += 1
-            elif outcome.error.startswith(ANSWER_ERROR):
+            elif outcome.error_kind == ANSWER_ERROR:
                 summary.answer_errors += 1
             else:
                 summary.endpoint_errors += 1
@@ -445,6 +452,7 @@ def _store(engine: Engine, run_id: int, outcomes: list[_Outcome]) -> None:
                     o.score,
                     o.reason,
                     o.error,
+                    o.error_kind,
                     o.latency_ms,
                     o.prompt_tokens,
                     o.completion_tokens,
