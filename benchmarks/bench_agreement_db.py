@@ -211,7 +211,7 @@ def peak_rss_mb() -> float:
 
 
 def child_report(url: str, resamples: int) -> dict[str, Any]:
-    from review_app.services.agreement import agreement_report
+    from review_app.services.agreement_reports import agreement_report
     from review_app.services.people import operator_actor
     from review_app.services.rubric_catalog import sync_rubrics
     from storage.engine import create_database_engine

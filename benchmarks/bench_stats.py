@@ -250,7 +250,7 @@ def db_part(arguments: argparse.Namespace) -> None:
             lambda: calibration_report(engine, rubric=rubric, n_resamples=arguments.resamples),
         )
         # The alt-test inside the report, timed alone on the same inputs.
-        from review_app.services.agreement import load_label_columns
+        from review_app.services.agreement_reports import load_label_columns
 
         columns = load_label_columns(engine, rubric=rubric)
         by_reviewer: dict[str, dict[tuple[str, int], str]] = {}

@@ -631,7 +631,7 @@ def agreement(
     Units are (case, turn) pairs, raters are reviewers. A coefficient that is
     undefined for the data is null with a reason, never a made-up number.
     """
-    from review_app.services.agreement import agreement_report
+    from review_app.services.agreement_reports import agreement_report
     from review_app.services.render import render_agreement_text
 
     engine = _engine(db)

@@ -39,7 +39,7 @@ from review_app.services.adjudication import (
     record_gold,
     unit_detail,
 )
-from review_app.services.agreement import (
+from review_app.services.agreement_reports import (
     agreement_report,
     confusion_between,
     dashboard_data,

@@ -26,7 +26,7 @@ from review_app.errors import PermissionDenied
 from review_app.rubrics import Rubric
 from review_app.services import (
     adjudication,
-    agreement,
+    agreement_reports,
     audit,
     audit_samples,
     backup,
@@ -124,26 +124,28 @@ GUARDED: dict[str, tuple[Call, str]] = {
         lambda w, a: adjudication.unit_detail(w.engine, a, rubric=w.rubric, case_id=CASE, turn=2),
         "denied",
     ),
-    "agreement.agreement_report": (
-        lambda w, a: agreement.agreement_report(w.engine, a, rubric=w.rubric, n_resamples=10),
+    "agreement_reports.agreement_report": (
+        lambda w, a: agreement_reports.agreement_report(
+            w.engine, a, rubric=w.rubric, n_resamples=10
+        ),
         "denied",
     ),
-    "agreement.confusion_between": (
-        lambda w, a: agreement.confusion_between(
+    "agreement_reports.confusion_between": (
+        lambda w, a: agreement_reports.confusion_between(
             w.engine, a, rubric=w.rubric, reviewer_a="ana", reviewer_b="ben"
         ),
         "denied",
     ),
-    "agreement.dashboard_data": (
-        lambda w, a: agreement.dashboard_data(w.engine, a, rubric=w.rubric, n_resamples=10),
+    "agreement_reports.dashboard_data": (
+        lambda w, a: agreement_reports.dashboard_data(w.engine, a, rubric=w.rubric, n_resamples=10),
         "denied",
     ),
-    "agreement.label_token": (
-        lambda w, a: agreement.label_token(w.engine, a, rubric=w.rubric),
+    "agreement_reports.label_token": (
+        lambda w, a: agreement_reports.label_token(w.engine, a, rubric=w.rubric),
         "denied",
     ),
-    "agreement.load_label_columns": (
-        lambda w, a: agreement.load_label_columns(w.engine, a, rubric=w.rubric),
+    "agreement_reports.load_label_columns": (
+        lambda w, a: agreement_reports.load_label_columns(w.engine, a, rubric=w.rubric),
         "denied",
     ),
     "audit.audit_entries": (lambda w, a: audit.audit_entries(w.engine, a), "denied"),
@@ -322,8 +324,7 @@ EXEMPT: dict[str, str] = {
     "adjudication.gold_counts": "pure: counts over a rating table the caller read",
     "adjudication.gold_set_from": "pure: over label columns the caller read",
     "adjudication.gold_set_from_table": "pure: over a rating table the caller read",
-    "agreement.report_from_columns": "pure: coefficients over columns the caller read",
-    "agreement.report_from_table": "pure: coefficients over a table the caller read",
+    "agreement_reports.report_from_table": "pure: coefficients over a table the caller read",
     "audit.audit_line": "pure: formats an entry the caller read",
     "audit.file_sha256": "pure: hashes a local file",
     "audit.parse_since": "pure: parses a timestamp",
@@ -458,7 +459,9 @@ def test_the_operator_and_a_policy_owner_pass_every_read(world: World) -> None:
     owner = signed_in(world.engine, "olivia")
     assert owner.role == "policy_owner"
     for actor in (operator(), owner):
-        assert agreement.agreement_report(world.engine, actor, rubric=world.rubric, n_resamples=10)
+        assert agreement_reports.agreement_report(
+            world.engine, actor, rubric=world.rubric, n_resamples=10
+        )
         assert adjudication.gold_labels(world.engine, actor, rubric=world.rubric).labels
         assert labels_io.export_labels_csv(world.engine, actor, rubric=world.rubric, history=True)
         assert cases.load_case_view(world.engine, actor, case_id=CASE).turns
@@ -484,10 +487,10 @@ def test_a_reviewer_opens_only_cases_in_their_queue_or_labeled_by_them(world: Wo
 
 def test_a_demoted_or_deactivated_person_loses_rights_at_once(world: World) -> None:
     paula = signed_in(world.engine, "paula", role="policy_owner")
-    assert agreement.label_token(world.engine, paula, rubric=world.rubric)
+    assert agreement_reports.label_token(world.engine, paula, rubric=world.rubric)
     people.set_role(world.engine, operator(), name="paula", role="reviewer")
     with pytest.raises(PermissionDenied, match="paula is a reviewer"):
-        agreement.label_token(world.engine, paula, rubric=world.rubric)
+        agreement_reports.label_token(world.engine, paula, rubric=world.rubric)
     people.set_role(world.engine, operator(), name="paula", role="admin")
     assert people.authorize(world.engine, paula, "admin").role == "admin"
 

@@ -63,7 +63,7 @@ from review_app.services.labels_io import import_labels
 from review_app.services.people import Actor, operator_actor, sign_in
 from review_app.services.render import render_judge_report
 from review_app.services.rubric_catalog import sync_rubrics
-from storage import judging as queries
+from storage import judging
 from storage.models import JudgeVerdict
 from tests.conftest import DEMO_CASES, Database
 from tests.judge_support import (
@@ -87,7 +87,7 @@ def rubric_of(engine: Engine) -> Rubric:
 
 def stored_verdicts(engine: Engine, run_id: int) -> dict[tuple[str, int | None], Any]:
     with Session(engine) as session:
-        return {(v.case_id, v.turn): v for v in queries.verdicts(session, run_id=run_id)}
+        return {(v.case_id, v.turn): v for v in judging.verdicts(session, run_id=run_id)}
 
 
 def runs_by_name(engine: Engine) -> dict[str, dict[str, Any]]:

@@ -18,7 +18,7 @@ from review_app import calibration
 from review_app.errors import InputError, NotFound
 from review_app.rubrics import Rubric
 from review_app.services.adjudication import gold_labels
-from review_app.services.agreement import load_label_columns
+from review_app.services.agreement_reports import load_label_columns
 from review_app.services.cases import case_view
 from review_app.services.judge_import import _run_verdicts, run_name
 from review_app.services.people import Actor, authorize

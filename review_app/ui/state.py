@@ -15,7 +15,7 @@ from sqlalchemy import Engine
 from review_app.errors import PermissionDenied
 from review_app.rubrics import Rubric, default_rubrics_dir
 from review_app.services.adjudication import DisagreementUnit, disagreement_queue
-from review_app.services.agreement import (
+from review_app.services.agreement_reports import (
     DashboardData,
     confusion_between,
     dashboard_data,

@@ -26,7 +26,6 @@ from review_app.services.people import Actor, authorize
 from storage import labels
 from storage.engine import read_only
 from storage.labels import LabelColumns
-from storage.models import GoldLabel
 
 IntArray = npt.NDArray[np.int64]
 __all__ = [
@@ -38,7 +37,6 @@ __all__ = [
     "load_label_columns",
     "load_rating_table",
     "rating_table",
-    "report_from_columns",
     "report_from_table",
 ]
 
@@ -69,23 +67,6 @@ def agreement_report(
         )
     return report_from_table(
         table, rubric=rubric, adjudicated=adjudicated, n_resamples=n_resamples, seed=seed
-    )
-
-
-def report_from_columns(
-    columns: LabelColumns,
-    *,
-    rubric: Rubric,
-    adjudicated: dict[tuple[str, int], GoldLabel],
-    n_resamples: int = 1000,
-    seed: int = 0,
-) -> dict[str, Any]:
-    return report_from_table(
-        rating_table(columns),
-        rubric=rubric,
-        adjudicated=adjudicated,
-        n_resamples=n_resamples,
-        seed=seed,
     )
 
 
