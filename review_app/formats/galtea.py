@@ -46,7 +46,6 @@ from review_app.formats._common import (
     Table,
     case_id_from,
     check_unique_case_ids,
-    csv_text,
     exchange_events,
     exchanges,
     fallback_case_id,
@@ -62,6 +61,7 @@ from review_app.formats._common import (
     validate_contract,
     validate_prefix,
 )
+from review_app.formats.csv_safety import csv_text
 
 FORMAT_NAME = "galtea"
 ORDER_COLUMNS = ("turn", "index")

@@ -56,7 +56,6 @@ from review_app.formats._common import (
     Row,
     case_id_from,
     check_unique_case_ids,
-    csv_text,
     exchange_events,
     exchanges,
     finish_case,
@@ -70,6 +69,7 @@ from review_app.formats._common import (
     validate_contract,
     validate_prefix,
 )
+from review_app.formats.csv_safety import csv_text
 
 FORMAT_NAME = "openlayer"
 EXPORT_START = datetime(2000, 1, 1, tzinfo=UTC)

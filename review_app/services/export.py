@@ -27,7 +27,7 @@ from review_app.cases import EXPORTER_NAME
 from review_app.errors import InputError
 from review_app.evaluator import EVALUATOR_VERSION
 from review_app.formats import write_deepeval
-from review_app.formats._common import csv_text
+from review_app.formats.csv_safety import csv_text
 from review_app.formats.fixtures import (
     EXPORTER_VERSION,
     MANIFEST_NAME,

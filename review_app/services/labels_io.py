@@ -30,7 +30,7 @@ from sqlmodel import Session
 from review_app import input_policy
 from review_app.cases import iter_json_records, read_text_file
 from review_app.errors import InputError, PermissionDenied
-from review_app.formats.csv_safety import neutralise_cell, restore_cell
+from review_app.formats.csv_safety import csv_text, neutralise_cell, restore_cell
 from review_app.rubrics import Rubric, parse_rubric_ref
 from review_app.services.audit import file_sha256
 from review_app.services.export import LABEL_EXPORT_COLUMNS
@@ -383,20 +383,10 @@ def export_labels_csv(
             summary={"format": "labels_csv", "history": history, "rows": len(rows)},
         )
         session.commit()
-    buffer = io.StringIO()
-    # \r\n line ends (RFC 4180): the csv module then quotes a rationale holding a
-    # carriage return, which a bare \n terminator would leave unquoted.
-    writer = csv.writer(buffer, lineterminator="\r\n")
-    writer.writerow(LABEL_COLUMNS)
-    for case_id, turn, reviewer, code, rationale in rows:
-        writer.writerow(
-            [
-                neutralise_cell(case_id),
-                turn,
-                neutralise_cell(reviewer),
-                code,
-                rubric.ref,
-                neutralise_cell(rationale or ""),
-            ]
-        )
-    return buffer.getvalue()
+    return csv_text(
+        list(LABEL_COLUMNS),
+        [
+            [case_id, str(turn), reviewer, code, rubric.ref, rationale or ""]
+            for case_id, turn, reviewer, code, rationale in rows
+        ],
+    )
