@@ -60,11 +60,6 @@ class Case(CaseBase, table=True):
     imported_at: datetime = Field(default_factory=utcnow)
 
 
-class CasePublic(CaseBase):
-    source_format: str
-    imported_at: datetime
-
-
 class Event(SQLModel, table=True):
     """One transcript event, in list order (``seq``), addressed by ``turn``."""
 
@@ -137,11 +132,6 @@ class Reviewer(ReviewerBase, table=True):
     id: int | None = Field(default=None, primary_key=True)
     active: bool = True
     created_at: datetime = Field(default_factory=utcnow)
-
-
-class ReviewerPublic(ReviewerBase):
-    id: int
-    active: bool
 
 
 class RubricVersion(SQLModel, table=True):

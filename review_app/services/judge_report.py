@@ -230,8 +230,6 @@ def _disagreements(
         if reference is None or row.label is None or row.error is not None:
             continue
         kind = calibration.classify_disagreement(reference, row.label, break_mapping)
-        if kind in ("agree", "not_comparable") and reference == row.label:
-            continue
         if kind == "agree":
             continue
         found.append(

@@ -136,10 +136,6 @@ def catalog() -> RubricCatalog:
     return _catalog(database_url(), str(root), _rubric_signature(root), who)
 
 
-def refresh_catalog() -> None:
-    _catalog.clear()
-
-
 @st.cache_resource(show_spinner=False, max_entries=64)
 def _case_view(url: str, case_id: str, fingerprint: str, _who: Actor) -> CaseView:
     del fingerprint  # part of the cache key only: a re-imported case builds again
