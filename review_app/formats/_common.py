@@ -14,10 +14,10 @@ import hashlib
 import io
 import re
 import unicodedata
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from review_app import input_policy
 from review_app.cases import (
@@ -499,6 +499,54 @@ def exchange_events(
     if metadata:
         events[-1]["source_metadata"] = metadata
     return events
+
+
+class SessionExchange(Protocol):
+    """One row of a session-rows table (Galtea, Openlayer): an input and its output."""
+
+    @property
+    def row(self) -> Row: ...
+    @property
+    def user_text(self) -> str | None: ...
+    @property
+    def assistant_text(self) -> str | None: ...
+    @property
+    def metadata(self) -> dict[str, Any]: ...
+
+
+def case_from_session(
+    exchanges: Iterable[SessionExchange],
+    *,
+    case_id: str,
+    chatbot_role: str | None,
+    contract: Any,
+    session: str | None,
+    input_column: str,
+    source: str,
+    line: int | None,
+) -> CaseRecord:
+    """A case from one session's rows, in turn order: each row's input then its output."""
+    transcript: list[dict[str, Any]] = []
+    for exchange in exchanges:
+        transcript.extend(
+            exchange_events(
+                exchange.row,
+                first_turn=len(transcript) + 1,
+                user_text=exchange.user_text,
+                assistant_text=exchange.assistant_text,
+                metadata=exchange.metadata,
+                input_column=input_column,
+                source=source,
+            )
+        )
+    case: dict[str, Any] = {"case_id": case_id}
+    if chatbot_role is not None:
+        case["chatbot_role"] = chatbot_role
+    case["contract"] = contract
+    case["transcript"] = transcript
+    if session is not None:
+        case["source_metadata"] = {"session_id": session}
+    return finish_case(case, source=source, line=line)
 
 
 def same_text_in_group(
