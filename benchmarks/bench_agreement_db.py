@@ -15,7 +15,7 @@ every unit a label in 1,000,000 (unit, reviewer) slots, of which ``--missing``
 (20%) are dropped at random: about 800,000 labels by default; ``--missing 0``
 keeps all 1,000,000. Each unit has a "true" code of role-adherence@1 drawn from a
 skewed distribution; a reviewer gives it with probability 0.8, else a random code.
-Labels go in with :func:`storage.labels_bulk.insert_labels` (executemany on
+Labels go in with :func:`storage.labels.insert_labels` (executemany on
 SQLite, COPY on PostgreSQL).
 
 Measured, each in a fresh child process (time of the call; peak resident memory
@@ -144,7 +144,7 @@ def populate(url: str, corpus: Path, args: argparse.Namespace) -> None:
     from review_app.services.importing import import_paths
     from review_app.services.people import operator_actor
     from review_app.services.rubric_catalog import sync_rubrics
-    from storage import labels_bulk, reviewing
+    from storage import labels, reviewers
     from storage.engine import create_database_engine
     from storage.migrations import upgrade_database
 
@@ -165,7 +165,7 @@ def populate(url: str, corpus: Path, args: argparse.Namespace) -> None:
     start = time.perf_counter()
     with Session(engine) as session:
         ids = [
-            reviewing.create_reviewer(session, name=f"reviewer-{i}").id
+            reviewers.create_reviewer(session, name=f"reviewer-{i}").id
             for i in range(args.reviewers)
         ]
         now = datetime.now(UTC)
@@ -191,7 +191,7 @@ def populate(url: str, corpus: Path, args: argparse.Namespace) -> None:
                     strict=True,
                 )
             ]
-            labels_bulk.insert_labels(session, rows=rows)
+            labels.insert_labels(session, rows=rows)
         session.commit()
     if engine.dialect.name == "postgresql":
         with engine.begin() as connection:
@@ -211,7 +211,7 @@ def peak_rss_mb() -> float:
 
 
 def child_report(url: str, resamples: int) -> dict[str, Any]:
-    from review_app.services.agreement import agreement_report
+    from review_app.services.agreement_reports import agreement_report
     from review_app.services.people import operator_actor
     from review_app.services.rubric_catalog import sync_rubrics
     from storage.engine import create_database_engine

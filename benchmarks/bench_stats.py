@@ -181,7 +181,8 @@ def db_part(arguments: argparse.Namespace) -> None:
     from review_app.services.audit_samples import draw_audit_sample
     from review_app.services.estimate import break_rate_estimate
     from review_app.services.importing import import_paths
-    from review_app.services.judge import calibration_report, import_verdicts, list_judge_runs
+    from review_app.services.judge_import import import_verdicts, list_judge_runs
+    from review_app.services.judge_report import calibration_report
     from review_app.services.labels_io import import_labels
     from review_app.services.people import Actor
     from review_app.services.rubric_catalog import sync_rubrics
@@ -249,7 +250,7 @@ def db_part(arguments: argparse.Namespace) -> None:
             lambda: calibration_report(engine, rubric=rubric, n_resamples=arguments.resamples),
         )
         # The alt-test inside the report, timed alone on the same inputs.
-        from review_app.services.agreement import load_label_columns
+        from review_app.services.agreement_reports import load_label_columns
 
         columns = load_label_columns(engine, rubric=rubric)
         by_reviewer: dict[str, dict[tuple[str, int], str]] = {}

@@ -50,7 +50,7 @@ CASE_ID_PATTERN = re.compile(r"[^\s\x00-\x1f\x7f]{1,200}")
 CONTRACT_VERSION_PATTERN = CASE_ID_PATTERN
 # Turns are stored in 32-bit integer columns (PostgreSQL ``integer``).
 TURN_MIN, TURN_MAX = input_policy.TURN_MIN, input_policy.TURN_MAX
-_BOM = b"\xef\xbb\xbf"
+
 _READ_CHUNK = 1 << 20
 
 
@@ -136,11 +136,7 @@ def read_text_file(path: Path, *, allow_bom: bool = False) -> str:
         raise InputError(f"cannot be read ({error.strerror})", source=source) from None
     if not raw.strip():
         raise InputError("the file is empty", source=source)
-    try:
-        return raw.decode("utf-8-sig" if allow_bom else "utf-8")
-    except UnicodeDecodeError as error:
-        line = raw[: error.start].count(b"\n") + 1
-        raise InputError("not valid UTF-8 text", source=source, line=line) from None
+    return input_policy.decode_utf8(raw, source=source, allow_bom=allow_bom)
 
 
 def _iter_jsonl(
@@ -164,7 +160,7 @@ def _iter_jsonl(
             )
         if progress is not None:
             progress(len(raw))
-        if line_number == 1 and raw.startswith(_BOM):
+        if line_number == 1 and raw.startswith(input_policy.UTF8_BOM):
             raise InputError(
                 "the file starts with a UTF-8 byte-order mark; save it as UTF-8 without BOM",
                 source=source,
@@ -214,7 +210,7 @@ def iter_json_records(
         data = stream.read()
     if progress is not None:
         progress(len(data))
-    if data.startswith(_BOM):
+    if data.startswith(input_policy.UTF8_BOM):
         raise InputError(
             "the file starts with a UTF-8 byte-order mark; save it as UTF-8 without BOM",
             source=source,

@@ -12,14 +12,44 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from review_app import __version__
 from review_app.errors import InputError, NotFound, PermissionDenied
 
+EXIT_BAD_INPUT = 2
+EXIT_FORBIDDEN = 3
+
+
+class _ErrorsAsMessages(TyperGroup):
+    """Every command's bad input as one line on stderr and an exit code, never a traceback.
+
+    ``InputError`` and ``NotFound`` exit with 2, ``PermissionDenied`` with 3 (the one
+    place that maps them, as sqlite-utils does with ``click.ClickException``).
+    """
+
+    def invoke(self, ctx: Any) -> Any:  # Typer's own (vendored) click.Context
+        try:
+            return super().invoke(ctx)
+        except _USER_ERRORS as error:
+            raise _exit_for(error) from None
+
+
+_USER_ERRORS = (InputError, NotFound, PermissionDenied)
+
+
+def _exit_for(error: Exception) -> typer.Exit:
+    """The error's sentence on stderr; the exit carrying its code."""
+    return _fail(
+        str(error), EXIT_FORBIDDEN if isinstance(error, PermissionDenied) else EXIT_BAD_INPUT
+    )
+
+
 app = typer.Typer(
+    cls=_ErrorsAsMessages,
     name="review-app",
     help=(
         "Role Review: human review of chatbot conversations for role adherence. "
@@ -59,10 +89,6 @@ DbOption = Annotated[
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 
-EXIT_BAD_INPUT = 2
-EXIT_FORBIDDEN = 3
-T = TypeVar("T")
-
 
 def _fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:
     typer.echo(f"error: {message}", err=True)
@@ -70,10 +96,10 @@ def _fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:
 
 
 def _engine(db: str | None) -> Any:
-    from storage.engine import shared_engine
+    from review_app.services.database import open_database
 
     try:
-        return shared_engine(db)
+        return open_database(db)
     except Exception as error:  # an unreachable server or a bad URL is the user's input
         if isinstance(error, InputError):
             raise
@@ -109,17 +135,6 @@ def _operator() -> Any:
     from review_app.services.people import operator_actor
 
     return operator_actor()
-
-
-def _run(action: Callable[[], T]) -> T:
-    try:
-        return action()
-    except InputError as error:
-        raise _fail(str(error)) from None
-    except NotFound as error:
-        raise _fail(str(error)) from None
-    except PermissionDenied as error:
-        raise _fail(str(error), EXIT_FORBIDDEN) from None
 
 
 def version_callback(value: bool) -> None:
@@ -250,8 +265,8 @@ def import_(
     """
     from review_app.services.importing import ImportSummary, import_paths
 
-    contract_value = _run(lambda: _json_file(contract, "a role contract"))
-    tool_map_value = _run(lambda: _json_file(tool_map, "tool name -> action"))
+    contract_value = _json_file(contract, "a role contract")
+    tool_map_value = _json_file(tool_map, "tool name -> action")
     options = {
         "contract": contract_value,
         "tool_action_map": tool_map_value,
@@ -265,26 +280,25 @@ def import_(
         "product_description": product_description,
     }
     done = ImportSummary()
-    engine = _run(lambda: _engine(db))
+    engine = _engine(db)
     with _progress_factory() as progress:
         try:
-            _run(
-                lambda: import_paths(
-                    engine,
-                    _operator(),
-                    paths,
-                    replace=replace,
-                    max_record_bytes=max_record_bytes,
-                    progress=progress,
-                    on_file_done=done.files.append,
-                    format=format,
-                    options={k: v for k, v in options.items() if v is not None},
-                )
+            import_paths(
+                engine,
+                _operator(),
+                paths,
+                replace=replace,
+                max_record_bytes=max_record_bytes,
+                progress=progress,
+                on_file_done=done.files.append,
+                format=format,
+                options={k: v for k, v in options.items() if v is not None},
             )
-        except typer.Exit:
+        except _USER_ERRORS as error:
+            exit_ = _exit_for(error)
             if done.files:
                 typer.echo(f"before the error: {done.line()}", err=True)
-            raise
+            raise exit_ from None
     if as_json:
         _print_json(done.to_dict())
     else:
@@ -376,10 +390,8 @@ def cases_list(
     """Imported cases with their lane and first violation, ordered by case id."""
     from review_app.services.cases import list_cases
 
-    engine = _run(lambda: _engine(db))
-    rows = _run(
-        lambda: list_cases(engine, lane=lane, offset=offset, limit=limit if limit > 0 else None)
-    )
+    engine = _engine(db)
+    rows = list_cases(engine, lane=lane, offset=offset, limit=limit if limit > 0 else None)
     if as_json:
         _print_json([row_to_dict(row) for row in rows])
         return
@@ -428,8 +440,8 @@ def cases_show(
     from review_app.services.cases import load_case_view
     from review_app.services.render import case_view_dict, render_case_text
 
-    engine = _run(lambda: _engine(db))
-    view = _run(lambda: load_case_view(engine, _operator(), case_id=case_id))
+    engine = _engine(db)
+    view = load_case_view(engine, _operator(), case_id=case_id)
     if as_json:
         _print_json(case_view_dict(view))
         return
@@ -452,7 +464,7 @@ def _catalog(engine: Any) -> Any:
 @rubrics_app.command("list")
 def rubrics_list(as_json: JsonOption = False, db: DbOption = None) -> None:
     """Rubric versions: offered, labeled (immutable), or refused and why."""
-    engine = _run(lambda: _engine(db))
+    engine = _engine(db)
     catalog = _catalog(engine)
     rows = [
         {
@@ -482,9 +494,9 @@ def rubrics_diff(
     """What changed between two rubric versions (JSON)."""
     from review_app.rubrics import diff_rubrics
 
-    engine = _run(lambda: _engine(db))
+    engine = _engine(db)
     catalog = _catalog(engine)
-    before, after = _run(lambda: (catalog.for_reports(old), catalog.for_reports(new)))
+    before, after = (catalog.for_reports(old), catalog.for_reports(new))
     _print_json(diff_rubrics(before, after).to_dict())
 
 
@@ -493,7 +505,7 @@ def reviewers_list(as_json: JsonOption = False, db: DbOption = None) -> None:
     """Reviewers with their roles."""
     from review_app.services.people import list_people
 
-    people = list_people(_run(lambda: _engine(db)))
+    people = list_people(_engine(db))
     if as_json:
         _print_json([{"name": p.name, "role": p.role} for p in people])
         return
@@ -512,8 +524,8 @@ def reviewers_add(
     """Add a reviewer (or change an existing one's role)."""
     from review_app.services.people import add_person
 
-    engine = _run(lambda: _engine(db))
-    person = _run(lambda: add_person(engine, _operator(), name=name, role=role))
+    engine = _engine(db)
+    person = add_person(engine, _operator(), name=name, role=role)
     typer.echo(f"{person.name}: {person.role}")
 
 
@@ -537,30 +549,26 @@ def assign(
     """Fill reviewers' queues: each case goes to OVERLAP reviewers, load balanced."""
     from review_app.services.queue import assign_cases
 
-    engine = _run(lambda: _engine(db))
+    engine = _engine(db)
     catalog = _catalog(engine)
-    chosen = _run(lambda: catalog.get(rubric))
+    chosen = catalog.get(rubric)
     names = [name.strip() for name in reviewers.split(",") if name.strip()]
     if audit_sample is not None:
         from review_app.services.audit_samples import draw_audit_sample
 
-        drawn = _run(
-            lambda: draw_audit_sample(
-                engine,
-                _operator(),
-                rubric=chosen,
-                size=audit_sample,
-                seed=seed,
-                reviewers=names,
-                overlap=overlap,
-            )
+        drawn = draw_audit_sample(
+            engine,
+            _operator(),
+            rubric=chosen,
+            size=audit_sample,
+            seed=seed,
+            reviewers=names,
+            overlap=overlap,
         )
         typer.echo(drawn.line())
         return
-    report = _run(
-        lambda: assign_cases(
-            engine, _operator(), rubric=chosen, reviewers=names, overlap=overlap, lane=lane
-        )
+    report = assign_cases(
+        engine, _operator(), rubric=chosen, reviewers=names, overlap=overlap, lane=lane
     )
     typer.echo(report.line())
 
@@ -573,9 +581,9 @@ def labels_import(
     """Import labels (case_id,turn,reviewer,label,rubric,rationale); all rows or none."""
     from review_app.services.labels_io import import_labels
 
-    engine = _run(lambda: _engine(db))
+    engine = _engine(db)
     catalog = _catalog(engine)
-    summary = _run(lambda: import_labels(engine, _operator(), label_file, catalog=catalog))
+    summary = import_labels(engine, _operator(), label_file, catalog=catalog)
     typer.echo(summary.line())
 
 
@@ -593,8 +601,8 @@ def labels_export(
     """Export labels of a rubric version as CSV (same columns as labels import)."""
     from review_app.services.labels_io import export_labels_csv
 
-    engine = _run(lambda: _engine(db))
-    chosen = _run(lambda: _catalog(engine).for_reports(rubric))
+    engine = _engine(db)
+    chosen = _catalog(engine).for_reports(rubric)
     text = export_labels_csv(engine, _operator(), rubric=chosen, history=history)
     if out is None:
         typer.echo(text, nl=False)
@@ -623,11 +631,11 @@ def agreement(
     Units are (case, turn) pairs, raters are reviewers. A coefficient that is
     undefined for the data is null with a reason, never a made-up number.
     """
-    from review_app.services.agreement import agreement_report
+    from review_app.services.agreement_reports import agreement_report
     from review_app.services.render import render_agreement_text
 
-    engine = _run(lambda: _engine(db))
-    chosen = _run(lambda: _catalog(engine).for_reports(rubric))
+    engine = _engine(db)
+    chosen = _catalog(engine).for_reports(rubric)
     if resamples < 0:
         raise _fail("--resamples: at least 0")
     report = agreement_report(engine, _operator(), rubric=chosen, n_resamples=resamples, seed=seed)
@@ -665,20 +673,18 @@ def export(
     """
     from review_app.services.export import export_data, write_export
 
-    engine = _run(lambda: _engine(db))
-    chosen = _run(lambda: _catalog(engine).for_reports(rubric))
-    result = _run(
-        lambda: export_data(
-            engine,
-            _operator(),
-            rubric=chosen,
-            format=format,
-            redact=redact,
-            lane=lane,
-            case_ids=case,
-        )
+    engine = _engine(db)
+    chosen = _catalog(engine).for_reports(rubric)
+    result = export_data(
+        engine,
+        _operator(),
+        rubric=chosen,
+        format=format,
+        redact=redact,
+        lane=lane,
+        case_ids=case,
     )
-    written = _run(lambda: write_export(result, out))
+    written = write_export(result, out)
     typer.echo(f"wrote {len(written)} files to {out}: {result.line()}")
 
 
@@ -704,14 +710,12 @@ def judge_import(
     db: DbOption = None,
 ) -> None:
     """Import judge verdicts (per turn, or per conversation with an empty turn)."""
-    from review_app.services.judge import import_verdicts
+    from review_app.services.judge_import import import_verdicts
 
-    engine = _run(lambda: _engine(db))
-    chosen = _run(lambda: _catalog(engine).get(rubric))
-    summary = _run(
-        lambda: import_verdicts(
-            engine, _operator(), verdict_file, rubric=chosen, score_means=score_means
-        )
+    engine = _engine(db)
+    chosen = _catalog(engine).get(rubric)
+    summary = import_verdicts(
+        engine, _operator(), verdict_file, rubric=chosen, score_means=score_means
     )
     typer.echo(summary.line())
 
@@ -725,10 +729,10 @@ def judge_runs(
     db: DbOption = None,
 ) -> None:
     """Stored judge runs with their verdict and error counts."""
-    from review_app.services.judge import list_judge_runs
+    from review_app.services.judge_import import list_judge_runs
 
-    engine = _run(lambda: _engine(db))
-    chosen = _run(lambda: _catalog(engine).for_reports(rubric)) if rubric else None
+    engine = _engine(db)
+    chosen = _catalog(engine).for_reports(rubric) if rubric else None
     runs = list_judge_runs(engine, _operator(), rubric=chosen)
     if as_json:
         _print_json(runs)
@@ -790,35 +794,31 @@ def judge_run(
     """
     from review_app.judging import find_judge_prompt
     from review_app.rubrics import default_rubrics_dir
-    from review_app.services.judge import EndpointSettings, run_judge, select_case_ids
+    from review_app.services.judge_runner import EndpointSettings, run_judge, select_case_ids
 
-    engine = _run(lambda: _engine(db))
-    chosen = _run(lambda: _catalog(engine).get(rubric))
-    template = _run(lambda: find_judge_prompt(default_rubrics_dir(), chosen.id, prompt))
-    settings = _run(
-        lambda: EndpointSettings.from_options(
-            base_url=base_url,
-            model=model,
-            api_key=api_key,
-            concurrency=concurrency,
-            retries=retries,
-            timeout=timeout,
-            max_tokens=max_tokens,
-            response_format=response_format,
-        )
+    engine = _engine(db)
+    chosen = _catalog(engine).get(rubric)
+    template = find_judge_prompt(default_rubrics_dir(), chosen.id, prompt)
+    settings = EndpointSettings.from_options(
+        base_url=base_url,
+        model=model,
+        api_key=api_key,
+        concurrency=concurrency,
+        retries=retries,
+        timeout=timeout,
+        max_tokens=max_tokens,
+        response_format=response_format,
     )
-    case_ids = _run(lambda: select_case_ids(engine, case_ids=case, lane=lane, limit=limit))
+    case_ids = select_case_ids(engine, case_ids=case, lane=lane, limit=limit)
     with _unit_progress(f"judging with {template.ref}") as callback:
-        summary = _run(
-            lambda: run_judge(
-                engine,
-                _operator(),
-                rubric=chosen,
-                prompt=template,
-                settings=settings,
-                case_ids=case_ids,
-                progress=callback,
-            )
+        summary = run_judge(
+            engine,
+            _operator(),
+            rubric=chosen,
+            prompt=template,
+            settings=settings,
+            case_ids=case_ids,
+            progress=callback,
         )
     typer.echo(summary.line())
 
@@ -843,21 +843,19 @@ def judge_report(
     db: DbOption = None,
 ) -> None:
     """May the judge replace a reviewer (alternative annotator test), and how it agrees."""
-    from review_app.services.judge import calibration_report
+    from review_app.services.judge_report import calibration_report
     from review_app.services.render import render_judge_report
 
-    engine = _run(lambda: _engine(db))
-    chosen = _run(lambda: _catalog(engine).for_reports(rubric))
-    report = _run(
-        lambda: calibration_report(
-            engine,
-            _operator(),
-            rubric=chosen,
-            run_ids=run,
-            n_resamples=resamples,
-            seed=seed,
-            epsilon=epsilon,
-        )
+    engine = _engine(db)
+    chosen = _catalog(engine).for_reports(rubric)
+    report = calibration_report(
+        engine,
+        _operator(),
+        rubric=chosen,
+        run_ids=run,
+        n_resamples=resamples,
+        seed=seed,
+        epsilon=epsilon,
     )
     if as_json:
         _print_json(report)
@@ -878,11 +876,9 @@ def judge_estimate(
     """How often the chatbot breaks role: PPI++ from the judge's verdicts and gold."""
     from review_app.services.estimate import break_rate_estimate, render_estimate
 
-    engine = _run(lambda: _engine(db))
-    chosen = _run(lambda: _catalog(engine).for_reports(rubric))
-    estimate = _run(
-        lambda: break_rate_estimate(engine, _operator(), rubric=chosen, run_id=run, level=level)
-    )
+    engine = _engine(db)
+    chosen = _catalog(engine).for_reports(rubric)
+    estimate = break_rate_estimate(engine, _operator(), rubric=chosen, run_id=run, level=level)
     if as_json:
         _print_json(estimate)
     else:
@@ -897,13 +893,11 @@ def judge_calibrate(
     db: DbOption = None,
 ) -> None:
     """Fit a score calibration map on gold labels (cross-validated) and store it with the run."""
-    from review_app.services.judge import fit_run_calibration
+    from review_app.services.judge_report import fit_run_calibration
 
-    engine = _run(lambda: _engine(db))
-    chosen = _run(lambda: _catalog(engine).get(rubric))
-    fitted = _run(
-        lambda: fit_run_calibration(engine, _operator(), rubric=chosen, run_id=run, method=method)
-    )
+    engine = _engine(db)
+    chosen = _catalog(engine).get(rubric)
+    fitted = fit_run_calibration(engine, _operator(), rubric=chosen, run_id=run, method=method)
     before, after = fitted.get("heldout_brier_before"), fitted.get("heldout_brier_after")
     typer.echo(
         f"stored a {method} map with run {run}; held-out Brier {before:.4f} -> {after:.4f}"
@@ -922,14 +916,12 @@ def judge_few_shot(
     db: DbOption = None,
 ) -> None:
     """Adjudicated contrasting examples (pass / fail / borderline per label) as YAML-ready JSON."""
-    from review_app.services.judge import few_shot_material
+    from review_app.services.judge_report import few_shot_material
 
-    engine = _run(lambda: _engine(db))
-    chosen = _run(lambda: _catalog(engine).for_reports(rubric))
-    examples = _run(
-        lambda: few_shot_material(
-            engine, _operator(), rubric=chosen, run_id=run, per_label=per_label
-        )
+    engine = _engine(db)
+    chosen = _catalog(engine).for_reports(rubric)
+    examples = few_shot_material(
+        engine, _operator(), rubric=chosen, run_id=run, per_label=per_label
     )
     _print_json(examples)
 
@@ -948,7 +940,7 @@ def judge_local_server(
 
     from review_app.services.local_judge import local_server_command, local_server_environment
 
-    command = _run(lambda: local_server_command(host=host, port=port, n_ctx=n_ctx))
+    command = local_server_command(host=host, port=port, n_ctx=n_ctx)
     typer.echo(f"llama.cpp server on http://{host}:{port}/v1 (model gemma-3-270m)")
     sys.stdout.flush()
     os.execve(command[0], command, local_server_environment())
@@ -984,13 +976,9 @@ def audit(
     """
     from review_app.services.audit import audit_entries, audit_line, parse_since
 
-    engine = _run(lambda: _engine(db))
-    moment = _run(lambda: parse_since(since)) if since else None
-    entries = _run(
-        lambda: audit_entries(
-            engine, _operator(), since=moment, by=actor, action=action, limit=limit
-        )
-    )
+    engine = _engine(db)
+    moment = parse_since(since) if since else None
+    entries = audit_entries(engine, _operator(), since=moment, by=actor, action=action, limit=limit)
     if as_json:
         _print_json(entries)
         return
@@ -1011,9 +999,9 @@ HostOption = Annotated[
 def _serve(db: str | None, port: int, host: str) -> None:
     import os
 
-    from storage.engine import database_url
+    from review_app.services.database import database_url
 
-    _run(lambda: _engine(db))  # migrate (and check the database) before the server starts
+    _engine(db)  # migrate (and check the database) before the server starts
     app_path = Path(__file__).resolve().parent / "ui" / "app.py"
     env = dict(os.environ)
     env["REVIEW_APP_DATABASE_URL"] = database_url(db)
@@ -1074,10 +1062,10 @@ def demo(
     olivia. Loading is idempotent.
     """
     from review_app.services.demo import load_demo
-    from review_app.ui.auth import local_user_name
+    from review_app.services.people import local_user_name
 
-    engine = _run(lambda: _engine(db))
-    report = _run(lambda: load_demo(engine, _operator(), local_user=local_user_name()))
+    engine = _engine(db)
+    report = load_demo(engine, _operator(), local_user=local_user_name())
     for line in report.lines():
         typer.echo(line)
     if not no_serve:
@@ -1096,7 +1084,7 @@ def backup(
     (PostgreSQL: prints the pg_dump command to run)."""
     from review_app.services.backup import backup_database
 
-    outcome = _run(lambda: backup_database(_operator(), db=db, path=path))
+    outcome = backup_database(_operator(), db=db, path=path)
     typer.echo(outcome.message)
 
 
@@ -1109,9 +1097,9 @@ def restore(
     <database>.before-restore (PostgreSQL: prints the pg_restore command to run)."""
     from review_app.services.backup import restore_database
 
-    outcome = _run(lambda: restore_database(_operator(), db=db, path=path))
+    outcome = restore_database(_operator(), db=db, path=path)
     if outcome.done:
-        _run(lambda: _engine(db))  # an older backup is migrated now, not by the next command
+        _engine(db)  # an older backup is migrated now, not by the next command
     typer.echo(outcome.message)
 
 

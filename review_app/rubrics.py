@@ -654,10 +654,7 @@ def load_rubric_file(path: str | os.PathLike[str]) -> Rubric:
         raise InputError(
             f"cannot read the file: {error.strerror or error}", source=source
         ) from None
-    try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as error:
-        raise InputError(f"not UTF-8 text (byte {error.start})", source=source) from None
+    text = input_policy.decode_utf8(raw, source=source)
 
     data, locations = _read_yaml(text, source)
     validator = _Validator(source, locations)

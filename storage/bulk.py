@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection, Engine, insert
+from sqlalchemy.dialects import postgresql, sqlite
 
 
 def insert_rows(
@@ -39,3 +40,27 @@ def timestamp_param(connection: Connection | Engine, moment: datetime) -> Any:
     if connection.dialect.name == "sqlite":
         return moment.astimezone(UTC).replace(tzinfo=None).isoformat(sep=" ")
     return moment
+
+
+def insert_ignoring_conflicts(connection: Connection, table: Any, *, keys: Sequence[str]) -> Any:
+    """``INSERT ... ON CONFLICT (keys) DO NOTHING`` for this connection's dialect.
+
+    Get-or-create that two sessions may run at once (a first sign-in from two tabs,
+    a first save on an unassigned case): the loser's insert does nothing instead of
+    failing, and both then read the one row.
+    """
+    name = connection.dialect.name
+    if name == "postgresql":
+        return postgresql.insert(table).on_conflict_do_nothing(index_elements=list(keys))
+    if name == "sqlite":
+        return sqlite.insert(table).on_conflict_do_nothing(index_elements=list(keys))
+    return insert(table)  # pragma: no cover - other databases: plain insert
+
+
+CHUNK = 500
+"""Values per ``IN (...)`` list: well under every backend's parameter limit."""
+
+
+def in_chunks(values: Sequence[Any]) -> list[Sequence[Any]]:
+    """``values`` in slices of :data:`CHUNK`, for ``IN (...)`` queries."""
+    return [values[i : i + CHUNK] for i in range(0, len(values), CHUNK)]

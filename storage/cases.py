@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import Connection, and_, bindparam, delete, func, select, text, update
 from sqlmodel import Session, col
 
-from storage.bulk import insert_rows
+from storage.bulk import in_chunks, insert_rows
 from storage.models import Case, Contract, Evaluation, Event, Finding
 
 CASE_COLUMNS = (
@@ -229,10 +229,6 @@ def count_cases_by_lane(session: Session, *, evaluator_version: str) -> dict[str
     return {lane: count for lane, count in session.execute(query)}
 
 
-def count_cases(session: Session) -> int:
-    return int(session.execute(select(func.count()).select_from(Case)).scalar_one())
-
-
 def get_case(session: Session, *, case_id: str) -> Case | None:
     return session.get(Case, case_id)
 
@@ -259,20 +255,18 @@ def list_findings(session: Session, *, case_id: str, evaluator_version: str) -> 
     return list(session.scalars(query))
 
 
-def case_ids_missing_evaluation(
-    session: Session, *, evaluator_version: str, limit: int = 1000
-) -> list[str]:
-    query = (
-        select(col(Case.case_id))
-        .outerjoin(
-            Evaluation,
-            and_(
-                col(Evaluation.case_id) == col(Case.case_id),
-                col(Evaluation.evaluator_version) == evaluator_version,
-            ),
+def event_actors(session: Session, *, case_ids: Sequence[str]) -> dict[str, dict[int, str]]:
+    """Which actor spoke each turn: case_id -> turn -> actor, for stored ``case_ids``."""
+    found: dict[str, dict[int, str]] = {}
+    for chunk in in_chunks(case_ids):
+        query = select(col(Event.case_id), col(Event.turn), col(Event.actor)).where(
+            col(Event.case_id).in_(chunk)
         )
-        .where(col(Evaluation.case_id).is_(None))
-        .order_by(Case.case_id)
-        .limit(limit)
-    )
-    return list(session.scalars(query))
+        for case_id, turn, actor in session.execute(query):
+            found.setdefault(case_id, {})[turn] = actor
+    return found
+
+
+def event_actors_by_turn(session: Session, *, case_id: str) -> dict[int, str]:
+    """Which actor spoke each turn of one case: turn -> actor."""
+    return event_actors(session, case_ids=[case_id]).get(case_id, {})

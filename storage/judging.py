@@ -67,6 +67,7 @@ VERDICT_COLUMNS = (
     "score",
     "reason",
     "error",
+    "error_kind",
     "latency_ms",
     "prompt_tokens",
     "completion_tokens",
@@ -109,6 +110,7 @@ class VerdictRow:
     score: float | None
     reason: str | None
     error: str | None
+    error_kind: str | None
     latency_ms: int | None
     prompt_tokens: int | None
     completion_tokens: int | None
@@ -123,6 +125,7 @@ def verdicts(session: Session, *, run_id: int) -> list[VerdictRow]:
             col(JudgeVerdict.score),
             col(JudgeVerdict.reason),
             col(JudgeVerdict.error),
+            col(JudgeVerdict.error_kind),
             col(JudgeVerdict.latency_ms),
             col(JudgeVerdict.prompt_tokens),
             col(JudgeVerdict.completion_tokens),
@@ -162,11 +165,10 @@ def judge_token(session: Session, *, rubric_id: str, version: int) -> tuple[int,
     return int(runs[0]), str(runs[1]), int(verdict_rows[0]), int(verdict_rows[1])
 
 
-def count_errors_starting(session: Session, *, run_id: int, prefix: str) -> int:
-    """How many verdicts of a run hold an error that starts with ``prefix``."""
+def count_errors(session: Session, *, run_id: int, kind: str) -> int:
+    """How many verdicts of a run hold an error of ``kind`` (``endpoint`` or ``answer``)."""
     query = select(func.count()).where(
-        col(JudgeVerdict.run_id) == run_id,
-        col(JudgeVerdict.error).startswith(prefix, autoescape=True),
+        col(JudgeVerdict.run_id) == run_id, col(JudgeVerdict.error_kind) == kind
     )
     return int(session.execute(query).scalar_one())
 

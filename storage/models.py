@@ -60,11 +60,6 @@ class Case(CaseBase, table=True):
     imported_at: datetime = Field(default_factory=utcnow)
 
 
-class CasePublic(CaseBase):
-    source_format: str
-    imported_at: datetime
-
-
 class Event(SQLModel, table=True):
     """One transcript event, in list order (``seq``), addressed by ``turn``."""
 
@@ -137,11 +132,6 @@ class Reviewer(ReviewerBase, table=True):
     id: int | None = Field(default=None, primary_key=True)
     active: bool = True
     created_at: datetime = Field(default_factory=utcnow)
-
-
-class ReviewerPublic(ReviewerBase):
-    id: int
-    active: bool
 
 
 class RubricVersion(SQLModel, table=True):
@@ -325,6 +315,8 @@ class JudgeVerdict(SQLModel, table=True):
     score: float | None = None
     reason: str | None = Field(default=None, sa_column=Column(Text))
     error: str | None = Field(default=None, sa_column=Column(Text))
+    error_kind: str | None = Field(default=None, max_length=20)
+    """``endpoint`` (the endpoint failed: the next run retries) or ``answer`` (kept)."""
     latency_ms: int | None = None
     prompt_tokens: int | None = None
     completion_tokens: int | None = None

@@ -39,7 +39,7 @@ from review_app.services.adjudication import (
     record_gold,
     unit_detail,
 )
-from review_app.services.agreement import (
+from review_app.services.agreement_reports import (
     agreement_report,
     confusion_between,
     dashboard_data,
@@ -51,7 +51,7 @@ from review_app.services.importing import import_paths
 from review_app.services.labels_io import LABEL_COLUMNS, export_labels_csv, import_labels
 from review_app.services.people import Actor, operator_actor, sign_in
 from review_app.services.rubric_catalog import sync_rubrics
-from storage.adjudication import (
+from storage.labels import (
     LabelColumns,
     current_label_columns,
     current_labels_grouped,

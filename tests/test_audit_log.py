@@ -10,7 +10,15 @@ from typing import Any
 import pytest
 
 from review_app.errors import InputError, PermissionDenied
-from review_app.services import adjudication, audit, export, judge, labeling, labels_io, queue
+from review_app.services import (
+    adjudication,
+    audit,
+    export,
+    judge_import,
+    labeling,
+    labels_io,
+    queue,
+)
 from review_app.services.demo import DEMO_CASES, DEMO_LABELS, DEMO_VERDICTS
 from review_app.services.importing import import_paths
 from review_app.services.people import add_person, set_role
@@ -121,7 +129,7 @@ def test_imports_of_labels_and_verdicts_and_a_calibration_fit(database: Database
     entry = _latest(database, "labels_import")
     assert entry["summary"]["sha256"] == _sha(DEMO_LABELS)
     assert entry["summary"]["stored"] == summary.stored > 0
-    judge.import_verdicts(engine, admin, DEMO_VERDICTS, rubric=rubric)
+    judge_import.import_verdicts(engine, admin, DEMO_VERDICTS, rubric=rubric)
     verdicts = _latest(database, "verdicts_import")
     assert verdicts["summary"]["sha256"] == _sha(DEMO_VERDICTS)
     assert sum(verdicts["summary"]["runs"].values()) > 0

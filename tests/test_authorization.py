@@ -26,7 +26,7 @@ from review_app.errors import PermissionDenied
 from review_app.rubrics import Rubric
 from review_app.services import (
     adjudication,
-    agreement,
+    agreement_reports,
     audit,
     audit_samples,
     backup,
@@ -35,7 +35,9 @@ from review_app.services import (
     estimate,
     export,
     importing,
-    judge,
+    judge_import,
+    judge_report,
+    judge_runner,
     key_events,
     labeling,
     labels_io,
@@ -69,7 +71,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     upgrade_database(engine)
     load_demo(engine, operator())
     rubric = rubric_catalog.sync_rubrics(engine, operator()).get(RUBRIC)
-    run_id = judge.list_judge_runs(engine, operator(), rubric=rubric)[0]["id"]
+    run_id = judge_import.list_judge_runs(engine, operator(), rubric=rubric)[0]["id"]
     yield World(engine, rubric, tmp, run_id)
     engine.dispose()
 
@@ -122,26 +124,28 @@ GUARDED: dict[str, tuple[Call, str]] = {
         lambda w, a: adjudication.unit_detail(w.engine, a, rubric=w.rubric, case_id=CASE, turn=2),
         "denied",
     ),
-    "agreement.agreement_report": (
-        lambda w, a: agreement.agreement_report(w.engine, a, rubric=w.rubric, n_resamples=10),
+    "agreement_reports.agreement_report": (
+        lambda w, a: agreement_reports.agreement_report(
+            w.engine, a, rubric=w.rubric, n_resamples=10
+        ),
         "denied",
     ),
-    "agreement.confusion_between": (
-        lambda w, a: agreement.confusion_between(
+    "agreement_reports.confusion_between": (
+        lambda w, a: agreement_reports.confusion_between(
             w.engine, a, rubric=w.rubric, reviewer_a="ana", reviewer_b="ben"
         ),
         "denied",
     ),
-    "agreement.dashboard_data": (
-        lambda w, a: agreement.dashboard_data(w.engine, a, rubric=w.rubric, n_resamples=10),
+    "agreement_reports.dashboard_data": (
+        lambda w, a: agreement_reports.dashboard_data(w.engine, a, rubric=w.rubric, n_resamples=10),
         "denied",
     ),
-    "agreement.label_token": (
-        lambda w, a: agreement.label_token(w.engine, a, rubric=w.rubric),
+    "agreement_reports.label_token": (
+        lambda w, a: agreement_reports.label_token(w.engine, a, rubric=w.rubric),
         "denied",
     ),
-    "agreement.load_label_columns": (
-        lambda w, a: agreement.load_label_columns(w.engine, a, rubric=w.rubric),
+    "agreement_reports.load_label_columns": (
+        lambda w, a: agreement_reports.load_label_columns(w.engine, a, rubric=w.rubric),
         "denied",
     ),
     "audit.audit_entries": (lambda w, a: audit.audit_entries(w.engine, a), "denied"),
@@ -167,39 +171,46 @@ GUARDED: dict[str, tuple[Call, str]] = {
         lambda w, a: importing.import_records(w.engine, a, [], source="none.jsonl"),
         "denied",
     ),
-    "judge.calibrated_probability": (
-        lambda w, a: judge.calibrated_probability(w.engine, a, run_id=w.run_id, scores=[0.5]),
+    "judge_report.calibrated_probability": (
+        lambda w, a: judge_report.calibrated_probability(
+            w.engine, a, run_id=w.run_id, scores=[0.5]
+        ),
         "denied",
     ),
-    "judge.calibration_report": (
-        lambda w, a: judge.calibration_report(w.engine, a, rubric=w.rubric, n_resamples=10),
+    "judge_report.calibration_report": (
+        lambda w, a: judge_report.calibration_report(w.engine, a, rubric=w.rubric, n_resamples=10),
         "denied",
     ),
-    "judge.disagreement_explorer": (
-        lambda w, a: judge.disagreement_explorer(
+    "judge_report.disagreement_explorer": (
+        lambda w, a: judge_report.disagreement_explorer(
             w.engine, a, rubric=w.rubric, report_run={"disagreements": []}
         ),
         "denied",
     ),
-    "judge.few_shot_material": (
-        lambda w, a: judge.few_shot_material(w.engine, a, rubric=w.rubric),
+    "judge_report.few_shot_material": (
+        lambda w, a: judge_report.few_shot_material(w.engine, a, rubric=w.rubric),
         "denied",
     ),
-    "judge.fit_run_calibration": (
-        lambda w, a: judge.fit_run_calibration(w.engine, a, rubric=w.rubric, run_id=w.run_id),
+    "judge_report.fit_run_calibration": (
+        lambda w, a: judge_report.fit_run_calibration(
+            w.engine, a, rubric=w.rubric, run_id=w.run_id
+        ),
         "denied",
     ),
-    "judge.import_verdicts": (
-        lambda w, a: judge.import_verdicts(w.engine, a, DEMO_VERDICTS, rubric=w.rubric),
+    "judge_import.import_verdicts": (
+        lambda w, a: judge_import.import_verdicts(w.engine, a, DEMO_VERDICTS, rubric=w.rubric),
         "denied",
     ),
-    "judge.judge_token": (lambda w, a: judge.judge_token(w.engine, a, rubric=w.rubric), "denied"),
-    "judge.list_judge_runs": (
-        lambda w, a: judge.list_judge_runs(w.engine, a, rubric=w.rubric),
+    "judge_import.judge_token": (
+        lambda w, a: judge_import.judge_token(w.engine, a, rubric=w.rubric),
         "denied",
     ),
-    "judge.run_judge": (
-        lambda w, a: judge.run_judge(
+    "judge_import.list_judge_runs": (
+        lambda w, a: judge_import.list_judge_runs(w.engine, a, rubric=w.rubric),
+        "denied",
+    ),
+    "judge_runner.run_judge": (
+        lambda w, a: judge_runner.run_judge(
             w.engine, a, rubric=w.rubric, prompt=None, settings=None, case_ids=[]
         ),
         "denied",
@@ -313,8 +324,7 @@ EXEMPT: dict[str, str] = {
     "adjudication.gold_counts": "pure: counts over a rating table the caller read",
     "adjudication.gold_set_from": "pure: over label columns the caller read",
     "adjudication.gold_set_from_table": "pure: over a rating table the caller read",
-    "agreement.report_from_columns": "pure: coefficients over columns the caller read",
-    "agreement.report_from_table": "pure: coefficients over a table the caller read",
+    "agreement_reports.report_from_table": "pure: coefficients over a table the caller read",
     "audit.audit_line": "pure: formats an entry the caller read",
     "audit.file_sha256": "pure: hashes a local file",
     "audit.parse_since": "pure: parses a timestamp",
@@ -329,12 +339,13 @@ EXEMPT: dict[str, str] = {
     "export.write_export": "writes an ExportResult that export_data authorized",
     "importing.add_case_rows": "pure: builds rows in memory",
     "importing.prepare_case": "pure: builds one case's rows in memory",
-    "judge.run_name": "pure: formats a run",
-    "judge.select_case_ids": "case ids by lane (metadata), used by the authorized run_judge",
-    "judge.verdict_schema": "pure: a JSON schema from the rubric",
+    "judge_import.run_name": "pure: formats a run",
+    "judge_runner.select_case_ids": "case ids by lane (metadata), used by the authorized run_judge",
+    "judge_runner.verdict_schema": "pure: a JSON schema from the rubric",
     "label_table.load_rating_table": "takes an open Session: a building block",
     "label_table.rating_table": "pure: over label columns the caller read",
     "labels_io.parse_label_file": "pure: parses a local file",
+    "people.local_user_name": "no data: the local user's name from the environment",
     "local_judge.local_judge_available": "no data: whether a package is installed",
     "local_judge.local_server_command": "no data: a command line",
     "local_judge.local_server_environment": "no data: environment variables",
@@ -342,6 +353,8 @@ EXEMPT: dict[str, str] = {
     "people.check_reviewer_name": "pure: validates a name",
     "people.display_of": "pure: the display form of a typed name",
     "people.check_role_name": "pure: validates a role",
+    "database.database_url": "no data: which database URL to use",
+    "database.open_database": "opens and migrates the database; reads no rows",
     "people.configured_admins": "reads an environment variable",
     "people.one_role_read": "no data: scopes authorize's role reads to one page run",
     "people.is_issued": "the seal check itself",
@@ -365,8 +378,9 @@ EXEMPT: dict[str, str] = {
 EXEMPT_WITH_DATABASE = {
     "cases.case_view",
     "cases.lane_counts",
+    "database.open_database",
     "cases.list_cases",
-    "judge.select_case_ids",
+    "judge_runner.select_case_ids",
     "label_table.load_rating_table",
     "people.list_people",
     "people.sign_in",
@@ -446,7 +460,9 @@ def test_the_operator_and_a_policy_owner_pass_every_read(world: World) -> None:
     owner = signed_in(world.engine, "olivia")
     assert owner.role == "policy_owner"
     for actor in (operator(), owner):
-        assert agreement.agreement_report(world.engine, actor, rubric=world.rubric, n_resamples=10)
+        assert agreement_reports.agreement_report(
+            world.engine, actor, rubric=world.rubric, n_resamples=10
+        )
         assert adjudication.gold_labels(world.engine, actor, rubric=world.rubric).labels
         assert labels_io.export_labels_csv(world.engine, actor, rubric=world.rubric, history=True)
         assert cases.load_case_view(world.engine, actor, case_id=CASE).turns
@@ -472,10 +488,10 @@ def test_a_reviewer_opens_only_cases_in_their_queue_or_labeled_by_them(world: Wo
 
 def test_a_demoted_or_deactivated_person_loses_rights_at_once(world: World) -> None:
     paula = signed_in(world.engine, "paula", role="policy_owner")
-    assert agreement.label_token(world.engine, paula, rubric=world.rubric)
+    assert agreement_reports.label_token(world.engine, paula, rubric=world.rubric)
     people.set_role(world.engine, operator(), name="paula", role="reviewer")
     with pytest.raises(PermissionDenied, match="paula is a reviewer"):
-        agreement.label_token(world.engine, paula, rubric=world.rubric)
+        agreement_reports.label_token(world.engine, paula, rubric=world.rubric)
     people.set_role(world.engine, operator(), name="paula", role="admin")
     assert people.authorize(world.engine, paula, "admin").role == "admin"
 

@@ -18,7 +18,7 @@ import pytest
 from review_app.services.adjudication import record_gold
 from review_app.services.demo import DEMO_VERDICTS, load_demo
 from review_app.services.importing import import_paths
-from review_app.services.judge import list_judge_runs
+from review_app.services.judge_import import list_judge_runs
 from review_app.services.people import Actor, operator_actor
 from review_app.services.rubric_catalog import sync_rubrics
 from storage.engine import create_database_engine

@@ -17,7 +17,7 @@ from review_app.rubrics import Rubric
 from review_app.services.audit_samples import draw_audit_sample
 from review_app.services.estimate import break_rate_estimate, estimate_headline
 from review_app.services.importing import import_paths
-from review_app.services.judge import import_verdicts, list_judge_runs
+from review_app.services.judge_import import import_verdicts, list_judge_runs
 from review_app.services.labels_io import import_labels
 from review_app.services.people import Actor
 from review_app.services.rubric_catalog import sync_rubrics

@@ -26,7 +26,7 @@ from review_app.errors import InputError
 from review_app.rubrics import load_rubric_file
 from review_app.services.adjudication import record_gold
 from review_app.services.importing import import_paths
-from review_app.services.judge import import_verdicts
+from review_app.services.judge_import import import_verdicts
 from review_app.services.labeling import record_label
 from review_app.services.labels_io import import_labels
 from review_app.services.people import Actor, add_person, sign_in

@@ -11,7 +11,7 @@ from review_app.services.cases import case_view
 from review_app.services.demo import load_demo
 from review_app.services.importing import import_paths
 from review_app.services.people import operator_actor
-from storage.reviewing import count_labels
+from storage.labels import count_labels
 from tests.conftest import DEMO_CASES, Database
 
 

@@ -348,3 +348,41 @@ def test_two_admins_adding_one_person_at_once(database: Database) -> None:
             n=name,
         )
         assert actions == 1  # one of them added the person; the other changed nothing new
+
+
+def test_the_migration_moves_a_judge_errors_kind_out_of_its_text(unmigrated: Engine) -> None:
+    upgrade_database(unmigrated, "0009")
+    with unmigrated.begin() as connection:
+        connection.execute(
+            text(
+                "INSERT INTO cases (case_id, n_events, n_assistant_turns, content_sha256, "
+                "source_format, imported_at) VALUES ('c', 6, 3, 'x', 'native', CURRENT_TIMESTAMP)"
+            )
+        )
+        connection.execute(
+            text(
+                "INSERT INTO judge_runs (judge, prompt_version, model, rubric_id, rubric_version, "
+                "source, status, created_at, updated_at) VALUES ('j', 'v1', 'm', "
+                "'role-adherence', 1, 'run', 'partial', CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)"
+            )
+        )
+        for turn, error in (
+            (2, "endpoint: HTTP 503 after 4 attempts"),
+            (4, "answer: no JSON object; the answer was: 'fine'"),
+            (6, None),
+        ):
+            connection.execute(
+                text(
+                    "INSERT INTO judge_verdicts (run_id, case_id, turn, error, created_at) "
+                    "VALUES (1, 'c', :turn, :error, CURRENT_TIMESTAMP)"
+                ),
+                {"turn": turn, "error": error},
+            )
+    upgrade_database(unmigrated)
+    query = "SELECT turn, error_kind, error FROM judge_verdicts ORDER BY turn"
+    with unmigrated.connect() as connection:
+        assert [tuple(row) for row in connection.execute(text(query))] == [
+            (2, "endpoint", "HTTP 503 after 4 attempts"),
+            (4, "answer", "no JSON object; the answer was: 'fine'"),
+            (6, None, None),
+        ]

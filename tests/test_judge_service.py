@@ -1,4 +1,4 @@
-"""Tests of review_app.services.judge on real databases (SQLite and PostgreSQL).
+"""Tests of the judge services (import, runner, report) on real databases (SQLite and PostgreSQL).
 
 Three parts: importing verdict files (docs/reference.md, "Judge verdicts"); running a
 judge prompt against a real OpenAI-compatible HTTP server on 127.0.0.1
@@ -44,17 +44,18 @@ from review_app.services.adjudication import gold_labels, record_gold
 from review_app.services.audit import audit_entries
 from review_app.services.demo import DEMO_VERDICTS, load_demo
 from review_app.services.importing import import_paths
-from review_app.services.judge import (
-    ANSWER_ERROR,
-    ENDPOINT_ERROR,
-    EndpointSettings,
+from review_app.services.judge_import import import_verdicts, list_judge_runs
+from review_app.services.judge_report import (
     calibrated_probability,
     calibration_report,
     disagreement_explorer,
     few_shot_material,
     fit_run_calibration,
-    import_verdicts,
-    list_judge_runs,
+)
+from review_app.services.judge_runner import (
+    ANSWER_ERROR,
+    ENDPOINT_ERROR,
+    EndpointSettings,
     run_judge,
     select_case_ids,
 )
@@ -62,7 +63,7 @@ from review_app.services.labels_io import import_labels
 from review_app.services.people import Actor, operator_actor, sign_in
 from review_app.services.render import render_judge_report
 from review_app.services.rubric_catalog import sync_rubrics
-from storage import judging as queries
+from storage import judging
 from storage.models import JudgeVerdict
 from tests.conftest import DEMO_CASES, Database
 from tests.judge_support import (
@@ -86,7 +87,7 @@ def rubric_of(engine: Engine) -> Rubric:
 
 def stored_verdicts(engine: Engine, run_id: int) -> dict[tuple[str, int | None], Any]:
     with Session(engine) as session:
-        return {(v.case_id, v.turn): v for v in queries.verdicts(session, run_id=run_id)}
+        return {(v.case_id, v.turn): v for v in judging.verdicts(session, run_id=run_id)}
 
 
 def runs_by_name(engine: Engine) -> dict[str, dict[str, Any]]:
@@ -480,8 +481,7 @@ def test_an_unparseable_answer_is_kept_as_an_error_and_not_asked_again(
     assert (summary.answered, summary.answer_errors, summary.endpoint_errors) == (10, 2, 0)
     stored = stored_verdicts(world.engine, summary.run_id)
     for unit in (("c00", 2), ("c02", 4)):
-        error = stored[unit].error
-        assert error.startswith(ANSWER_ERROR)
+        assert stored[unit].error_kind == ANSWER_ERROR
         assert stored[unit].label is None
     assert "The turn is in role, I think." in stored[("c00", 2)].error
     assert "'polite'" in stored[("c02", 4)].error
@@ -493,7 +493,7 @@ def test_an_unparseable_answer_is_kept_as_an_error_and_not_asked_again(
     again = world.run()
     assert (again.skipped, again.answered) == (12, 0)
     assert world.server.requests == []
-    assert stored_verdicts(world.engine, summary.run_id)[("c00", 2)].error.startswith(ANSWER_ERROR)
+    assert stored_verdicts(world.engine, summary.run_id)[("c00", 2)].error_kind == ANSWER_ERROR
 
 
 def test_endpoint_failures_leave_a_partial_run_that_a_second_run_completes(
@@ -507,8 +507,12 @@ def test_endpoint_failures_leave_a_partial_run_that_a_second_run_completes(
     assert (first.answered, first.endpoint_errors) == (8, 4)
     stored = stored_verdicts(world.engine, first.run_id)
     for unit in down:
-        assert stored[unit].error == f"{ENDPOINT_ERROR}HTTP 503 after 1 attempts"
-    assert stored[("c01", 6)].error.startswith(f"{ENDPOINT_ERROR}HTTP 400")
+        assert (stored[unit].error_kind, stored[unit].error) == (
+            ENDPOINT_ERROR,
+            "HTTP 503 after 1 attempts",
+        )
+    assert stored[("c01", 6)].error_kind == ENDPOINT_ERROR
+    assert stored[("c01", 6)].error.startswith("HTTP 400")
     [run] = list_judge_runs(world.engine, operator_actor())
     assert (run["status"], run["errors"]) == ("partial", 4)
 
@@ -542,7 +546,10 @@ def test_no_wait_for_retry_after_when_no_attempt_is_left(
     assert 4 not in waits
     assert (summary.answered, summary.endpoint_errors) == (11, 1)
     stored = stored_verdicts(http_world.engine, summary.run_id)
-    assert stored[("c00", 2)].error == f"{ENDPOINT_ERROR}HTTP 429 after 1 attempts"
+    assert (stored[("c00", 2)].error_kind, stored[("c00", 2)].error) == (
+        ENDPOINT_ERROR,
+        "HTTP 429 after 1 attempts",
+    )
     # With an attempt left, the same answer is waited for as the server asked.
     http_world.run(retries=1)
     assert 4 in waits
@@ -572,7 +579,10 @@ def test_a_malformed_response_is_an_endpoint_error_and_odd_usage_is_unknown(
     assert (summary.answered, summary.endpoint_errors, summary.answer_errors) == (8, 4, 0)
     stored = stored_verdicts(http_world.engine, summary.run_id)
     for unit in (("c00", 2), ("c00", 4), ("c00", 6), ("c01", 4)):
-        assert stored[unit].error == f"{ENDPOINT_ERROR}not a chat-completions response"
+        assert (stored[unit].error_kind, stored[unit].error) == (
+            ENDPOINT_ERROR,
+            "not a chat-completions response",
+        )
     assert stored[("c01", 2)].label == "in_role"
     assert (stored[("c01", 2)].prompt_tokens, stored[("c01", 2)].completion_tokens) == (None, None)
     assert stored[("c01", 6)].error is None
@@ -583,7 +593,8 @@ def test_an_unreachable_endpoint_is_an_endpoint_error_for_every_unit(world: Judg
     dead = world.run(base_url=f"http://127.0.0.1:{closed_port()}/v1")
     assert (dead.answered, dead.endpoint_errors) == (0, 12)
     stored = stored_verdicts(world.engine, dead.run_id)
-    assert all(v.error.startswith(f"{ENDPOINT_ERROR}ConnectError") for v in stored.values())
+    assert all(v.error_kind == ENDPOINT_ERROR for v in stored.values())
+    assert all(v.error.startswith("ConnectError") for v in stored.values())
     assert list_judge_runs(world.engine, operator_actor())[0]["status"] == "partial"
     revived = world.run()
     assert (revived.skipped, revived.answered) == (0, 12)

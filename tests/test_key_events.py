@@ -20,7 +20,7 @@ from review_app.services.key_events import KeyEvent, apply_key_events, parse_key
 from review_app.services.labeling import case_labels
 from review_app.services.people import Actor, add_person, operator_actor, sign_in
 from review_app.services.rubric_catalog import sync_rubrics
-from storage import reviewing
+from storage import labels, reviewers
 from storage.models import Label, LabelEvent
 from tests.conftest import Database
 
@@ -37,7 +37,7 @@ def _setup(database: Database) -> tuple[Actor, object]:
 
 def _rows(database: Database) -> list[tuple[int, str, str | None]]:
     with Session(database.engine) as session:
-        rita = reviewing.get_reviewer_by_name(session, name="rita")
+        rita = reviewers.get_reviewer_by_name(session, name="rita")
         assert rita is not None
         found = session.execute(
             select(Label.turn, Label.code, Label.rationale)
@@ -146,7 +146,7 @@ def test_the_database_refuses_a_second_copy_of_a_press(database: Database) -> No
     )
     assert rita.reviewer_id is not None
     with Session(database.engine) as session, pytest.raises(IntegrityError):
-        reviewing.add_label_event(
+        labels.add_label_event(
             session,
             reviewer_id=rita.reviewer_id,
             client_id="t",

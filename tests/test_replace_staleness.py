@@ -12,7 +12,7 @@ from sqlalchemy import text
 from review_app.rubrics import Rubric
 from review_app.services.adjudication import record_gold, unit_detail
 from review_app.services.importing import import_paths
-from review_app.services.judge import import_verdicts
+from review_app.services.judge_import import import_verdicts
 from review_app.services.labeling import case_labels, record_label
 from review_app.services.people import Actor, sign_in
 from review_app.services.queue import queue_page

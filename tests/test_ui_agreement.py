@@ -20,7 +20,7 @@ from sqlmodel import Session, col
 from streamlit.testing.v1 import AppTest
 
 from review_app.services.adjudication import disagreement_queue
-from review_app.services.agreement import agreement_report, confusion_between
+from review_app.services.agreement_reports import agreement_report, confusion_between
 from review_app.services.demo import DEMO_CASES, load_demo
 from review_app.services.importing import import_paths
 from review_app.services.labels_io import import_labels

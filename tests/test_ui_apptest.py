@@ -23,6 +23,7 @@ from sqlalchemy import Engine
 from sqlmodel import Session
 from streamlit.testing.v1 import AppTest
 
+import storage.labels
 from benchmarks.corpus import generate_corpus
 from review_app.errors import PermissionDenied
 from review_app.rubrics import Rubric, default_rubrics_dir
@@ -34,7 +35,7 @@ from review_app.services.labels_io import import_labels
 from review_app.services.people import Actor, operator_actor, sign_in
 from review_app.services.queue import assign_cases
 from review_app.services.rubric_catalog import sync_rubrics
-from storage import reviewing
+from storage import assignments, reviewers, rubric_versions
 from storage.engine import create_database_engine, shared_engine
 from storage.migrations import upgrade_database
 
@@ -359,7 +360,7 @@ def test_queue_lists_assigned_cases_with_progress_and_paginates(
         )
     with Session(engine) as session:
         assigned = sorted(
-            reviewing.assigned_case_ids(
+            assignments.assigned_case_ids(
                 session, reviewer_id=ana.reviewer_id or 0, rubric_id="role-adherence", version=1
             )
         )
@@ -607,7 +608,7 @@ def test_labeling_a_turn_end_to_end(engine: Engine, monkeypatch: pytest.MonkeyPa
     keys.send(focus=10)
     keys.send(focus=10)  # and the same queue once more
     with Session(engine) as session:
-        rows = reviewing.labels_for_case(
+        rows = storage.labels.labels_for_case(
             session,
             case_id=case_id,
             rubric_id="role-adherence",
@@ -695,7 +696,7 @@ def test_changing_a_label_keeps_its_history(
 
     lee = actor(engine, "lee")
     with Session(engine) as session:
-        rows = reviewing.labels_for_case(
+        rows = storage.labels.labels_for_case(
             session,
             case_id=case_id,
             rubric_id="role-adherence",
@@ -776,7 +777,7 @@ def test_a_session_signed_in_earlier_is_checked_again_at_every_run(
     at = open_case(open_app(monkeypatch, oidc="ana"), "support-clean-late-parcel")
     assert turn_messages(at)
     with Session(engine) as session:
-        person = reviewing.get_reviewer_by_name(session, name="ana")
+        person = reviewers.get_reviewer_by_name(session, name="ana")
         assert person is not None
         person.active = False
         session.add(person)
@@ -932,7 +933,7 @@ def test_a_changed_labeled_rubric_file_is_refused(
     assert "immutable" in at.text[0].value
     # the labels still mean what they meant: the stored content is unchanged
     with Session(engine) as session:
-        stored = reviewing.get_rubric_version(session, rubric_id="role-adherence", version=1)
+        stored = rubric_versions.get_rubric_version(session, rubric_id="role-adherence", version=1)
     assert stored is not None and "Any register will do" not in stored.body_json
 
     # restoring the file (a new modification time) makes it usable again

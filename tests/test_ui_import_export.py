@@ -23,6 +23,7 @@ from sqlalchemy import Engine
 from sqlmodel import Session
 from streamlit.testing.v1 import AppTest
 
+import storage.labels
 from review_app.errors import InputError, PermissionDenied
 from review_app.services.cases import list_cases, load_case_view
 from review_app.services.demo import DEMO_CASES, load_demo
@@ -35,7 +36,6 @@ from review_app.services.uploads import (
     validate_upload,
     zip_export,
 )
-from storage import reviewing
 from storage.engine import create_database_engine, shared_engine
 from storage.migrations import upgrade_database
 from tests.conftest import REPO
@@ -207,7 +207,7 @@ def test_import_page_names_the_uploaded_file_and_stores_nothing(
 def _label_history(url: str, case_id: str) -> list[tuple[int, str, str, bool]]:
     """Every label ever stored for the case: (turn, reviewer, code, current)."""
     with Session(shared_engine(url)) as session:
-        rows = reviewing.labels_for_case(
+        rows = storage.labels.labels_for_case(
             session, case_id=case_id, rubric_id="role-adherence", version=1, current_only=False
         )
     return sorted((row.turn, row.reviewer, row.code, row.current) for row in rows)

@@ -18,12 +18,8 @@ import streamlit as st
 from streamlit.testing.v1 import AppTest
 
 from review_app.services.demo import load_demo
-from review_app.services.judge import (
-    calibration_report,
-    disagreement_explorer,
-    import_verdicts,
-    list_judge_runs,
-)
+from review_app.services.judge_import import import_verdicts, list_judge_runs
+from review_app.services.judge_report import calibration_report, disagreement_explorer
 from review_app.services.people import Actor, operator_actor
 from review_app.services.rubric_catalog import sync_rubrics
 from storage.engine import create_database_engine

@@ -14,11 +14,12 @@ import hashlib
 import io
 import re
 import unicodedata
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
+from review_app import input_policy
 from review_app.cases import (
     CASE_ID_PATTERN,
     DEFAULT_MAX_RECORD_BYTES,
@@ -28,14 +29,13 @@ from review_app.cases import (
 )
 from review_app.errors import InputError
 from review_app.evaluator import evaluate_case, type_name
-from review_app.formats.csv_safety import neutralise_cell, restore_cell
+from review_app.formats.csv_safety import restore_cell
 
 ProgressCallback = Callable[[int], None]
 
 CONTRACT_OPTION_SOURCE = "the contract option"
 CSV_SUFFIXES = (".csv",)
 JSON_SUFFIXES = (".json", ".jsonl", ".ndjson")
-_BOM = b"\xef\xbb\xbf"
 _CSV_FIELD_LIMIT = DEFAULT_MAX_RECORD_BYTES  # one cell: the input policy's record limit
 _SAFE_ID = re.compile(r"[\w.\-]{1,200}")
 _UNSAFE_RUN = re.compile(r"[^\w.]+")
@@ -276,12 +276,7 @@ class Table:
 
 
 def _decode_csv(data: bytes, source: str) -> str:
-    body = data[len(_BOM) :] if data.startswith(_BOM) else data
-    try:
-        return body.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line = body[: error.start].count(b"\n") + 1
-        raise InputError("not valid UTF-8 text", source=source, line=line) from None
+    return input_policy.decode_utf8(data, source=source)
 
 
 def _csv_rows(text: str, source: str) -> Iterator[tuple[int, list[str]]]:
@@ -405,13 +400,7 @@ def csv_header(path: Path) -> list[str]:
     # The header is in the first 64 KiB; cut at the last complete line.
     if len(head) == 1 << 16 and b"\n" in head:
         head = head[: head.rindex(b"\n") + 1]
-    text = head[len(_BOM) :] if head.startswith(_BOM) else head
-    try:
-        decoded = text.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line = text[: error.start].count(b"\n") + 1
-        raise InputError("not valid UTF-8 text", source=source, line=line) from None
-    first = next(_csv_rows(decoded, source), None)
+    first = next(_csv_rows(input_policy.decode_utf8(head, source=source), source), None)
     if first is None:
         raise InputError("the file is empty (no header row)", source=source)
     return [restore_cell(name).strip() for name in first[1]]
@@ -512,6 +501,54 @@ def exchange_events(
     return events
 
 
+class SessionExchange(Protocol):
+    """One row of a session-rows table (Galtea, Openlayer): an input and its output."""
+
+    @property
+    def row(self) -> Row: ...
+    @property
+    def user_text(self) -> str | None: ...
+    @property
+    def assistant_text(self) -> str | None: ...
+    @property
+    def metadata(self) -> dict[str, Any]: ...
+
+
+def case_from_session(
+    exchanges: Iterable[SessionExchange],
+    *,
+    case_id: str,
+    chatbot_role: str | None,
+    contract: Any,
+    session: str | None,
+    input_column: str,
+    source: str,
+    line: int | None,
+) -> CaseRecord:
+    """A case from one session's rows, in turn order: each row's input then its output."""
+    transcript: list[dict[str, Any]] = []
+    for exchange in exchanges:
+        transcript.extend(
+            exchange_events(
+                exchange.row,
+                first_turn=len(transcript) + 1,
+                user_text=exchange.user_text,
+                assistant_text=exchange.assistant_text,
+                metadata=exchange.metadata,
+                input_column=input_column,
+                source=source,
+            )
+        )
+    case: dict[str, Any] = {"case_id": case_id}
+    if chatbot_role is not None:
+        case["chatbot_role"] = chatbot_role
+    case["contract"] = contract
+    case["transcript"] = transcript
+    if session is not None:
+        case["source_metadata"] = {"session_id": session}
+    return finish_case(case, source=source, line=line)
+
+
 def same_text_in_group(
     rows: list[tuple[Row, str | None]], *, column: str, what: str, source: str
 ) -> str | None:
@@ -533,21 +570,6 @@ def same_text_in_group(
 
 
 # --- writing ----------------------------------------------------------------------------
-
-
-def csv_text(header: list[str], rows: list[list[str]]) -> str:
-    """CSV text (RFC 4180: ``\\r\\n`` line ends, minimal quoting), every cell neutralised.
-
-    With ``\\r\\n`` as the terminator the ``csv`` module quotes any cell holding a
-    ``\\r`` or a ``\\n``, so cell text survives exactly; write the text to a file
-    opened with ``newline=""`` (or as bytes).
-    """
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\r\n")
-    writer.writerow([neutralise_cell(name) for name in header])
-    for row in rows:
-        writer.writerow([neutralise_cell(cell) for cell in row])
-    return buffer.getvalue()
 
 
 def exchanges(transcript: list[Mapping[str, Any]]) -> list[tuple[str | None, str | None]]:

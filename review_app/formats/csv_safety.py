@@ -15,6 +15,8 @@ removes one quote from any cell of that shape. The pair is a bijection on string
 
 from __future__ import annotations
 
+import csv
+import io
 import re
 
 FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
@@ -39,3 +41,18 @@ def restore_cell(value: str) -> str:
     if value[:1] == "'" and _NEUTRALISED.match(value):
         return value[1:]
     return value
+
+
+def csv_text(header: list[str], rows: list[list[str]]) -> str:
+    """CSV text (RFC 4180: ``\\r\\n`` line ends, minimal quoting), every cell neutralised.
+
+    With ``\\r\\n`` as the terminator the ``csv`` module quotes any cell holding a
+    ``\\r`` or a ``\\n``, so cell text survives exactly; write the text to a file
+    opened with ``newline=""`` (or as bytes).
+    """
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\r\n")
+    writer.writerow([neutralise_cell(name) for name in header])
+    for row in rows:
+        writer.writerow([neutralise_cell(cell) for cell in row])
+    return buffer.getvalue()

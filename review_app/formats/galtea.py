@@ -44,13 +44,11 @@ from review_app.formats._common import (
     ProgressCallback,
     Row,
     Table,
+    case_from_session,
     case_id_from,
     check_unique_case_ids,
-    csv_text,
-    exchange_events,
     exchanges,
     fallback_case_id,
-    finish_case,
     missing_columns_error,
     open_table,
     optional_int,
@@ -62,6 +60,7 @@ from review_app.formats._common import (
     validate_contract,
     validate_prefix,
 )
+from review_app.formats.csv_safety import csv_text
 
 FORMAT_NAME = "galtea"
 ORDER_COLUMNS = ("turn", "index")
@@ -215,28 +214,16 @@ def read_galtea(
                 what="product description",
                 source=source,
             )
-            transcript: list[dict[str, Any]] = []
-            for turn in ordered:
-                transcript.extend(
-                    exchange_events(
-                        turn.row,
-                        first_turn=len(transcript) + 1,
-                        user_text=turn.user_text,
-                        assistant_text=turn.assistant_text,
-                        metadata=turn.metadata,
-                        input_column=input_column,
-                        source=source,
-                    )
-                )
-            case: dict[str, Any] = {"case_id": case_id}
-            chatbot_role = description if description is not None else product_description
-            if chatbot_role is not None:
-                case["chatbot_role"] = chatbot_role
-            case["contract"] = given_contract
-            case["transcript"] = transcript
-            if session is not None:
-                case["source_metadata"] = {"session_id": session}
-            yield finish_case(case, source=source, line=first.line)
+            yield case_from_session(
+                ordered,
+                case_id=case_id,
+                chatbot_role=description if description is not None else product_description,
+                contract=given_contract,
+                session=session,
+                input_column=input_column,
+                source=source,
+                line=first.line,
+            )
 
     return cases()
 

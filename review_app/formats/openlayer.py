@@ -54,12 +54,10 @@ from review_app.formats._common import (
     CaseIds,
     ProgressCallback,
     Row,
+    case_from_session,
     case_id_from,
     check_unique_case_ids,
-    csv_text,
-    exchange_events,
     exchanges,
-    finish_case,
     missing_columns_error,
     open_table,
     optional_int,
@@ -70,6 +68,7 @@ from review_app.formats._common import (
     validate_contract,
     validate_prefix,
 )
+from review_app.formats.csv_safety import csv_text
 
 FORMAT_NAME = "openlayer"
 EXPORT_START = datetime(2000, 1, 1, tzinfo=UTC)
@@ -235,27 +234,16 @@ def read_openlayer(
                 what="role definition",
                 source=source,
             )
-            transcript: list[dict[str, Any]] = []
-            for exchange in ordered:
-                transcript.extend(
-                    exchange_events(
-                        exchange.row,
-                        first_turn=len(transcript) + 1,
-                        user_text=exchange.user_text,
-                        assistant_text=exchange.assistant_text,
-                        metadata=exchange.metadata,
-                        input_column=input_column,
-                        source=source,
-                    )
-                )
-            case: dict[str, Any] = {"case_id": case_id}
-            chatbot_role = role if role is not None else role_definition
-            if chatbot_role is not None:
-                case["chatbot_role"] = chatbot_role
-            case["contract"] = given_contract
-            case["transcript"] = transcript
-            case["source_metadata"] = {"session_id": session}
-            yield finish_case(case, source=source, line=first.line)
+            yield case_from_session(
+                ordered,
+                case_id=case_id,
+                chatbot_role=role if role is not None else role_definition,
+                contract=given_contract,
+                session=session,
+                input_column=input_column,
+                source=source,
+                line=first.line,
+            )
 
     return cases()
 

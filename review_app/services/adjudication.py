@@ -25,6 +25,8 @@ import numpy.typing as npt
 from sqlalchemy import Engine
 from sqlmodel import Session
 
+import storage.gold
+import storage.labels
 from review_app import input_policy
 from review_app.agreement import RatingTable
 from review_app.errors import InputError, NotFound
@@ -33,12 +35,10 @@ from review_app.rubrics import Rubric
 from review_app.services.cases import TurnView, case_view
 from review_app.services.label_table import load_rating_table, rating_table
 from review_app.services.people import Actor, authorize
-from storage import adjudication as queries
-from storage import audit, reviewing
-from storage.adjudication import LabelColumns
+from storage import audit, cases
 from storage.engine import read_only
+from storage.labels import LabelColumns, LabelRow
 from storage.models import GoldLabel
-from storage.reviewing import LabelRow
 
 IntArray = npt.NDArray[np.int64]
 MAX_NOTE_CHARS = input_policy.MAX_NOTE_CHARS
@@ -72,14 +72,14 @@ def disagreement_queue(
     actor = authorize(engine, actor, "policy_owner")
     with Session(read_only(engine)) as session:
         table = load_rating_table(session, rubric_id=rubric.id, version=rubric.version)
-        contradictions = queries.pass_labels_on_violations(
+        contradictions = storage.labels.pass_labels_on_violations(
             session,
             rubric_id=rubric.id,
             version=rubric.version,
             pass_codes=rubric.pass_codes,
             evaluator_version=EVALUATOR_VERSION,
         )
-        gold = queries.current_gold(session, rubric_id=rubric.id, version=rubric.version)
+        gold = storage.gold.current_gold(session, rubric_id=rubric.id, version=rubric.version)
     counts = table.value_counts()
     units = cast(tuple[tuple[str, int], ...], table.units)
     kinds: dict[int, set[str]] = defaultdict(set)
@@ -154,14 +154,14 @@ def unit_detail(
         if not positions:
             raise NotFound(f"case {case_id} has no turn {turn}")
         at = positions[0]
-        rows = reviewing.labels_for_case(
+        rows = storage.labels.labels_for_case(
             session,
             case_id=case_id,
             rubric_id=rubric.id,
             version=rubric.version,
             current_only=False,
         )
-        gold_rows = queries.gold_history(
+        gold_rows = storage.gold.gold_history(
             session, rubric_id=rubric.id, version=rubric.version, case_id=case_id, turn=turn
         )
     unit_rows = [row for row in rows if row.turn == turn]
@@ -219,7 +219,7 @@ def record_gold(
     note = _clean(note, "note")
     ambiguity = _clean(rubric_ambiguity, "rubric_ambiguity")
     with Session(engine) as session:
-        actors = reviewing.event_actors_by_turn(session, case_id=case_id)
+        actors = cases.event_actors_by_turn(session, case_id=case_id)
         if not actors:
             raise NotFound(f"no case {case_id!r} in the database")
         if actors.get(turn) != rubric.applies_to:
@@ -229,7 +229,7 @@ def record_gold(
         before = audit.current_gold_code(
             session, rubric_id=rubric.id, version=rubric.version, case_id=case_id, turn=turn
         )
-        queries.add_gold(
+        storage.gold.add_gold(
             session,
             case_id=case_id,
             turn=turn,
@@ -300,7 +300,9 @@ def gold_labels(engine: Engine, actor: Actor, *, rubric: Rubric) -> GoldSet:
     authorize(engine, actor, "policy_owner")
     with Session(read_only(engine)) as session:
         table = load_rating_table(session, rubric_id=rubric.id, version=rubric.version)
-        adjudicated = queries.current_gold(session, rubric_id=rubric.id, version=rubric.version)
+        adjudicated = storage.gold.current_gold(
+            session, rubric_id=rubric.id, version=rubric.version
+        )
     return gold_set_from_table(table, adjudicated)
 
 
@@ -364,7 +366,7 @@ def gold_set_from_table(
 def ambiguity_notes(engine: Engine, actor: Actor, *, rubric: Rubric) -> list[dict[str, Any]]:
     actor = authorize(engine, actor, "policy_owner")
     with Session(read_only(engine)) as session:
-        rows = queries.rubric_ambiguities(session, rubric_id=rubric.id, version=rubric.version)
+        rows = storage.gold.rubric_ambiguities(session, rubric_id=rubric.id, version=rubric.version)
         return [
             {"case_id": g.case_id, "turn": g.turn, "gold": g.code, "note": g.rubric_ambiguity}
             for g in rows

@@ -18,7 +18,7 @@ from sqlmodel import Session
 
 from review_app.errors import InputError
 from review_app.services.people import Actor, authorize
-from storage import audit as queries
+from storage import audit
 from storage.engine import read_only
 
 ACTIONS = (
@@ -74,7 +74,7 @@ def audit_entries(
             f"unknown action {action!r}; choose one of {', '.join(ACTIONS)}", field="--action"
         )
     with Session(read_only(engine)) as session:
-        rows = queries.list_entries(session, since=since, actor=by, action=action, limit=limit)
+        rows = audit.list_entries(session, since=since, actor=by, action=action, limit=limit)
         return [
             {
                 "id": row.id,

@@ -18,11 +18,12 @@ import numpy as np
 from sqlalchemy import Engine
 from sqlmodel import Session
 
+import storage.reviewers
 from review_app.errors import InputError
 from review_app.rubrics import Rubric
 from review_app.services.people import Actor, authorize
 from review_app.services.queue import AssignmentReport, assign_cases
-from storage import audit, reviewing
+from storage import audit
 from storage import audit_samples as sample_queries
 from storage.engine import read_only
 
@@ -68,7 +69,7 @@ def draw_audit_sample(
     if not reviewers:
         raise InputError("choose at least one reviewer", field="reviewers")
     with Session(engine) as session:
-        people = reviewing.reviewers_by_name(session, names=reviewers)
+        people = storage.reviewers.reviewers_by_name(session, names=reviewers)
         unknown = sorted(set(reviewers) - set(people))
         if unknown:
             raise InputError(f"no reviewer named {', '.join(unknown)}", field="reviewers")

@@ -8,7 +8,7 @@ from pathlib import Path
 from sqlalchemy import Engine
 
 from review_app.services.importing import ImportSummary, import_paths
-from review_app.services.judge import JudgeImportSummary, import_verdicts
+from review_app.services.judge_import import JudgeImportSummary, import_verdicts
 from review_app.services.labels_io import LabelImportSummary, import_labels
 from review_app.services.people import Actor, add_person, authorize, list_people
 from review_app.services.queue import AssignmentReport, assign_cases

@@ -20,7 +20,7 @@ from review_app.errors import InputError
 from review_app.rubrics import Rubric
 from review_app.services.adjudication import gold_labels
 from review_app.services.audit_samples import audited_units
-from review_app.services.judge import _run_verdicts, run_name
+from review_app.services.judge_import import _run_verdicts, run_name
 from review_app.services.people import Actor, authorize
 from review_app.stats.core import MIN_PROPORTION_UNITS, proportion
 from review_app.stats.ppi import ppi_mean

@@ -22,11 +22,12 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlmodel import Session
 
+import storage.labels
 from review_app.cases import EXPORTER_NAME
 from review_app.errors import InputError
 from review_app.evaluator import EVALUATOR_VERSION
 from review_app.formats import write_deepeval
-from review_app.formats._common import csv_text
+from review_app.formats.csv_safety import csv_text
 from review_app.formats.fixtures import (
     EXPORTER_VERSION,
     MANIFEST_NAME,
@@ -45,7 +46,7 @@ from review_app.rubrics import Rubric
 from review_app.services.adjudication import GoldSet, gold_labels
 from review_app.services.cases import CaseView, case_view, check_lane
 from review_app.services.people import Actor, authorize
-from storage import audit, reviewing
+from storage import audit
 from storage.cases import list_case_summaries
 from storage.engine import read_only
 
@@ -215,7 +216,7 @@ def _label_rows(
     rows: list[dict[str, Any]] = []
     with Session(read_only(engine)) as session:
         for view in views:
-            labels = reviewing.labels_for_case(
+            labels = storage.labels.labels_for_case(
                 session, case_id=view.case_id, rubric_id=rubric.id, version=rubric.version
             )
             if not labels:

@@ -5,7 +5,7 @@ current label of a rubric version. Fetched row by row, a million labels cost a
 Python tuple and four objects each, and :meth:`RatingTable.from_arrays` given
 ``(case_id, turn)`` tuples then hashes a tuple and two strings per label. Here the
 database returns one row per case (see
-:func:`storage.adjudication.current_labels_grouped`), each column is numbered
+:func:`storage.labels.current_labels_grouped`), each column is numbered
 once (only the distinct case ids, reviewers and codes are sorted), case and turn
 numbers make one integer per unit, and only the distinct units become tuples.
 The table is the same either way: units, reviewers and codes sorted, the same
@@ -25,8 +25,8 @@ from sqlmodel import Session
 
 from review_app.agreement import RatingTable
 from review_app.stats.core import canonical_order
-from storage import adjudication as queries
-from storage.adjudication import GroupedLabels, LabelColumns
+from storage import labels
+from storage.labels import GroupedLabels, LabelColumns
 
 IntArray = npt.NDArray[np.int64]
 
@@ -48,14 +48,12 @@ def _sorted_codes(values: Sequence[Any]) -> tuple[IntArray, list[Any]]:
 
 def load_rating_table(session: Session, *, rubric_id: str, version: int) -> RatingTable:
     """The current labels of a rubric version, read case by case where the database can."""
-    grouped = queries.current_labels_grouped(session, rubric_id=rubric_id, version=version)
+    grouped = labels.current_labels_grouped(session, rubric_id=rubric_id, version=version)
     if grouped is not None:
         table = _grouped_table(grouped)
         if table is not None:
             return table
-    return rating_table(
-        queries.current_label_columns(session, rubric_id=rubric_id, version=version)
-    )
+    return rating_table(labels.current_label_columns(session, rubric_id=rubric_id, version=version))
 
 
 def _grouped_table(grouped: GroupedLabels) -> RatingTable | None:

@@ -20,10 +20,10 @@ from review_app.errors import InputError, NotFound
 from review_app.rubrics import Rubric
 from review_app.services.people import Actor, authorize, require_reviewer_id
 from review_app.services.queue import forget_progress
-from storage import audit, reviewing
+from storage import assignments, audit, cases, labels
 from storage.cases import get_case
 from storage.engine import read_only
-from storage.reviewing import LabelRow
+from storage.labels import LabelRow
 
 MAX_RATIONALE_CHARS = input_policy.MAX_NOTE_CHARS
 
@@ -85,7 +85,7 @@ def record_label(
     with Session(engine) as session:
         if get_case(session, case_id=case_id) is None:
             raise NotFound(f"no case {case_id!r} in the database")
-        actors = reviewing.event_actors_by_turn(session, case_id=case_id)
+        actors = cases.event_actors_by_turn(session, case_id=case_id)
         if turn not in actors:
             raise InputError(f"case {case_id} has no turn {turn}", field="turn")
         if actors[turn] != rubric.applies_to:
@@ -98,14 +98,14 @@ def record_label(
         # flip the previous label, insert the new one, count. Everything the caller
         # gets back is read before the commit, so nothing touches the database after
         # it: once commit returns, the label is stored and acknowledged.
-        assignment_id = reviewing.lock_assignment(
+        assignment_id = assignments.lock_assignment(
             session,
             case_id=case_id,
             reviewer_id=reviewer_id,
             rubric_id=rubric.id,
             version=rubric.version,
         )
-        if event is not None and reviewing.label_event_applied(
+        if event is not None and labels.label_event_applied(
             session, reviewer_id=reviewer_id, client_id=event[0], seq=event[1]
         ):
             raise AlreadyApplied(f"key press {event[1]} of {event[0]} is stored already")
@@ -117,7 +117,7 @@ def record_label(
             turn=turn,
             reviewer_id=reviewer_id,
         )
-        label_id = reviewing.add_label(
+        label_id = labels.add_label(
             session,
             case_id=case_id,
             turn=turn,
@@ -128,7 +128,7 @@ def record_label(
             rationale=text,
         )
         if event is not None:
-            reviewing.add_label_event(
+            labels.add_label_event(
                 session,
                 reviewer_id=reviewer_id,
                 client_id=event[0],
@@ -137,7 +137,7 @@ def record_label(
                 turn=turn,
                 label_id=label_id,
             )
-        labeled = reviewing.count_current_labeled_turns(
+        labeled = labels.count_current_labeled_turns(
             session,
             case_id=case_id,
             reviewer_id=reviewer_id,
@@ -145,7 +145,7 @@ def record_label(
             version=rubric.version,
         )
         total = sum(1 for actor_name in actors.values() if actor_name == rubric.applies_to)
-        reviewing.record_progress(
+        assignments.record_progress(
             session,
             assignment_id=assignment_id,
             labeled_turns=labeled,
@@ -197,7 +197,7 @@ def case_labels(engine: Engine, actor: Actor, *, case_id: str, rubric: Rubric) -
         labelable: set[int] = set()
         mine: dict[int, LabelRow] = {}
         history: dict[int, list[LabelRow]] = {}
-        for turn, event_actor, row in reviewing.turns_with_labels(
+        for turn, event_actor, row in labels.turns_with_labels(
             session,
             case_id=case_id,
             rubric_id=rubric.id,
@@ -217,7 +217,7 @@ def case_labels(engine: Engine, actor: Actor, *, case_id: str, rubric: Rubric) -
         names: list[str] = []
         if complete:
             others = {}
-            for row in reviewing.labels_for_case(
+            for row in labels.labels_for_case(
                 session, case_id=case_id, rubric_id=rubric.id, version=rubric.version
             ):
                 if row.reviewer_id != actor.reviewer_id:

@@ -30,7 +30,7 @@ from sqlmodel import Session
 from review_app import input_policy
 from review_app.cases import iter_json_records, read_text_file
 from review_app.errors import InputError, PermissionDenied
-from review_app.formats.csv_safety import neutralise_cell, restore_cell
+from review_app.formats.csv_safety import csv_text, neutralise_cell, restore_cell
 from review_app.rubrics import Rubric, parse_rubric_ref
 from review_app.services.audit import file_sha256
 from review_app.services.export import LABEL_EXPORT_COLUMNS
@@ -38,7 +38,7 @@ from review_app.services.labeling import MAX_RATIONALE_CHARS
 from review_app.services.people import Actor, authorize, check_reviewer_name, display_of
 from review_app.services.queue import forget_progress
 from review_app.services.rubric_catalog import RubricCatalog
-from storage import audit, labels_bulk, reviewing
+from storage import assignments, audit, cases, labels, reviewers
 
 LABEL_COLUMNS = ("case_id", "turn", "reviewer", "label", "rubric", "rationale")
 REQUIRED_COLUMNS = ("case_id", "turn", "reviewer", "label", "rubric")
@@ -240,7 +240,7 @@ def import_labels(
     summary = LabelImportSummary(rows=len(records))
     now = datetime.now(UTC)
     with Session(engine) as session:
-        actors = labels_bulk.event_actors(session, case_ids=sorted({r.case_id for r in records}))
+        actors = cases.event_actors(session, case_ids=sorted({r.case_id for r in records}))
         for record in records:
             turns = actors.get(record.case_id)
             if turns is None:
@@ -267,7 +267,7 @@ def import_labels(
                     line=record.line,
                     field="turn",
                 )
-        people = reviewing.reviewers_by_name(session, names={r.reviewer for r in records})
+        people = reviewers.reviewers_by_name(session, names={r.reviewer for r in records})
         new_names = sorted({r.reviewer for r in records} - set(people))
         if new_names and sign_in_enabled and not actor.has_role("admin"):
             first = next(r for r in records if r.reviewer == new_names[0])
@@ -277,7 +277,7 @@ def import_labels(
             )
         for name in new_names:
             typed = next(r.display for r in records if r.reviewer == name)
-            people[name] = reviewing.ensure_reviewer(
+            people[name] = reviewers.ensure_reviewer(
                 session, name=name, role="reviewer", display_name=typed
             )
         summary.reviewers_created = len(new_names)
@@ -288,13 +288,13 @@ def import_labels(
         for (rubric_id, version), group in by_rubric.items():
             # The same row locks as a reviewer's save, so a save racing this import
             # waits for it (and the import for the save) instead of both staying current.
-            reviewing.lock_assignments(
+            assignments.lock_assignments(
                 session,
                 rubric_id=rubric_id,
                 version=version,
                 pairs=[(r.case_id, int(ids[r.reviewer] or 0)) for r in group],
             )
-            current = labels_bulk.current_labels(
+            current = labels.current_labels(
                 session,
                 rubric_id=rubric_id,
                 version=version,
@@ -327,9 +327,9 @@ def import_labels(
                     )
                 )
                 touched.add((record.case_id, reviewer_id))
-            labels_bulk.supersede(session, label_ids=superseded)
-            labels_bulk.insert_labels(session, rows=rows)
-            labels_bulk.refresh_progress(
+            labels.supersede(session, label_ids=superseded)
+            labels.insert_labels(session, rows=rows)
+            assignments.refresh_progress(
                 session,
                 rubric_id=rubric_id,
                 version=version,
@@ -371,7 +371,7 @@ def export_labels_csv(
     """
     actor = authorize(engine, actor, "policy_owner")
     with Session(engine) as session:
-        rows = labels_bulk.export_rows(
+        rows = labels.export_rows(
             session, rubric_id=rubric.id, version=rubric.version, history=history
         )
         audit.add_entry(
@@ -383,20 +383,10 @@ def export_labels_csv(
             summary={"format": "labels_csv", "history": history, "rows": len(rows)},
         )
         session.commit()
-    buffer = io.StringIO()
-    # \r\n line ends (RFC 4180): the csv module then quotes a rationale holding a
-    # carriage return, which a bare \n terminator would leave unquoted.
-    writer = csv.writer(buffer, lineterminator="\r\n")
-    writer.writerow(LABEL_COLUMNS)
-    for case_id, turn, reviewer, code, rationale in rows:
-        writer.writerow(
-            [
-                neutralise_cell(case_id),
-                turn,
-                neutralise_cell(reviewer),
-                code,
-                rubric.ref,
-                neutralise_cell(rationale or ""),
-            ]
-        )
-    return buffer.getvalue()
+    return csv_text(
+        list(LABEL_COLUMNS),
+        [
+            [case_id, str(turn), reviewer, code, rubric.ref, rationale or ""]
+            for case_id, turn, reviewer, code, rationale in rows
+        ],
+    )

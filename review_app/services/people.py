@@ -20,6 +20,7 @@ The command line acts as the operator: whoever can run it can read the database.
 
 from __future__ import annotations
 
+import getpass
 import hashlib
 import hmac
 import os
@@ -34,16 +35,28 @@ from sqlmodel import Session
 
 from review_app import input_policy
 from review_app.errors import InputError, NotFound, PermissionDenied
-from storage import audit, reviewing
+from storage import audit, reviewers
 from storage.engine import read_only
 from storage.models import REVIEWER_ROLES, Reviewer
 
 ROLE_RANK = {role: rank for rank, role in enumerate(REVIEWER_ROLES)}
 ADMINS_ENV = "REVIEW_APP_ADMINS"
 OPERATOR_NAME = "operator"
+LOCAL_USER_ENV = "REVIEW_APP_LOCAL_USER"
 
 # Never leaves this process: an actor sealed by another process (or by hand) is refused.
 _SECRET = secrets.token_bytes(32)
+
+
+def local_user_name() -> str:
+    """The one person of local single-user mode: ``REVIEW_APP_LOCAL_USER``, else the OS user."""
+    configured = os.environ.get(LOCAL_USER_ENV, "").strip()
+    if configured:
+        return configured
+    try:
+        return getpass.getuser()
+    except Exception:
+        return "local"
 
 
 def _seal(reviewer_id: int | None, name: str, auth_mode: str) -> str:
@@ -153,7 +166,7 @@ def _current_role(engine: Engine, reviewer_id: int) -> tuple[str, str, bool] | N
     if memo is not None and reviewer_id in memo:
         return memo[reviewer_id]
     with Session(read_only(engine)) as session:
-        person = reviewing.get_reviewer(session, reviewer_id=reviewer_id)
+        person = reviewers.get_reviewer(session, reviewer_id=reviewer_id)
         found = None if person is None else (person.name, person.role, person.active)
     if memo is not None and found is not None:
         memo[reviewer_id] = found
@@ -247,7 +260,7 @@ def sign_in(
     display_name = display_of(name, display_name)
     name = check_reviewer_name(name)
     with Session(read_only(engine)) as session:
-        existing = reviewing.get_reviewer_by_name(session, name=name)
+        existing = reviewers.get_reviewer_by_name(session, name=name)
         if existing is not None:
             if not existing.active:
                 raise PermissionDenied(f"{name} has been deactivated by an admin")
@@ -256,7 +269,7 @@ def sign_in(
     with Session(engine) as session:
         # INSERT ... ON CONFLICT DO NOTHING: a first sign-in from two tabs at once
         # gives both the one reviewer row instead of an IntegrityError to one of them.
-        reviewer = reviewing.ensure_reviewer(
+        reviewer = reviewers.ensure_reviewer(
             session, name=name, role=role, display_name=display_name
         )
         signed_in = _actor(reviewer, auth_mode)
@@ -264,12 +277,29 @@ def sign_in(
     return signed_in
 
 
-def list_people(engine: Engine) -> list[Reviewer]:
+@dataclass(frozen=True)
+class Person:
+    """A reviewer as the faces show them (a plain value, not a table row)."""
+
+    id: int
+    name: str
+    display_name: str | None
+    role: str
+    active: bool
+
+
+def list_people(engine: Engine) -> list[Person]:
     with Session(read_only(engine)) as session:
-        people = reviewing.list_reviewers(session)
-        for person in people:
-            session.expunge(person)
-        return people
+        return [
+            Person(
+                id=person.id or 0,
+                name=person.name,
+                display_name=person.display_name,
+                role=person.role,
+                active=person.active,
+            )
+            for person in reviewers.list_reviewers(session)
+        ]
 
 
 def add_person(engine: Engine, actor: Actor, *, name: str, role: str = "reviewer") -> Reviewer:
@@ -280,10 +310,10 @@ def add_person(engine: Engine, actor: Actor, *, name: str, role: str = "reviewer
     with Session(engine) as session:
         # INSERT ... ON CONFLICT DO NOTHING: the person signing in at this moment (or an
         # admin adding the same name) makes this an update, never an IntegrityError.
-        created = reviewing.insert_reviewer_if_absent(
+        created = reviewers.insert_reviewer_if_absent(
             session, name=name, role=role, display_name=display_name
         )
-        reviewer = reviewing.get_reviewer_by_name(session, name=name)
+        reviewer = reviewers.get_reviewer_by_name(session, name=name)
         assert reviewer is not None
         before = None if created else {"role": reviewer.role, "active": reviewer.active}
         if not created:
@@ -309,20 +339,20 @@ def set_role(engine: Engine, actor: Actor, *, name: str, role: str) -> None:
     check_role_name(role)
     name = check_reviewer_name(name)
     with Session(engine) as session:
-        reviewer = reviewing.get_reviewer_by_name(session, name=name)
+        reviewer = reviewers.get_reviewer_by_name(session, name=name)
         if reviewer is None:
             raise NotFound(f"no reviewer named {name!r}")
         if (
             reviewer.role == "admin"
             and role != "admin"
-            and (reviewing.count_reviewers_with_role(session, role="admin") <= 1)
+            and (reviewers.count_reviewers_with_role(session, role="admin") <= 1)
         ):
             raise InputError(
                 "the last admin cannot be demoted; make someone else admin first", field="role"
             )
         assert reviewer.id is not None
         before = reviewer.role
-        reviewing.set_reviewer_role(session, reviewer_id=reviewer.id, role=role)
+        reviewers.set_reviewer_role(session, reviewer_id=reviewer.id, role=role)
         audit.add_entry(
             session,
             actor=actor.name,

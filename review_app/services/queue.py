@@ -19,16 +19,18 @@ from datetime import UTC, datetime
 from sqlalchemy import Engine
 from sqlmodel import Session
 
+import storage.cases
+import storage.reviewers
 from review_app import input_policy
 from review_app.errors import InputError
 from review_app.evaluator import EVALUATOR_VERSION
 from review_app.rubrics import Rubric
 from review_app.services.cases import check_lane
 from review_app.services.people import Actor, authorize
-from storage import audit, audit_samples, borderline, reviewing
+from storage import assignments, audit, audit_samples, borderline
+from storage.assignments import QueueRow
 from storage.cases import list_case_summaries
 from storage.engine import read_only
-from storage.reviewing import QueueRow
 
 DEFAULT_PAGE_SIZE = 25
 PROGRESS_TTL_SECONDS = 10.0
@@ -86,7 +88,7 @@ def _progress(
     )
     counts, generation = _progress_cache.get(key)
     if counts is None:
-        counts = reviewing.queue_progress(
+        counts = assignments.queue_progress(
             session, reviewer_id=reviewer_id, rubric_id=rubric.id, version=rubric.version
         )
         _progress_cache.put(key, counts, generation)
@@ -136,10 +138,10 @@ def queue_page(
         if lane is None:  # the progress already counts these (saves a pass over the queue)
             matching = assigned - completed if only_unlabeled else assigned
         else:
-            matching = reviewing.queue_count(session, **options)  # type: ignore[arg-type]
+            matching = assignments.queue_count(session, **options)  # type: ignore[arg-type]
         n_pages = max(1, math.ceil(matching / page_size))
         page = min(max(1, page), n_pages)
-        rows = reviewing.queue_page(
+        rows = assignments.queue_page(
             session,
             offset=(page - 1) * page_size,
             limit=page_size,
@@ -164,7 +166,7 @@ def next_case(engine: Engine, actor: Actor, *, rubric: Rubric, after: str | None
     if actor.reviewer_id is None:
         return None
     with Session(read_only(engine)) as session:
-        return reviewing.next_queued_case(
+        return assignments.next_queued_case(
             session,
             reviewer_id=actor.reviewer_id,
             rubric_id=rubric.id,
@@ -214,7 +216,7 @@ def assign_cases(
     reviewers = [input_policy.identity_key(name) for name in reviewers]  # "Ana" is ana
     now = datetime.now(UTC)
     with Session(engine) as session:
-        people = reviewing.reviewers_by_name(session, names=reviewers)
+        people = storage.reviewers.reviewers_by_name(session, names=reviewers)
         unknown = sorted(set(reviewers) - set(people))
         if unknown:
             raise InputError(f"no reviewer named {', '.join(unknown)}", field="reviewers")
@@ -237,13 +239,13 @@ def assign_cases(
         load: Counter[str] = Counter()
         for name, person in people.items():
             assert person.id is not None
-            owned = reviewing.assigned_case_ids(
+            owned = assignments.assigned_case_ids(
                 session, reviewer_id=person.id, rubric_id=rubric.id, version=rubric.version
             )
             load[name] = len(owned)
             for case_id in owned:
                 holders.setdefault(case_id, set()).add(name)
-        existing_counts = reviewing.assignment_counts_by_case(
+        existing_counts = assignments.assignment_counts_by_case(
             session, rubric_id=rubric.id, version=rubric.version
         )
         rows: list[tuple[str, int, str, int, int | None]] = []
@@ -266,7 +268,7 @@ def assign_cases(
                 rows.append((case_id, reviewer_id, rubric.id, rubric.version, actor.reviewer_id))
                 load[name] += 1
                 added[name] += 1
-        reviewing.insert_assignments(session, rows=rows, now=now)
+        assignments.insert_assignments(session, rows=rows, now=now)
         audit.add_entry(
             session,
             actor=actor.name,
@@ -437,7 +439,7 @@ def informative_queue(
             session, case_ids=case_ids, evaluator_version=EVALUATOR_VERSION
         )
         actors = {
-            case_id: reviewing.event_actors_by_turn(session, case_id=case_id)
+            case_id: storage.cases.event_actors_by_turn(session, case_id=case_id)
             for case_id in case_ids
         }
         if audit_units is None:

@@ -26,7 +26,7 @@ from review_app.rubrics import (
     rubric_from_dict,
 )
 from review_app.services.people import Actor, authorize
-from storage import audit, reviewing
+from storage import audit, rubric_versions
 from storage.engine import read_only
 
 
@@ -113,11 +113,12 @@ def sync_rubrics(engine: Engine, actor: Actor, *, directory: Path | None = None)
     with Session(engine) as session:
         labeled = {
             f"{rubric_id}@{version}"
-            for rubric_id, version in reviewing.rubric_versions_with_labels(session)
+            for rubric_id, version in rubric_versions.rubric_versions_with_labels(session)
         }
         catalog.labeled = labeled
         stored_rows = {
-            f"{row.rubric_id}@{row.version}": row for row in reviewing.list_rubric_versions(session)
+            f"{row.rubric_id}@{row.version}": row
+            for row in rubric_versions.list_rubric_versions(session)
         }
         for ref, row in stored_rows.items():
             catalog.stored[ref] = rubric_from_dict(
@@ -152,7 +153,7 @@ def sync_rubrics(engine: Engine, actor: Actor, *, directory: Path | None = None)
                         "source": rubric.source,
                     },
                 )
-                reviewing.save_rubric_version(
+                rubric_versions.save_rubric_version(
                     session,
                     rubric_id=rubric.id,
                     version=rubric.version,
@@ -174,7 +175,7 @@ def has_labels(engine: Engine, actor: Actor, rubric: Rubric) -> bool:
     """Whether labels use this version now (a catalog's ``labeled`` is as of its sync)."""
     authorize(engine, actor, "reviewer")
     with Session(read_only(engine)) as session:
-        return reviewing.rubric_version_has_labels(
+        return rubric_versions.rubric_version_has_labels(
             session, rubric_id=rubric.id, version=rubric.version
         )
 

@@ -25,7 +25,7 @@ from review_app.formats import FORMATS, detect_format, read_cases
 from review_app.rubrics import Rubric
 from review_app.services.export import ExportResult
 from review_app.services.importing import ImportSummary, StoredConflicts, import_paths
-from review_app.services.judge import JudgeImportSummary, import_verdicts
+from review_app.services.judge_import import JudgeImportSummary, import_verdicts
 from review_app.services.labels_io import LabelImportSummary, import_labels
 from review_app.services.people import Actor, authorize
 from review_app.services.rubric_catalog import RubricCatalog

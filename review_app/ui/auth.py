@@ -11,15 +11,15 @@ else ``local``, where the one person using the app is an admin named
 
 from __future__ import annotations
 
-import getpass
 import os
 from dataclasses import dataclass
 
 import streamlit as st
 
+from review_app.services.people import local_user_name
+
 AUTH_ENV = "REVIEW_APP_AUTH"
 PROXY_HEADER_ENV = "REVIEW_APP_PROXY_HEADER"
-LOCAL_USER_ENV = "REVIEW_APP_LOCAL_USER"
 AUTH_MODES = ("oidc", "proxy", "local")
 
 
@@ -55,16 +55,6 @@ def read_proxy_header() -> str | None:
     """The identity header of this session's request (a seam tests can replace)."""
     value = st.context.headers.get(proxy_header_name())
     return value.strip() if value else None
-
-
-def local_user_name() -> str:
-    configured = os.environ.get(LOCAL_USER_ENV, "").strip()
-    if configured:
-        return configured
-    try:
-        return getpass.getuser()
-    except Exception:
-        return "local"
 
 
 def current_identity() -> Identity | None:

@@ -17,19 +17,20 @@ from sqlalchemy import Engine
 from review_app.errors import PermissionDenied
 from review_app.rubrics import Rubric, default_rubrics_dir
 from review_app.services.adjudication import DisagreementUnit, disagreement_queue
-from review_app.services.agreement import (
+from review_app.services.agreement_reports import (
     DashboardData,
     confusion_between,
     dashboard_data,
     label_token,
 )
 from review_app.services.cases import CaseView, case_fingerprint, load_case_view
-from review_app.services.judge import calibration_report, judge_token
+from review_app.services.database import database_url, open_database
+from review_app.services.judge_import import judge_token
+from review_app.services.judge_report import calibration_report
 from review_app.services.people import Actor, authorize, sign_in
 from review_app.services.queue import open_review_work
 from review_app.services.rubric_catalog import RubricCatalog, sync_rubrics
 from review_app.ui import auth
-from storage.engine import database_url, shared_engine
 
 PAGES_DIR = Path(__file__).resolve().parent / "views"
 
@@ -110,13 +111,13 @@ def keep(key: str) -> None:
 
 @st.cache_resource(show_spinner=False)
 def _engine(url: str) -> Engine:
-    return shared_engine(url)
+    return open_database(url)
 
 
 def engine() -> Engine:
-    # shared_engine keeps one engine per URL already; called directly, a page's several
+    # open_database keeps one engine per URL already; called directly, a page's several
     # calls skip the cache's argument hashing.
-    return shared_engine(database_url())
+    return open_database(database_url())
 
 
 def _rubric_signature(root: Path) -> tuple[tuple[str, float], ...]:
@@ -138,10 +139,6 @@ def catalog() -> RubricCatalog:
     who = authorize(engine(), actor(), "reviewer")
     root = default_rubrics_dir()
     return _catalog(database_url(), str(root), _rubric_signature(root), who)
-
-
-def refresh_catalog() -> None:
-    _catalog.clear()
 
 
 _CASE_VIEWS: OrderedDict[tuple[str, str, str], CaseView] = OrderedDict()

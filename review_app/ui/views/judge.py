@@ -8,7 +8,11 @@ import streamlit as st
 
 from review_app.errors import InputError, PermissionDenied
 from review_app.services.estimate import break_rate_estimate, estimate_headline
-from review_app.services.judge import disagreement_explorer, few_shot_material, fit_run_calibration
+from review_app.services.judge_report import (
+    disagreement_explorer,
+    few_shot_material,
+    fit_run_calibration,
+)
 from review_app.services.render import ALT_TEST_SENTENCE
 from review_app.services.uploads import import_verdict_upload
 from review_app.ui import charts, state

@@ -17,15 +17,15 @@ import numpy.typing as npt
 from sqlalchemy import Engine
 from sqlmodel import Session
 
+import storage.gold
 from review_app.agreement import RatingTable, agreement_summary
 from review_app.rubrics import Rubric
 from review_app.services.adjudication import gold_counts
 from review_app.services.label_table import load_rating_table, rating_table
 from review_app.services.people import Actor, authorize
-from storage import adjudication as queries
-from storage.adjudication import LabelColumns
+from storage import labels
 from storage.engine import read_only
-from storage.models import GoldLabel
+from storage.labels import LabelColumns
 
 IntArray = npt.NDArray[np.int64]
 __all__ = [
@@ -37,7 +37,6 @@ __all__ = [
     "load_label_columns",
     "load_rating_table",
     "rating_table",
-    "report_from_columns",
     "report_from_table",
 ]
 
@@ -46,14 +45,14 @@ def load_label_columns(engine: Engine, actor: Actor, *, rubric: Rubric) -> Label
     """Every reviewer's current labels (policy owners and admins)."""
     authorize(engine, actor, "policy_owner")
     with Session(read_only(engine)) as session:
-        return queries.current_label_columns(session, rubric_id=rubric.id, version=rubric.version)
+        return labels.current_label_columns(session, rubric_id=rubric.id, version=rubric.version)
 
 
 def label_token(engine: Engine, actor: Actor, *, rubric: Rubric) -> tuple[int, int, int, int]:
     """Changes whenever a label or gold label of the rubric version does (a cache key)."""
     authorize(engine, actor, "policy_owner")
     with Session(read_only(engine)) as session:
-        return queries.label_token(session, rubric_id=rubric.id, version=rubric.version)
+        return labels.label_token(session, rubric_id=rubric.id, version=rubric.version)
 
 
 def agreement_report(
@@ -63,26 +62,11 @@ def agreement_report(
     authorize(engine, actor, "policy_owner")
     with Session(read_only(engine)) as session:
         table = load_rating_table(session, rubric_id=rubric.id, version=rubric.version)
-        adjudicated = queries.current_gold(session, rubric_id=rubric.id, version=rubric.version)
+        adjudicated = storage.gold.current_gold(
+            session, rubric_id=rubric.id, version=rubric.version
+        )
     return report_from_table(
         table, rubric=rubric, adjudicated=adjudicated, n_resamples=n_resamples, seed=seed
-    )
-
-
-def report_from_columns(
-    columns: LabelColumns,
-    *,
-    rubric: Rubric,
-    adjudicated: dict[tuple[str, int], GoldLabel],
-    n_resamples: int = 1000,
-    seed: int = 0,
-) -> dict[str, Any]:
-    return report_from_table(
-        rating_table(columns),
-        rubric=rubric,
-        adjudicated=adjudicated,
-        n_resamples=n_resamples,
-        seed=seed,
     )
 
 
@@ -124,7 +108,9 @@ def dashboard_data(
     authorize(engine, actor, "policy_owner")
     with Session(read_only(engine)) as session:
         table = load_rating_table(session, rubric_id=rubric.id, version=rubric.version)
-        adjudicated = queries.current_gold(session, rubric_id=rubric.id, version=rubric.version)
+        adjudicated = storage.gold.current_gold(
+            session, rubric_id=rubric.id, version=rubric.version
+        )
     report = report_from_table(
         table, rubric=rubric, adjudicated=adjudicated, n_resamples=n_resamples
     )

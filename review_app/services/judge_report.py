@@ -1,0 +1,409 @@
+"""The calibration report of judge runs against humans, calibration maps, few-shot material.
+
+Reads verdicts stored by ``review_app.services.judge_import`` and
+``review_app.services.judge_runner``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from collections.abc import Sequence
+from typing import Any, Literal, cast
+
+from sqlalchemy import Engine
+from sqlmodel import Session
+
+from review_app import calibration
+from review_app.errors import InputError, NotFound
+from review_app.rubrics import Rubric
+from review_app.services.adjudication import gold_labels
+from review_app.services.agreement_reports import load_label_columns
+from review_app.services.cases import case_view
+from review_app.services.judge_import import _run_verdicts, run_name
+from review_app.services.people import Actor, authorize
+from review_app.stats.alt_test import DEFAULT_EPSILON, alt_test
+from storage import audit, judging
+from storage.engine import read_only
+from storage.models import JudgeRun
+
+
+def calibration_report(
+    engine: Engine,
+    actor: Actor,
+    *,
+    rubric: Rubric,
+    run_ids: Sequence[int] | None = None,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    epsilon: float = DEFAULT_EPSILON,
+) -> dict[str, Any]:
+    """How far each judge run agrees with humans, where it fails, and how to trust its scores.
+
+    Per run: ``alt_test`` (may the judge replace a reviewer? the headline, needs no
+    gold), ``like_for_like`` (judge and reviewers on the same units against the same
+    reference), ``vs_gold`` (with ``gold_source``) and ``vs_reviewers``. Turn-level
+    intervals resample conversations (cluster bootstrap); proportions have Wilson
+    intervals.
+    """
+    if isinstance(epsilon, bool) or not isinstance(epsilon, int | float) or not 0 <= epsilon < 1:
+        raise InputError(f"must be a number in [0, 1), got {epsilon!r}", field="--epsilon")
+    actor = authorize(engine, actor, "policy_owner")
+    gold = gold_labels(engine, actor, rubric=rubric)
+    columns = load_label_columns(engine, actor, rubric=rubric)
+    by_reviewer: dict[str, dict[tuple[str, int], str]] = defaultdict(dict)
+    for case_id, turn, reviewer, code in zip(
+        columns.case_ids, columns.turns, columns.reviewers, columns.codes, strict=True
+    ):
+        by_reviewer[reviewer][(case_id, turn)] = code
+    gold_codes = {unit: g.code for unit, g in gold.labels.items()}
+    break_mapping = rubric.break_mapping()
+    break_codes = set(rubric.break_codes)
+    ignore = tuple(rubric.abstain_codes)
+    runs = _run_verdicts(engine, rubric, run_ids)
+    report: dict[str, Any] = {
+        "rubric": rubric.ref,
+        "gold": gold.counts(),
+        "reviewers": sorted(by_reviewer),
+        "runs": [],
+    }
+    judged_by_run: dict[str, dict[tuple[str, int], str]] = {}
+    for run, rows in runs:
+        turn_rows = [r for r in rows if r.turn is not None]
+        judged: dict[tuple[str, int], str] = {}
+        for unit, r in _turn_units(rows):
+            if r.error is None and r.label is not None:
+                judged[unit] = r.label
+        judged_by_run[run_name(run)] = judged
+        entry: dict[str, Any] = {
+            "id": run.id,
+            "name": run_name(run),
+            "judge": run.judge,
+            "prompt_version": run.prompt_version,
+            "model": run.model,
+            "source": run.source,
+            "verdicts": len(rows),
+            "turn_verdicts": len(turn_rows),
+            "conversation_verdicts": len(rows) - len(turn_rows),
+            "errors": sum(1 for r in rows if r.error),
+        }
+        entry["alt_test"] = alt_test(
+            by_reviewer, judged, epsilon=epsilon, break_codes=break_codes, baseline=True
+        ).to_dict()
+        vs_gold = (
+            calibration.compare_to_reference(
+                reference=gold_codes,
+                judged=judged,
+                break_mapping=break_mapping,
+                ignore_codes=ignore,
+                n_resamples=n_resamples,
+                seed=seed,
+                cluster_of=_conversation_of,
+            )
+            if judged
+            else None
+        )
+        entry["vs_gold"] = vs_gold.to_dict() if vs_gold else None
+        entry["gold_source"] = _gold_source(gold, judged)
+        entry["vs_reviewers"] = {
+            reviewer: calibration.compare_to_reference(
+                reference=labels,
+                judged=judged,
+                break_mapping=break_mapping,
+                ignore_codes=ignore,
+                n_resamples=n_resamples,
+                seed=seed,
+                cluster_of=_conversation_of,
+            ).to_dict()
+            for reviewer, labels in sorted(by_reviewer.items())
+            if judged
+        }
+        entry["like_for_like"] = calibration.like_for_like(
+            by_reviewer,
+            judged,
+            cluster_of=_conversation_of,
+            n_resamples=min(n_resamples, 500),
+            seed=seed,
+        )
+        judge_first: dict[str, int | None] = {}
+        for (case_id, turn), code in sorted(judged.items()):
+            judge_first.setdefault(case_id, None)
+            if code in break_codes and judge_first[case_id] is None:
+                judge_first[case_id] = turn
+        gold_first = gold.first_break_turns(break_codes)
+        shared_cases = {c: gold_first[c] for c in gold_first if c in judge_first}
+        entry["first_break"] = (
+            calibration.first_break_comparison(
+                reference=shared_cases, judged={c: judge_first[c] for c in shared_cases}
+            ).to_dict()
+            if shared_cases
+            else None
+        )
+        entry["scores"] = _score_section(run, turn_rows, gold_codes, break_mapping)
+        entry["disagreements"] = _disagreements(turn_rows, gold_codes, break_mapping)
+        report["runs"].append(entry)
+    # Only runs with codes: one without (scores only, or conversation-level only) would
+    # leave no shared unit to compare the others on.
+    coded_runs = {name: judged for name, judged in judged_by_run.items() if judged}
+    if len(coded_runs) >= 2:
+        report["versions"] = calibration.compare_prompt_versions(
+            verdicts=coded_runs,
+            reference=gold_codes,
+            break_mapping=break_mapping,
+            ignore_codes=ignore,
+            n_resamples=min(n_resamples, 300),
+            seed=seed,
+        ).to_dict()
+    return report
+
+
+def _conversation_of(unit: tuple[str, int]) -> str:
+    return unit[0]
+
+
+def _gold_source(gold: Any, judged: dict[tuple[str, int], str]) -> dict[str, Any]:
+    """Where the gold behind ``vs_gold`` came from, on the judged units."""
+    sources = [g.source for unit, g in gold.labels.items() if unit in judged]
+    counts = {name: sources.count(name) for name in ("adjudicated", "unanimous")}
+    return {
+        **counts,
+        "note": "gold from adjudication and unanimous reviewers is not a random sample: "
+        "unanimous units are the easy ones, so figures against it flatter the judge",
+    }
+
+
+def _turn_units(
+    rows: Sequence[judging.VerdictRow],
+) -> list[tuple[tuple[str, int], judging.VerdictRow]]:
+    """Turn-level verdicts with their unit (conversation-level ones left out)."""
+    return [((r.case_id, r.turn), r) for r in rows if r.turn is not None]
+
+
+def _binary_pairs(
+    rows: list[judging.VerdictRow],
+    gold_codes: dict[tuple[str, int], str],
+    break_mapping: dict[str, str | None],
+) -> tuple[list[int], list[float]]:
+    y_true, scores = [], []
+    for unit, row in _turn_units(rows):
+        code = gold_codes.get(unit)
+        if code is None or row.score is None or row.error is not None:
+            continue
+        mapped = break_mapping.get(code)
+        if mapped is None:
+            continue
+        y_true.append(1 if mapped == "break" else 0)
+        scores.append(row.score)
+    return y_true, scores
+
+
+def _score_section(
+    run: JudgeRun,
+    rows: list[judging.VerdictRow],
+    gold_codes: dict[tuple[str, int], str],
+    break_mapping: dict[str, str | None],
+) -> dict[str, Any] | None:
+    y_true, scores = _binary_pairs(rows, gold_codes, break_mapping)
+    if not scores:
+        return None
+    section: dict[str, Any] = {"n": len(scores)}
+    section["sweep"] = calibration.threshold_sweep(y_true=y_true, scores=scores).to_dict()
+    section["reliability"] = calibration.reliability(y_true=y_true, probabilities=scores).to_dict()
+    if run.calibration_json:
+        stored = calibration.CalibrationMap.from_dict(json.loads(run.calibration_json))
+        calibrated = [float(v) for v in stored.transform(scores)]
+        section["calibration_map"] = stored.to_dict()
+        section["calibrated_reliability"] = calibration.reliability(
+            y_true=y_true, probabilities=calibrated
+        ).to_dict()
+    return section
+
+
+def _disagreements(
+    rows: list[judging.VerdictRow],
+    gold_codes: dict[tuple[str, int], str],
+    break_mapping: dict[str, str | None],
+) -> list[dict[str, Any]]:
+    found = []
+    for unit, row in _turn_units(rows):
+        reference = gold_codes.get(unit)
+        if reference is None or row.label is None or row.error is not None:
+            continue
+        kind = calibration.classify_disagreement(reference, row.label, break_mapping)
+        if kind == "agree":
+            continue
+        found.append(
+            {
+                "case_id": row.case_id,
+                "turn": row.turn,
+                "gold": reference,
+                "judge": row.label,
+                "score": row.score,
+                "reason": row.reason,
+                "kind": kind,
+            }
+        )
+    return found
+
+
+def fit_run_calibration(
+    engine: Engine,
+    actor: Actor,
+    *,
+    rubric: Rubric,
+    run_id: int,
+    method: str = "isotonic",
+    cv: int = 5,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Fit a score calibration map on the gold units and store it with the run."""
+    actor = authorize(engine, actor, "policy_owner")
+    if method not in ("isotonic", "platt"):
+        raise InputError("--method is isotonic or platt", field="--method")
+    gold = gold_labels(engine, actor, rubric=rubric)
+    gold_codes = {unit: g.code for unit, g in gold.labels.items()}
+    [(_, rows)] = _run_verdicts(engine, rubric, [run_id])
+    y_true, scores = _binary_pairs(
+        [r for r in rows if r.turn is not None], gold_codes, rubric.break_mapping()
+    )
+    try:
+        fitted = calibration.fit_calibration_map(
+            y_true=y_true,
+            scores=scores,
+            method=cast(Literal["isotonic", "platt"], method),
+            cv=cv,
+            seed=seed,
+        )
+    except ValueError as error:
+        raise InputError(f"cannot calibrate run {run_id}: {error}", field="--run") from None
+    with Session(engine) as session:
+        stored = judging.get_run(session, run_id=run_id)
+        assert stored is not None
+        before = stored.calibration_json is not None
+        judging.touch_run(
+            session, stored, calibration_json=json.dumps(fitted.to_dict(), sort_keys=True)
+        )
+        audit.add_entry(
+            session,
+            actor=actor.name,
+            action="calibration_fit",
+            object_type="judge_run",
+            object_key=str(run_id),
+            summary={"rubric": rubric.ref, "method": method, "replaced_a_map": before},
+        )
+        session.commit()
+    return fitted.to_dict()
+
+
+def calibrated_probability(
+    engine: Engine, actor: Actor, *, run_id: int, scores: Sequence[float]
+) -> list[float]:
+    authorize(engine, actor, "policy_owner")
+    with Session(read_only(engine)) as session:
+        run = judging.get_run(session, run_id=run_id)
+        if run is None:
+            raise NotFound(f"no judge run {run_id}")
+        if not run.calibration_json:
+            raise InputError(f"run {run_id} has no calibration map yet", field="--run")
+        mapping = calibration.CalibrationMap.from_dict(json.loads(run.calibration_json))
+    return [float(v) for v in mapping.transform(list(scores))]
+
+
+def few_shot_material(
+    engine: Engine,
+    actor: Actor,
+    *,
+    rubric: Rubric,
+    run_id: int | None = None,
+    per_label: int = 1,
+    seed: int = 0,
+) -> list[dict[str, Any]]:
+    """Adjudicated contrasting examples (pass / fail / borderline per label) for a prompt."""
+    actor = authorize(engine, actor, "policy_owner")
+    gold = gold_labels(engine, actor, rubric=rubric)
+    judge_codes: dict[tuple[str, int], str] = {}
+    if run_id is not None:
+        [(_, rows)] = _run_verdicts(engine, rubric, [run_id])
+        for r in rows:
+            if r.turn is not None and r.label is not None:
+                judge_codes[(r.case_id, r.turn)] = r.label
+    columns = load_label_columns(engine, actor, rubric=rubric)
+    agreement: Counter[tuple[str, int]] = Counter()
+    raters: Counter[tuple[str, int]] = Counter()
+    for case_id, turn, code in zip(columns.case_ids, columns.turns, columns.codes, strict=True):
+        raters[(case_id, turn)] += 1
+        if gold.labels.get((case_id, turn)) and gold.labels[(case_id, turn)].code == code:
+            agreement[(case_id, turn)] += 1
+    candidates = []
+    with Session(read_only(engine)) as session:
+        by_case: dict[str, Any] = {}
+        for (case_id, turn), entry in sorted(gold.labels.items()):
+            if entry.source != "adjudicated" and not entry.calibration_item:
+                continue
+            if case_id not in by_case:
+                by_case[case_id] = case_view(session, case_id=case_id)
+            view = by_case[case_id]
+            texts = [t for t in view.turns if t.turn <= turn]
+            reply = texts[-1].text if texts and texts[-1].turn == turn else ""
+            context = next((t.text for t in reversed(texts[:-1]) if t.actor == "user"), "")
+            candidates.append(
+                {
+                    "case_id": case_id,
+                    "turn": turn,
+                    "label": entry.code,
+                    "reply": reply or "",
+                    "context": context or "",
+                    "why": entry.note or "",
+                    "judge_label": judge_codes.get((case_id, turn)),
+                    "agreement": agreement[(case_id, turn)] / raters[(case_id, turn)]
+                    if raters[(case_id, turn)]
+                    else 0.0,
+                }
+            )
+    return calibration.few_shot_examples(
+        candidates,
+        verdict_by_code={label.code: label.verdict for label in rubric.labels},
+        per_label=per_label,
+        seed=seed,
+    )
+
+
+def disagreement_explorer(
+    engine: Engine,
+    actor: Actor,
+    *,
+    rubric: Rubric,
+    report_run: dict[str, Any],
+    kind: str | None = None,
+    label: str | None = None,
+) -> list[dict[str, Any]]:
+    """A run's disagreements with gold beside the reviewers' rationales, filtered.
+
+    ``kind``: ``missed_break`` (the judge misses a break), ``false_alarm`` (it flags a
+    clean turn), ``wrong_break_kind``; ``label``: gold or judge code.
+    """
+    import storage.labels
+
+    authorize(engine, actor, "policy_owner")
+    rows = [
+        item
+        for item in report_run.get("disagreements", [])
+        if (kind is None or item["kind"] == kind)
+        and (label is None or label in (item["gold"], item["judge"]))
+    ]
+    with Session(read_only(engine)) as session:
+        cache: dict[str, list[Any]] = {}
+        for item in rows:
+            if item["case_id"] not in cache:
+                cache[item["case_id"]] = storage.labels.labels_for_case(
+                    session,
+                    case_id=item["case_id"],
+                    rubric_id=rubric.id,
+                    version=rubric.version,
+                )
+            item["human"] = [
+                {"reviewer": r.reviewer, "label": r.code, "rationale": r.rationale}
+                for r in cache[item["case_id"]]
+                if r.turn == item["turn"]
+            ]
+    return rows

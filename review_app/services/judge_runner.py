@@ -1,0 +1,466 @@
+"""Running a judge prompt against an OpenAI-compatible chat endpoint.
+
+Talks to any OpenAI-compatible endpoint (OpenAI, vLLM, Ollama, llama.cpp's server) with
+bounded concurrency, retries with backoff, and resumption: verdicts are stored as they
+arrive, and a second run of the same judge skips the units already answered (endpoint
+failures are retried, unparseable answers are kept as errors: at temperature 0 they
+would repeat).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+from sqlalchemy import Engine
+from sqlmodel import Session
+
+from review_app import input_policy
+from review_app.errors import InputError
+from review_app.judging import (
+    JudgeAnswerError,
+    JudgePrompt,
+    parse_judge_answer,
+    render_prompt,
+)
+from review_app.rubrics import Rubric
+from review_app.services.cases import case_view
+from review_app.services.judge_import import run_name
+from review_app.services.people import Actor, authorize
+from storage import audit, judging
+from storage.cases import list_case_summaries
+from storage.engine import read_only
+
+API_KEY_ENV = "REVIEW_APP_JUDGE_API_KEY"
+BASE_URL_ENV = "REVIEW_APP_JUDGE_BASE_URL"
+MODEL_ENV = "REVIEW_APP_JUDGE_MODEL"
+ENDPOINT_ERROR = "endpoint"
+"""``error_kind`` of a failed call to the endpoint: the next run of the judge retries it."""
+RESPONSE_FORMATS = ("text", "json_object", "json_object_schema", "json_schema")
+ANSWER_ERROR = "answer"
+"""``error_kind`` of an answer that could not be parsed: kept (at temperature 0 it repeats)."""
+
+
+@dataclass(frozen=True)
+class EndpointSettings:
+    base_url: str
+    model: str
+    api_key: str | None = None
+    concurrency: int = 4
+    retries: int = 3
+    timeout: float = 120.0
+    max_tokens: int = 300
+    response_format: str = "json_object"
+    """``text`` (nothing asked), ``json_object`` (OpenAI, vLLM, llama.cpp),
+    ``json_object_schema`` (llama.cpp's server: a JSON object constrained to the
+    verdict's schema) or ``json_schema`` (OpenAI structured outputs, vLLM)."""
+
+    @classmethod
+    def from_options(
+        cls, *, base_url: str | None, model: str | None, api_key: str | None, **options: Any
+    ) -> EndpointSettings:
+        url = base_url or os.environ.get(BASE_URL_ENV) or os.environ.get("OPENAI_BASE_URL")
+        name = model or os.environ.get(MODEL_ENV)
+        if not url:
+            raise InputError(f"give --base-url (or set {BASE_URL_ENV})", field="--base-url")
+        if not name:
+            raise InputError(f"give --model (or set {MODEL_ENV})", field="--model")
+        name = input_policy.check_name(name, field="--model", what="a model name")
+        key = api_key or os.environ.get(API_KEY_ENV) or os.environ.get("OPENAI_API_KEY")
+        settings = cls(base_url=url.rstrip("/"), model=name, api_key=key, **options)
+        if settings.concurrency < 1:
+            raise InputError("--concurrency is at least 1", field="--concurrency")
+        if settings.retries < 0:
+            raise InputError("--retries is at least 0", field="--retries")
+        if settings.response_format not in RESPONSE_FORMATS:
+            raise InputError(
+                f"--response-format is one of {', '.join(RESPONSE_FORMATS)}",
+                field="--response-format",
+            )
+        return settings
+
+
+@dataclass
+class JudgeRunSummary:
+    run_id: int
+    name: str
+    units: int
+    skipped: int
+    answered: int = 0
+    answer_errors: int = 0
+    endpoint_errors: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+
+    def line(self) -> str:
+        rate = self.answered / self.seconds if self.seconds else 0.0
+        return (
+            f"run {self.run_id} {self.name}: {self.units} units, {self.skipped} already done; "
+            f"answered {self.answered}, unparseable answers {self.answer_errors}, endpoint "
+            f"failures {self.endpoint_errors}; {self.seconds:.1f} s ({rate:.2f} units/s), "
+            f"tokens {self.prompt_tokens} in / {self.completion_tokens} out"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class _Job:
+    case_id: str
+    turn: int
+    messages: list[dict[str, str]]
+
+
+@dataclass
+class _Outcome:
+    job: _Job
+    label: str | None = None
+    score: float | None = None
+    reason: str | None = None
+    error: str | None = None
+    error_kind: str | None = None
+    latency_ms: int = 0
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+def verdict_schema(rubric: Rubric) -> dict[str, Any]:
+    """JSON schema of the answer a judge must give."""
+    return {
+        "type": "object",
+        "properties": {
+            "label": {"type": "string", "enum": list(rubric.codes)},
+            "score": {"type": "number", "minimum": 0, "maximum": 1},
+            "reason": {"type": "string"},
+        },
+        "required": ["label", "score", "reason"],
+        "additionalProperties": False,
+    }
+
+
+def _response_format(kind: str, rubric: Rubric) -> dict[str, Any] | None:
+    if kind == "json_object":
+        return {"type": "json_object"}
+    if kind == "json_object_schema":
+        return {"type": "json_object", "schema": verdict_schema(rubric)}
+    if kind == "json_schema":
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": "verdict", "schema": verdict_schema(rubric), "strict": True},
+        }
+    return None
+
+
+async def _ask(
+    client: httpx.AsyncClient,
+    settings: EndpointSettings,
+    job: _Job,
+    rubric: Rubric,
+    limiter: asyncio.Semaphore,
+) -> _Outcome:
+    body: dict[str, Any] = {
+        "model": settings.model,
+        "messages": job.messages,
+        "temperature": 0,
+        "max_tokens": settings.max_tokens,
+    }
+    response_format = _response_format(settings.response_format, rubric)
+    if response_format is not None:
+        body["response_format"] = response_format
+    headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
+    async with limiter:
+        started = time.perf_counter()
+        last_problem = "no attempt"
+        for attempt in range(settings.retries + 1):
+            if attempt:
+                await asyncio.sleep(min(30.0, 0.5 * 2 ** (attempt - 1)) * (1 + random.random()))
+            try:
+                response = await client.post(
+                    f"{settings.base_url}/chat/completions", json=body, headers=headers
+                )
+            except httpx.HTTPError as error:
+                last_problem = f"{type(error).__name__}: {error}"
+                continue
+            if response.status_code == 429 or response.status_code >= 500:
+                last_problem = f"HTTP {response.status_code}"
+                retry_after = response.headers.get("retry-after", "")
+                if retry_after.isdigit() and attempt < settings.retries:
+                    await asyncio.sleep(min(60, int(retry_after)))
+                continue
+            latency = int((time.perf_counter() - started) * 1000)
+            if response.status_code >= 400:
+                return _Outcome(
+                    job,
+                    error=f"HTTP {response.status_code}: {response.text[:300]!r}",
+                    error_kind=ENDPOINT_ERROR,
+                    latency_ms=latency,
+                )
+            try:
+                payload = response.json()
+                content = payload["choices"][0]["message"]["content"] or ""
+                usage = payload.get("usage") or {}
+            except (ValueError, KeyError, IndexError, TypeError, AttributeError, RecursionError):
+                content, usage = None, None
+            if not isinstance(content, str) or not isinstance(usage, dict):
+                return _Outcome(
+                    job,
+                    error="not a chat-completions response",
+                    error_kind=ENDPOINT_ERROR,
+                    latency_ms=latency,
+                )
+            outcome = _Outcome(
+                job,
+                latency_ms=latency,
+                prompt_tokens=_token_count(usage.get("prompt_tokens")),
+                completion_tokens=_token_count(usage.get("completion_tokens")),
+            )
+            try:
+                answer = parse_judge_answer(content, rubric=rubric)
+            except JudgeAnswerError as error:
+                outcome.error = f"{error}; the answer was: {content[:500]!r}"
+                outcome.error_kind = ANSWER_ERROR
+                return outcome
+            outcome.label, outcome.score, outcome.reason = answer.label, answer.score, answer.reason
+            return outcome
+        return _Outcome(
+            job,
+            error=f"{last_problem} after {settings.retries + 1} attempts",
+            error_kind=ENDPOINT_ERROR,
+            latency_ms=int((time.perf_counter() - started) * 1000),
+        )
+
+
+def _token_count(value: Any) -> int | None:
+    """A token count from a response's ``usage``; anything but a count is unknown."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return None
+
+
+def select_case_ids(
+    engine: Engine,
+    *,
+    case_ids: Sequence[str] | None = None,
+    lane: str | None = None,
+    limit: int | None = None,
+) -> list[str]:
+    from review_app.evaluator import EVALUATOR_VERSION
+
+    with Session(read_only(engine)) as session:
+        rows = list_case_summaries(
+            session,
+            evaluator_version=EVALUATOR_VERSION,
+            lanes=[lane] if lane else None,
+            case_ids=list(case_ids) if case_ids else None,
+            limit=limit,
+        )
+    found = [row.case_id for row in rows]
+    if case_ids:
+        missing = sorted(set(case_ids) - set(found))
+        if missing:
+            raise InputError(f"no case {missing[0]!r} in the database", field="--case")
+    return found
+
+
+def run_judge(
+    engine: Engine,
+    actor: Actor,
+    *,
+    rubric: Rubric,
+    prompt: JudgePrompt,
+    settings: EndpointSettings,
+    case_ids: Sequence[str],
+    progress: Callable[[int, int], None] | None = None,
+) -> JudgeRunSummary:
+    """Judge every labelable turn of ``case_ids``; store verdicts as they come (resumable)."""
+    actor = authorize(engine, actor, "policy_owner")
+    params = {
+        "base_url": settings.base_url,
+        "max_tokens": settings.max_tokens,
+        "response_format": settings.response_format,
+        "temperature": 0,
+        "prompt_source": prompt.source,
+    }
+    with Session(engine) as session:
+        run = judging.find_run(
+            session,
+            judge=prompt.judge,
+            prompt_version=prompt.version,
+            model=settings.model,
+            rubric_id=rubric.id,
+            version=rubric.version,
+        )
+        if run is None:
+            run = judging.create_run(
+                session,
+                judge=prompt.judge,
+                prompt_version=prompt.version,
+                model=settings.model,
+                rubric_id=rubric.id,
+                rubric_version=rubric.version,
+                prompt_sha256=prompt.sha256,
+                source="run",
+                status="running",
+                params_json=json.dumps(params, sort_keys=True),
+            )
+        elif run.prompt_sha256 and run.prompt_sha256 != prompt.sha256:
+            raise InputError(
+                f"{prompt.source} changed since run {run.id} used {prompt.ref}; a prompt "
+                "version is immutable once run: save the change as a new version",
+                field="--prompt",
+            )
+        assert run.id is not None
+        run_id, name = run.id, run_name(run)
+        done = {
+            (v.case_id, v.turn)
+            for v in judging.verdicts(session, run_id=run_id)
+            if v.error_kind != ENDPOINT_ERROR
+        }
+        units = judging.assistant_units(session, case_ids=list(case_ids), actor=rubric.applies_to)
+        session.commit()
+    todo = [unit for unit in units if unit not in done]
+    summary = JudgeRunSummary(
+        run_id=run_id, name=name, units=len(units), skipped=len(units) - len(todo)
+    )
+    jobs: list[_Job] = []
+    views: dict[str, Any] = {}
+    with Session(read_only(engine)) as session:
+        for case_id, turn in todo:
+            if case_id not in views:
+                views[case_id] = case_view(session, case_id=case_id)
+            view = views[case_id]
+            events = []
+            for event in view.turns:
+                events.append(
+                    {
+                        "turn": event.turn,
+                        "actor": event.actor,
+                        "text": event.text,
+                        "observed_actions": event.actions,
+                        "set_role": event.set_role,
+                    }
+                )
+                if event.turn == turn:
+                    break
+            jobs.append(
+                _Job(
+                    case_id,
+                    turn,
+                    render_prompt(
+                        prompt,
+                        rubric=rubric,
+                        chatbot_role=view.chatbot_role,
+                        events=events,
+                        turn=turn,
+                    ),
+                )
+            )
+    started = time.perf_counter()
+    if jobs:
+        asyncio.run(_run_jobs(engine, run_id, jobs, rubric, settings, summary, progress))
+    summary.seconds = time.perf_counter() - started
+    with Session(engine) as session:
+        run = judging.get_run(session, run_id=run_id)
+        assert run is not None
+        previous = json.loads(run.summary_json) if run.summary_json else {}
+        totals = {
+            "seconds": previous.get("seconds", 0.0) + summary.seconds,
+            "prompt_tokens": previous.get("prompt_tokens", 0) + summary.prompt_tokens,
+            "completion_tokens": previous.get("completion_tokens", 0) + summary.completion_tokens,
+            "last": summary.to_dict(),
+        }
+        judging.touch_run(
+            session,
+            run,
+            summary_json=json.dumps(totals, sort_keys=True),
+            # From what is stored, not from this pass alone: a pass over some of the
+            # cases must not call a run complete while other units still wait for retry.
+            status="partial"
+            if judging.count_errors(session, run_id=run_id, kind=ENDPOINT_ERROR)
+            else "complete",
+        )
+        audit.add_entry(
+            session,
+            actor=actor.name,
+            action="judge_run",
+            object_type="judge_run",
+            object_key=str(run_id),
+            summary={"rubric": rubric.ref, "run": name, **summary.to_dict()},
+        )
+        session.commit()
+    return summary
+
+
+async def _run_jobs(
+    engine: Engine,
+    run_id: int,
+    jobs: list[_Job],
+    rubric: Rubric,
+    settings: EndpointSettings,
+    summary: JudgeRunSummary,
+    progress: Callable[[int, int], None] | None,
+) -> None:
+    limiter = asyncio.Semaphore(settings.concurrency)
+    pending: list[_Outcome] = []
+    finished = 0
+    limits = httpx.Limits(max_connections=settings.concurrency)
+    async with httpx.AsyncClient(timeout=settings.timeout, limits=limits) as client:
+        tasks = [asyncio.create_task(_ask(client, settings, job, rubric, limiter)) for job in jobs]
+        for next_done in asyncio.as_completed(tasks):
+            outcome = await next_done
+            pending.append(outcome)
+            finished += 1
+            if outcome.error is None:
+                summary.answered += 1
+            elif outcome.error_kind == ANSWER_ERROR:
+                summary.answer_errors += 1
+            else:
+                summary.endpoint_errors += 1
+            summary.prompt_tokens += outcome.prompt_tokens or 0
+            summary.completion_tokens += outcome.completion_tokens or 0
+            if progress:
+                progress(finished, len(jobs))
+            if len(pending) >= 10:
+                _store(engine, run_id, pending)
+                pending = []
+    _store(engine, run_id, pending)
+
+
+def _store(engine: Engine, run_id: int, outcomes: list[_Outcome]) -> None:
+    if not outcomes:
+        return
+    with Session(engine) as session:
+        judging.replace_verdicts(
+            session,
+            run_id=run_id,
+            now=datetime.now(UTC),
+            rows=[
+                (
+                    o.job.case_id,
+                    o.job.turn,
+                    o.label,
+                    o.score,
+                    o.reason,
+                    o.error,
+                    o.error_kind,
+                    o.latency_ms,
+                    o.prompt_tokens,
+                    o.completion_tokens,
+                )
+                for o in outcomes
+            ],
+        )
+        session.commit()
+
+
+# --- runs and the calibration report ---------------------------------------------------------

@@ -1,0 +1,433 @@
+"""Queries on assignments: who reviews which case, queues, progress (the ``assignments`` table)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import and_, func, select
+from sqlmodel import Session, col
+
+from storage.bulk import in_chunks, insert_ignoring_conflicts, insert_rows, timestamp_param
+from storage.models import (
+    Assignment,
+    Case,
+    Evaluation,
+    Event,
+    Label,
+    utcnow,
+)
+
+
+def assigned_case_ids(
+    session: Session, *, reviewer_id: int, rubric_id: str, version: int
+) -> set[str]:
+    query = select(col(Assignment.case_id)).where(
+        col(Assignment.reviewer_id) == reviewer_id,
+        col(Assignment.rubric_id) == rubric_id,
+        col(Assignment.rubric_version) == version,
+    )
+    return set(session.scalars(query))
+
+
+def assignment_counts_by_case(
+    session: Session, *, rubric_id: str, version: int, case_ids: Sequence[str] | None = None
+) -> dict[str, int]:
+    query = (
+        select(col(Assignment.case_id), func.count())
+        .where(col(Assignment.rubric_id) == rubric_id, col(Assignment.rubric_version) == version)
+        .group_by(col(Assignment.case_id))
+    )
+    if case_ids is not None:
+        query = query.where(col(Assignment.case_id).in_(list(case_ids)))
+    return {case_id: count for case_id, count in session.execute(query)}
+
+
+_ASSIGNMENT_KEYS = ("reviewer_id", "rubric_id", "rubric_version", "case_id")
+
+
+def insert_assignments(
+    session: Session,
+    *,
+    rows: Sequence[tuple[str, int, str, int, int | None]],
+    now: datetime,
+) -> None:
+    """Bulk-add ``(case_id, reviewer_id, rubric_id, version, assigned_by)`` rows; a pair
+    that exists already (a reviewer's first save a moment ago) is left as it is."""
+    statement = insert_ignoring_conflicts(session.connection(), Assignment, keys=_ASSIGNMENT_KEYS)
+    for start in range(0, len(rows), 1000):
+        session.execute(
+            statement,
+            [
+                {
+                    "case_id": case_id,
+                    "reviewer_id": reviewer_id,
+                    "rubric_id": rubric_id,
+                    "rubric_version": version,
+                    "assigned_by": assigned_by,
+                    "created_at": now,
+                    "labeled_turns": 0,
+                }
+                for case_id, reviewer_id, rubric_id, version, assigned_by in rows[
+                    start : start + 1000
+                ]
+            ],
+        )
+
+
+def lock_assignment(
+    session: Session, *, case_id: str, reviewer_id: int, rubric_id: str, version: int
+) -> int:
+    """Create the reviewer's assignment to the case if missing, lock it, return its id.
+
+    Every change to a reviewer's labels on a case takes this row lock first
+    (``SELECT ... FOR UPDATE`` on PostgreSQL; SQLite's ``BEGIN IMMEDIATE`` already
+    serialises writers), so concurrent saves by one reviewer on one case run one
+    after the other: each sees the label the previous one stored, and the progress
+    count is exact.
+    """
+    connection = session.connection()
+    session.execute(
+        insert_ignoring_conflicts(connection, Assignment, keys=_ASSIGNMENT_KEYS).values(
+            case_id=case_id,
+            reviewer_id=reviewer_id,
+            rubric_id=rubric_id,
+            rubric_version=version,
+            assigned_by=reviewer_id,
+            created_at=utcnow(),
+            labeled_turns=0,
+        )
+    )
+    query = (
+        select(col(Assignment.id))
+        .where(
+            col(Assignment.case_id) == case_id,
+            col(Assignment.reviewer_id) == reviewer_id,
+            col(Assignment.rubric_id) == rubric_id,
+            col(Assignment.rubric_version) == version,
+        )
+        .with_for_update()
+    )
+    return int(session.execute(query).scalar_one())
+
+
+def lock_assignments(
+    session: Session, *, rubric_id: str, version: int, pairs: Sequence[tuple[str, int]]
+) -> None:
+    """:func:`lock_assignment` for many ``(case_id, reviewer_id)`` pairs, in sorted order
+    (every multi-row locker takes them in the same order, so none waits in a cycle)."""
+    now = utcnow()
+    connection = session.connection()
+    ordered = sorted(set(pairs))
+    for start in range(0, len(ordered), 500):
+        chunk = ordered[start : start + 500]
+        session.execute(
+            insert_ignoring_conflicts(connection, Assignment, keys=_ASSIGNMENT_KEYS),
+            [
+                {
+                    "case_id": case_id,
+                    "reviewer_id": reviewer_id,
+                    "rubric_id": rubric_id,
+                    "rubric_version": version,
+                    "assigned_by": reviewer_id,
+                    "created_at": now,
+                    "labeled_turns": 0,
+                }
+                for case_id, reviewer_id in chunk
+            ],
+        )
+    if connection.dialect.name != "postgresql":
+        return
+    for start in range(0, len(ordered), 500):
+        chunk = ordered[start : start + 500]
+        case_ids = sorted({case_id for case_id, _ in chunk})
+        reviewer_ids = sorted({reviewer_id for _, reviewer_id in chunk})
+        session.execute(
+            select(col(Assignment.id))
+            .where(
+                col(Assignment.rubric_id) == rubric_id,
+                col(Assignment.rubric_version) == version,
+                col(Assignment.case_id).in_(case_ids),
+                col(Assignment.reviewer_id).in_(reviewer_ids),
+            )
+            .order_by(col(Assignment.case_id), col(Assignment.reviewer_id))
+            .with_for_update()
+        ).all()
+
+
+def get_assignment(
+    session: Session, *, case_id: str, reviewer_id: int, rubric_id: str, version: int
+) -> Assignment | None:
+    query = select(Assignment).where(
+        col(Assignment.case_id) == case_id,
+        col(Assignment.reviewer_id) == reviewer_id,
+        col(Assignment.rubric_id) == rubric_id,
+        col(Assignment.rubric_version) == version,
+    )
+    return session.scalars(query).first()
+
+
+@dataclass(frozen=True, slots=True)
+class QueueRow:
+    case_id: str
+    lane: str | None
+    n_assistant_turns: int
+    labeled_turns: int
+    completed: bool
+    first_violation_turn: int | None
+
+
+def _queue_query(
+    *,
+    reviewer_id: int,
+    rubric_id: str,
+    version: int,
+    evaluator_version: str,
+    lane: str | None,
+    only_unlabeled: bool,
+) -> Any:
+    query = (
+        select(
+            col(Assignment.case_id),
+            col(Evaluation.lane),
+            col(Case.n_assistant_turns),
+            col(Assignment.labeled_turns),
+            col(Assignment.completed_at),
+            col(Evaluation.first_violation_turn),
+        )
+        .join(Case, col(Case.case_id) == col(Assignment.case_id))
+        .outerjoin(
+            Evaluation,
+            and_(
+                col(Evaluation.case_id) == col(Assignment.case_id),
+                col(Evaluation.evaluator_version) == evaluator_version,
+            ),
+        )
+        .where(
+            col(Assignment.reviewer_id) == reviewer_id,
+            col(Assignment.rubric_id) == rubric_id,
+            col(Assignment.rubric_version) == version,
+        )
+    )
+    if lane is not None:
+        query = query.where(col(Evaluation.lane) == lane)
+    if only_unlabeled:
+        query = query.where(col(Assignment.completed_at).is_(None))
+    return query
+
+
+def queue_page(
+    session: Session,
+    *,
+    reviewer_id: int,
+    rubric_id: str,
+    version: int,
+    evaluator_version: str,
+    lane: str | None = None,
+    only_unlabeled: bool = False,
+    offset: int = 0,
+    limit: int = 25,
+) -> list[QueueRow]:
+    query = (
+        _queue_query(
+            reviewer_id=reviewer_id,
+            rubric_id=rubric_id,
+            version=version,
+            evaluator_version=evaluator_version,
+            lane=lane,
+            only_unlabeled=only_unlabeled,
+        )
+        .order_by(col(Assignment.case_id))
+        .offset(offset)
+        .limit(limit)
+    )
+    return [
+        QueueRow(case_id, lane_, n, labeled, completed is not None, first)
+        for case_id, lane_, n, labeled, completed, first in session.execute(query)
+    ]
+
+
+def queue_count(
+    session: Session,
+    *,
+    reviewer_id: int,
+    rubric_id: str,
+    version: int,
+    evaluator_version: str,
+    lane: str | None = None,
+    only_unlabeled: bool = False,
+) -> int:
+    # Counted on assignments alone (their case always exists: foreign key), joining
+    # the evaluations only to filter by lane: the join on cases cost most of the time.
+    query = (
+        select(func.count())
+        .select_from(Assignment)
+        .where(
+            col(Assignment.reviewer_id) == reviewer_id,
+            col(Assignment.rubric_id) == rubric_id,
+            col(Assignment.rubric_version) == version,
+        )
+    )
+    if lane is not None:
+        query = query.join(
+            Evaluation,
+            and_(
+                col(Evaluation.case_id) == col(Assignment.case_id),
+                col(Evaluation.evaluator_version) == evaluator_version,
+            ),
+        ).where(col(Evaluation.lane) == lane)
+    if only_unlabeled:
+        query = query.where(col(Assignment.completed_at).is_(None))
+    return int(session.execute(query).scalar_one())
+
+
+def queue_progress(
+    session: Session, *, reviewer_id: int, rubric_id: str, version: int
+) -> tuple[int, int]:
+    """``(completed cases, assigned cases)`` for one reviewer and rubric version."""
+    query = select(func.count(), func.count(col(Assignment.completed_at))).where(
+        col(Assignment.reviewer_id) == reviewer_id,
+        col(Assignment.rubric_id) == rubric_id,
+        col(Assignment.rubric_version) == version,
+    )
+    total, completed = session.execute(query).one()
+    return int(completed), int(total)
+
+
+def next_queued_case(
+    session: Session,
+    *,
+    reviewer_id: int,
+    rubric_id: str,
+    version: int,
+    after_case_id: str | None,
+) -> str | None:
+    """The next case (by id) in the reviewer's queue they have not finished, wrapping round."""
+    base = select(col(Assignment.case_id)).where(
+        col(Assignment.reviewer_id) == reviewer_id,
+        col(Assignment.rubric_id) == rubric_id,
+        col(Assignment.rubric_version) == version,
+        col(Assignment.completed_at).is_(None),
+    )
+    if after_case_id is not None:
+        following = session.scalars(
+            base.where(col(Assignment.case_id) > after_case_id)
+            .order_by(col(Assignment.case_id))
+            .limit(1)
+        ).first()
+        if following is not None:
+            return following
+    first = session.scalars(base.order_by(col(Assignment.case_id)).limit(1)).first()
+    return first if first != after_case_id else None
+
+
+def record_progress(
+    session: Session,
+    *,
+    assignment_id: int,
+    labeled_turns: int,
+    complete: bool,
+) -> None:
+    """Store the reviewer's progress on the assignment locked by :func:`lock_assignment`."""
+    assignment = session.get(Assignment, assignment_id)
+    assert assignment is not None
+    assignment.labeled_turns = labeled_turns
+    if complete and assignment.completed_at is None:
+        assignment.completed_at = utcnow()
+    elif not complete:
+        assignment.completed_at = None
+    session.add(assignment)
+    session.flush()
+
+
+def refresh_progress(
+    session: Session,
+    *,
+    rubric_id: str,
+    version: int,
+    pairs: Sequence[tuple[str, int]],
+    applies_to: str,
+    now: datetime,
+) -> None:
+    """Recount (case, reviewer) progress after a bulk change; create missing assignments."""
+    if not pairs:
+        return
+    case_ids = sorted({case_id for case_id, _ in pairs})
+    reviewer_ids = sorted({reviewer_id for _, reviewer_id in pairs})
+    wanted = set(pairs)
+    labeled: dict[tuple[str, int], int] = {}
+    totals: dict[str, int] = {}
+    existing: dict[tuple[str, int], Assignment] = {}
+    for chunk in in_chunks(case_ids):
+        counts = (
+            select(col(Label.case_id), col(Label.reviewer_id), func.count())
+            .where(
+                col(Label.rubric_id) == rubric_id,
+                col(Label.rubric_version) == version,
+                col(Label.current),
+                col(Label.case_id).in_(chunk),
+                col(Label.reviewer_id).in_(reviewer_ids),
+            )
+            .group_by(col(Label.case_id), col(Label.reviewer_id))
+        )
+        for case_id, reviewer_id, count in session.execute(counts):
+            labeled[(case_id, reviewer_id)] = count
+        turns = (
+            select(col(Event.case_id), func.count())
+            .where(col(Event.case_id).in_(chunk), col(Event.actor) == applies_to)
+            .group_by(col(Event.case_id))
+        )
+        totals.update({case_id: count for case_id, count in session.execute(turns)})
+        rows = select(Assignment).where(
+            col(Assignment.rubric_id) == rubric_id,
+            col(Assignment.rubric_version) == version,
+            col(Assignment.case_id).in_(chunk),
+            col(Assignment.reviewer_id).in_(reviewer_ids),
+        )
+        for found in session.scalars(rows):
+            existing[(found.case_id, found.reviewer_id)] = found
+    connection = session.connection()
+    stamp = timestamp_param(connection, now)
+    new_rows: list[tuple[Any, ...]] = []
+    for case_id, reviewer_id in sorted(wanted):
+        count = labeled.get((case_id, reviewer_id), 0)
+        complete = count >= totals.get(case_id, 0) > 0
+        assignment = existing.get((case_id, reviewer_id))
+        if assignment is None:
+            new_rows.append(
+                (
+                    case_id,
+                    reviewer_id,
+                    rubric_id,
+                    version,
+                    reviewer_id,
+                    stamp,
+                    count,
+                    stamp if complete else None,
+                )
+            )
+            continue
+        assignment.labeled_turns = count
+        if complete and assignment.completed_at is None:
+            assignment.completed_at = now
+        elif not complete:
+            assignment.completed_at = None
+        session.add(assignment)
+    session.flush()
+    insert_rows(
+        connection,
+        table="assignments",
+        columns=(
+            "case_id",
+            "reviewer_id",
+            "rubric_id",
+            "rubric_version",
+            "assigned_by",
+            "created_at",
+            "labeled_turns",
+            "completed_at",
+        ),
+        rows=new_rows,
+    )

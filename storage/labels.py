@@ -1,0 +1,519 @@
+"""Queries on labels (``labels``, ``label_events``): one reviewer's code for one turn.
+
+Single labels as the review page writes them (and its key presses, applied once each),
+labels in bulk (a label CSV's import, the export) and current labels as columns for
+agreement. A label is current or superseded, never deleted.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from operator import itemgetter
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from sqlalchemy import and_, func, insert, select, update
+from sqlmodel import Session, col
+
+from storage.bulk import in_chunks, insert_rows, timestamp_param
+from storage.models import (
+    Evaluation,
+    Event,
+    Finding,
+    GoldLabel,
+    Label,
+    LabelEvent,
+    Reviewer,
+    utcnow,
+)
+
+
+def add_label(
+    session: Session,
+    *,
+    case_id: str,
+    turn: int,
+    reviewer_id: int,
+    rubric_id: str,
+    version: int,
+    code: str,
+    rationale: str | None,
+    source: str = "app",
+) -> int:
+    """Append a label and return its id; the reviewer's earlier label on that turn stops
+    being current.
+
+    Call it after :func:`lock_assignment` for the same case and reviewer: the lock makes
+    concurrent saves take turns, and the partial unique index ``ux_labels_current_unit``
+    refuses a second current label should a caller forget.
+    """
+    session.execute(
+        update(Label)
+        .where(
+            col(Label.case_id) == case_id,
+            col(Label.turn) == turn,
+            col(Label.reviewer_id) == reviewer_id,
+            col(Label.rubric_id) == rubric_id,
+            col(Label.rubric_version) == version,
+            col(Label.current),
+        )
+        .values(current=False)
+    )
+    statement = (
+        insert(Label)
+        .values(
+            case_id=case_id,
+            turn=turn,
+            reviewer_id=reviewer_id,
+            rubric_id=rubric_id,
+            rubric_version=version,
+            code=code,
+            rationale=rationale,
+            source=source,
+            current=True,
+            stale=False,
+            created_at=utcnow(),
+        )
+        .returning(col(Label.id))
+    )
+    return int(session.execute(statement).scalar_one())
+
+
+def count_current_labeled_turns(
+    session: Session, *, case_id: str, reviewer_id: int, rubric_id: str, version: int
+) -> int:
+    query = select(func.count()).where(
+        col(Label.case_id) == case_id,
+        col(Label.reviewer_id) == reviewer_id,
+        col(Label.rubric_id) == rubric_id,
+        col(Label.rubric_version) == version,
+        col(Label.current),
+    )
+    return int(session.execute(query).scalar_one())
+
+
+@dataclass(frozen=True, slots=True)
+class LabelRow:
+    id: int
+    case_id: str
+    turn: int
+    reviewer: str
+    reviewer_id: int
+    code: str
+    rationale: str | None
+    current: bool
+    created_at: datetime
+    source: str
+    stale: bool = False
+    """No longer current because ``import --replace`` changed the turn."""
+
+
+def _label_rows(session: Session, query: Any) -> list[LabelRow]:
+    return [LabelRow(*row) for row in session.execute(query)]
+
+
+def _label_select() -> Any:
+    return select(
+        col(Label.id),
+        col(Label.case_id),
+        col(Label.turn),
+        col(Reviewer.name),
+        col(Label.reviewer_id),
+        col(Label.code),
+        col(Label.rationale),
+        col(Label.current),
+        col(Label.created_at),
+        col(Label.source),
+        col(Label.stale),
+    ).join(Reviewer, col(Reviewer.id) == col(Label.reviewer_id))
+
+
+def labels_for_case(
+    session: Session,
+    *,
+    case_id: str,
+    rubric_id: str,
+    version: int,
+    reviewer_id: int | None = None,
+    current_only: bool = True,
+) -> list[LabelRow]:
+    query = _label_select().where(
+        col(Label.case_id) == case_id,
+        col(Label.rubric_id) == rubric_id,
+        col(Label.rubric_version) == version,
+    )
+    if reviewer_id is not None:
+        query = query.where(col(Label.reviewer_id) == reviewer_id)
+    if current_only:
+        query = query.where(col(Label.current))
+    return _label_rows(session, query.order_by(col(Label.turn), col(Label.id)))
+
+
+def count_labels(
+    session: Session, *, rubric_id: str | None = None, version: int | None = None
+) -> int:
+    query = select(func.count()).select_from(Label)
+    if rubric_id is not None:
+        query = query.where(col(Label.rubric_id) == rubric_id)
+    if version is not None:
+        query = query.where(col(Label.rubric_version) == version)
+    return int(session.execute(query).scalar_one())
+
+
+def label_event_applied(session: Session, *, reviewer_id: int, client_id: str, seq: int) -> bool:
+    """Whether this key press (page load ``client_id``, number ``seq``) is stored already."""
+    found = session.scalars(
+        select(col(LabelEvent.id)).where(
+            col(LabelEvent.reviewer_id) == reviewer_id,
+            col(LabelEvent.client_id) == client_id,
+            col(LabelEvent.seq) == seq,
+        )
+    ).first()
+    return found is not None
+
+
+def add_label_event(
+    session: Session,
+    *,
+    reviewer_id: int,
+    client_id: str,
+    seq: int,
+    case_id: str,
+    turn: int,
+    label_id: int | None,
+) -> None:
+    """Record a key press as applied (a second one with the same numbers violates
+    ``ux_label_events_client_seq``)."""
+    session.add(
+        LabelEvent(
+            reviewer_id=reviewer_id,
+            client_id=client_id,
+            seq=seq,
+            case_id=case_id,
+            turn=turn,
+            label_id=label_id,
+        )
+    )
+    session.flush()
+
+
+def current_labels(
+    session: Session, *, rubric_id: str, version: int, case_ids: Sequence[str]
+) -> dict[tuple[str, int, int], tuple[int, str, str | None]]:
+    """(case_id, turn, reviewer_id) -> (label id, code, rationale) of current labels."""
+    found: dict[tuple[str, int, int], tuple[int, str, str | None]] = {}
+    for chunk in in_chunks(case_ids):
+        query = select(
+            col(Label.case_id),
+            col(Label.turn),
+            col(Label.reviewer_id),
+            col(Label.id),
+            col(Label.code),
+            col(Label.rationale),
+        ).where(
+            col(Label.rubric_id) == rubric_id,
+            col(Label.rubric_version) == version,
+            col(Label.current),
+            col(Label.case_id).in_(chunk),
+        )
+        for case_id, turn, reviewer_id, label_id, code, rationale in session.execute(query):
+            found[(case_id, turn, reviewer_id)] = (label_id, code, rationale)
+    return found
+
+
+def supersede(session: Session, *, label_ids: Sequence[int]) -> None:
+    for chunk in in_chunks(label_ids):
+        session.execute(update(Label).where(col(Label.id).in_(chunk)).values(current=False))
+
+
+LABEL_COLUMNS = (
+    "case_id",
+    "turn",
+    "reviewer_id",
+    "rubric_id",
+    "rubric_version",
+    "code",
+    "rationale",
+    "current",
+    "source",
+    "created_at",
+)
+
+
+def insert_labels(session: Session, *, rows: Sequence[tuple[Any, ...]]) -> None:
+    """Rows in :data:`LABEL_COLUMNS` order; ``created_at`` may be a datetime."""
+    connection = session.connection()
+    prepared = [
+        (
+            *row[:-1],
+            timestamp_param(connection, row[-1]) if isinstance(row[-1], datetime) else row[-1],
+        )
+        for row in rows
+    ]
+    insert_rows(connection, table="labels", columns=LABEL_COLUMNS, rows=prepared)
+
+
+def export_rows(
+    session: Session, *, rubric_id: str, version: int, history: bool = False
+) -> list[tuple[str, int, str, str, str | None]]:
+    query = (
+        select(
+            col(Label.case_id),
+            col(Label.turn),
+            col(Reviewer.name),
+            col(Label.code),
+            col(Label.rationale),
+        )
+        .join(Reviewer, col(Reviewer.id) == col(Label.reviewer_id))
+        .where(col(Label.rubric_id) == rubric_id, col(Label.rubric_version) == version)
+        .order_by(col(Label.case_id), col(Label.turn), col(Reviewer.name), col(Label.id))
+    )
+    if not history:
+        query = query.where(col(Label.current))
+    return [(row[0], row[1], row[2], row[3], row[4]) for row in session.execute(query)]
+
+
+@dataclass(frozen=True, slots=True)
+class LabelColumns:
+    """Current labels of one rubric version as parallel lists (fast to turn into arrays)."""
+
+    case_ids: list[str]
+    turns: list[int]
+    reviewers: list[str]
+    codes: list[str]
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+
+def current_label_columns(session: Session, *, rubric_id: str, version: int) -> LabelColumns:
+    # A million rows: the DB-API cursor directly, without ORM or Core row processing,
+    # and reviewer ids (small ints) rather than a join that makes a name string per row.
+    connection = session.connection()
+    placeholder = "?" if connection.dialect.name == "sqlite" else "%s"
+    cursor = connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
+    try:
+        cursor.execute(
+            "SELECT l.case_id, l.turn, l.reviewer_id, l.code FROM labels l "
+            f"WHERE l.rubric_id = {placeholder} AND l.rubric_version = {placeholder} "
+            "AND l.current",
+            (rubric_id, version),
+        )
+        rows = cursor.fetchall()
+    finally:
+        cursor.close()
+    names: dict[int, str] = {
+        row[0]: row[1] for row in session.execute(select(col(Reviewer.id), col(Reviewer.name)))
+    }
+    # One pass per column: zip(*rows) would pass a million arguments.
+    return LabelColumns(
+        list(map(itemgetter(0), rows)),
+        list(map(itemgetter(1), rows)),
+        list(map(names.__getitem__, map(itemgetter(2), rows))),
+        list(map(itemgetter(3), rows)),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class GroupedLabels:
+    """Current labels of one rubric version, case by case, as arrays.
+
+    Case ``i`` is ``case_ids[i]`` with ``labels_per_case[i]`` labels; the per-label
+    arrays hold those labels one case after the other.
+    """
+
+    case_ids: list[str]
+    labels_per_case: npt.NDArray[np.int64]
+    turns: npt.NDArray[np.int64]
+    reviewer_ids: npt.NDArray[np.int64]
+    codes: list[str]
+    reviewer_names: dict[int, str]
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+
+_AGGREGATE_TEXT = {
+    "sqlite": "group_concat({column}, ',')",
+    "postgresql": "string_agg(CAST({column} AS TEXT), ',')",
+}
+
+
+def current_labels_grouped(
+    session: Session, *, rubric_id: str, version: int
+) -> GroupedLabels | None:
+    """The current labels with one result row per case (``None`` on other databases).
+
+    A million labels fetched row by row cost a Python tuple and four objects each;
+    grouped, the database joins each case's turns, reviewer ids and codes into one
+    text per column, and numpy reads the numbers back. The aggregates of one query
+    consume a group's rows in the same order, so the texts line up label by label;
+    a count that does not add up (a separator inside a code) gives ``None`` too,
+    and the caller falls back to :func:`current_label_columns`.
+    """
+    connection = session.connection()
+    aggregate = _AGGREGATE_TEXT.get(connection.dialect.name)
+    if aggregate is None:
+        return None
+    placeholder = "?" if connection.dialect.name == "sqlite" else "%s"
+    cursor = connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
+    try:
+        cursor.execute(
+            f"SELECT l.case_id, count(*), {aggregate.format(column='l.turn')}, "
+            f"{aggregate.format(column='l.reviewer_id')}, {aggregate.format(column='l.code')} "
+            "FROM labels l "
+            f"WHERE l.rubric_id = {placeholder} AND l.rubric_version = {placeholder} "
+            "AND l.current GROUP BY l.case_id",
+            (rubric_id, version),
+        )
+        rows = cursor.fetchall()
+    finally:
+        cursor.close()
+    names: dict[int, str] = {
+        row[0]: row[1] for row in session.execute(select(col(Reviewer.id), col(Reviewer.name)))
+    }
+    labels_per_case = np.fromiter(map(itemgetter(1), rows), dtype=np.int64, count=len(rows))
+    total = int(labels_per_case.sum())
+    if not rows:
+        nothing = np.zeros(0, dtype=np.int64)
+        return GroupedLabels([], nothing, nothing, nothing, [], names)
+    turns = _integers(",".join(map(itemgetter(2), rows)))
+    reviewer_ids = _integers(",".join(map(itemgetter(3), rows)))
+    codes = ",".join(map(itemgetter(4), rows)).split(",")
+    if turns is None or reviewer_ids is None:
+        return None
+    if not len(turns) == len(reviewer_ids) == len(codes) == total:
+        return None
+    return GroupedLabels(
+        list(map(itemgetter(0), rows)), labels_per_case, turns, reviewer_ids, codes, names
+    )
+
+
+def _integers(text: str) -> npt.NDArray[np.int64] | None:
+    """Comma-separated integers, parsed in C; ``None`` if the text is anything else."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy warns (and stops) at a token it cannot read
+        try:
+            return np.fromstring(text, dtype=np.int64, sep=",")
+        except (DeprecationWarning, ValueError):
+            return None
+
+
+def label_token(session: Session, *, rubric_id: str, version: int) -> tuple[int, int, int, int]:
+    """Changes whenever labels or gold labels of the rubric version change (append-only ids)."""
+    labels = session.execute(
+        select(func.count(), func.coalesce(func.max(col(Label.id)), 0)).where(
+            col(Label.rubric_id) == rubric_id, col(Label.rubric_version) == version
+        )
+    ).one()
+    gold = session.execute(
+        select(func.count(), func.coalesce(func.max(col(GoldLabel.id)), 0)).where(
+            col(GoldLabel.rubric_id) == rubric_id, col(GoldLabel.rubric_version) == version
+        )
+    ).one()
+    return int(labels[0]), int(labels[1]), int(gold[0]), int(gold[1])
+
+
+def disagreement_units(
+    session: Session, *, rubric_id: str, version: int
+) -> list[tuple[str, int, int, int]]:
+    """``(case_id, turn, labels, distinct codes)`` of units whose current labels differ."""
+    query = (
+        select(
+            col(Label.case_id),
+            col(Label.turn),
+            func.count(),
+            func.count(func.distinct(col(Label.code))),
+        )
+        .where(
+            col(Label.rubric_id) == rubric_id,
+            col(Label.rubric_version) == version,
+            col(Label.current),
+        )
+        .group_by(col(Label.case_id), col(Label.turn))
+        .having(func.count(func.distinct(col(Label.code))) > 1)
+        .order_by(col(Label.case_id), col(Label.turn))
+    )
+    return [(row[0], row[1], row[2], row[3]) for row in session.execute(query)]
+
+
+def pass_labels_on_violations(
+    session: Session,
+    *,
+    rubric_id: str,
+    version: int,
+    pass_codes: Sequence[str],
+    evaluator_version: str,
+) -> list[tuple[str, int, str]]:
+    """``(case_id, turn, reviewer)`` where a pass code sits on a turn with a recorded
+    action outside the role: a human label contradicting a deterministic finding."""
+    query = (
+        select(col(Label.case_id), col(Label.turn), col(Reviewer.name))
+        .join(Reviewer, col(Reviewer.id) == col(Label.reviewer_id))
+        .join(
+            Finding,
+            (col(Finding.case_id) == col(Label.case_id)) & (col(Finding.turn) == col(Label.turn)),
+        )
+        .join(
+            Evaluation,
+            (col(Evaluation.case_id) == col(Finding.case_id))
+            & (col(Evaluation.evaluator_version) == col(Finding.evaluator_version)),
+        )
+        .where(
+            col(Label.rubric_id) == rubric_id,
+            col(Label.rubric_version) == version,
+            col(Label.current),
+            col(Label.code).in_(list(pass_codes)),
+            col(Finding.kind) == "violation",
+            col(Finding.evaluator_version) == evaluator_version,
+            col(Evaluation.status) == "fail",
+        )
+        .order_by(col(Label.case_id), col(Label.turn), col(Reviewer.name))
+        .distinct()
+    )
+    return [(row[0], row[1], row[2]) for row in session.execute(query)]
+
+
+def turns_with_labels(
+    session: Session, *, case_id: str, rubric_id: str, version: int, reviewer_id: int | None
+) -> list[tuple[int, str, LabelRow | None]]:
+    """One query: every event's ``(turn, actor)`` of the case with each of the reviewer's
+    labels on that turn under a rubric version (history too; ``None`` where there is none),
+    by turn, oldest label first."""
+    on = and_(
+        col(Label.case_id) == col(Event.case_id),
+        col(Label.turn) == col(Event.turn),
+        col(Label.rubric_id) == rubric_id,
+        col(Label.rubric_version) == version,
+        col(Label.reviewer_id) == (reviewer_id if reviewer_id is not None else -1),
+    )
+    query = (
+        select(
+            col(Event.turn),
+            col(Event.actor),
+            col(Label.id),
+            col(Label.case_id),
+            col(Label.turn),
+            col(Reviewer.name),
+            col(Label.reviewer_id),
+            col(Label.code),
+            col(Label.rationale),
+            col(Label.current),
+            col(Label.created_at),
+            col(Label.source),
+            col(Label.stale),
+        )
+        .select_from(Event)
+        .outerjoin(Label, on)
+        .outerjoin(Reviewer, col(Reviewer.id) == col(Label.reviewer_id))
+        .where(col(Event.case_id) == case_id)
+        .order_by(col(Event.turn), col(Label.id))
+    )
+    return [
+        (row[0], row[1], None if row[2] is None else LabelRow(*row[2:]))
+        for row in session.execute(query)
+    ]
