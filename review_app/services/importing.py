@@ -327,6 +327,28 @@ def prepare_case(
     )
 
 
+def _changed_case_error(case_id: str, *, source: str | None, line: int | None) -> InputError:
+    """The refusal of a case stored with other content, imported without ``replace``."""
+    return InputError(
+        f"case {case_id} is already stored with different content; "
+        "import with --replace to overwrite it",
+        source=source,
+        line=line,
+        field="case_id",
+    )
+
+
+def _changed_contract_error(version: str, *, source: str | None, line: int | None) -> InputError:
+    """The refusal of a contract version stored (or given earlier) with another body."""
+    return InputError(
+        f"contract version {version} is already stored with a different body; contracts "
+        "are immutable, so give the changed contract a new version",
+        source=source,
+        line=line,
+        field="contract",
+    )
+
+
 @dataclass(frozen=True)
 class _AuditContext:
     """What an import's audit entries say besides a chunk's counts."""
@@ -367,13 +389,7 @@ def _store_chunk(
                 continue
             if previous is not None:
                 if not replace:
-                    raise InputError(
-                        f"case {case_id} is already stored with different content; "
-                        "import with --replace to overwrite it",
-                        source=prepared.source,
-                        line=prepared.line,
-                        field="case_id",
-                    )
+                    raise _changed_case_error(case_id, source=prepared.source, line=prepared.line)
                 to_replace.append(case_id)
                 rows.replaced.add(case_id)
                 counts.replaced += 1
@@ -384,13 +400,8 @@ def _store_chunk(
                     contracts[version] = sha
                     new_contracts.append((version, sha, body, prepared.case_row[-1]))
                 elif known != sha:
-                    raise InputError(
-                        f"contract version {version} is already stored with a different "
-                        "body; contracts are immutable, so give the changed contract a "
-                        "new version",
-                        source=prepared.source,
-                        line=prepared.line,
-                        field="contract",
+                    raise _changed_contract_error(
+                        version, source=prepared.source, line=prepared.line
                     )
             rows.cases.append(prepared.case_row)
             rows.events.extend(prepared.event_rows)
@@ -624,13 +635,7 @@ class StoredConflicts:
             if previous == record.sha256:
                 continue
             if previous is not None and not self._replace:
-                raise InputError(
-                    f"case {case_id} is already stored with different content; "
-                    "import with --replace to overwrite it",
-                    source=record.source,
-                    line=record.line,
-                    field="case_id",
-                )
+                raise _changed_case_error(case_id, source=record.source, line=record.line)
             contract = record.case.get("contract")
             if contract is None:
                 continue
@@ -638,11 +643,4 @@ class StoredConflicts:
             sha = content_sha256(contract)
             known = contracts.setdefault(version, sha)
             if known != sha:
-                raise InputError(
-                    f"contract version {version} is already stored with a different "
-                    "body; contracts are immutable, so give the changed contract a "
-                    "new version",
-                    source=record.source,
-                    line=record.line,
-                    field="contract",
-                )
+                raise _changed_contract_error(version, source=record.source, line=record.line)
