@@ -13,9 +13,7 @@ import json
 import os
 import socket
 import statistics
-import subprocess
 import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -36,7 +34,7 @@ from review_app.services.rubric_catalog import sync_rubrics
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
 from storage.models import Label, Reviewer
-from tests.conftest import review_app_command
+from tests.served import serving, wait_healthy
 
 pytestmark = pytest.mark.browser
 
@@ -125,51 +123,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     )
 
     port = _free_port()
-    environment = dict(os.environ)
-    environment.update(
-        {
-            "PYTHONPATH": os.pathsep.join(
-                p for p in (str(REPO), environment.get("PYTHONPATH", "")) if p
-            ),
-            "REVIEW_APP_DATABASE_URL": database,
-            "REVIEW_APP_AUTH": "local",
-            "REVIEW_APP_LOCAL_USER": REVIEWER,
-            "HOME": str(root / "home"),
-        }
-    )
-    environment.pop("REVIEW_APP_RUBRICS_DIR", None)
-    log = root / "server.log"
-    with log.open("wb") as output:
-        process = subprocess.Popen(
-            [*review_app_command(), "serve", "--port", str(port), "--host", "127.0.0.1"],
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            env=environment,
-            cwd=root,
-        )
+    url = f"http://127.0.0.1:{port}"
     try:
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"the server exited with {process.returncode}:\n{log.read_text()}")
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as answer:
-                    if answer.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"the server did not answer within 60 s:\n{log.read_text()}")
-            time.sleep(0.2)
-        yield Server(url, engine, log)
+        with serving(database, root, port=port, user=REVIEWER) as (process, log):
+            wait_healthy(url, process, log)
+            yield Server(url, engine, log)
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
         engine.dispose()
 
 

@@ -9,7 +9,6 @@ request (a TCP connect only), and the first page request is the deep link.
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import time
@@ -26,8 +25,8 @@ from review_app.services.queue import assign_cases
 from review_app.services.rubric_catalog import sync_rubrics
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
-from tests.conftest import review_app_command
-from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, IDLE, REPO, _free_port, _require_browser
+from tests.served import serving
+from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, IDLE, _free_port, _require_browser
 
 pytestmark = pytest.mark.browser
 
@@ -76,38 +75,9 @@ def fresh_server(tmp_path: Path) -> Iterator[Fresh]:
     )
     engine.dispose()
     port = _free_port()
-    environment = dict(os.environ)
-    environment.update(
-        {
-            "PYTHONPATH": os.pathsep.join(
-                p for p in (str(REPO), environment.get("PYTHONPATH", "")) if p
-            ),
-            "REVIEW_APP_DATABASE_URL": database,
-            "REVIEW_APP_AUTH": "local",
-            "REVIEW_APP_LOCAL_USER": REVIEWER,
-            "HOME": str(tmp_path / "home"),
-        }
-    )
-    environment.pop("REVIEW_APP_RUBRICS_DIR", None)
-    log = tmp_path / "server.log"
-    with log.open("wb") as output:
-        process = subprocess.Popen(
-            [*review_app_command(), "serve", "--port", str(port), "--host", "127.0.0.1"],
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            env=environment,
-            cwd=tmp_path,
-        )
-    try:
+    with serving(database, tmp_path, port=port, user=REVIEWER) as (process, log):
         _wait_for_port(port, process, log)
         yield Fresh(f"http://127.0.0.1:{port}", log, process)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
 
 
 @pytest.fixture

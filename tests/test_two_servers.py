@@ -9,9 +9,7 @@ from __future__ import annotations
 
 import os
 import socket
-import subprocess
 import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -24,7 +22,8 @@ from review_app.services.labeling import case_labels
 from review_app.services.people import Actor, add_person, sign_in
 from review_app.services.queue import assign_cases
 from review_app.services.rubric_catalog import sync_rubrics
-from tests.conftest import REPO, Database, review_app_command
+from tests.conftest import Database
+from tests.served import serving, wait_healthy
 
 pytestmark = [pytest.mark.browser, pytest.mark.postgres]
 
@@ -63,50 +62,10 @@ def _free_port() -> int:
 def _serve(database_url: str, root: Path) -> Iterator[str]:
     root.mkdir(parents=True)
     port = _free_port()
-    environment = dict(os.environ)
-    environment.update(
-        {
-            "PYTHONPATH": os.pathsep.join(
-                p for p in (str(REPO), environment.get("PYTHONPATH", "")) if p
-            ),
-            "REVIEW_APP_DATABASE_URL": database_url,
-            "REVIEW_APP_AUTH": "local",
-            "REVIEW_APP_LOCAL_USER": REVIEWER,
-            "HOME": str(root / "home"),
-        }
-    )
-    log = root / "server.log"
-    with log.open("wb") as output:
-        process = subprocess.Popen(
-            [*review_app_command(), "serve", "--port", str(port), "--host", "127.0.0.1"],
-            stdout=output,
-            stderr=subprocess.STDOUT,
-            env=environment,
-            cwd=root,
-        )
-    try:
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while True:
-            if process.poll() is not None:
-                pytest.fail(f"the server exited with {process.returncode}:\n{log.read_text()}")
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as answer:
-                    if answer.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"the server did not answer within 60 s:\n{log.read_text()}")
-            time.sleep(0.2)
+    url = f"http://127.0.0.1:{port}"
+    with serving(database_url, root, port=port, user=REVIEWER) as (process, log):
+        wait_healthy(url, process, log)
         yield url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
 
 
 def _stored(database: Database) -> dict[int, str]:
