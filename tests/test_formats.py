@@ -40,7 +40,7 @@ from review_app.formats import (
     write_openai_jsonl,
     write_openlayer_csv,
 )
-from review_app.formats._common import slugify
+from review_app.formats._ids import slugify
 from review_app.services.cases import lane_counts
 from review_app.services.importing import import_records
 from review_app.services.people import operator_actor

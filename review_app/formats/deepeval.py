@@ -40,36 +40,25 @@ Reading rules:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from review_app.cases import DEFAULT_MAX_RECORD_BYTES, CaseRecord, iter_json_records
+from review_app.cases import DEFAULT_MAX_RECORD_BYTES, CaseRecord
 from review_app.errors import InputError
-from review_app.formats._common import (
-    CaseIds,
-    ProgressCallback,
-    case_id_from,
-    check_unique_case_ids,
-    choose_contract,
-    fallback_case_id,
-    finish_case,
-    join_field,
-    map_tools,
-    type_name,
-    validate_contract,
-    validate_prefix,
-    validate_tool_action_map,
-)
+from review_app.evaluator import type_name
+from review_app.formats._context import Fail, ReadContext
+from review_app.formats._contracts import map_tools
+from review_app.formats._ids import check_unique_case_ids, join_field
+from review_app.formats._tables import ProgressCallback
 
 FORMAT_NAME = "deepeval"
 TURN_ROLES = ("user", "assistant")
 _CASE_KEYS_USED = frozenset({"turns", "chatbot_role", "name", "additional_metadata"})
 _TURN_KEYS_USED = frozenset({"role", "content"})
-_Fail = Callable[[str, str | None], InputError]
 
 
 def _test_cases(
@@ -98,52 +87,29 @@ def read_deepeval(
     progress: ProgressCallback | None = None,
 ) -> Iterator[CaseRecord]:
     """Cases from deepeval conversational test cases (JSON or JSONL), in file order."""
-    source = str(path)
-    given_contract = validate_contract(contract)
-    tools = validate_tool_action_map(tool_action_map)
-    validate_prefix(case_id_prefix)
+    ctx = ReadContext.check(
+        path,
+        contract=contract,
+        tool_action_map=tool_action_map,
+        case_id_prefix=case_id_prefix,
+        max_record_bytes=max_record_bytes,
+        progress=progress,
+    )
+    return _cases(ctx)
 
-    def cases() -> Iterator[CaseRecord]:
-        ids = CaseIds(source)
-        index = 0
-        for line, record_prefix, value in iter_json_records(
-            path, max_record_bytes=max_record_bytes, progress=progress
-        ):
-            for prefix, item in _test_cases(value, record_prefix, source=source, line=line):
-                index += 1
-                yield _read_test_case(
-                    item,
-                    path=path,
-                    source=source,
-                    line=line,
-                    prefix=prefix,
-                    index=index,
-                    given_contract=given_contract,
-                    tools=tools,
-                    case_id_prefix=case_id_prefix,
-                    ids=ids,
-                )
 
-    return cases()
+def _cases(ctx: ReadContext) -> Iterator[CaseRecord]:
+    index = 0
+    for line, record_prefix, value in ctx.records():
+        for prefix, item in _test_cases(value, record_prefix, source=ctx.source, line=line):
+            index += 1
+            yield _read_test_case(item, ctx, line=line, prefix=prefix, index=index)
 
 
 def _read_test_case(
-    item: Any,
-    *,
-    path: Path,
-    source: str,
-    line: int | None,
-    prefix: str | None,
-    index: int,
-    given_contract: dict[str, Any] | None,
-    tools: Mapping[str, str | None],
-    case_id_prefix: str | None,
-    ids: CaseIds,
+    item: Any, ctx: ReadContext, *, line: int | None, prefix: str | None, index: int
 ) -> CaseRecord:
-    def fail(message: str, field: str | None) -> InputError:
-        where = join_field(prefix, field) if field else prefix
-        return InputError(message, source=source, line=line, field=where)
-
+    fail = ctx.fail_at(line, prefix)
     if not isinstance(item, dict):
         raise fail(f"expected a test case object, got {type_name(item)}", None)
     turns = item.get("turns")
@@ -165,49 +131,37 @@ def _read_test_case(
                 f"expected text, got {type_name(described)}", "additional_metadata.chatbot_role"
             )
         chatbot_role = metadata.pop("chatbot_role", chatbot_role)
-    embedded = validate_contract(
+    contract = ctx.record_contract(
         metadata.pop("role_contract", None),
-        source=source,
-        line=line,
-        field=join_field(prefix, "additional_metadata.role_contract"),
-    )
-    contract = choose_contract(
-        given_contract,
-        embedded,
-        source=source,
         line=line,
         field=join_field(prefix, "additional_metadata.role_contract"),
     )
 
     name = item.get("name")
-    case_id: str | None = None
-    if name is not None:
-        if type(name) is not str:
-            raise fail(f"expected text, got {type_name(name)}", "name")
-        case_id = case_id_from(
-            name, prefix=case_id_prefix, source=source, line=line, field=join_field(prefix, "name")
-        )
-    if case_id is None:
-        case_id = fallback_case_id(path, index, prefix=case_id_prefix)
-    ids.claim(case_id, line=line, field=join_field(prefix, "name") if name is not None else prefix)
+    if name is not None and type(name) is not str:
+        raise fail(f"expected text, got {type_name(name)}", "name")
+    case_id = ctx.named_case_id(
+        name, index=index, line=line, prefix=prefix, field=join_field(prefix, "name")
+    )
 
     transcript = [
-        _event(turn, position, tools=tools, fail=fail) for position, turn in enumerate(turns)
+        _event(turn, position, tools=ctx.tools, fail=fail) for position, turn in enumerate(turns)
     ]
     transcript = _restore_native_turns(transcript, turns, metadata, fail=fail)
-    case: dict[str, Any] = {"case_id": case_id}
-    if chatbot_role is not None:
-        case["chatbot_role"] = chatbot_role
-    case["contract"] = contract
-    case["transcript"] = transcript
     kept = {key: value for key, value in item.items() if key not in _CASE_KEYS_USED}
     if metadata:
         kept["additional_metadata"] = metadata
     if name is not None and name != case_id:
         kept["name"] = name
-    if kept:
-        case["source_metadata"] = kept
-    return finish_case(case, source=source, line=line, prefix=prefix)
+    return ctx.finish(
+        case_id,
+        chatbot_role=chatbot_role,
+        contract=contract,
+        transcript=transcript,
+        source_metadata=kept,
+        line=line,
+        prefix=prefix,
+    )
 
 
 def _native_turn(turn: dict[str, Any]) -> Any:
@@ -223,7 +177,7 @@ def _restore_native_turns(
     turns: list[Any],
     metadata: dict[str, Any],
     *,
-    fail: _Fail,
+    fail: Fail,
 ) -> list[dict[str, Any]]:
     """The turn numbers and system/tool events of a file this module exported.
 
@@ -256,7 +210,7 @@ def _restore_native_turns(
 
 
 def _event(
-    turn: Any, position: int, *, tools: Mapping[str, str | None], fail: _Fail
+    turn: Any, position: int, *, tools: Mapping[str, str | None], fail: Fail
 ) -> dict[str, Any]:
     field = f"turns[{position}]"
     if not isinstance(turn, dict):

@@ -37,7 +37,7 @@ from review_app.cases import (
 )
 from review_app.errors import InputError
 from review_app.formats import deepeval, galtea, openai_chat, openlayer
-from review_app.formats._common import CSV_SUFFIXES, JSON_SUFFIXES, csv_header
+from review_app.formats._tables import CSV_SUFFIXES, JSON_SUFFIXES, csv_header
 
 NATIVE = "native"
 

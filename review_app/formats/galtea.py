@@ -34,31 +34,25 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
 from review_app.cases import DEFAULT_MAX_RECORD_BYTES, CaseRecord
 from review_app.errors import InputError
-from review_app.formats._common import (
-    CaseIds,
+from review_app.formats._context import ReadContext
+from review_app.formats._ids import fallback_case_id, slugify
+from review_app.formats._sessions import Exchange, SessionColumns, exchange_rows
+from review_app.formats._tables import (
     ProgressCallback,
     Row,
     Table,
-    case_from_session,
-    case_id_from,
-    check_unique_case_ids,
-    exchanges,
-    fallback_case_id,
     missing_columns_error,
-    open_table,
     optional_int,
+    require_columns,
     require_id,
-    require_text,
+    require_keys,
     row_extras,
-    same_text_in_group,
-    slugify,
-    validate_contract,
-    validate_prefix,
 )
 from review_app.formats.csv_safety import csv_text
 
@@ -69,13 +63,8 @@ ORDER_COLUMNS = ("turn", "index")
 
 @dataclass(slots=True)
 class _Turn:
-    position: int
-    row: Row
+    exchange: Exchange
     order: int | None
-    user_text: str | None
-    assistant_text: str | None
-    description: str | None
-    metadata: dict[str, Any]
 
 
 def _layout(
@@ -119,153 +108,122 @@ def read_galtea(
     ``order_column=None`` looks for ``turn`` then ``index``; a named order column
     must exist. See the module documentation for every rule.
     """
-    source = str(path)
-    given_contract = validate_contract(contract)
-    validate_prefix(case_id_prefix)
+    ctx = ReadContext.check(
+        path,
+        contract=contract,
+        case_id_prefix=case_id_prefix,
+        max_record_bytes=max_record_bytes,
+        progress=progress,
+    )
+    columns = SessionColumns(
+        session=session_column,
+        input=input_column,
+        output=output_column,
+        role=product_description_column,
+        role_name="product description",
+        role_option=product_description,
+    )
+    return _cases(ctx, columns, order_column=order_column)
 
-    def cases() -> Iterator[CaseRecord]:
-        table = open_table(path, max_record_bytes=max_record_bytes, progress=progress)
-        required = [input_column, output_column]
-        if table.columns is not None:
-            missing = [name for name in required if name not in table.columns]
-            if missing:
-                raise missing_columns_error(table, missing)
 
-        rows = iter(table.rows)
-        first_row = next(rows, None)
-        if first_row is None:
-            raise InputError("the file holds no rows", source=source)
-        grouped, order_by = _layout(
-            table, first_row, session_column=session_column, order_column=order_column
-        )
-        consumed = {*required, product_description_column, session_column}
+def _cases(
+    ctx: ReadContext, columns: SessionColumns, *, order_column: str | None
+) -> Iterator[CaseRecord]:
+    source = ctx.source
+    table = ctx.table()
+    required = [columns.input, columns.output]
+    require_columns(table, required)
+    rows = iter(table.rows)
+    first_row = next(rows, None)
+    if first_row is None:
+        raise InputError("the file holds no rows", source=source)
+    grouped, order_by = _layout(
+        table, first_row, session_column=columns.session, order_column=order_column
+    )
+    consumed = {*required, columns.role, columns.session}
+    if order_by is not None:
+        consumed.add(order_by)
+
+    conversations: dict[str | None, list[_Turn]] = {}
+    for position, row in enumerate(chain([first_row], rows)):
+        require_keys(table, row, required)
+        session: str | None = None
+        if grouped:
+            session = require_id(row, columns.session, source=source)
+        elif row.cells.get(columns.session) not in (None, ""):
+            raise row.error(
+                f"this row has a session id but the first row has none; either every row "
+                f"or none carries {columns.session!r}",
+                columns.session,
+                source=source,
+            )
+        order: int | None = None
         if order_by is not None:
-            consumed.add(order_by)
-
-        conversations: dict[str | None, list[_Turn]] = {}
-        for position, row in enumerate(_chain(first_row, rows)):
-            if table.columns is None:
-                for name in required:
-                    if name not in row.cells:
-                        raise row.error(
-                            f"the row has no {name!r} key (a required column)", name, source=source
-                        )
-            session: str | None = None
-            if grouped:
-                session = require_id(row, session_column, source=source)
-            elif row.cells.get(session_column) not in (None, ""):
+            order = optional_int(row, order_by, source=source)
+            if order is None:
                 raise row.error(
-                    f"this row has a session id but the first row has none; either every row "
-                    f"or none carries {session_column!r}",
-                    session_column,
+                    "this cell is empty; every row needs its turn order here",
+                    order_by,
                     source=source,
                 )
-            order: int | None = None
-            if order_by is not None:
-                order = optional_int(row, order_by, source=source)
-                if order is None:
-                    raise row.error(
-                        "this cell is empty; every row needs its turn order here",
-                        order_by,
-                        source=source,
-                    )
-            conversations.setdefault(session, []).append(
-                _Turn(
-                    position=position,
-                    row=row,
-                    order=order,
-                    user_text=require_text(row, input_column, source=source),
-                    assistant_text=require_text(row, output_column, source=source),
-                    description=require_text(row, product_description_column, source=source),
-                    metadata=row_extras(row, consumed),
-                )
+        exchange = columns.exchange(
+            row, position=position, metadata=row_extras(row, consumed), source=source
+        )
+        conversations.setdefault(session, []).append(_Turn(exchange, order))
+
+    for session, turns in conversations.items():
+        first = turns[0].exchange.row
+        if session is None:
+            stem = slugify(ctx.path.stem)
+            case_id = (
+                (ctx.case_id_prefix or "") + stem
+                if stem
+                else fallback_case_id(ctx.path, 1, prefix=ctx.case_id_prefix)
             )
-
-        ids = CaseIds(source)
-        for session, turns in conversations.items():
-            first = turns[0].row
-            if session is None:
-                stem = slugify(path.stem)
-                case_id = (
-                    (case_id_prefix or "") + stem
-                    if stem
-                    else fallback_case_id(path, 1, prefix=case_id_prefix)
-                )
-            else:
-                made = case_id_from(
-                    session,
-                    prefix=case_id_prefix,
-                    source=source,
-                    line=first.line,
-                    field=first.field(session_column),
-                )
-                if made is None:
-                    raise first.error(
-                        "this session id gives no usable case id (it has no letters or digits)",
-                        session_column,
-                        source=source,
-                    )
-                case_id = made
-                ids.claim(case_id, line=first.line, field=first.field(session_column))
-            ordered = _in_turn_order(turns, order_by=order_by, source=source)
-            description = same_text_in_group(
-                [(turn.row, turn.description) for turn in turns],
-                column=product_description_column,
-                what="product description",
-                source=source,
-            )
-            yield case_from_session(
-                ordered,
-                case_id=case_id,
-                chatbot_role=description if description is not None else product_description,
-                contract=given_contract,
-                session=session,
-                input_column=input_column,
-                source=source,
-                line=first.line,
-            )
-
-    return cases()
+        else:
+            case_id = columns.case_id(ctx, session, first)
+        ordered = _in_turn_order(turns, order_by=order_by, source=source)
+        yield columns.case(
+            ctx,
+            ordered,
+            case_id=case_id,
+            chatbot_role=columns.chatbot_role([turn.exchange for turn in turns], source=source),
+            session=session,
+            line=first.line,
+        )
 
 
-def _chain(first: Row, rest: Iterator[Row]) -> Iterator[Row]:
-    yield first
-    yield from rest
-
-
-def _in_turn_order(turns: list[_Turn], *, order_by: str | None, source: str) -> list[_Turn]:
+def _in_turn_order(turns: list[_Turn], *, order_by: str | None, source: str) -> list[Exchange]:
     if order_by is None:
-        return turns
+        return [turn.exchange for turn in turns]
     seen: dict[int, _Turn] = {}
     for turn in turns:
         assert turn.order is not None
         earlier = seen.get(turn.order)
         if earlier is not None:
-            raise turn.row.error(
+            raise turn.exchange.row.error(
                 f"turn order {turn.order} is used twice in this conversation (also at "
-                f"{earlier.row.place})",
+                f"{earlier.exchange.row.place})",
                 order_by,
                 source=source,
             )
         seen[turn.order] = turn
-    return sorted(turns, key=lambda turn: (turn.order, turn.position))
+    ordered = sorted(turns, key=lambda turn: (turn.order, turn.exchange.position))
+    return [turn.exchange for turn in ordered]
 
 
 def write_galtea_csv(cases: Iterable[Mapping[str, Any]]) -> str:
     """Cases as Galtea-style turn rows (CSV text), deterministic.
 
     Columns ``session_id,turn,input,actual_output,product_description``: one row per
-    user/assistant exchange (see :func:`~review_app.formats._common.exchanges`),
+    user/assistant exchange (see :func:`~review_app.formats._sessions.exchanges`),
     numbered 1..n per conversation, cases in the order given. System and tool
     events, observed actions, requests and the contract have no column and are not
     written. Every cell is neutralised against formula injection.
     """
-    items = list(cases)
-    check_unique_case_ids(items)
-    rows: list[list[str]] = []
-    for case in items:
-        description = case.get("chatbot_role") or ""
-        for index, (user, assistant) in enumerate(exchanges(case["transcript"]), start=1):
-            rows.append([case["case_id"], str(index), user or "", assistant or "", description])
+    rows = [
+        [case_id, str(index), user, assistant, description]
+        for case_id, index, user, assistant, description in exchange_rows(cases)
+    ]
     header = ["session_id", "turn", "input", "actual_output", "product_description"]
     return csv_text(header, rows)

@@ -35,30 +35,19 @@ Reading rules:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+import hashlib
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from review_app.cases import DEFAULT_MAX_RECORD_BYTES, CaseRecord, iter_json_records
-from review_app.errors import InputError
-from review_app.formats._common import (
-    CaseIds,
-    ProgressCallback,
-    case_id_from,
-    check_unique_case_ids,
-    choose_contract,
-    fallback_case_id,
-    finish_case,
-    join_field,
-    map_tools,
-    sha256_hex,
-    type_name,
-    validate_contract,
-    validate_prefix,
-    validate_tool_action_map,
-)
+from review_app.cases import DEFAULT_MAX_RECORD_BYTES, CaseRecord
+from review_app.evaluator import type_name
+from review_app.formats._context import Fail, ReadContext
+from review_app.formats._contracts import map_tools
+from review_app.formats._ids import check_unique_case_ids, join_field
+from review_app.formats._tables import ProgressCallback
 
 FORMAT_NAME = "openai"
 SYSTEM_ROLES = ("system", "developer")
@@ -66,14 +55,11 @@ MESSAGE_ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 TEXT_PART_TYPES = ("text", "input_text", "output_text")
 _MESSAGE_KEYS_USED = frozenset({"role", "content"})
 _RECORD_KEYS_USED = frozenset({"messages", "id", "metadata"})
-_Fail = Callable[[str, str | None], InputError]
 
 
-def _records(
-    path: Path, *, max_record_bytes: int, progress: ProgressCallback | None
-) -> Iterator[tuple[int | None, str | None, Any]]:
+def _records(ctx: ReadContext) -> Iterator[tuple[int | None, str | None, Any]]:
     """Records of the file; a ``.json`` file that is one bare message list gives one."""
-    records = iter_json_records(path, max_record_bytes=max_record_bytes, progress=progress)
+    records = ctx.records()
     first = next(records, None)
     if first is None:
         return
@@ -100,51 +86,26 @@ def read_openai(
     progress: ProgressCallback | None = None,
 ) -> Iterator[CaseRecord]:
     """Cases from OpenAI chat message lists (JSONL or JSON), one per record, in order."""
-    source = str(path)
-    given_contract = validate_contract(contract)
-    tools = validate_tool_action_map(tool_action_map)
-    validate_prefix(case_id_prefix)
-
-    def cases() -> Iterator[CaseRecord]:
-        ids = CaseIds(source)
-        for index, (line, prefix, value) in enumerate(
-            _records(path, max_record_bytes=max_record_bytes, progress=progress), start=1
-        ):
-            yield _read_record(
-                value,
-                path=path,
-                source=source,
-                line=line,
-                prefix=prefix,
-                index=index,
-                given_contract=given_contract,
-                tools=tools,
-                case_id_prefix=case_id_prefix,
-                ids=ids,
-            )
-
-    return cases()
+    ctx = ReadContext.check(
+        path,
+        contract=contract,
+        tool_action_map=tool_action_map,
+        case_id_prefix=case_id_prefix,
+        max_record_bytes=max_record_bytes,
+        progress=progress,
+    )
+    return (
+        _read_record(value, ctx, line=line, prefix=prefix, index=index)
+        for index, (line, prefix, value) in enumerate(_records(ctx), start=1)
+    )
 
 
 def _read_record(
-    value: Any,
-    *,
-    path: Path,
-    source: str,
-    line: int | None,
-    prefix: str | None,
-    index: int,
-    given_contract: dict[str, Any] | None,
-    tools: Mapping[str, str | None],
-    case_id_prefix: str | None,
-    ids: CaseIds,
+    value: Any, ctx: ReadContext, *, line: int | None, prefix: str | None, index: int
 ) -> CaseRecord:
-    def fail(message: str, field: str | None) -> InputError:
-        where = join_field(prefix, field) if field else prefix
-        return InputError(message, source=source, line=line, field=where)
-
+    fail = ctx.fail_at(line, prefix)
     kept: dict[str, Any] = {}
-    contract = given_contract
+    contract = ctx.contract
     raw_id: Any = None
     if isinstance(value, list):
         messages: Any = value
@@ -159,12 +120,10 @@ def _read_record(
         if metadata is not None and not isinstance(metadata, dict):
             raise fail(f"expected an object, got {type_name(metadata)}", "metadata")
         metadata = dict(metadata or {})
-        contract_field = join_field(prefix, "metadata.role_contract")
-        embedded = validate_contract(
-            metadata.pop("role_contract", None), source=source, line=line, field=contract_field
-        )
-        contract = choose_contract(
-            given_contract, embedded, source=source, line=line, field=contract_field
+        contract = ctx.record_contract(
+            metadata.pop("role_contract", None),
+            line=line,
+            field=join_field(prefix, "metadata.role_contract"),
         )
         kept = {key: item for key, item in value.items() if key not in _RECORD_KEYS_USED}
         if metadata:
@@ -177,18 +136,13 @@ def _read_record(
     if not messages:
         raise fail("the conversation has no messages", base or None)
 
-    case_id: str | None = None
-    if raw_id is not None:
-        if type(raw_id) is int:
-            raw_id = str(raw_id)
-        if type(raw_id) is not str:
-            raise fail(f"expected text or an integer, got {type_name(raw_id)}", "id")
-        case_id = case_id_from(
-            raw_id, prefix=case_id_prefix, source=source, line=line, field=join_field(prefix, "id")
-        )
-    if case_id is None:
-        case_id = fallback_case_id(path, index, prefix=case_id_prefix)
-    ids.claim(case_id, line=line, field=join_field(prefix, "id") if raw_id is not None else prefix)
+    if type(raw_id) is int:
+        raw_id = str(raw_id)
+    if raw_id is not None and type(raw_id) is not str:
+        raise fail(f"expected text or an integer, got {type_name(raw_id)}", "id")
+    case_id = ctx.named_case_id(
+        raw_id, index=index, line=line, prefix=prefix, field=join_field(prefix, "id")
+    )
     if raw_id is not None and raw_id != case_id:
         kept["id"] = raw_id
 
@@ -228,7 +182,7 @@ def _read_record(
                 text = refusal
             names = _tool_names(message, field, fail)
             if names is not None:
-                event["observed_actions"] = map_tools(names, tools)
+                event["observed_actions"] = map_tools(names, ctx.tools)
         else:
             event["actor"] = "tool"
             if message.get("content") is None:
@@ -240,18 +194,26 @@ def _read_record(
             event["source_metadata"] = others
         transcript.append(event)
 
-    case: dict[str, Any] = {"case_id": case_id}
-    if chatbot_role is not None:
-        case["chatbot_role"] = chatbot_role
-        case["role_instruction_sha256"] = sha256_hex(chatbot_role)
-    case["contract"] = contract
-    case["transcript"] = transcript
-    if kept:
-        case["source_metadata"] = kept
-    return finish_case(case, source=source, line=line, prefix=prefix)
+    hashed = (
+        None if chatbot_role is None else {"role_instruction_sha256": _sha256_hex(chatbot_role)}
+    )
+    return ctx.finish(
+        case_id,
+        chatbot_role=chatbot_role,
+        role_fields=hashed,
+        contract=contract,
+        transcript=transcript,
+        source_metadata=kept,
+        line=line,
+        prefix=prefix,
+    )
 
 
-def _content_text(content: Any, field: str, fail: _Fail) -> str | None:
+def _sha256_hex(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _content_text(content: Any, field: str, fail: Fail) -> str | None:
     if content is None or type(content) is str:
         return content
     if not isinstance(content, list):
@@ -270,7 +232,7 @@ def _content_text(content: Any, field: str, fail: _Fail) -> str | None:
     return "\n".join(texts) if texts else None
 
 
-def _tool_names(message: dict[str, Any], field: str, fail: _Fail) -> list[str] | None:
+def _tool_names(message: dict[str, Any], field: str, fail: Fail) -> list[str] | None:
     """Tool names an assistant message called, in order; ``None`` when it called none."""
     calls = message.get("tool_calls")
     legacy = message.get("function_call")

@@ -29,7 +29,7 @@ Reading rules:
 * the role definition becomes the case's ``chatbot_role``; two different non-empty
   values in one session are an error; empty cells fall back to the option;
 * sessions become cases in order of first appearance; the case id is the session id
-  (:func:`~review_app.formats._common.slugify`-ed, with the optional prefix);
+  (:func:`~review_app.formats._ids.slugify`-ed, with the optional prefix);
 * no contract unless one is given (``contract=``): the case is ``no_contract``.
 
 What the table has beyond that is kept: the session id under the case's
@@ -50,23 +50,15 @@ from typing import Any
 
 from review_app.cases import DEFAULT_MAX_RECORD_BYTES, CaseRecord
 from review_app.errors import InputError
-from review_app.formats._common import (
-    CaseIds,
+from review_app.formats._context import ReadContext
+from review_app.formats._sessions import Exchange, SessionColumns, exchange_rows
+from review_app.formats._tables import (
     ProgressCallback,
-    Row,
-    case_from_session,
-    case_id_from,
-    check_unique_case_ids,
-    exchanges,
-    missing_columns_error,
-    open_table,
     optional_int,
+    require_columns,
     require_id,
-    require_text,
+    require_keys,
     row_extras,
-    same_text_in_group,
-    validate_contract,
-    validate_prefix,
 )
 from review_app.formats.csv_safety import csv_text
 
@@ -118,15 +110,10 @@ def parse_timestamp(value: Any) -> Moment:
 
 
 @dataclass(slots=True)
-class _Exchange:
-    position: int
-    row: Row
+class _Timed:
+    exchange: Exchange
     moment: Moment
     sequence: int | None
-    user_text: str | None
-    assistant_text: str | None
-    role: str | None
-    metadata: dict[str, Any]
 
 
 def read_openlayer(
@@ -149,191 +136,148 @@ def read_openlayer(
     The role and sequence columns are optional; the others are required. See the
     module documentation for every rule.
     """
-    source = str(path)
-    given_contract = validate_contract(contract)
-    validate_prefix(case_id_prefix)
+    ctx = ReadContext.check(
+        path,
+        contract=contract,
+        case_id_prefix=case_id_prefix,
+        max_record_bytes=max_record_bytes,
+        progress=progress,
+    )
+    columns = SessionColumns(
+        session=session_column,
+        input=input_column,
+        output=output_column,
+        role=role_column,
+        role_name="role definition",
+        role_option=role_definition,
+    )
+    return _cases(ctx, columns, timestamp_column=timestamp_column, sequence_column=sequence_column)
 
-    def cases() -> Iterator[CaseRecord]:
-        table = open_table(path, max_record_bytes=max_record_bytes, progress=progress)
-        required = [session_column, timestamp_column, input_column, output_column]
-        if table.columns is not None:
-            missing = [name for name in required if name not in table.columns]
-            if missing:
-                raise missing_columns_error(table, missing)
-        consumed = {*required, role_column, sequence_column}
 
-        sessions: dict[str, list[_Exchange]] = {}
-        has_sequence_column = table.columns is not None and sequence_column in table.columns
-        for position, row in enumerate(table.rows):
-            if table.columns is None:
-                for name in required:
-                    if name not in row.cells:
-                        raise row.error(
-                            f"the row has no {name!r} key (a required column)", name, source=source
-                        )
-                has_sequence_column = has_sequence_column or sequence_column in row.cells
-            session = require_id(row, session_column, source=source)
-            raw_time = row.cells.get(timestamp_column)
-            if raw_time is None or raw_time == "":
-                raise row.error(
-                    "this cell is empty; every row needs a timestamp",
-                    timestamp_column,
-                    source=source,
-                )
-            try:
-                moment = parse_timestamp(raw_time)
-            except ValueError as error:
-                raise row.error(str(error), timestamp_column, source=source) from None
-            metadata = {"timestamp": raw_time, **row_extras(row, consumed)}
-            sequence = optional_int(row, sequence_column, source=source)
-            if sequence is not None:
-                metadata["sequence"] = sequence
-            sessions.setdefault(session, []).append(
-                _Exchange(
-                    position=position,
-                    row=row,
-                    moment=moment,
-                    sequence=sequence,
-                    user_text=require_text(row, input_column, source=source),
-                    assistant_text=require_text(row, output_column, source=source),
-                    role=require_text(row, role_column, source=source),
-                    metadata=metadata,
-                )
-            )
-        if not sessions:
-            raise InputError("the file holds no rows", source=source)
+def _cases(
+    ctx: ReadContext, columns: SessionColumns, *, timestamp_column: str, sequence_column: str
+) -> Iterator[CaseRecord]:
+    source = ctx.source
+    table = ctx.table()
+    required = [columns.session, timestamp_column, columns.input, columns.output]
+    require_columns(table, required)
+    consumed = {*required, columns.role, sequence_column}
 
-        ids = CaseIds(source)
-        for session, rows in sessions.items():
-            ordered = _in_time_order(
-                rows,
-                source=source,
-                session=session,
-                timestamp_column=timestamp_column,
-                sequence_column=sequence_column,
-                has_sequence_column=has_sequence_column,
-            )
-            first = rows[0].row
-            case_id = case_id_from(
-                session,
-                prefix=case_id_prefix,
-                source=source,
-                line=first.line,
-                field=first.field(session_column),
-            )
-            if case_id is None:
-                raise first.error(
-                    "this session id gives no usable case id (it has no letters or digits)",
-                    session_column,
-                    source=source,
-                )
-            ids.claim(case_id, line=first.line, field=first.field(session_column))
-            role = same_text_in_group(
-                [(exchange.row, exchange.role) for exchange in rows],
-                column=role_column,
-                what="role definition",
+    sessions: dict[str, list[_Timed]] = {}
+    has_sequence_column = table.columns is not None and sequence_column in table.columns
+    for position, row in enumerate(table.rows):
+        require_keys(table, row, required)
+        if table.columns is None:
+            has_sequence_column = has_sequence_column or sequence_column in row.cells
+        session = require_id(row, columns.session, source=source)
+        raw_time = row.cells.get(timestamp_column)
+        if raw_time is None or raw_time == "":
+            raise row.error(
+                "this cell is empty; every row needs a timestamp",
+                timestamp_column,
                 source=source,
             )
-            yield case_from_session(
-                ordered,
-                case_id=case_id,
-                chatbot_role=role if role is not None else role_definition,
-                contract=given_contract,
-                session=session,
-                input_column=input_column,
-                source=source,
-                line=first.line,
-            )
+        try:
+            moment = parse_timestamp(raw_time)
+        except ValueError as error:
+            raise row.error(str(error), timestamp_column, source=source) from None
+        metadata = {"timestamp": raw_time, **row_extras(row, consumed)}
+        sequence = optional_int(row, sequence_column, source=source)
+        if sequence is not None:
+            metadata["sequence"] = sequence
+        exchange = columns.exchange(row, position=position, metadata=metadata, source=source)
+        sessions.setdefault(session, []).append(_Timed(exchange, moment, sequence))
+    if not sessions:
+        raise InputError("the file holds no rows", source=source)
 
-    return cases()
-
-
-def _in_time_order(
-    rows: list[_Exchange],
-    *,
-    source: str,
-    session: str,
-    timestamp_column: str,
-    sequence_column: str,
-    has_sequence_column: bool,
-) -> list[_Exchange]:
-    """The session's rows by time; equal times only when a sequence orders them."""
-    kinds = {exchange.moment.naive for exchange in rows}
-    if len(kinds) > 1:
-        odd = next(exchange for exchange in rows if exchange.moment.naive != rows[0].moment.naive)
-        raise odd.row.error(
-            f"session {session} mixes times without a UTC offset with times that have one "
-            "(or epoch numbers); their order cannot be known, so give every time an offset",
-            timestamp_column,
-            source=source,
+    order = _TimeOrder(source, timestamp_column, sequence_column, has_sequence_column)
+    for session, rows in sessions.items():
+        ordered = order.sort(rows, session=session)
+        first = rows[0].exchange.row
+        case_id = columns.case_id(ctx, session, first)
+        yield columns.case(
+            ctx,
+            ordered,
+            case_id=case_id,
+            chatbot_role=columns.chatbot_role([timed.exchange for timed in rows], source=source),
+            session=session,
+            line=first.line,
         )
-    ordered = sorted(rows, key=lambda exchange: exchange.moment.seconds)
-    result: list[_Exchange] = []
-    start = 0
-    while start < len(ordered):
-        end = start + 1
-        while end < len(ordered) and ordered[end].moment.seconds == ordered[start].moment.seconds:
-            end += 1
-        group = ordered[start:end]
-        if len(group) > 1:
-            group = _by_sequence(
-                group,
-                source=source,
-                session=session,
-                timestamp_column=timestamp_column,
-                sequence_column=sequence_column,
-                has_sequence_column=has_sequence_column,
-            )
-        result.extend(group)
-        start = end
-    return result
 
 
-def _by_sequence(
-    group: list[_Exchange],
-    *,
-    source: str,
-    session: str,
-    timestamp_column: str,
-    sequence_column: str,
-    has_sequence_column: bool,
-) -> list[_Exchange]:
-    in_file_order = sorted(group, key=lambda exchange: exchange.position)
-    first, second = in_file_order[0], in_file_order[1]
-    if not has_sequence_column:
-        raise second.row.error(
-            f"session {session} has another row at this same time ({first.row.place}); "
-            f"their order is unknown: add a {sequence_column!r} column of integers to order "
-            "rows that share a time",
-            timestamp_column,
-            source=source,
-        )
-    seen: dict[int, _Exchange] = {}
-    for exchange in in_file_order:
-        if exchange.sequence is None:
-            raise exchange.row.error(
-                f"session {session} has several rows at this time; each needs a sequence "
-                "value to order them",
-                sequence_column,
-                source=source,
+@dataclass(frozen=True, slots=True)
+class _TimeOrder:
+    """Puts a session's rows in order: by time, and by sequence where times are equal."""
+
+    source: str
+    timestamp_column: str
+    sequence_column: str
+    has_sequence_column: bool
+
+    def sort(self, rows: list[_Timed], *, session: str) -> list[Exchange]:
+        """The session's rows by time; equal times only when a sequence orders them."""
+        kinds = {timed.moment.naive for timed in rows}
+        if len(kinds) > 1:
+            odd = next(timed for timed in rows if timed.moment.naive != rows[0].moment.naive)
+            raise odd.exchange.row.error(
+                f"session {session} mixes times without a UTC offset with times that have one "
+                "(or epoch numbers); their order cannot be known, so give every time an offset",
+                self.timestamp_column,
+                source=self.source,
             )
-        earlier = seen.get(exchange.sequence)
-        if earlier is not None:
-            raise exchange.row.error(
-                f"session {session} has another row at this time with the same sequence "
-                f"value ({earlier.row.place})",
-                sequence_column,
-                source=source,
+        ordered = sorted(rows, key=lambda timed: timed.moment.seconds)
+        result: list[Exchange] = []
+        start = 0
+        while start < len(ordered):
+            end = start + 1
+            while (
+                end < len(ordered) and ordered[end].moment.seconds == ordered[start].moment.seconds
+            ):
+                end += 1
+            group = ordered[start:end]
+            if len(group) > 1:
+                group = self._by_sequence(group, session=session)
+            result.extend(timed.exchange for timed in group)
+            start = end
+        return result
+
+    def _by_sequence(self, group: list[_Timed], *, session: str) -> list[_Timed]:
+        in_file_order = sorted(group, key=lambda timed: timed.exchange.position)
+        first, second = in_file_order[0], in_file_order[1]
+        if not self.has_sequence_column:
+            raise second.exchange.row.error(
+                f"session {session} has another row at this same time "
+                f"({first.exchange.row.place}); their order is unknown: add a "
+                f"{self.sequence_column!r} column of integers to order rows that share a time",
+                self.timestamp_column,
+                source=self.source,
             )
-        seen[exchange.sequence] = exchange
-    return sorted(group, key=lambda exchange: exchange.sequence or 0)
+        seen: dict[int, _Timed] = {}
+        for timed in in_file_order:
+            if timed.sequence is None:
+                raise timed.exchange.row.error(
+                    f"session {session} has several rows at this time; each needs a sequence "
+                    "value to order them",
+                    self.sequence_column,
+                    source=self.source,
+                )
+            earlier = seen.get(timed.sequence)
+            if earlier is not None:
+                raise timed.exchange.row.error(
+                    f"session {session} has another row at this time with the same sequence "
+                    f"value ({earlier.exchange.row.place})",
+                    self.sequence_column,
+                    source=self.source,
+                )
+            seen[timed.sequence] = timed
+        return sorted(group, key=lambda timed: timed.sequence or 0)
 
 
 def write_openlayer_csv(cases: Iterable[Mapping[str, Any]]) -> str:
     """Cases as an Openlayer session table (CSV text), deterministic.
 
     Columns ``session_id,timestamp,sequence,input,output,role_definition``; one row
-    per user/assistant exchange (see :func:`~review_app.formats._common.exchanges`),
+    per user/assistant exchange (see :func:`~review_app.formats._sessions.exchanges`),
     cases and exchanges in the order given. Native cases carry no times, so the
     timestamps are synthetic: a session's rows are one second apart from
     :data:`EXPORT_START`; only their order means anything, and ``sequence`` numbers
@@ -341,22 +285,16 @@ def write_openlayer_csv(cases: Iterable[Mapping[str, Any]]) -> str:
     actions, requests or the contract: they are not written. Every cell is
     neutralised against formula injection.
     """
-    items = list(cases)
-    check_unique_case_ids(items)
-    rows: list[list[str]] = []
-    for case in items:
-        role = case.get("chatbot_role") or ""
-        for index, (user, assistant) in enumerate(exchanges(case["transcript"]), start=1):
-            moment = EXPORT_START + timedelta(seconds=index - 1)
-            rows.append(
-                [
-                    case["case_id"],
-                    moment.isoformat().replace("+00:00", "Z"),
-                    str(index),
-                    user or "",
-                    assistant or "",
-                    role,
-                ]
-            )
+    rows = [
+        [
+            case_id,
+            (EXPORT_START + timedelta(seconds=index - 1)).isoformat().replace("+00:00", "Z"),
+            str(index),
+            user,
+            assistant,
+            role,
+        ]
+        for case_id, index, user, assistant, role in exchange_rows(cases)
+    ]
     header = ["session_id", "timestamp", "sequence", "input", "output", "role_definition"]
     return csv_text(header, rows)
