@@ -194,13 +194,13 @@ def _read_record(
             event["source_metadata"] = others
         transcript.append(event)
 
-    hashed = (
-        None if chatbot_role is None else {"role_instruction_sha256": _sha256_hex(chatbot_role)}
-    )
+    instruction_hash = None
+    if chatbot_role is not None:
+        instruction_hash = {"role_instruction_sha256": _sha256_hex(chatbot_role)}
     return ctx.finish(
         case_id,
         chatbot_role=chatbot_role,
-        role_fields=hashed,
+        role_fields=instruction_hash,
         contract=contract,
         transcript=transcript,
         source_metadata=kept,
