@@ -1002,7 +1002,7 @@ def _serve(db: str | None, port: int, host: str) -> None:
     from review_app.services.database import database_url
 
     _engine(db)  # migrate (and check the database) before the server starts
-    app_path = Path(__file__).resolve().parent / "ui" / "app.py"
+    app_path = Path(__file__).resolve().parents[1] / "ui" / "app.py"
     env = dict(os.environ)
     env["REVIEW_APP_DATABASE_URL"] = database_url(db)
     command = [
@@ -1105,7 +1105,3 @@ def restore(
 
 def main() -> None:
     app()
-
-
-if __name__ == "__main__":
-    main()
