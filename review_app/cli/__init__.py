@@ -1,0 +1,86 @@
+"""The ``review-app`` command line: thin commands over the services.
+
+Each command opens the database (migrating it on first use) and calls one service
+function. Bad input gives one sentence on stderr naming the file, line or field,
+and exit code 2; never a traceback (:class:`~review_app.cli.shared.ErrorsAsMessages`).
+
+This module assembles the application; the commands live in one module per concern.
+``review-app inspect`` without ``--help`` never comes here (``review_app.__main__``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from review_app import __version__
+from review_app.cli import (
+    admin,
+    agreement,
+    case_files,
+    cases,
+    export,
+    judge,
+    labels,
+    reviewers,
+    rubrics,
+    server,
+)
+from review_app.cli.shared import ErrorsAsMessages
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    cls=ErrorsAsMessages,
+    name="review-app",
+    help=(
+        "Role Review: human review of chatbot conversations for role adherence. "
+        "Deterministic role-contract findings, per-turn labels against versioned rubrics, "
+        "inter-rater agreement, LLM-judge calibration and regression-fixture export."
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+)
+
+
+def version_callback(value: bool) -> None:
+    if value:
+        typer.echo(f"review-app {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version", callback=version_callback, is_eager=True, help="Show the version."
+        ),
+    ] = False,
+) -> None:
+    """Role Review command line."""
+
+
+# --help lists the commands in this order, then the groups in theirs.
+app.command()(case_files.inspect)
+app.command("import")(case_files.import_)
+app.command()(reviewers.assign)
+app.command()(agreement.agreement)
+app.command()(export.export)
+app.command()(admin.audit)
+app.command()(server.serve)
+app.command()(server.demo)
+app.command()(admin.backup)
+app.command()(admin.restore)
+app.add_typer(cases.cases_app, name="cases")
+app.add_typer(labels.labels_app, name="labels")
+app.add_typer(reviewers.reviewers_app, name="reviewers")
+app.add_typer(rubrics.rubrics_app, name="rubrics")
+app.add_typer(judge.judge_app, name="judge")
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,271 @@
+"""``review-app judge``: LLM judges' verdicts in, judge runs, and how far to trust them."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from review_app.cli.output import print_json, print_listing, print_report, terminal_safe
+from review_app.cli.progress import unit_progress
+from review_app.cli.shared import (
+    DbOption,
+    HostOption,
+    JsonOption,
+    PortOption,
+    RubricOption,
+    catalog,
+    open_engine,
+    operator,
+)
+
+judge_app = typer.Typer(
+    help="LLM judges: import verdicts, run a prompt, calibrate.", no_args_is_help=True
+)
+
+
+@judge_app.command("import")
+def judge_import(
+    verdict_file: Annotated[
+        Path,
+        typer.Argument(metavar="FILE", help='CSV or JSONL (docs/reference.md, "Judge verdicts").'),
+    ],
+    rubric: RubricOption,
+    score_means: Annotated[
+        str,
+        typer.Option(
+            "--score-means",
+            help='break (1 = breaks the role; docs/reference.md, "Judge verdicts") or adherence '
+            "(1 = stays in "
+            "role, as deepeval, Galtea and Openlayer report).",
+        ),
+    ] = "break",
+    db: DbOption = None,
+) -> None:
+    """Import judge verdicts (per turn, or per conversation with an empty turn)."""
+    from review_app.services.judge_import import import_verdicts
+
+    engine = open_engine(db)
+    chosen = catalog(engine).get(rubric)
+    summary = import_verdicts(
+        engine, operator(), verdict_file, rubric=chosen, score_means=score_means
+    )
+    typer.echo(summary.line())
+
+
+@judge_app.command("runs")
+def judge_runs(
+    rubric: Annotated[
+        str | None, typer.Option("--rubric", metavar="ID@V", help="Only this rubric version.")
+    ] = None,
+    as_json: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """Stored judge runs with their verdict and error counts."""
+    from review_app.services.judge_import import list_judge_runs
+
+    engine = open_engine(db)
+    chosen = catalog(engine).for_reports(rubric) if rubric else None
+    runs = list_judge_runs(engine, operator(), rubric=chosen)
+    print_listing(runs, as_json=as_json, line=_run_line, empty="no judge runs")
+
+
+def _run_line(run: dict[str, Any]) -> str:
+    return (
+        f"{run['id']:>4}  {terminal_safe(run['name']):<48} {run['rubric']:<20} "
+        f"{run['verdicts']:>6} verdicts  {run['errors']:>4} errors  {run['status']}"
+    )
+
+
+@judge_app.command("run")
+def judge_run(
+    rubric: RubricOption,
+    prompt: Annotated[
+        str,
+        typer.Option("--prompt", help="judge@vN from rubrics/<id>/judges/, or a template path."),
+    ],
+    model: Annotated[
+        str | None, typer.Option("--model", help="Model name (or $REVIEW_APP_JUDGE_MODEL).")
+    ] = None,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--base-url",
+            help="OpenAI-compatible API base, e.g. "
+            "http://127.0.0.1:8080/v1 (or $REVIEW_APP_JUDGE_BASE_URL).",
+        ),
+    ] = None,
+    api_key: Annotated[
+        str | None,
+        typer.Option("--api-key", help="API key (or $REVIEW_APP_JUDGE_API_KEY / $OPENAI_API_KEY)."),
+    ] = None,
+    case: Annotated[
+        list[str] | None, typer.Option("--case", help="Only this case (repeatable).")
+    ] = None,
+    lane: Annotated[str | None, typer.Option("--lane", help="Only cases of this lane.")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", help="At most this many cases.")] = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", help="Requests at once.")] = 4,
+    retries: Annotated[int, typer.Option("--retries", help="Retries per request.")] = 3,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds per request.")] = 120.0,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", help="Answer length cap.")] = 300,
+    response_format: Annotated[
+        str,
+        typer.Option(
+            "--response-format",
+            help="text, json_object (OpenAI, vLLM, llama.cpp), json_object_schema (llama.cpp: "
+            "constrained to the verdict schema) or json_schema (OpenAI structured outputs).",
+        ),
+    ] = "json_object",
+    db: DbOption = None,
+) -> None:
+    """Run a judge prompt over cases against an OpenAI-compatible chat endpoint.
+
+    Verdicts are stored as they arrive; running the same judge, prompt version and
+    model again resumes where it stopped. Unparseable answers are stored as errors.
+    """
+    from review_app.judging import find_judge_prompt
+    from review_app.rubrics import default_rubrics_dir
+    from review_app.services.judge_runner import EndpointSettings, run_judge, select_case_ids
+
+    engine = open_engine(db)
+    chosen = catalog(engine).get(rubric)
+    template = find_judge_prompt(default_rubrics_dir(), chosen.id, prompt)
+    settings = EndpointSettings.from_options(
+        base_url=base_url,
+        model=model,
+        api_key=api_key,
+        concurrency=concurrency,
+        retries=retries,
+        timeout=timeout,
+        max_tokens=max_tokens,
+        response_format=response_format,
+    )
+    case_ids = select_case_ids(engine, case_ids=case, lane=lane, limit=limit)
+    with unit_progress(f"judging with {template.ref}") as callback:
+        summary = run_judge(
+            engine,
+            operator(),
+            rubric=chosen,
+            prompt=template,
+            settings=settings,
+            case_ids=case_ids,
+            progress=callback,
+        )
+    typer.echo(summary.line())
+
+
+@judge_app.command("report")
+def judge_report(
+    rubric: RubricOption,
+    run: Annotated[
+        list[int] | None, typer.Option("--run", help="Only this run id (repeatable).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    resamples: Annotated[int, typer.Option("--resamples", help="Bootstrap resamples.")] = 1000,
+    seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
+    epsilon: Annotated[
+        float,
+        typer.Option(
+            "--epsilon",
+            help="Alternative annotator test margin: how much worse than a reviewer the "
+            "judge may be, for being cheaper and faster (0.2 as in the paper).",
+        ),
+    ] = 0.2,
+    db: DbOption = None,
+) -> None:
+    """May the judge replace a reviewer (alternative annotator test), and how it agrees."""
+    from review_app.services.judge_report import calibration_report
+    from review_app.services.render import render_judge_report
+
+    engine = open_engine(db)
+    chosen = catalog(engine).for_reports(rubric)
+    report = calibration_report(
+        engine,
+        operator(),
+        rubric=chosen,
+        run_ids=run,
+        n_resamples=resamples,
+        seed=seed,
+        epsilon=epsilon,
+    )
+    print_report(report, as_json=as_json, render=render_judge_report)
+
+
+@judge_app.command("estimate")
+def judge_estimate(
+    rubric: RubricOption,
+    run: Annotated[int, typer.Option("--run", help="The judge run whose verdicts to use.")],
+    level: Annotated[
+        str, typer.Option("--level", help="turn or conversation: what a unit is.")
+    ] = "turn",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the estimate as JSON.")] = False,
+    db: DbOption = None,
+) -> None:
+    """How often the chatbot breaks role: PPI++ from the judge's verdicts and gold."""
+    from review_app.services.estimate import break_rate_estimate, render_estimate
+
+    engine = open_engine(db)
+    chosen = catalog(engine).for_reports(rubric)
+    estimate = break_rate_estimate(engine, operator(), rubric=chosen, run_id=run, level=level)
+    print_report(estimate, as_json=as_json, render=render_estimate)
+
+
+@judge_app.command("calibrate")
+def judge_calibrate(
+    rubric: RubricOption,
+    run: Annotated[int, typer.Option("--run", help="The judge run whose scores to calibrate.")],
+    method: Annotated[str, typer.Option("--method", help="isotonic or platt.")] = "isotonic",
+    db: DbOption = None,
+) -> None:
+    """Fit a score calibration map on gold labels (cross-validated) and store it with the run."""
+    from review_app.services.judge_report import fit_run_calibration
+
+    engine = open_engine(db)
+    chosen = catalog(engine).get(rubric)
+    fitted = fit_run_calibration(engine, operator(), rubric=chosen, run_id=run, method=method)
+    before, after = fitted.get("heldout_brier_before"), fitted.get("heldout_brier_after")
+    typer.echo(
+        f"stored a {method} map with run {run}; held-out Brier {before:.4f} -> {after:.4f}"
+        if before is not None and after is not None
+        else f"stored a {method} map with run {run}"
+    )
+
+
+@judge_app.command("few-shot")
+def judge_few_shot(
+    rubric: RubricOption,
+    run: Annotated[
+        int | None, typer.Option("--run", help="Prefer units this run got wrong.")
+    ] = None,
+    per_label: Annotated[int, typer.Option("--per-label", help="Examples per label.")] = 1,
+    db: DbOption = None,
+) -> None:
+    """Adjudicated contrasting examples (pass / fail / borderline per label) as YAML-ready JSON."""
+    from review_app.services.judge_report import few_shot_material
+
+    engine = open_engine(db)
+    chosen = catalog(engine).for_reports(rubric)
+    examples = few_shot_material(engine, operator(), rubric=chosen, run_id=run, per_label=per_label)
+    print_json(examples)
+
+
+@judge_app.command("local-server")
+def judge_local_server(
+    port: PortOption = 8080,
+    host: HostOption = "127.0.0.1",
+    n_ctx: Annotated[int, typer.Option("--n-ctx", help="Context window in tokens.")] = 4096,
+) -> None:
+    """Serve the bundled Gemma 3 270M model with llama.cpp (needs the local-judge extra).
+
+    Then: review-app judge run --base-url http://HOST:PORT/v1 --model gemma-3-270m ...
+    """
+    import os
+
+    from review_app.services.local_judge import local_server_command, local_server_environment
+
+    command = local_server_command(host=host, port=port, n_ctx=n_ctx)
+    typer.echo(f"llama.cpp server on http://{host}:{port}/v1 (model gemma-3-270m)")
+    sys.stdout.flush()
+    os.execve(command[0], command, local_server_environment())

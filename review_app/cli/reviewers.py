@@ -1,0 +1,89 @@
+"""``review-app reviewers`` (who reviews, in which role) and ``assign`` (their queues)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from review_app.cli.output import print_listing, terminal_safe
+from review_app.cli.shared import (
+    DbOption,
+    JsonOption,
+    RubricOption,
+    catalog,
+    open_engine,
+    operator,
+)
+
+reviewers_app = typer.Typer(help="Reviewers and their roles.", no_args_is_help=True)
+
+
+@reviewers_app.command("list")
+def reviewers_list(as_json: JsonOption = False, db: DbOption = None) -> None:
+    """Reviewers with their roles."""
+    from review_app.services.people import list_people
+
+    people = [{"name": p.name, "role": p.role} for p in list_people(open_engine(db))]
+    print_listing(
+        people,
+        as_json=as_json,
+        line=lambda person: f"{terminal_safe(person['name']):<32} {person['role']}",
+    )
+
+
+@reviewers_app.command("add")
+def reviewers_add(
+    name: Annotated[str, typer.Argument(metavar="NAME", help="Sign-in identity (e.g. e-mail).")],
+    role: Annotated[
+        str, typer.Option("--role", help="reviewer, policy_owner or admin.")
+    ] = "reviewer",
+    db: DbOption = None,
+) -> None:
+    """Add a reviewer (or change an existing one's role)."""
+    from review_app.services.people import add_person
+
+    person = add_person(open_engine(db), operator(), name=name, role=role)
+    typer.echo(f"{person.name}: {person.role}")
+
+
+def assign(
+    rubric: RubricOption,
+    reviewers: Annotated[str, typer.Option("--reviewers", help="Comma-separated reviewer names.")],
+    overlap: Annotated[int, typer.Option("--overlap", help="Reviewers per case.")] = 2,
+    lane: Annotated[str | None, typer.Option("--lane", help="Only cases of this lane.")] = None,
+    audit_sample: Annotated[
+        int | None,
+        typer.Option(
+            "--audit-sample",
+            help="Draw this many turns uniformly at random, record the draw and queue "
+            "their cases: gold on them is a random sample, as `judge estimate` needs.",
+        ),
+    ] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the audit draw.")] = 0,
+    db: DbOption = None,
+) -> None:
+    """Fill reviewers' queues: each case goes to OVERLAP reviewers, load balanced."""
+    from review_app.services.queue import assign_cases
+
+    engine = open_engine(db)
+    chosen = catalog(engine).get(rubric)
+    names = [name.strip() for name in reviewers.split(",") if name.strip()]
+    if audit_sample is not None:
+        from review_app.services.audit_samples import draw_audit_sample
+
+        drawn = draw_audit_sample(
+            engine,
+            operator(),
+            rubric=chosen,
+            size=audit_sample,
+            seed=seed,
+            reviewers=names,
+            overlap=overlap,
+        )
+        typer.echo(drawn.line())
+        return
+    report = assign_cases(
+        engine, operator(), rubric=chosen, reviewers=names, overlap=overlap, lane=lane
+    )
+    typer.echo(report.line())

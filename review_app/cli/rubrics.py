@@ -1,0 +1,48 @@
+"""``review-app rubrics``: the rubric versions, and what changed between two."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from review_app.cli.output import print_json, print_listing
+from review_app.cli.shared import DbOption, JsonOption, catalog, open_engine
+
+rubrics_app = typer.Typer(help="Rubric versions: list them, compare two.", no_args_is_help=True)
+
+
+@rubrics_app.command("list")
+def rubrics_list(as_json: JsonOption = False, db: DbOption = None) -> None:
+    """Rubric versions: offered, labeled (immutable), or refused and why."""
+    known = catalog(open_engine(db))
+    rows = [
+        {
+            "rubric": ref,
+            "status": "labeled" if ref in known.labeled else "offered",
+            "title": known.usable[ref].title,
+            "sha256": known.usable[ref].sha256,
+        }
+        for ref in known.refs
+    ] + [
+        {"rubric": ref, "status": "refused", "reason": why}
+        for ref, why in sorted(known.refused.items())
+    ]
+    print_listing(rows, as_json=as_json, line=_rubric_line)
+
+
+def _rubric_line(row: dict[str, str]) -> str:
+    return f"{row['rubric']:<28} {row['status']:<8} {row.get('title') or row['reason']}"
+
+
+@rubrics_app.command("diff")
+def rubrics_diff(
+    old: Annotated[str, typer.Argument(metavar="ID@V")],
+    new: Annotated[str, typer.Argument(metavar="ID@V")],
+    db: DbOption = None,
+) -> None:
+    """What changed between two rubric versions (JSON)."""
+    from review_app.rubrics import diff_rubrics
+
+    known = catalog(open_engine(db))
+    print_json(diff_rubrics(known.for_reports(old), known.for_reports(new)).to_dict())

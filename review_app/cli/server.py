@@ -1,0 +1,85 @@
+"""Serving the review application: ``serve``, and ``demo`` (the sample set, then serve)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from review_app.cli.shared import DbOption, HostOption, PortOption, open_engine, operator
+
+
+def _serve(db: str | None, port: int, host: str) -> None:
+    import os
+
+    from review_app.services.database import database_url
+
+    open_engine(db)  # migrate (and check the database) before the server starts
+    app_path = Path(__file__).resolve().parents[1] / "ui" / "app.py"
+    env = dict(os.environ)
+    env["REVIEW_APP_DATABASE_URL"] = database_url(db)
+    command = [
+        sys.executable,
+        "-m",
+        "streamlit",
+        "run",
+        str(app_path),
+        "--server.port",
+        str(port),
+        "--server.address",
+        host,
+        "--server.headless",
+        "true",
+        "--server.fileWatcherType",
+        "none",
+        "--browser.gatherUsageStats",
+        "false",
+        "--global.developmentMode",
+        "false",
+        "--client.toolbarMode",
+        "viewer",
+        # A traceback (file paths, code) never reaches a browser; the server logs it.
+        "--client.showErrorDetails",
+        "false",
+        # A full gc.collect() after every run costs a label key hundreds of ms on a
+        # busy machine; Python's own collector still runs.
+        "--runner.postScriptGC",
+        "false",
+    ]
+    typer.echo(
+        f"Role Review on http://{host}:{port}/  (database: {env['REVIEW_APP_DATABASE_URL']})"
+    )
+    sys.stdout.flush()
+    os.execve(sys.executable, command, env)
+
+
+def serve(port: PortOption = 8501, host: HostOption = "127.0.0.1", db: DbOption = None) -> None:
+    """Serve the review application (Streamlit)."""
+    _serve(db, port, host)
+
+
+def demo(
+    port: PortOption = 8501,
+    host: HostOption = "127.0.0.1",
+    no_serve: Annotated[
+        bool, typer.Option("--no-serve", help="Only load the sample set; do not start the app.")
+    ] = False,
+    db: DbOption = None,
+) -> None:
+    """Load the bundled sample conversations into the database, then serve the app.
+
+    The sample set: 17 conversations over three products (support refunds, an
+    interview coach, a travel persona), reviewers ana, ben and chloe, policy owner
+    olivia. Loading is idempotent.
+    """
+    from review_app.services.demo import load_demo
+    from review_app.services.people import local_user_name
+
+    engine = open_engine(db)
+    report = load_demo(engine, operator(), local_user=local_user_name())
+    for line in report.lines():
+        typer.echo(line)
+    if not no_serve:
+        _serve(db, port, host)

@@ -1,0 +1,94 @@
+"""What every command uses: the exit codes of bad input, the shared options, the database
+and the operator the command line acts as."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+from typer.core import TyperGroup
+
+from review_app.errors import InputError, NotFound, PermissionDenied
+
+EXIT_BAD_INPUT = 2
+EXIT_FORBIDDEN = 3
+
+USER_ERRORS = (InputError, NotFound, PermissionDenied)
+
+
+class ErrorsAsMessages(TyperGroup):
+    """Every command's bad input as one line on stderr and an exit code, never a traceback.
+
+    ``InputError`` and ``NotFound`` exit with 2, ``PermissionDenied`` with 3 (the one
+    place that maps them, as sqlite-utils does with ``click.ClickException``).
+    """
+
+    def invoke(self, ctx: Any) -> Any:  # Typer's own (vendored) click.Context
+        try:
+            return super().invoke(ctx)
+        except USER_ERRORS as error:
+            raise exit_for(error) from None
+
+
+def exit_for(error: Exception) -> typer.Exit:
+    """The error's sentence on stderr; the exit carrying its code."""
+    return fail(
+        str(error), EXIT_FORBIDDEN if isinstance(error, PermissionDenied) else EXIT_BAD_INPUT
+    )
+
+
+def fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code)
+
+
+DbOption = Annotated[
+    str | None,
+    typer.Option(
+        "--db",
+        help=(
+            "Database URL (any SQLAlchemy URL). Default: $REVIEW_APP_DATABASE_URL, else the "
+            "SQLite file ~/.local/share/role-review/review.db."
+        ),
+        show_default=False,
+    ),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+RubricOption = Annotated[
+    str, typer.Option("--rubric", metavar="ID@V", help="Rubric version, e.g. role-adherence@1.")
+]
+PortOption = Annotated[int, typer.Option("--port", help="Port to listen on.")]
+HostOption = Annotated[
+    str, typer.Option("--host", help="Address to listen on (127.0.0.1: this machine only).")
+]
+
+
+def open_engine(db: str | None) -> Any:
+    """The database of ``--db``, migrated on first use."""
+    from review_app.services.database import open_database
+
+    try:
+        return open_database(db)
+    except Exception as error:  # an unreachable server or a bad URL is the user's input
+        if isinstance(error, InputError):
+            raise
+        raise InputError(f"cannot open the database: {_short(error)}", field="--db") from None
+
+
+def _short(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return text[0] if text else type(error).__name__
+
+
+def operator() -> Any:
+    """The command line acts as the operator: an admin, recorded as ``operator``."""
+    from review_app.services.people import operator_actor
+
+    return operator_actor()
+
+
+def catalog(engine: Any) -> Any:
+    """The rubric versions: the rubric files read, new content stored."""
+    from review_app.services.rubric_catalog import sync_rubrics
+
+    return sync_rubrics(engine, operator())
