@@ -30,6 +30,7 @@ from storage.models import (
     Reviewer,
     utcnow,
 )
+from storage.units import current_of_unit
 
 
 def add_label(
@@ -51,18 +52,15 @@ def add_label(
     concurrent saves take turns, and the partial unique index ``ux_labels_current_unit``
     refuses a second current label should a caller forget.
     """
-    session.execute(
-        update(Label)
-        .where(
-            col(Label.case_id) == case_id,
-            col(Label.turn) == turn,
-            col(Label.reviewer_id) == reviewer_id,
-            col(Label.rubric_id) == rubric_id,
-            col(Label.rubric_version) == version,
-            col(Label.current),
-        )
-        .values(current=False)
+    unit = current_of_unit(
+        Label,
+        rubric_id=rubric_id,
+        version=version,
+        case_id=case_id,
+        turn=turn,
+        reviewer_id=reviewer_id,
     )
+    session.execute(update(Label).where(*unit).values(current=False))
     statement = (
         insert(Label)
         .values(
