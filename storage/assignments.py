@@ -21,13 +21,20 @@ from storage.models import (
 )
 
 
+def _queue_of(*, reviewer_id: int, rubric_id: str, version: int) -> tuple[Any, ...]:
+    """Conditions selecting the reviewer's assignments under a rubric version: their queue."""
+    return (
+        col(Assignment.reviewer_id) == reviewer_id,
+        col(Assignment.rubric_id) == rubric_id,
+        col(Assignment.rubric_version) == version,
+    )
+
+
 def assigned_case_ids(
     session: Session, *, reviewer_id: int, rubric_id: str, version: int
 ) -> set[str]:
     query = select(col(Assignment.case_id)).where(
-        col(Assignment.reviewer_id) == reviewer_id,
-        col(Assignment.rubric_id) == rubric_id,
-        col(Assignment.rubric_version) == version,
+        *_queue_of(reviewer_id=reviewer_id, rubric_id=rubric_id, version=version)
     )
     return set(session.scalars(query))
 
@@ -103,10 +110,8 @@ def lock_assignment(
     query = (
         select(col(Assignment.id))
         .where(
+            *_queue_of(reviewer_id=reviewer_id, rubric_id=rubric_id, version=version),
             col(Assignment.case_id) == case_id,
-            col(Assignment.reviewer_id) == reviewer_id,
-            col(Assignment.rubric_id) == rubric_id,
-            col(Assignment.rubric_version) == version,
         )
         .with_for_update()
     )
@@ -161,10 +166,8 @@ def get_assignment(
     session: Session, *, case_id: str, reviewer_id: int, rubric_id: str, version: int
 ) -> Assignment | None:
     query = select(Assignment).where(
+        *_queue_of(reviewer_id=reviewer_id, rubric_id=rubric_id, version=version),
         col(Assignment.case_id) == case_id,
-        col(Assignment.reviewer_id) == reviewer_id,
-        col(Assignment.rubric_id) == rubric_id,
-        col(Assignment.rubric_version) == version,
     )
     return session.scalars(query).first()
 
@@ -205,11 +208,7 @@ def _queue_query(
                 col(Evaluation.evaluator_version) == evaluator_version,
             ),
         )
-        .where(
-            col(Assignment.reviewer_id) == reviewer_id,
-            col(Assignment.rubric_id) == rubric_id,
-            col(Assignment.rubric_version) == version,
-        )
+        .where(*_queue_of(reviewer_id=reviewer_id, rubric_id=rubric_id, version=version))
     )
     if lane is not None:
         query = query.where(col(Evaluation.lane) == lane)
@@ -264,11 +263,7 @@ def queue_count(
     query = (
         select(func.count())
         .select_from(Assignment)
-        .where(
-            col(Assignment.reviewer_id) == reviewer_id,
-            col(Assignment.rubric_id) == rubric_id,
-            col(Assignment.rubric_version) == version,
-        )
+        .where(*_queue_of(reviewer_id=reviewer_id, rubric_id=rubric_id, version=version))
     )
     if lane is not None:
         query = query.join(
@@ -288,9 +283,7 @@ def queue_progress(
 ) -> tuple[int, int]:
     """``(completed cases, assigned cases)`` for one reviewer and rubric version."""
     query = select(func.count(), func.count(col(Assignment.completed_at))).where(
-        col(Assignment.reviewer_id) == reviewer_id,
-        col(Assignment.rubric_id) == rubric_id,
-        col(Assignment.rubric_version) == version,
+        *_queue_of(reviewer_id=reviewer_id, rubric_id=rubric_id, version=version)
     )
     total, completed = session.execute(query).one()
     return int(completed), int(total)
@@ -306,9 +299,7 @@ def next_queued_case(
 ) -> str | None:
     """The next case (by id) in the reviewer's queue they have not finished, wrapping round."""
     base = select(col(Assignment.case_id)).where(
-        col(Assignment.reviewer_id) == reviewer_id,
-        col(Assignment.rubric_id) == rubric_id,
-        col(Assignment.rubric_version) == version,
+        *_queue_of(reviewer_id=reviewer_id, rubric_id=rubric_id, version=version),
         col(Assignment.completed_at).is_(None),
     )
     if after_case_id is not None:
