@@ -77,15 +77,9 @@ def current_label_code(
     session: Session, *, rubric_id: str, version: int, case_id: str, turn: int, reviewer_id: int
 ) -> str | None:
     """The reviewer's current code on a unit before a change (for ``before``)."""
-    unit = current_of_unit(
-        Label,
-        rubric_id=rubric_id,
-        version=version,
-        case_id=case_id,
-        turn=turn,
-        reviewer_id=reviewer_id,
-    )
-    return _latest_code(session, Label, unit)
+    unit = current_of_unit(Label, rubric_id=rubric_id, version=version, case_id=case_id, turn=turn)
+    of_reviewer = col(Label.reviewer_id) == reviewer_id
+    return _latest_code(session, Label, [*unit, of_reviewer])
 
 
 def _latest_code(

@@ -52,15 +52,9 @@ def add_label(
     concurrent saves take turns, and the partial unique index ``ux_labels_current_unit``
     refuses a second current label should a caller forget.
     """
-    unit = current_of_unit(
-        Label,
-        rubric_id=rubric_id,
-        version=version,
-        case_id=case_id,
-        turn=turn,
-        reviewer_id=reviewer_id,
-    )
-    session.execute(update(Label).where(*unit).values(current=False))
+    unit = current_of_unit(Label, rubric_id=rubric_id, version=version, case_id=case_id, turn=turn)
+    of_reviewer = col(Label.reviewer_id) == reviewer_id
+    session.execute(update(Label).where(*unit, of_reviewer).values(current=False))
     statement = (
         insert(Label)
         .values(

@@ -22,16 +22,13 @@ def current_of_unit(
     version: int,
     case_id: str,
     turn: int,
-    reviewer_id: int | None = None,
 ) -> list[Any]:
-    """Conditions selecting the unit's current row (for ``labels``, give the reviewer)."""
-    conditions: list[Any] = [
+    """Conditions selecting the unit's current row (in ``labels``, one per reviewer: add
+    the reviewer's condition)."""
+    return [
         col(table.case_id) == case_id,
         col(table.turn) == turn,
         col(table.rubric_id) == rubric_id,
         col(table.rubric_version) == version,
+        col(table.current),
     ]
-    if reviewer_id is not None:
-        conditions.append(col(Label.reviewer_id) == reviewer_id)
-    conditions.append(col(table.current))
-    return conditions
