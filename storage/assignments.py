@@ -182,15 +182,46 @@ class QueueRow:
     first_violation_turn: int | None
 
 
-def _queue_query(
-    *,
-    reviewer_id: int,
-    rubric_id: str,
-    version: int,
-    evaluator_version: str,
-    lane: str | None,
-    only_unlabeled: bool,
-) -> Any:
+@dataclass(frozen=True, slots=True)
+class QueueSelection:
+    """Which of a reviewer's assignments under a rubric version a queue page shows: all,
+    or those of one lane (by ``evaluator_version``'s evaluation), or not finished yet."""
+
+    reviewer_id: int
+    rubric_id: str
+    version: int
+    evaluator_version: str
+    lane: str | None = None
+    only_unlabeled: bool = False
+
+
+def _evaluation_of_assignment(evaluator_version: str) -> Any:
+    return and_(
+        col(Evaluation.case_id) == col(Assignment.case_id),
+        col(Evaluation.evaluator_version) == evaluator_version,
+    )
+
+
+def _selected(query: Any, selection: QueueSelection) -> Any:
+    """``query`` over assignments (joined to their evaluations when a lane is asked for)
+    narrowed to the selection."""
+    query = query.where(
+        *_queue_of(
+            reviewer_id=selection.reviewer_id,
+            rubric_id=selection.rubric_id,
+            version=selection.version,
+        )
+    )
+    if selection.lane is not None:
+        query = query.where(col(Evaluation.lane) == selection.lane)
+    if selection.only_unlabeled:
+        query = query.where(col(Assignment.completed_at).is_(None))
+    return query
+
+
+def queue_page(
+    session: Session, *, selection: QueueSelection, offset: int = 0, limit: int = 25
+) -> list[QueueRow]:
     query = (
         select(
             col(Assignment.case_id),
@@ -201,81 +232,23 @@ def _queue_query(
             col(Evaluation.first_violation_turn),
         )
         .join(Case, col(Case.case_id) == col(Assignment.case_id))
-        .outerjoin(
-            Evaluation,
-            and_(
-                col(Evaluation.case_id) == col(Assignment.case_id),
-                col(Evaluation.evaluator_version) == evaluator_version,
-            ),
-        )
-        .where(*_queue_of(reviewer_id=reviewer_id, rubric_id=rubric_id, version=version))
+        .outerjoin(Evaluation, _evaluation_of_assignment(selection.evaluator_version))
     )
-    if lane is not None:
-        query = query.where(col(Evaluation.lane) == lane)
-    if only_unlabeled:
-        query = query.where(col(Assignment.completed_at).is_(None))
-    return query
-
-
-def queue_page(
-    session: Session,
-    *,
-    reviewer_id: int,
-    rubric_id: str,
-    version: int,
-    evaluator_version: str,
-    lane: str | None = None,
-    only_unlabeled: bool = False,
-    offset: int = 0,
-    limit: int = 25,
-) -> list[QueueRow]:
-    query = (
-        _queue_query(
-            reviewer_id=reviewer_id,
-            rubric_id=rubric_id,
-            version=version,
-            evaluator_version=evaluator_version,
-            lane=lane,
-            only_unlabeled=only_unlabeled,
-        )
-        .order_by(col(Assignment.case_id))
-        .offset(offset)
-        .limit(limit)
-    )
+    query = _selected(query, selection).order_by(col(Assignment.case_id))
+    rows = session.execute(query.offset(offset).limit(limit))
     return [
         QueueRow(case_id, lane_, n, labeled, completed is not None, first)
-        for case_id, lane_, n, labeled, completed, first in session.execute(query)
+        for case_id, lane_, n, labeled, completed, first in rows
     ]
 
 
-def queue_count(
-    session: Session,
-    *,
-    reviewer_id: int,
-    rubric_id: str,
-    version: int,
-    evaluator_version: str,
-    lane: str | None = None,
-    only_unlabeled: bool = False,
-) -> int:
+def queue_count(session: Session, *, selection: QueueSelection) -> int:
     # Counted on assignments alone (their case always exists: foreign key), joining
     # the evaluations only to filter by lane: the join on cases cost most of the time.
-    query = (
-        select(func.count())
-        .select_from(Assignment)
-        .where(*_queue_of(reviewer_id=reviewer_id, rubric_id=rubric_id, version=version))
-    )
-    if lane is not None:
-        query = query.join(
-            Evaluation,
-            and_(
-                col(Evaluation.case_id) == col(Assignment.case_id),
-                col(Evaluation.evaluator_version) == evaluator_version,
-            ),
-        ).where(col(Evaluation.lane) == lane)
-    if only_unlabeled:
-        query = query.where(col(Assignment.completed_at).is_(None))
-    return int(session.execute(query).scalar_one())
+    query = select(func.count()).select_from(Assignment)
+    if selection.lane is not None:
+        query = query.join(Evaluation, _evaluation_of_assignment(selection.evaluator_version))
+    return int(session.execute(_selected(query, selection)).scalar_one())
 
 
 def queue_progress(
