@@ -64,7 +64,7 @@ def insert_assignments(
     """Bulk-add ``(case_id, reviewer_id, rubric_id, version, assigned_by)`` rows; a pair
     that exists already (a reviewer's first save a moment ago) is left as it is."""
     statement = insert_ignoring_conflicts(session.connection(), Assignment, keys=_ASSIGNMENT_KEYS)
-    for start in range(0, len(rows), 1000):
+    for chunk in in_chunks(rows):
         session.execute(
             statement,
             [
@@ -77,9 +77,7 @@ def insert_assignments(
                     "created_at": now,
                     "labeled_turns": 0,
                 }
-                for case_id, reviewer_id, rubric_id, version, assigned_by in rows[
-                    start : start + 1000
-                ]
+                for case_id, reviewer_id, rubric_id, version, assigned_by in chunk
             ],
         )
 
@@ -95,17 +93,8 @@ def lock_assignment(
     after the other: each sees the label the previous one stored, and the progress
     count is exact.
     """
-    connection = session.connection()
-    session.execute(
-        insert_ignoring_conflicts(connection, Assignment, keys=_ASSIGNMENT_KEYS).values(
-            case_id=case_id,
-            reviewer_id=reviewer_id,
-            rubric_id=rubric_id,
-            rubric_version=version,
-            assigned_by=reviewer_id,
-            created_at=utcnow(),
-            labeled_turns=0,
-        )
+    insert_assignments(
+        session, rows=[(case_id, reviewer_id, rubric_id, version, reviewer_id)], now=utcnow()
     )
     query = (
         select(col(Assignment.id))
@@ -123,30 +112,18 @@ def lock_assignments(
 ) -> None:
     """:func:`lock_assignment` for many ``(case_id, reviewer_id)`` pairs, in sorted order
     (every multi-row locker takes them in the same order, so none waits in a cycle)."""
-    now = utcnow()
-    connection = session.connection()
     ordered = sorted(set(pairs))
-    for start in range(0, len(ordered), 500):
-        chunk = ordered[start : start + 500]
-        session.execute(
-            insert_ignoring_conflicts(connection, Assignment, keys=_ASSIGNMENT_KEYS),
-            [
-                {
-                    "case_id": case_id,
-                    "reviewer_id": reviewer_id,
-                    "rubric_id": rubric_id,
-                    "rubric_version": version,
-                    "assigned_by": reviewer_id,
-                    "created_at": now,
-                    "labeled_turns": 0,
-                }
-                for case_id, reviewer_id in chunk
-            ],
-        )
-    if connection.dialect.name != "postgresql":
+    insert_assignments(
+        session,
+        rows=[
+            (case_id, reviewer_id, rubric_id, version, reviewer_id)
+            for case_id, reviewer_id in ordered
+        ],
+        now=utcnow(),
+    )
+    if session.connection().dialect.name != "postgresql":
         return
-    for start in range(0, len(ordered), 500):
-        chunk = ordered[start : start + 500]
+    for chunk in in_chunks(ordered):
         case_ids = sorted({case_id for case_id, _ in chunk})
         reviewer_ids = sorted({reviewer_id for _, reviewer_id in chunk})
         session.execute(
