@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import false
 from sqlmodel import Session, col, select
 
@@ -10,15 +12,13 @@ from storage.models import Assignment, Case, Label, RubricVersion
 
 def reviewer_has_case(session: Session, *, reviewer_id: int, case_id: str) -> bool:
     """Whether the case is in the reviewer's queue (any rubric) or carries their labels."""
-    assigned = select(col(Assignment.case_id)).where(
-        col(Assignment.reviewer_id) == reviewer_id, col(Assignment.case_id) == case_id
-    )
-    if session.scalars(assigned.limit(1)).first() is not None:
-        return True
-    labeled = select(col(Label.case_id)).where(
-        col(Label.reviewer_id) == reviewer_id, col(Label.case_id) == case_id
-    )
-    return session.scalars(labeled.limit(1)).first() is not None
+    for table in (Assignment, Label):
+        query = select(col(table.case_id)).where(
+            col(table.reviewer_id) == reviewer_id, col(table.case_id) == case_id
+        )
+        if session.scalars(query.limit(1)).first() is not None:
+            return True
+    return False
 
 
 def case_hash_and_access(
@@ -35,37 +35,8 @@ def case_hash_and_access(
         query = select(col(Case.content_sha256), false()).where(col(Case.case_id) == case_id)
         row = session.execute(query).first()
         return None if row is None else (row[0], False)
-    # Nested: the planner then loops over the few rubric versions and seeks each.
-    assigned = (
-        select(1)
-        .select_from(RubricVersion)
-        .where(
-            select(1)
-            .where(
-                col(Assignment.reviewer_id) == reviewer_id,
-                col(Assignment.rubric_id) == col(RubricVersion.rubric_id),
-                col(Assignment.rubric_version) == col(RubricVersion.version),
-                col(Assignment.case_id) == case_id,
-            )
-            .exists()
-        )
-        .exists()
-    )
-    labeled = (
-        select(1)
-        .select_from(RubricVersion)
-        .where(
-            select(1)
-            .where(
-                col(Label.reviewer_id) == reviewer_id,
-                col(Label.rubric_id) == col(RubricVersion.rubric_id),
-                col(Label.rubric_version) == col(RubricVersion.version),
-                col(Label.case_id) == case_id,
-            )
-            .exists()
-        )
-        .exists()
-    )
+    assigned = _reviewer_rows_on_case(Assignment, reviewer_id=reviewer_id, case_id=case_id)
+    labeled = _reviewer_rows_on_case(Label, reviewer_id=reviewer_id, case_id=case_id)
     query = select(col(Case.content_sha256), assigned | labeled).where(col(Case.case_id) == case_id)
     row = session.execute(query).first()
     if row is None:
@@ -73,3 +44,25 @@ def case_hash_and_access(
     if row[1]:
         return row[0], True
     return row[0], reviewer_has_case(session, reviewer_id=reviewer_id, case_id=case_id)
+
+
+def _reviewer_rows_on_case(
+    table: type[Assignment] | type[Label], *, reviewer_id: int, case_id: str
+) -> Any:
+    """``EXISTS``: the reviewer has a row of ``table`` on the case under a stored rubric
+    version. Nested, so the planner loops over the few rubric versions and seeks each."""
+    return (
+        select(1)
+        .select_from(RubricVersion)
+        .where(
+            select(1)
+            .where(
+                col(table.reviewer_id) == reviewer_id,
+                col(table.rubric_id) == col(RubricVersion.rubric_id),
+                col(table.rubric_version) == col(RubricVersion.version),
+                col(table.case_id) == case_id,
+            )
+            .exists()
+        )
+        .exists()
+    )

@@ -21,13 +21,20 @@ from storage.models import (
 )
 
 
+def _queue_of(*, reviewer_id: int, rubric_id: str, version: int) -> tuple[Any, ...]:
+    """Conditions selecting the reviewer's assignments under a rubric version: their queue."""
+    return (
+        col(Assignment.reviewer_id) == reviewer_id,
+        col(Assignment.rubric_id) == rubric_id,
+        col(Assignment.rubric_version) == version,
+    )
+
+
 def assigned_case_ids(
     session: Session, *, reviewer_id: int, rubric_id: str, version: int
 ) -> set[str]:
     query = select(col(Assignment.case_id)).where(
-        col(Assignment.reviewer_id) == reviewer_id,
-        col(Assignment.rubric_id) == rubric_id,
-        col(Assignment.rubric_version) == version,
+        *_queue_of(reviewer_id=reviewer_id, rubric_id=rubric_id, version=version)
     )
     return set(session.scalars(query))
 
@@ -57,7 +64,7 @@ def insert_assignments(
     """Bulk-add ``(case_id, reviewer_id, rubric_id, version, assigned_by)`` rows; a pair
     that exists already (a reviewer's first save a moment ago) is left as it is."""
     statement = insert_ignoring_conflicts(session.connection(), Assignment, keys=_ASSIGNMENT_KEYS)
-    for start in range(0, len(rows), 1000):
+    for chunk in in_chunks(rows):
         session.execute(
             statement,
             [
@@ -70,9 +77,7 @@ def insert_assignments(
                     "created_at": now,
                     "labeled_turns": 0,
                 }
-                for case_id, reviewer_id, rubric_id, version, assigned_by in rows[
-                    start : start + 1000
-                ]
+                for case_id, reviewer_id, rubric_id, version, assigned_by in chunk
             ],
         )
 
@@ -88,25 +93,14 @@ def lock_assignment(
     after the other: each sees the label the previous one stored, and the progress
     count is exact.
     """
-    connection = session.connection()
-    session.execute(
-        insert_ignoring_conflicts(connection, Assignment, keys=_ASSIGNMENT_KEYS).values(
-            case_id=case_id,
-            reviewer_id=reviewer_id,
-            rubric_id=rubric_id,
-            rubric_version=version,
-            assigned_by=reviewer_id,
-            created_at=utcnow(),
-            labeled_turns=0,
-        )
+    insert_assignments(
+        session, rows=[(case_id, reviewer_id, rubric_id, version, reviewer_id)], now=utcnow()
     )
     query = (
         select(col(Assignment.id))
         .where(
+            *_queue_of(reviewer_id=reviewer_id, rubric_id=rubric_id, version=version),
             col(Assignment.case_id) == case_id,
-            col(Assignment.reviewer_id) == reviewer_id,
-            col(Assignment.rubric_id) == rubric_id,
-            col(Assignment.rubric_version) == version,
         )
         .with_for_update()
     )
@@ -118,30 +112,18 @@ def lock_assignments(
 ) -> None:
     """:func:`lock_assignment` for many ``(case_id, reviewer_id)`` pairs, in sorted order
     (every multi-row locker takes them in the same order, so none waits in a cycle)."""
-    now = utcnow()
-    connection = session.connection()
     ordered = sorted(set(pairs))
-    for start in range(0, len(ordered), 500):
-        chunk = ordered[start : start + 500]
-        session.execute(
-            insert_ignoring_conflicts(connection, Assignment, keys=_ASSIGNMENT_KEYS),
-            [
-                {
-                    "case_id": case_id,
-                    "reviewer_id": reviewer_id,
-                    "rubric_id": rubric_id,
-                    "rubric_version": version,
-                    "assigned_by": reviewer_id,
-                    "created_at": now,
-                    "labeled_turns": 0,
-                }
-                for case_id, reviewer_id in chunk
-            ],
-        )
-    if connection.dialect.name != "postgresql":
+    insert_assignments(
+        session,
+        rows=[
+            (case_id, reviewer_id, rubric_id, version, reviewer_id)
+            for case_id, reviewer_id in ordered
+        ],
+        now=utcnow(),
+    )
+    if session.connection().dialect.name != "postgresql":
         return
-    for start in range(0, len(ordered), 500):
-        chunk = ordered[start : start + 500]
+    for chunk in in_chunks(ordered):
         case_ids = sorted({case_id for case_id, _ in chunk})
         reviewer_ids = sorted({reviewer_id for _, reviewer_id in chunk})
         session.execute(
@@ -161,10 +143,8 @@ def get_assignment(
     session: Session, *, case_id: str, reviewer_id: int, rubric_id: str, version: int
 ) -> Assignment | None:
     query = select(Assignment).where(
+        *_queue_of(reviewer_id=reviewer_id, rubric_id=rubric_id, version=version),
         col(Assignment.case_id) == case_id,
-        col(Assignment.reviewer_id) == reviewer_id,
-        col(Assignment.rubric_id) == rubric_id,
-        col(Assignment.rubric_version) == version,
     )
     return session.scalars(query).first()
 
@@ -179,15 +159,46 @@ class QueueRow:
     first_violation_turn: int | None
 
 
-def _queue_query(
-    *,
-    reviewer_id: int,
-    rubric_id: str,
-    version: int,
-    evaluator_version: str,
-    lane: str | None,
-    only_unlabeled: bool,
-) -> Any:
+@dataclass(frozen=True, slots=True)
+class QueueSelection:
+    """Which of a reviewer's assignments under a rubric version a queue page shows: all,
+    or those of one lane (by ``evaluator_version``'s evaluation), or not finished yet."""
+
+    reviewer_id: int
+    rubric_id: str
+    version: int
+    evaluator_version: str
+    lane: str | None = None
+    only_unlabeled: bool = False
+
+
+def _evaluation_of_assignment(evaluator_version: str) -> Any:
+    return and_(
+        col(Evaluation.case_id) == col(Assignment.case_id),
+        col(Evaluation.evaluator_version) == evaluator_version,
+    )
+
+
+def _selected(query: Any, selection: QueueSelection) -> Any:
+    """``query`` over assignments (joined to their evaluations when a lane is asked for)
+    narrowed to the selection."""
+    query = query.where(
+        *_queue_of(
+            reviewer_id=selection.reviewer_id,
+            rubric_id=selection.rubric_id,
+            version=selection.version,
+        )
+    )
+    if selection.lane is not None:
+        query = query.where(col(Evaluation.lane) == selection.lane)
+    if selection.only_unlabeled:
+        query = query.where(col(Assignment.completed_at).is_(None))
+    return query
+
+
+def queue_page(
+    session: Session, *, selection: QueueSelection, offset: int = 0, limit: int = 25
+) -> list[QueueRow]:
     query = (
         select(
             col(Assignment.case_id),
@@ -198,89 +209,23 @@ def _queue_query(
             col(Evaluation.first_violation_turn),
         )
         .join(Case, col(Case.case_id) == col(Assignment.case_id))
-        .outerjoin(
-            Evaluation,
-            and_(
-                col(Evaluation.case_id) == col(Assignment.case_id),
-                col(Evaluation.evaluator_version) == evaluator_version,
-            ),
-        )
-        .where(
-            col(Assignment.reviewer_id) == reviewer_id,
-            col(Assignment.rubric_id) == rubric_id,
-            col(Assignment.rubric_version) == version,
-        )
+        .outerjoin(Evaluation, _evaluation_of_assignment(selection.evaluator_version))
     )
-    if lane is not None:
-        query = query.where(col(Evaluation.lane) == lane)
-    if only_unlabeled:
-        query = query.where(col(Assignment.completed_at).is_(None))
-    return query
-
-
-def queue_page(
-    session: Session,
-    *,
-    reviewer_id: int,
-    rubric_id: str,
-    version: int,
-    evaluator_version: str,
-    lane: str | None = None,
-    only_unlabeled: bool = False,
-    offset: int = 0,
-    limit: int = 25,
-) -> list[QueueRow]:
-    query = (
-        _queue_query(
-            reviewer_id=reviewer_id,
-            rubric_id=rubric_id,
-            version=version,
-            evaluator_version=evaluator_version,
-            lane=lane,
-            only_unlabeled=only_unlabeled,
-        )
-        .order_by(col(Assignment.case_id))
-        .offset(offset)
-        .limit(limit)
-    )
+    query = _selected(query, selection).order_by(col(Assignment.case_id))
+    rows = session.execute(query.offset(offset).limit(limit))
     return [
         QueueRow(case_id, lane_, n, labeled, completed is not None, first)
-        for case_id, lane_, n, labeled, completed, first in session.execute(query)
+        for case_id, lane_, n, labeled, completed, first in rows
     ]
 
 
-def queue_count(
-    session: Session,
-    *,
-    reviewer_id: int,
-    rubric_id: str,
-    version: int,
-    evaluator_version: str,
-    lane: str | None = None,
-    only_unlabeled: bool = False,
-) -> int:
+def queue_count(session: Session, *, selection: QueueSelection) -> int:
     # Counted on assignments alone (their case always exists: foreign key), joining
     # the evaluations only to filter by lane: the join on cases cost most of the time.
-    query = (
-        select(func.count())
-        .select_from(Assignment)
-        .where(
-            col(Assignment.reviewer_id) == reviewer_id,
-            col(Assignment.rubric_id) == rubric_id,
-            col(Assignment.rubric_version) == version,
-        )
-    )
-    if lane is not None:
-        query = query.join(
-            Evaluation,
-            and_(
-                col(Evaluation.case_id) == col(Assignment.case_id),
-                col(Evaluation.evaluator_version) == evaluator_version,
-            ),
-        ).where(col(Evaluation.lane) == lane)
-    if only_unlabeled:
-        query = query.where(col(Assignment.completed_at).is_(None))
-    return int(session.execute(query).scalar_one())
+    query = select(func.count()).select_from(Assignment)
+    if selection.lane is not None:
+        query = query.join(Evaluation, _evaluation_of_assignment(selection.evaluator_version))
+    return int(session.execute(_selected(query, selection)).scalar_one())
 
 
 def queue_progress(
@@ -288,9 +233,7 @@ def queue_progress(
 ) -> tuple[int, int]:
     """``(completed cases, assigned cases)`` for one reviewer and rubric version."""
     query = select(func.count(), func.count(col(Assignment.completed_at))).where(
-        col(Assignment.reviewer_id) == reviewer_id,
-        col(Assignment.rubric_id) == rubric_id,
-        col(Assignment.rubric_version) == version,
+        *_queue_of(reviewer_id=reviewer_id, rubric_id=rubric_id, version=version)
     )
     total, completed = session.execute(query).one()
     return int(completed), int(total)
@@ -306,9 +249,7 @@ def next_queued_case(
 ) -> str | None:
     """The next case (by id) in the reviewer's queue they have not finished, wrapping round."""
     base = select(col(Assignment.case_id)).where(
-        col(Assignment.reviewer_id) == reviewer_id,
-        col(Assignment.rubric_id) == rubric_id,
-        col(Assignment.rubric_version) == version,
+        *_queue_of(reviewer_id=reviewer_id, rubric_id=rubric_id, version=version),
         col(Assignment.completed_at).is_(None),
     )
     if after_case_id is not None:

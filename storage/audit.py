@@ -10,6 +10,7 @@ from sqlalchemy import Connection, insert
 from sqlmodel import Session, col, select
 
 from storage.models import AuditEntry, GoldLabel, Label, utcnow
+from storage.units import current_of_unit
 
 _TABLE = AuditEntry.__table__  # type: ignore[attr-defined]
 
@@ -66,36 +67,23 @@ def current_gold_code(
     session: Session, *, rubric_id: str, version: int, case_id: str, turn: int
 ) -> str | None:
     """The unit's current gold code before a change (for the entry's ``before``)."""
-    query = (
-        select(col(GoldLabel.code))
-        .where(
-            col(GoldLabel.rubric_id) == rubric_id,
-            col(GoldLabel.rubric_version) == version,
-            col(GoldLabel.case_id) == case_id,
-            col(GoldLabel.turn) == turn,
-            col(GoldLabel.current),
-        )
-        .order_by(col(GoldLabel.id).desc())
-        .limit(1)
+    unit = current_of_unit(
+        GoldLabel, rubric_id=rubric_id, version=version, case_id=case_id, turn=turn
     )
-    return session.exec(query).first()
+    return _latest_code(session, GoldLabel, unit)
 
 
 def current_label_code(
     session: Session, *, rubric_id: str, version: int, case_id: str, turn: int, reviewer_id: int
 ) -> str | None:
     """The reviewer's current code on a unit before a change (for ``before``)."""
-    query = (
-        select(col(Label.code))
-        .where(
-            col(Label.rubric_id) == rubric_id,
-            col(Label.rubric_version) == version,
-            col(Label.case_id) == case_id,
-            col(Label.turn) == turn,
-            col(Label.reviewer_id) == reviewer_id,
-            col(Label.current),
-        )
-        .order_by(col(Label.id).desc())
-        .limit(1)
-    )
+    unit = current_of_unit(Label, rubric_id=rubric_id, version=version, case_id=case_id, turn=turn)
+    of_reviewer = col(Label.reviewer_id) == reviewer_id
+    return _latest_code(session, Label, [*unit, of_reviewer])
+
+
+def _latest_code(
+    session: Session, table: type[Label] | type[GoldLabel], unit: list[Any]
+) -> str | None:
+    query = select(col(table.code)).where(*unit).order_by(col(table.id).desc()).limit(1)
     return session.exec(query).first()

@@ -12,6 +12,7 @@ from storage.models import (
     GoldLabel,
     Reviewer,
 )
+from storage.units import current_of_unit
 
 
 def current_gold(
@@ -88,17 +89,10 @@ def add_gold(
     second current row whatever happens.
     """
     lock_gold_unit(session, rubric_id=rubric_id, version=version, case_id=case_id, turn=turn)
-    session.execute(
-        update(GoldLabel)
-        .where(
-            col(GoldLabel.case_id) == case_id,
-            col(GoldLabel.turn) == turn,
-            col(GoldLabel.rubric_id) == rubric_id,
-            col(GoldLabel.rubric_version) == version,
-            col(GoldLabel.current),
-        )
-        .values(current=False)
+    unit = current_of_unit(
+        GoldLabel, rubric_id=rubric_id, version=version, case_id=case_id, turn=turn
     )
+    session.execute(update(GoldLabel).where(*unit).values(current=False))
     statement = (
         insert(GoldLabel)
         .values(

@@ -30,6 +30,7 @@ from storage.models import (
     Reviewer,
     utcnow,
 )
+from storage.units import current_of_unit
 
 
 def add_label(
@@ -51,18 +52,9 @@ def add_label(
     concurrent saves take turns, and the partial unique index ``ux_labels_current_unit``
     refuses a second current label should a caller forget.
     """
-    session.execute(
-        update(Label)
-        .where(
-            col(Label.case_id) == case_id,
-            col(Label.turn) == turn,
-            col(Label.reviewer_id) == reviewer_id,
-            col(Label.rubric_id) == rubric_id,
-            col(Label.rubric_version) == version,
-            col(Label.current),
-        )
-        .values(current=False)
-    )
+    unit = current_of_unit(Label, rubric_id=rubric_id, version=version, case_id=case_id, turn=turn)
+    of_reviewer = col(Label.reviewer_id) == reviewer_id
+    session.execute(update(Label).where(*unit, of_reviewer).values(current=False))
     statement = (
         insert(Label)
         .values(
@@ -116,20 +108,24 @@ def _label_rows(session: Session, query: Any) -> list[LabelRow]:
     return [LabelRow(*row) for row in session.execute(query)]
 
 
+# The columns of a LabelRow, in its field order (the reviewer's name from ``reviewers``).
+_LABEL_ROW_COLUMNS = (
+    col(Label.id),
+    col(Label.case_id),
+    col(Label.turn),
+    col(Reviewer.name),
+    col(Label.reviewer_id),
+    col(Label.code),
+    col(Label.rationale),
+    col(Label.current),
+    col(Label.created_at),
+    col(Label.source),
+    col(Label.stale),
+)
+
+
 def _label_select() -> Any:
-    return select(
-        col(Label.id),
-        col(Label.case_id),
-        col(Label.turn),
-        col(Reviewer.name),
-        col(Label.reviewer_id),
-        col(Label.code),
-        col(Label.rationale),
-        col(Label.current),
-        col(Label.created_at),
-        col(Label.source),
-        col(Label.stale),
-    ).join(Reviewer, col(Reviewer.id) == col(Label.reviewer_id))
+    return select(*_LABEL_ROW_COLUMNS).join(Reviewer, col(Reviewer.id) == col(Label.reviewer_id))
 
 
 def labels_for_case(
@@ -291,24 +287,14 @@ class LabelColumns:
 
 
 def current_label_columns(session: Session, *, rubric_id: str, version: int) -> LabelColumns:
-    # A million rows: the DB-API cursor directly, without ORM or Core row processing,
-    # and reviewer ids (small ints) rather than a join that makes a name string per row.
-    connection = session.connection()
-    placeholder = "?" if connection.dialect.name == "sqlite" else "%s"
-    cursor = connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
-    try:
-        cursor.execute(
-            "SELECT l.case_id, l.turn, l.reviewer_id, l.code FROM labels l "
-            f"WHERE l.rubric_id = {placeholder} AND l.rubric_version = {placeholder} "
-            "AND l.current",
-            (rubric_id, version),
-        )
-        rows = cursor.fetchall()
-    finally:
-        cursor.close()
-    names: dict[int, str] = {
-        row[0]: row[1] for row in session.execute(select(col(Reviewer.id), col(Reviewer.name)))
-    }
+    # Reviewer ids (small ints) rather than a join that makes a name string per row.
+    rows = _raw_current_labels(
+        session,
+        rubric_id=rubric_id,
+        version=version,
+        columns="l.case_id, l.turn, l.reviewer_id, l.code",
+    )
+    names = _reviewer_names(session)
     # One pass per column: zip(*rows) would pass a million arguments.
     return LabelColumns(
         list(map(itemgetter(0), rows)),
@@ -316,6 +302,34 @@ def current_label_columns(session: Session, *, rubric_id: str, version: int) -> 
         list(map(names.__getitem__, map(itemgetter(2), rows))),
         list(map(itemgetter(3), rows)),
     )
+
+
+def _raw_current_labels(
+    session: Session, *, rubric_id: str, version: int, columns: str, group_by_case: bool = False
+) -> list[tuple[Any, ...]]:
+    """``columns`` (SQL over ``labels l``) of the rubric version's current labels.
+
+    A million rows: the DB-API cursor directly, without ORM or Core row processing.
+    """
+    connection = session.connection()
+    placeholder = "?" if connection.dialect.name == "sqlite" else "%s"
+    cursor = connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
+    try:
+        cursor.execute(
+            f"SELECT {columns} FROM labels l "
+            f"WHERE l.rubric_id = {placeholder} AND l.rubric_version = {placeholder} "
+            "AND l.current" + (" GROUP BY l.case_id" if group_by_case else ""),
+            (rubric_id, version),
+        )
+        rows: list[tuple[Any, ...]] = cursor.fetchall()
+        return rows
+    finally:
+        cursor.close()
+
+
+def _reviewer_names(session: Session) -> dict[int, str]:
+    query = select(col(Reviewer.id), col(Reviewer.name))
+    return {row[0]: row[1] for row in session.execute(query)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -359,23 +373,17 @@ def current_labels_grouped(
     aggregate = _AGGREGATE_TEXT.get(connection.dialect.name)
     if aggregate is None:
         return None
-    placeholder = "?" if connection.dialect.name == "sqlite" else "%s"
-    cursor = connection.connection.driver_connection.cursor()  # type: ignore[union-attr]
-    try:
-        cursor.execute(
-            f"SELECT l.case_id, count(*), {aggregate.format(column='l.turn')}, "
-            f"{aggregate.format(column='l.reviewer_id')}, {aggregate.format(column='l.code')} "
-            "FROM labels l "
-            f"WHERE l.rubric_id = {placeholder} AND l.rubric_version = {placeholder} "
-            "AND l.current GROUP BY l.case_id",
-            (rubric_id, version),
-        )
-        rows = cursor.fetchall()
-    finally:
-        cursor.close()
-    names: dict[int, str] = {
-        row[0]: row[1] for row in session.execute(select(col(Reviewer.id), col(Reviewer.name)))
-    }
+    rows = _raw_current_labels(
+        session,
+        rubric_id=rubric_id,
+        version=version,
+        columns=(
+            f"l.case_id, count(*), {aggregate.format(column='l.turn')}, "
+            f"{aggregate.format(column='l.reviewer_id')}, {aggregate.format(column='l.code')}"
+        ),
+        group_by_case=True,
+    )
+    names = _reviewer_names(session)
     labels_per_case = np.fromiter(map(itemgetter(1), rows), dtype=np.int64, count=len(rows))
     total = int(labels_per_case.sum())
     if not rows:
@@ -492,21 +500,7 @@ def turns_with_labels(
         col(Label.reviewer_id) == (reviewer_id if reviewer_id is not None else -1),
     )
     query = (
-        select(
-            col(Event.turn),
-            col(Event.actor),
-            col(Label.id),
-            col(Label.case_id),
-            col(Label.turn),
-            col(Reviewer.name),
-            col(Label.reviewer_id),
-            col(Label.code),
-            col(Label.rationale),
-            col(Label.current),
-            col(Label.created_at),
-            col(Label.source),
-            col(Label.stale),
-        )
+        select(col(Event.turn), col(Event.actor), *_LABEL_ROW_COLUMNS)
         .select_from(Event)
         .outerjoin(Label, on)
         .outerjoin(Reviewer, col(Reviewer.id) == col(Label.reviewer_id))

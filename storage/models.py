@@ -173,6 +173,17 @@ class Assignment(SQLModel, table=True):
     completed_at: datetime | None = None
 
 
+def _one_current_row(name: str, *columns: str) -> Index:
+    """A partial unique index: at most one row with ``current`` set per ``columns``."""
+    return Index(
+        name,
+        *columns,
+        unique=True,
+        sqlite_where=text("current"),
+        postgresql_where=text("current"),
+    )
+
+
 class LabelBase(SQLModel):
     case_id: str = Field(foreign_key="cases.case_id", max_length=200)
     turn: int
@@ -190,16 +201,13 @@ class Label(LabelBase, table=True):
         Index("ix_labels_rubric_case_turn", "rubric_id", "rubric_version", "case_id", "turn"),
         Index("ix_labels_reviewer_case", "reviewer_id", "rubric_id", "rubric_version", "case_id"),
         # One current label per reviewer and unit, enforced by the database.
-        Index(
+        _one_current_row(
             "ux_labels_current_unit",
             "rubric_id",
             "rubric_version",
             "case_id",
             "turn",
             "reviewer_id",
-            unique=True,
-            sqlite_where=text("current"),
-            postgresql_where=text("current"),
         ),
     )
     id: int | None = Field(default=None, primary_key=True)
@@ -241,16 +249,7 @@ class GoldLabel(SQLModel, table=True):
     __table_args__ = (
         Index("ix_gold_rubric_case_turn", "rubric_id", "rubric_version", "case_id", "turn"),
         # One current gold label per unit, enforced by the database.
-        Index(
-            "ux_gold_current_unit",
-            "rubric_id",
-            "rubric_version",
-            "case_id",
-            "turn",
-            unique=True,
-            sqlite_where=text("current"),
-            postgresql_where=text("current"),
-        ),
+        _one_current_row("ux_gold_current_unit", "rubric_id", "rubric_version", "case_id", "turn"),
     )
     id: int | None = Field(default=None, primary_key=True)
     case_id: str = Field(foreign_key="cases.case_id", max_length=200)

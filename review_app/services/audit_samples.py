@@ -18,13 +18,13 @@ import numpy as np
 from sqlalchemy import Engine
 from sqlmodel import Session
 
+import storage.audit_samples
 import storage.reviewers
 from review_app.errors import InputError
 from review_app.rubrics import Rubric
 from review_app.services.people import Actor, authorize
 from review_app.services.queue import AssignmentReport, assign_cases
 from storage import audit
-from storage import audit_samples as sample_queries
 from storage.engine import read_only
 
 
@@ -73,8 +73,10 @@ def draw_audit_sample(
         unknown = sorted(set(reviewers) - set(people))
         if unknown:
             raise InputError(f"no reviewer named {', '.join(unknown)}", field="reviewers")
-        done = sample_queries.audited_units(session, rubric_id=rubric.id, version=rubric.version)
-        population = [u for u in sample_queries.assistant_units(session) if u not in done]
+        done = storage.audit_samples.audited_units(
+            session, rubric_id=rubric.id, version=rubric.version
+        )
+        population = [u for u in storage.audit_samples.assistant_units(session) if u not in done]
         if size > len(population):
             raise InputError(
                 f"asks for {size} turns but only {len(population)} assistant turns are not "
@@ -83,7 +85,7 @@ def draw_audit_sample(
             )
         chosen = np.random.default_rng(seed).choice(len(population), size=size, replace=False)
         units = sorted(population[int(i)] for i in chosen)
-        sample_id = sample_queries.insert_audit_sample(
+        sample_id = storage.audit_samples.insert_audit_sample(
             session,
             rubric_id=rubric.id,
             version=rubric.version,
@@ -118,4 +120,6 @@ def audited_units(engine: Engine, actor: Actor, *, rubric: Rubric) -> set[tuple[
     """Every turn drawn by an audit sample of the rubric version (policy owners)."""
     authorize(engine, actor, "policy_owner")
     with Session(read_only(engine)) as session:
-        return sample_queries.audited_units(session, rubric_id=rubric.id, version=rubric.version)
+        return storage.audit_samples.audited_units(
+            session, rubric_id=rubric.id, version=rubric.version
+        )

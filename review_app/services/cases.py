@@ -10,11 +10,11 @@ import orjson
 from sqlalchemy import Engine
 from sqlmodel import Session
 
+import storage.cases
 from review_app.errors import InputError, NotFound, PermissionDenied
 from review_app.evaluator import EVALUATOR_VERSION
 from review_app.services.people import Actor, authorize
 from storage import access
-from storage import cases as case_queries
 from storage.engine import read_only
 
 LANES = ("violation", "invalid", "missing-context", "no-contract", "pass")
@@ -107,18 +107,18 @@ class CaseView:
 def case_view(
     session: Session, *, case_id: str, evaluator_version: str = EVALUATOR_VERSION
 ) -> CaseView:
-    case = case_queries.get_case(session, case_id=case_id)
+    case = storage.cases.get_case(session, case_id=case_id)
     if case is None:
         raise NotFound(f"no case {case_id!r} in the database")
     contract_row = (
-        case_queries.get_contract(session, version=case.contract_version)
+        storage.cases.get_contract(session, version=case.contract_version)
         if case.contract_version
         else None
     )
-    evaluation = case_queries.get_evaluation(
+    evaluation = storage.cases.get_evaluation(
         session, case_id=case_id, evaluator_version=evaluator_version
     )
-    findings = case_queries.list_findings(
+    findings = storage.cases.list_findings(
         session, case_id=case_id, evaluator_version=evaluator_version
     )
     by_turn: dict[int, dict[str, list[dict[str, Any]]]] = {}
@@ -137,7 +137,7 @@ def case_view(
     span_index = 0
     role = spans[0][1] if spans and contract_row else None
     turns: list[TurnView] = []
-    for event in case_queries.list_events(session, case_id=case_id):
+    for event in storage.cases.list_events(session, case_id=case_id):
         if span_index + 1 < len(spans) and spans[span_index + 1][0] == event.turn:
             span_index += 1
             role = spans[span_index][1]
@@ -233,10 +233,10 @@ def check_lane(lane: str | None) -> str | None:
 
 def list_cases(
     engine: Engine, *, lane: str | None = None, offset: int = 0, limit: int | None = None
-) -> list[case_queries.CaseSummaryRow]:
+) -> list[storage.cases.CaseSummaryRow]:
     check_lane(lane)
     with Session(read_only(engine)) as session:
-        return case_queries.list_case_summaries(
+        return storage.cases.list_case_summaries(
             session,
             evaluator_version=EVALUATOR_VERSION,
             lanes=[lane] if lane else None,
@@ -247,5 +247,5 @@ def list_cases(
 
 def lane_counts(engine: Engine) -> dict[str, int]:
     with Session(read_only(engine)) as session:
-        counts = case_queries.count_cases_by_lane(session, evaluator_version=EVALUATOR_VERSION)
+        counts = storage.cases.count_cases_by_lane(session, evaluator_version=EVALUATOR_VERSION)
     return {name: counts.get(name, 0) for name in LANES}

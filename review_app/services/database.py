@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from sqlalchemy import Engine
 
-from storage import engine as storage_engine
+import storage.engine
 
 
 def database_url(explicit: str | None = None) -> str:
     """``--db``, else ``$REVIEW_APP_DATABASE_URL``, else the default SQLite file."""
-    return storage_engine.database_url(explicit)
+    return storage.engine.database_url(explicit)
 
 
 def open_database(url: str | None = None) -> Engine:
     """The process's engine for ``url`` (see :func:`database_url`), migrated on first use."""
-    return storage_engine.shared_engine(url)
+    return storage.engine.shared_engine(url)

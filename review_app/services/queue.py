@@ -123,14 +123,14 @@ def queue_page(
     check_lane(lane)
     if actor.reviewer_id is None:
         return QueuePage([], 1, 1, 0, 0, 0)
-    options = {
-        "reviewer_id": actor.reviewer_id,
-        "rubric_id": rubric.id,
-        "version": rubric.version,
-        "evaluator_version": EVALUATOR_VERSION,
-        "lane": lane,
-        "only_unlabeled": only_unlabeled,
-    }
+    selection = assignments.QueueSelection(
+        reviewer_id=actor.reviewer_id,
+        rubric_id=rubric.id,
+        version=rubric.version,
+        evaluator_version=EVALUATOR_VERSION,
+        lane=lane,
+        only_unlabeled=only_unlabeled,
+    )
     with Session(read_only(engine)) as session:
         completed, assigned = _progress(
             session, engine, reviewer_id=actor.reviewer_id, rubric=rubric
@@ -138,14 +138,11 @@ def queue_page(
         if lane is None:  # the progress already counts these (saves a pass over the queue)
             matching = assigned - completed if only_unlabeled else assigned
         else:
-            matching = assignments.queue_count(session, **options)  # type: ignore[arg-type]
+            matching = assignments.queue_count(session, selection=selection)
         n_pages = max(1, math.ceil(matching / page_size))
         page = min(max(1, page), n_pages)
         rows = assignments.queue_page(
-            session,
-            offset=(page - 1) * page_size,
-            limit=page_size,
-            **options,  # type: ignore[arg-type]
+            session, selection=selection, offset=(page - 1) * page_size, limit=page_size
         )
     return QueuePage(rows, page, n_pages, matching, completed, assigned)
 
