@@ -337,30 +337,12 @@ def evaluate_case(case: Any) -> dict[str, Any]:
     transcript = case.get("transcript")
     if type(transcript) is not list:
         errors.append(_malformed("transcript", f"expected a list, got {type_name(transcript)}"))
-        return _result(
-            case_id,
-            contract_version,
-            errors,
-            violations,
-            harness,
-            role_by_turn,
-            has_contract=has_contract,
-        )
-
-    if contract is not None and not errors:
-        fast = _fast_pass(transcript, contract)
-        if fast is not None:
+    else:
+        fast = _fast_pass(transcript, contract) if contract is not None and not errors else None
+        if fast is None:
+            _careful_pass(transcript, contract, errors, violations, harness, role_by_turn)
+        else:
             violations, role_by_turn, harness = fast
-            return _result(
-                case_id,
-                contract_version,
-                errors,
-                violations,
-                harness,
-                role_by_turn,
-                has_contract=True,
-            )
-    _careful_pass(transcript, contract, errors, violations, harness, role_by_turn)
     return _result(
         case_id,
         contract_version,
@@ -739,7 +721,7 @@ def lane(result: dict[str, Any]) -> str:
     return "pass"
 
 
-def _token(value: Any) -> str:
+def log_token(value: Any) -> str:
     """A value for one ``key=value`` of the diagnostic line.
 
     Ids, versions, roles and actions come from the case file; a space, a line break or
@@ -750,10 +732,11 @@ def _token(value: Any) -> str:
     text = str(value)
     if text.isprintable() and " " not in text:
         return text
-    return "".join(ch if ch.isprintable() and ch != " " else _escape(ord(ch)) for ch in text)
+    return "".join(ch if ch.isprintable() and ch != " " else escaped_char(ord(ch)) for ch in text)
 
 
-def _escape(code: int) -> str:
+def escaped_char(code: int) -> str:
+    """``\\xNN``, ``\\uNNNN`` or ``\\UNNNNNNNN`` for the code point ``code``."""
     if code < 0x100:
         return f"\\x{code:02x}"
     if code < 0x10000:
@@ -763,8 +746,8 @@ def _escape(code: int) -> str:
 
 def diagnostic(result: dict[str, Any]) -> str:
     """The one-line CI log summary (docs/reference.md, "Findings"); never transcript text."""
-    case_id = _token(result.get("case_id") or "-")
-    contract = _token(result.get("contract_version") or "-")
+    case_id = log_token(result.get("case_id") or "-")
+    contract = log_token(result.get("contract_version") or "-")
     status = result.get("status")
     if status == "invalid":
         first = result["fixture_errors"][0]
@@ -778,6 +761,6 @@ def diagnostic(result: dict[str, Any]) -> str:
     return (
         f"role-eval fail case={case_id} contract={contract} "
         f"first_violation_turn={violation['turn']} "
-        f"active_role={_token(violation['active_role'])} "
-        f"action={_token(violation['action'])} allowed={_token(allowed)}"
+        f"active_role={log_token(violation['active_role'])} "
+        f"action={log_token(violation['action'])} allowed={log_token(allowed)}"
     )
