@@ -60,22 +60,24 @@ def _malformed(field: str, message: str, turn: Any = None) -> dict[str, Any]:
     }
 
 
+# bool before int: a boolean is an int to isinstance.
+_JSON_TYPE_NAMES = (
+    (bool, "a boolean"),
+    (int, "an integer"),
+    (float, "a number"),
+    (str, "a string"),
+    (list, "a list"),
+    (dict, "an object"),
+)
+
+
 def type_name(value: Any) -> str:
     """How an error message names the JSON type of ``value``."""
     if value is None:
         return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "an object"
+    for kind, name in _JSON_TYPE_NAMES:
+        if isinstance(value, kind):
+            return name
     return type(value).__name__
 
 
