@@ -14,6 +14,7 @@ from review_app.agreement.coefficients import (
     _pairable_counts,
     krippendorff_alpha,
 )
+from review_app.stats.checks import check_confidence, check_positive_int
 from review_app.stats.core import (
     BOOTSTRAP_CHUNK_CELLS,
     CLUSTER_METHOD,
@@ -58,10 +59,8 @@ def alpha_bootstrap_ci(
     units (Field & Welsh 2007), because turns of one conversation are not
     independent. ``method`` says which bootstrap was used.
     """
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 1:
-        raise ValueError(f"n_resamples must be a positive integer, got {n_resamples!r}")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be strictly between 0 and 1, got {confidence!r}")
+    check_positive_int(n_resamples, "n_resamples")
+    check_confidence(confidence)
     point = krippendorff_alpha(table)
     if point.value is None:
         return point

@@ -13,11 +13,11 @@ import numpy as np
 
 from review_app.calibration._common import (
     UnitT,
-    _check_int,
     _check_seed,
     _sort_key,
     _sorted_units,
 )
+from review_app.stats.checks import check_int
 from review_app.stats.core import (
     CLUSTER_METHOD,
     UNIT_METHOD,
@@ -90,7 +90,7 @@ def like_for_like(
     Kappa is Cohen's (1960); intervals are percentile bootstraps over conversations
     when ``cluster_of`` is given (cluster bootstrap), over units otherwise.
     """
-    n_resamples = _check_int(n_resamples, "n_resamples", 0)
+    n_resamples = check_int(n_resamples, "n_resamples", 0)
     seed = _check_seed(seed)
     reviewers = sorted(labels_by_reviewer, key=_sort_key)
 

@@ -24,11 +24,11 @@ from review_app.calibration._common import (
     _binary_metrics,
     _check_break_mapping,
     _check_codes,
-    _check_int,
     _check_seed,
     _estimate,
     _sorted_units,
 )
+from review_app.stats.checks import check_int
 from review_app.stats.core import (
     BREAK,
     NO_BREAK,
@@ -234,7 +234,7 @@ def compare_to_reference(
     mapping = _check_break_mapping(break_mapping)
     _check_codes(reference, "reference", mapping)
     _check_codes(judged, "judged", mapping)
-    n_resamples = _check_int(n_resamples, "n_resamples", 0)
+    n_resamples = check_int(n_resamples, "n_resamples", 0)
     seed = _check_seed(seed)
     ignored = frozenset(ignore_codes)
 

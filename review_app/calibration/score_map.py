@@ -18,13 +18,13 @@ from scipy.special import expit
 from review_app.calibration._common import (
     CALIBRATION_MAP_FORMAT,
     CALIBRATION_MAP_FORMAT_VERSION,
-    _check_int,
     _check_seed,
     _finite_floats,
     _paired,
     _probability_array,
 )
 from review_app.calibration.scores import _calibration_errors
+from review_app.stats.checks import check_int
 
 
 def _isotonic_transform(
@@ -267,7 +267,7 @@ def fit_calibration_map(
     """
     if method not in ("isotonic", "platt"):
         raise ValueError(f"method must be 'isotonic' or 'platt', got {method!r}")
-    cv = _check_int(cv, "cv", 2)
+    cv = check_int(cv, "cv", 2)
     seed = _check_seed(seed)
     y, s = _paired(y_true, scores, "scores")
     n_break = int(y.sum())

@@ -16,11 +16,11 @@ from numpy.typing import ArrayLike, NDArray
 from review_app.calibration._common import (
     _TIE_TOLERANCE,
     _binary_metrics,
-    _check_int,
     _finite_or_none,
     _paired,
     _probability_array,
 )
+from review_app.stats.checks import check_int
 from review_app.stats.core import (
     MIN_MINORITY_UNITS,
     TOO_FEW_BREAKS,
@@ -313,7 +313,7 @@ def reliability(
     - ``"n_bins must be an integer >= 1, got <value>"``
     """
     y, p = _paired(y_true, probabilities, "probabilities")
-    n_bins = _check_int(n_bins, "n_bins", 1)
+    n_bins = check_int(n_bins, "n_bins", 1)
     if y.size == 0:
         return ReliabilityReport((), 0, n_bins, None, None, None, "no units")
     bins, ece, mce = _calibration_errors(y, p, n_bins)
