@@ -51,13 +51,21 @@ HARNESS_CODES = (
 )
 
 
-def _malformed(field: str, message: str, turn: Any = None) -> dict[str, Any]:
+def _fixture_error(
+    code: str, field: str, message: str, turn: Any = None, **details: Any
+) -> dict[str, Any]:
+    """A fixture error record: code, turn (an integer or None), field, details, message."""
     return {
-        "code": "malformed_case",
+        "code": code,
         "turn": turn if type(turn) is int else None,
         "field": field,
+        **details,
         "message": message,
     }
+
+
+def _malformed(field: str, message: str, turn: Any = None) -> dict[str, Any]:
+    return _fixture_error("malformed_case", field, message, turn)
 
 
 # bool before int: a boolean is an int to isinstance.
@@ -219,24 +227,22 @@ def _read_contract(contract: Any, errors: list[dict[str, Any]]) -> _Contract | N
     for role, allowed_actions in parsed.allowed.items():
         for action in sorted(allowed_actions - parsed.vocabulary):
             errors.append(
-                {
-                    "code": "unknown_action",
-                    "turn": None,
-                    "field": f"contract.roles.{role}.allowed_actions",
-                    "action": action,
-                    "active_role": role,
-                    "message": f"role {role} allows {action}, which is not in the vocabulary",
-                }
+                _fixture_error(
+                    "unknown_action",
+                    f"contract.roles.{role}.allowed_actions",
+                    f"role {role} allows {action}, which is not in the vocabulary",
+                    action=action,
+                    active_role=role,
+                )
             )
     if parsed.initial_role not in parsed.allowed:
         errors.append(
-            {
-                "code": "unknown_initial_role",
-                "turn": None,
-                "field": "contract.initial_role",
-                "role": parsed.initial_role,
-                "message": f"initial role {parsed.initial_role} is not one of the contract's roles",
-            }
+            _fixture_error(
+                "unknown_initial_role",
+                "contract.initial_role",
+                f"initial role {parsed.initial_role} is not one of the contract's roles",
+                role=parsed.initial_role,
+            )
         )
     return parsed
 
@@ -514,32 +520,27 @@ def _careful_pass(
         if type(turn) is int:
             if previous_turn is not None and turn <= previous_turn:
                 errors.append(
-                    {
-                        "code": "invalid_event_order",
-                        "turn": turn,
-                        "field": f"transcript[{index}].turn",
-                        "previous_turn": previous_turn,
-                        "message": (
-                            f"turn {turn} repeats the previous turn"
-                            if turn == previous_turn
-                            else f"turn {turn} comes after turn {previous_turn}"
-                        ),
-                    }
+                    _fixture_error(
+                        "invalid_event_order",
+                        f"transcript[{index}].turn",
+                        f"turn {turn} repeats the previous turn"
+                        if turn == previous_turn
+                        else f"turn {turn} comes after turn {previous_turn}",
+                        turn,
+                        previous_turn=previous_turn,
+                    )
                 )
             previous_turn = turn
         else:
             errors.append(
-                {
-                    "code": "invalid_event_order",
-                    "turn": None,
-                    "field": f"transcript[{index}].turn",
-                    "previous_turn": previous_turn,
-                    "message": (
-                        "missing turn"
-                        if turn is None
-                        else f"expected an integer turn, got {type_name(turn)}"
-                    ),
-                }
+                _fixture_error(
+                    "invalid_event_order",
+                    f"transcript[{index}].turn",
+                    "missing turn"
+                    if turn is None
+                    else f"expected an integer turn, got {type_name(turn)}",
+                    previous_turn=previous_turn,
+                )
             )
 
         actor = event.get("actor")
@@ -561,14 +562,14 @@ def _careful_pass(
                 )
             elif actor != "system":
                 errors.append(
-                    {
-                        "code": "untrusted_role_transition",
-                        "turn": turn if type(turn) is int else None,
-                        "field": f"transcript[{index}].set_role",
-                        "actor": actor,
-                        "requested_role": new_role,
-                        "message": f"a {actor or 'non-system'} event cannot change the role",
-                    }
+                    _fixture_error(
+                        "untrusted_role_transition",
+                        f"transcript[{index}].set_role",
+                        f"a {actor or 'non-system'} event cannot change the role",
+                        turn,
+                        actor=actor,
+                        requested_role=new_role,
+                    )
                 )
             elif evaluate_actions:
                 if new_role in allowed_by_role:
@@ -576,13 +577,13 @@ def _careful_pass(
                     allowed = allowed_by_role[new_role]
                 else:
                     errors.append(
-                        {
-                            "code": "unknown_transition_role",
-                            "turn": turn if type(turn) is int else None,
-                            "field": f"transcript[{index}].set_role",
-                            "requested_role": new_role,
-                            "message": f"role {new_role} is not one of the contract's roles",
-                        }
+                        _fixture_error(
+                            "unknown_transition_role",
+                            f"transcript[{index}].set_role",
+                            f"role {new_role} is not one of the contract's roles",
+                            turn,
+                            requested_role=new_role,
+                        )
                     )
 
         if type(turn) is int and evaluate_actions:
@@ -601,14 +602,14 @@ def _careful_pass(
             elif actions:
                 if actor != "assistant":
                     errors.append(
-                        {
-                            "code": "actions_on_non_assistant_event",
-                            "turn": turn if type(turn) is int else None,
-                            "field": f"transcript[{index}].observed_actions",
-                            "actor": actor,
-                            "actions": [a for a in actions if type(a) is str],
-                            "message": "only assistant events carry observed actions",
-                        }
+                        _fixture_error(
+                            "actions_on_non_assistant_event",
+                            f"transcript[{index}].observed_actions",
+                            "only assistant events carry observed actions",
+                            turn,
+                            actor=actor,
+                            actions=[a for a in actions if type(a) is str],
+                        )
                     )
                 else:
                     for action in actions:
@@ -624,14 +625,14 @@ def _careful_pass(
                             continue
                         elif action not in vocabulary:
                             errors.append(
-                                {
-                                    "code": "unknown_action",
-                                    "turn": turn if type(turn) is int else None,
-                                    "field": f"transcript[{index}].observed_actions",
-                                    "action": action,
-                                    "active_role": active_role,
-                                    "message": f"action {action} is not in the vocabulary",
-                                }
+                                _fixture_error(
+                                    "unknown_action",
+                                    f"transcript[{index}].observed_actions",
+                                    f"action {action} is not in the vocabulary",
+                                    turn,
+                                    action=action,
+                                    active_role=active_role,
+                                )
                             )
                         else:
                             violations.append(
