@@ -15,6 +15,11 @@ code, ...) raises ``ValueError`` with an exact message.
 All per-unit work is vectorised with :func:`numpy.bincount` over integer
 codes, so a million ratings take milliseconds once the table is built.
 
+Split by concern: :mod:`.coefficients` (the coefficients of one table),
+:mod:`.bootstrap` (the interval of alpha), :mod:`.conversations` (first-break and
+any-break agreement per conversation), :mod:`.summary` (every figure as one dict);
+the table itself is :class:`review_app.stats.table.RatingTable`.
+
 References
 ----------
 Krippendorff, K. (2011). Computing Krippendorff's Alpha-Reliability.

@@ -21,6 +21,10 @@ Rubric references accept ``role-adherence@1`` and, because the files are named
 ``v1.yaml``, also ``role-adherence@v1``; both mean version 1. The canonical form
 (:attr:`Rubric.ref`) is the one without ``v``.
 
+Split by concern: :mod:`.model` (the rubric, its identity and references),
+:mod:`.parsing` (reading and validating a file), :mod:`.catalog` (the rubrics
+directory), :mod:`.diff` (what changed between versions).
+
 This package reads files and nothing else: no storage, no user interface.
 """
 
