@@ -26,11 +26,11 @@ import numpy as np
 
 from review_app.agreement import (
     RatingTable,
-    _bootstrap_alphas,
     agreement_summary,
     alpha_bootstrap_ci,
     krippendorff_alpha,
 )
+from review_app.agreement.bootstrap import _bootstrap_alphas
 
 CODES = ("in_role", "persona_break", "scope_break", "tone_break", "borderline", "cannot_judge")
 CODE_SHARES = (0.55, 0.12, 0.1, 0.08, 0.1, 0.05)

@@ -51,31 +51,41 @@ HARNESS_CODES = (
 )
 
 
-def _malformed(field: str, message: str, turn: Any = None) -> dict[str, Any]:
+def _fixture_error(
+    code: str, field: str, message: str, turn: Any = None, **details: Any
+) -> dict[str, Any]:
+    """A fixture error record: code, turn (an integer or None), field, details, message."""
     return {
-        "code": "malformed_case",
+        "code": code,
         "turn": turn if type(turn) is int else None,
         "field": field,
+        **details,
         "message": message,
     }
+
+
+def _malformed(field: str, message: str, turn: Any = None) -> dict[str, Any]:
+    return _fixture_error("malformed_case", field, message, turn)
+
+
+# bool before int: a boolean is an int to isinstance.
+_JSON_TYPE_NAMES = (
+    (bool, "a boolean"),
+    (int, "an integer"),
+    (float, "a number"),
+    (str, "a string"),
+    (list, "a list"),
+    (dict, "an object"),
+)
 
 
 def type_name(value: Any) -> str:
     """How an error message names the JSON type of ``value``."""
     if value is None:
         return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int):
-        return "an integer"
-    if isinstance(value, float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "an object"
+    for kind, name in _JSON_TYPE_NAMES:
+        if isinstance(value, kind):
+            return name
     return type(value).__name__
 
 
@@ -217,24 +227,22 @@ def _read_contract(contract: Any, errors: list[dict[str, Any]]) -> _Contract | N
     for role, allowed_actions in parsed.allowed.items():
         for action in sorted(allowed_actions - parsed.vocabulary):
             errors.append(
-                {
-                    "code": "unknown_action",
-                    "turn": None,
-                    "field": f"contract.roles.{role}.allowed_actions",
-                    "action": action,
-                    "active_role": role,
-                    "message": f"role {role} allows {action}, which is not in the vocabulary",
-                }
+                _fixture_error(
+                    "unknown_action",
+                    f"contract.roles.{role}.allowed_actions",
+                    f"role {role} allows {action}, which is not in the vocabulary",
+                    action=action,
+                    active_role=role,
+                )
             )
     if parsed.initial_role not in parsed.allowed:
         errors.append(
-            {
-                "code": "unknown_initial_role",
-                "turn": None,
-                "field": "contract.initial_role",
-                "role": parsed.initial_role,
-                "message": f"initial role {parsed.initial_role} is not one of the contract's roles",
-            }
+            _fixture_error(
+                "unknown_initial_role",
+                "contract.initial_role",
+                f"initial role {parsed.initial_role} is not one of the contract's roles",
+                role=parsed.initial_role,
+            )
         )
     return parsed
 
@@ -337,30 +345,12 @@ def evaluate_case(case: Any) -> dict[str, Any]:
     transcript = case.get("transcript")
     if type(transcript) is not list:
         errors.append(_malformed("transcript", f"expected a list, got {type_name(transcript)}"))
-        return _result(
-            case_id,
-            contract_version,
-            errors,
-            violations,
-            harness,
-            role_by_turn,
-            has_contract=has_contract,
-        )
-
-    if contract is not None and not errors:
-        fast = _fast_pass(transcript, contract)
-        if fast is not None:
+    else:
+        fast = _fast_pass(transcript, contract) if contract is not None and not errors else None
+        if fast is None:
+            _careful_pass(transcript, contract, errors, violations, harness, role_by_turn)
+        else:
             violations, role_by_turn, harness = fast
-            return _result(
-                case_id,
-                contract_version,
-                errors,
-                violations,
-                harness,
-                role_by_turn,
-                has_contract=True,
-            )
-    _careful_pass(transcript, contract, errors, violations, harness, role_by_turn)
     return _result(
         case_id,
         contract_version,
@@ -530,32 +520,27 @@ def _careful_pass(
         if type(turn) is int:
             if previous_turn is not None and turn <= previous_turn:
                 errors.append(
-                    {
-                        "code": "invalid_event_order",
-                        "turn": turn,
-                        "field": f"transcript[{index}].turn",
-                        "previous_turn": previous_turn,
-                        "message": (
-                            f"turn {turn} repeats the previous turn"
-                            if turn == previous_turn
-                            else f"turn {turn} comes after turn {previous_turn}"
-                        ),
-                    }
+                    _fixture_error(
+                        "invalid_event_order",
+                        f"transcript[{index}].turn",
+                        f"turn {turn} repeats the previous turn"
+                        if turn == previous_turn
+                        else f"turn {turn} comes after turn {previous_turn}",
+                        turn,
+                        previous_turn=previous_turn,
+                    )
                 )
             previous_turn = turn
         else:
             errors.append(
-                {
-                    "code": "invalid_event_order",
-                    "turn": None,
-                    "field": f"transcript[{index}].turn",
-                    "previous_turn": previous_turn,
-                    "message": (
-                        "missing turn"
-                        if turn is None
-                        else f"expected an integer turn, got {type_name(turn)}"
-                    ),
-                }
+                _fixture_error(
+                    "invalid_event_order",
+                    f"transcript[{index}].turn",
+                    "missing turn"
+                    if turn is None
+                    else f"expected an integer turn, got {type_name(turn)}",
+                    previous_turn=previous_turn,
+                )
             )
 
         actor = event.get("actor")
@@ -577,14 +562,14 @@ def _careful_pass(
                 )
             elif actor != "system":
                 errors.append(
-                    {
-                        "code": "untrusted_role_transition",
-                        "turn": turn if type(turn) is int else None,
-                        "field": f"transcript[{index}].set_role",
-                        "actor": actor,
-                        "requested_role": new_role,
-                        "message": f"a {actor or 'non-system'} event cannot change the role",
-                    }
+                    _fixture_error(
+                        "untrusted_role_transition",
+                        f"transcript[{index}].set_role",
+                        f"a {actor or 'non-system'} event cannot change the role",
+                        turn,
+                        actor=actor,
+                        requested_role=new_role,
+                    )
                 )
             elif evaluate_actions:
                 if new_role in allowed_by_role:
@@ -592,13 +577,13 @@ def _careful_pass(
                     allowed = allowed_by_role[new_role]
                 else:
                     errors.append(
-                        {
-                            "code": "unknown_transition_role",
-                            "turn": turn if type(turn) is int else None,
-                            "field": f"transcript[{index}].set_role",
-                            "requested_role": new_role,
-                            "message": f"role {new_role} is not one of the contract's roles",
-                        }
+                        _fixture_error(
+                            "unknown_transition_role",
+                            f"transcript[{index}].set_role",
+                            f"role {new_role} is not one of the contract's roles",
+                            turn,
+                            requested_role=new_role,
+                        )
                     )
 
         if type(turn) is int and evaluate_actions:
@@ -617,14 +602,14 @@ def _careful_pass(
             elif actions:
                 if actor != "assistant":
                     errors.append(
-                        {
-                            "code": "actions_on_non_assistant_event",
-                            "turn": turn if type(turn) is int else None,
-                            "field": f"transcript[{index}].observed_actions",
-                            "actor": actor,
-                            "actions": [a for a in actions if type(a) is str],
-                            "message": "only assistant events carry observed actions",
-                        }
+                        _fixture_error(
+                            "actions_on_non_assistant_event",
+                            f"transcript[{index}].observed_actions",
+                            "only assistant events carry observed actions",
+                            turn,
+                            actor=actor,
+                            actions=[a for a in actions if type(a) is str],
+                        )
                     )
                 else:
                     for action in actions:
@@ -640,14 +625,14 @@ def _careful_pass(
                             continue
                         elif action not in vocabulary:
                             errors.append(
-                                {
-                                    "code": "unknown_action",
-                                    "turn": turn if type(turn) is int else None,
-                                    "field": f"transcript[{index}].observed_actions",
-                                    "action": action,
-                                    "active_role": active_role,
-                                    "message": f"action {action} is not in the vocabulary",
-                                }
+                                _fixture_error(
+                                    "unknown_action",
+                                    f"transcript[{index}].observed_actions",
+                                    f"action {action} is not in the vocabulary",
+                                    turn,
+                                    action=action,
+                                    active_role=active_role,
+                                )
                             )
                         else:
                             violations.append(
@@ -739,7 +724,7 @@ def lane(result: dict[str, Any]) -> str:
     return "pass"
 
 
-def _token(value: Any) -> str:
+def log_token(value: Any) -> str:
     """A value for one ``key=value`` of the diagnostic line.
 
     Ids, versions, roles and actions come from the case file; a space, a line break or
@@ -750,10 +735,11 @@ def _token(value: Any) -> str:
     text = str(value)
     if text.isprintable() and " " not in text:
         return text
-    return "".join(ch if ch.isprintable() and ch != " " else _escape(ord(ch)) for ch in text)
+    return "".join(ch if ch.isprintable() and ch != " " else escaped_char(ord(ch)) for ch in text)
 
 
-def _escape(code: int) -> str:
+def escaped_char(code: int) -> str:
+    """``\\xNN``, ``\\uNNNN`` or ``\\UNNNNNNNN`` for the code point ``code``."""
     if code < 0x100:
         return f"\\x{code:02x}"
     if code < 0x10000:
@@ -763,8 +749,8 @@ def _escape(code: int) -> str:
 
 def diagnostic(result: dict[str, Any]) -> str:
     """The one-line CI log summary (docs/reference.md, "Findings"); never transcript text."""
-    case_id = _token(result.get("case_id") or "-")
-    contract = _token(result.get("contract_version") or "-")
+    case_id = log_token(result.get("case_id") or "-")
+    contract = log_token(result.get("contract_version") or "-")
     status = result.get("status")
     if status == "invalid":
         first = result["fixture_errors"][0]
@@ -778,6 +764,6 @@ def diagnostic(result: dict[str, Any]) -> str:
     return (
         f"role-eval fail case={case_id} contract={contract} "
         f"first_violation_turn={violation['turn']} "
-        f"active_role={_token(violation['active_role'])} "
-        f"action={_token(violation['action'])} allowed={_token(allowed)}"
+        f"active_role={log_token(violation['active_role'])} "
+        f"action={log_token(violation['action'])} allowed={log_token(allowed)}"
     )

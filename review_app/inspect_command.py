@@ -38,7 +38,7 @@ from typing import Any, TextIO
 
 from review_app.cases import CASE_FILE_SUFFIXES, is_export_manifest, iter_json_records
 from review_app.errors import InputError
-from review_app.evaluator import diagnostic, evaluate_case
+from review_app.evaluator import diagnostic, escaped_char, evaluate_case, log_token
 
 EXIT_PASS, EXIT_VIOLATION, EXIT_BAD_INPUT = 0, 1, 2
 OUTCOMES = ("pass", "fail", "invalid", "no_contract", "unreadable")
@@ -102,25 +102,9 @@ def _file_items(path: Path) -> Iterator[Item]:
         yield Item(source, error.line, error=error.located(source=source))
 
 
-def _token(value: Any) -> str:
-    """A value for one ``key=value`` token: spaces and control characters escaped."""
-    text = str(value)
-    if text.isprintable() and " " not in text:
-        return text
-    return "".join(ch if ch.isprintable() and ch != " " else _escape(ord(ch)) for ch in text)
-
-
-def _escape(code: int) -> str:
-    if code < 0x100:
-        return f"\\x{code:02x}"
-    if code < 0x10000:
-        return f"\\u{code:04x}"
-    return f"\\U{code:08x}"
-
-
 def _one_line(text: str) -> str:
     """An error message on one line, with no raw control characters."""
-    return "".join(ch if ch.isprintable() else _escape(ord(ch)) for ch in text)
+    return "".join(ch if ch.isprintable() else escaped_char(ord(ch)) for ch in text)
 
 
 def _json_text(value: Any, *, indent: int | None = None) -> str:
@@ -150,14 +134,14 @@ def item_line(item: Item) -> str:
         return f"error: {_one_line(str(item.error))}"
     result = item.result
     assert result is not None
-    text = f"{diagnostic(result)} file={_token(item.file)}"
+    text = f"{diagnostic(result)} file={log_token(item.file)}"
     if item.line is not None:
         text += f" line={item.line}"
     if item.record is not None:
         text += f" record={item.record}"
     field = _malformed_field(result)
     if field is not None:
-        text += f" field={_token(field)}"
+        text += f" field={log_token(field)}"
     return text
 
 

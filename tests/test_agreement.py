@@ -24,7 +24,6 @@ from review_app.agreement import (
     SMALL_SAMPLE_WARNING,
     Coefficient,
     RatingTable,
-    _bootstrap_alphas,
     agreement_summary,
     alpha_bootstrap_ci,
     any_break_alpha,
@@ -39,6 +38,7 @@ from review_app.agreement import (
     percent_agreement,
     verdict_mapping_from_verdicts,
 )
+from review_app.agreement.bootstrap import _bootstrap_alphas
 from review_app.rubrics import load_rubric_file
 
 NAN = math.nan

@@ -1,9 +1,10 @@
 """Calibration of an automated LLM judge against human labels.
 
-Split by concern: :mod:`.reference` (agreement with a reference), :mod:`.versions`
-(prompt versions), :mod:`.scores` (score calibration), :mod:`.few_shot` (few-shot
-selection); the shared estimate type, kappa and intervals are in
-:mod:`review_app.stats.core`.
+Split by concern: :mod:`.reference` (agreement with a reference), :mod:`.first_break`
+(first break per conversation), :mod:`.like_for_like` (the judge beside the reviewers),
+:mod:`.versions` (prompt versions), :mod:`.scores` (threshold sweep and reliability),
+:mod:`.score_map` (calibration maps), :mod:`.few_shot` (few-shot selection); the shared
+estimate type, kappa and intervals are in :mod:`review_app.stats.core`.
 
 Policy owners change a judge prompt and need to know two things: can the judge be
 trusted, and where does it fail. This module answers with plain numbers computed from
@@ -41,25 +42,25 @@ from review_app.calibration._common import (
 from review_app.calibration.few_shot import (
     few_shot_examples,
 )
+from review_app.calibration.first_break import (
+    FirstBreakMismatch,
+    FirstBreakReport,
+    first_break_comparison,
+)
+from review_app.calibration.like_for_like import kappa_estimate, like_for_like
 from review_app.calibration.reference import (
     AgreementReport,
     ConfusionMatrix,
-    FirstBreakMismatch,
-    FirstBreakReport,
     classify_disagreement,
     compare_to_reference,
-    first_break_comparison,
-    kappa_estimate,
-    like_for_like,
 )
+from review_app.calibration.score_map import CalibrationMap, fit_calibration_map
 from review_app.calibration.scores import (
     DEFAULT_THRESHOLDS,
-    CalibrationMap,
     ReliabilityBin,
     ReliabilityReport,
     ThresholdPoint,
     ThresholdSweep,
-    fit_calibration_map,
     reliability,
     threshold_sweep,
 )

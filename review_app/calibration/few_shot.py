@@ -9,9 +9,9 @@ from typing import Any
 
 from review_app.calibration._common import (
     Unit,
-    _check_int,
     _check_seed,
 )
+from review_app.stats.checks import check_int
 from review_app.stats.core import (
     break_mapping_from_verdicts,
 )
@@ -61,7 +61,7 @@ def few_shot_examples(
     - ``"candidate <i> has label <code>, which is not a code of the rubric"``
     - ``"candidate <i> repeats unit <unit>"``
     """
-    per_label = _check_int(per_label, "per_label", 1)
+    per_label = check_int(per_label, "per_label", 1)
     seed = _check_seed(seed)
     wanted = set(kinds)
     if not wanted <= set(_EXAMPLE_KINDS):

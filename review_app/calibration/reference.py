@@ -1,18 +1,17 @@
-"""Agreement of a judge with a reference (gold or a reviewer): codes, breaks, first breaks.
+"""Agreement of a judge's codes with a reference (gold or a reviewer), unit by unit.
 
 Cohen (1960) for kappa; Wilson (1927) and Efron & Tibshirani (1993) for intervals.
+First breaks are in :mod:`.first_break`, the judge beside the reviewers in :mod:`.like_for_like`.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import stats
 
 from review_app.calibration._common import (
     DISAGREEMENT_KINDS,
@@ -25,24 +24,19 @@ from review_app.calibration._common import (
     _binary_metrics,
     _check_break_mapping,
     _check_codes,
-    _check_int,
     _check_seed,
     _estimate,
-    _json_value,
-    _sort_key,
     _sorted_units,
 )
+from review_app.stats.checks import check_int
 from review_app.stats.core import (
     BREAK,
-    CLUSTER_METHOD,
     NO_BREAK,
-    UNIT_METHOD,
     Estimate,
     bootstrap_confusions,
     bootstrap_method,
     cluster_codes,
     kappa_from_confusion,
-    percentile_interval,
     proportion,
     ratio,
 )
@@ -240,7 +234,7 @@ def compare_to_reference(
     mapping = _check_break_mapping(break_mapping)
     _check_codes(reference, "reference", mapping)
     _check_codes(judged, "judged", mapping)
-    n_resamples = _check_int(n_resamples, "n_resamples", 0)
+    n_resamples = check_int(n_resamples, "n_resamples", 0)
     seed = _check_seed(seed)
     ignored = frozenset(ignore_codes)
 
@@ -391,271 +385,3 @@ def compare_to_reference(
         seed=seed,
         **estimates,
     )
-
-
-@dataclass(frozen=True)
-class FirstBreakMismatch:
-    conversation: Hashable
-    reference_turn: int | None
-    judged_turn: int | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "conversation": _json_value(self.conversation),
-            "reference_turn": self.reference_turn,
-            "judged_turn": self.judged_turn,
-        }
-
-
-@dataclass(frozen=True)
-class FirstBreakReport:
-    """How well the judge locates the first break of each conversation.
-
-    Offsets are differences of ``turn`` values (judged minus reference), so a negative
-    offset means the judge flagged an earlier turn. Counts over the shared
-    conversations: ``n_exact`` (same turn, or both no break), ``n_both_break``,
-    ``n_both_no_break``, ``n_missed`` (reference break, judge none), ``n_false_alarm``
-    (judge break, reference none), ``n_judged_earlier`` / ``n_judged_later``.
-    """
-
-    n_conversations: int
-    n_only_reference: int
-    n_only_judged: int
-    exact_match: Estimate
-    mean_offset: Estimate
-    mean_absolute_offset: Estimate
-    n_exact: int
-    n_both_break: int
-    n_both_no_break: int
-    n_missed: int
-    n_false_alarm: int
-    n_judged_earlier: int
-    n_judged_later: int
-    mismatches: tuple[FirstBreakMismatch, ...]
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "n_conversations": self.n_conversations,
-            "n_only_reference": self.n_only_reference,
-            "n_only_judged": self.n_only_judged,
-            "exact_match": self.exact_match.to_dict(),
-            "mean_offset": self.mean_offset.to_dict(),
-            "mean_absolute_offset": self.mean_absolute_offset.to_dict(),
-            "n_exact": self.n_exact,
-            "n_both_break": self.n_both_break,
-            "n_both_no_break": self.n_both_no_break,
-            "n_missed": self.n_missed,
-            "n_false_alarm": self.n_false_alarm,
-            "n_judged_earlier": self.n_judged_earlier,
-            "n_judged_later": self.n_judged_later,
-            "mismatches": [m.to_dict() for m in self.mismatches],
-        }
-
-
-def _mean_estimate(values: Sequence[int], what: str) -> Estimate:
-    """Mean with a Student-t 95% interval: mean +- t_{0.975, n-1} * s / sqrt(n)."""
-    n = len(values)
-    if n == 0:
-        return Estimate(None, 0, None, f"no conversation where both found a break: no {what}")
-    array = np.asarray(values, dtype=np.float64)
-    mean = float(array.mean())
-    if n == 1:
-        return Estimate(mean, 1, None, "no confidence interval from a single conversation")
-    half = float(stats.t.ppf(0.975, n - 1) * array.std(ddof=1) / math.sqrt(n))
-    return Estimate(mean, n, (mean - half, mean + half), None)
-
-
-def _check_first_breaks(first_breaks: Mapping[Any, int | None], name: str) -> None:
-    if not isinstance(first_breaks, Mapping):
-        raise ValueError(
-            f"{name} must be a mapping of conversation to first break turn, "
-            f"got {type(first_breaks).__name__}"
-        )
-    for conversation, turn in first_breaks.items():
-        if turn is not None and (isinstance(turn, bool) or not isinstance(turn, int | np.integer)):
-            raise ValueError(
-                f"{name}[{conversation!r}] must be an integer turn or None, got {turn!r}"
-            )
-
-
-def first_break_comparison(
-    *,
-    reference: Mapping[UnitT, int | None],
-    judged: Mapping[UnitT, int | None],
-) -> FirstBreakReport:
-    """Compare the first break turn per conversation (``None`` = no break).
-
-    On the conversations present in both mappings: exact-match rate (``None == None``
-    counts as a match) with a Wilson (1927) 95% interval (none under 10 conversations);
-    mean signed offset
-    judged - reference and mean absolute offset over the conversations where both found
-    a break, with Student-t 95% intervals.
-
-    Raises ``ValueError("<reference|judged>[<conversation>] must be an integer turn or
-    None, got <value>")`` for any other turn value.
-    """
-    _check_first_breaks(reference, "reference")
-    _check_first_breaks(judged, "judged")
-    shared = _sorted_units(set(reference) & set(judged))
-    offsets: list[int] = []
-    n_exact = n_both_no_break = n_missed = n_false_alarm = 0
-    mismatches: list[FirstBreakMismatch] = []
-    for conversation in shared:
-        reference_turn, judged_turn = reference[conversation], judged[conversation]
-        if reference_turn == judged_turn:
-            n_exact += 1
-        else:
-            mismatches.append(FirstBreakMismatch(conversation, reference_turn, judged_turn))
-        if reference_turn is None and judged_turn is None:
-            n_both_no_break += 1
-        elif judged_turn is None:
-            n_missed += 1
-        elif reference_turn is None:
-            n_false_alarm += 1
-        else:
-            offsets.append(int(judged_turn) - int(reference_turn))
-    n = len(shared)
-    exact_match = proportion(
-        n_exact, n, undefined_reason="no conversation has a first break from both sides"
-    )
-    return FirstBreakReport(
-        n_conversations=n,
-        n_only_reference=len(reference) - n,
-        n_only_judged=len(judged) - n,
-        exact_match=exact_match,
-        mean_offset=_mean_estimate(offsets, "offset"),
-        mean_absolute_offset=_mean_estimate([abs(o) for o in offsets], "offset"),
-        n_exact=n_exact,
-        n_both_break=len(offsets),
-        n_both_no_break=n_both_no_break,
-        n_missed=n_missed,
-        n_false_alarm=n_false_alarm,
-        n_judged_earlier=sum(o < 0 for o in offsets),
-        n_judged_later=sum(o > 0 for o in offsets),
-        mismatches=tuple(mismatches),
-    )
-
-
-# --------------------------------------------------------------------------- like for like
-
-
-def kappa_estimate(
-    first: Sequence[Hashable],
-    second: Sequence[Hashable],
-    *,
-    n_resamples: int,
-    seed: int,
-    clusters: Sequence[Hashable] | None = None,
-) -> Estimate:
-    """Cohen's kappa of two code sequences over the same units, with a bootstrap interval.
-
-    kappa = (p_o - p_e) / (1 - p_e) (Cohen 1960, :func:`kappa_from_confusion`). The 95%
-    percentile interval resamples units, or, given ``clusters`` (one conversation key
-    per unit), whole conversations (cluster bootstrap); ``method`` says which.
-    """
-    labels = sorted({*first, *second}, key=_sort_key)
-    position = {code: i for i, code in enumerate(labels)}
-    k = max(len(labels), 1)
-    a = np.array([position[c] for c in first], dtype=np.int64)
-    b = np.array([position[c] for c in second], dtype=np.int64)
-    n = len(a)
-    if n == 0:
-        return Estimate(None, 0, None, "no shared units")
-    confusion = np.bincount(a * k + b, minlength=k * k).reshape(k, k)
-    value = float(kappa_from_confusion(confusion))
-    if not math.isfinite(value):
-        return Estimate(
-            None, n, None, "kappa is undefined: both sides gave one and the same code throughout"
-        )
-    if n_resamples == 0 or n < 2:
-        why = "no bootstrap was asked for" if n_resamples == 0 else "too few units"
-        return Estimate(value, n, None, f"no confidence interval: {why}")
-    codes = None if clusters is None else cluster_codes(list(clusters))
-    boot = bootstrap_confusions(a, b, k, n_resamples=n_resamples, seed=seed, clusters=codes)
-    interval, reason = percentile_interval(kappa_from_confusion(boot))
-    return Estimate(
-        value, n, interval, reason, method=bootstrap_method(codes) if interval else None
-    )
-
-
-def like_for_like(
-    labels_by_reviewer: Mapping[Any, Mapping[UnitT, str]],
-    judged: Mapping[UnitT, str],
-    *,
-    cluster_of: Callable[[UnitT], Hashable] | None = None,
-    n_resamples: int = 1000,
-    seed: int = 0,
-) -> dict[str, Any]:
-    """The judge and the reviewers measured on the same units against the same reference.
-
-    - ``pairs``: for every two reviewers ``a`` and ``b``, on the units that ``a``, ``b``
-      and the judge all labeled: kappa(``a``, ``b``) beside kappa(judge, ``a``) and
-      kappa(judge, ``b``). The judge is as good as a reviewer when its kappa with each
-      reviewer is about the reviewers' kappa with each other.
-    - ``leave_one_out_gold``: for every reviewer ``r``, the units where two or more
-      *other* reviewers labeled and all agree (gold that ``r``'s label did not make) and
-      the judge labeled: kappa(``r``, that gold) beside kappa(judge, that gold).
-
-    Kappa is Cohen's (1960); intervals are percentile bootstraps over conversations
-    when ``cluster_of`` is given (cluster bootstrap), over units otherwise.
-    """
-    n_resamples = _check_int(n_resamples, "n_resamples", 0)
-    seed = _check_seed(seed)
-    reviewers = sorted(labels_by_reviewer, key=_sort_key)
-
-    def estimate(
-        units: list[UnitT], first: Mapping[UnitT, str], second: Mapping[UnitT, str]
-    ) -> Estimate:
-        return kappa_estimate(
-            [first[u] for u in units],
-            [second[u] for u in units],
-            n_resamples=n_resamples,
-            seed=seed,
-            clusters=None if cluster_of is None else [cluster_of(u) for u in units],
-        )
-
-    pairs = []
-    for i, a in enumerate(reviewers):
-        for b in reviewers[i + 1 :]:
-            first, second = labels_by_reviewer[a], labels_by_reviewer[b]
-            units = _sorted_units(u for u in first.keys() & second.keys() if u in judged)
-            pairs.append(
-                {
-                    "reviewers": [str(a), str(b)],
-                    "units": len(units),
-                    "reviewer_kappa": estimate(units, first, second).to_dict(),
-                    "judge_kappa": {
-                        str(a): estimate(units, judged, first).to_dict(),
-                        str(b): estimate(units, judged, second).to_dict(),
-                    },
-                }
-            )
-    leave_one_out = []
-    for r in reviewers:
-        own = labels_by_reviewer[r]
-        gold: dict[UnitT, str] = {}
-        for unit in own:
-            if unit not in judged:
-                continue
-            others = [
-                labels_by_reviewer[o][unit]
-                for o in reviewers
-                if o != r and unit in labels_by_reviewer[o]
-            ]
-            if len(others) >= 2 and len(set(others)) == 1:
-                gold[unit] = others[0]
-        units = _sorted_units(gold)
-        leave_one_out.append(
-            {
-                "reviewer": str(r),
-                "units": len(units),
-                "gold_source": "unanimous among the other reviewers (2 or more)",
-                "reviewer_kappa": estimate(units, own, gold).to_dict(),
-                "judge_kappa": estimate(units, judged, gold).to_dict(),
-            }
-        )
-    return {
-        "method": CLUSTER_METHOD if cluster_of is not None else UNIT_METHOD,
-        "pairs": pairs,
-        "leave_one_out_gold": leave_one_out,
-    }

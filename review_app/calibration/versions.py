@@ -15,13 +15,13 @@ from review_app.calibration._common import (
     UnitT,
     _check_break_mapping,
     _check_codes,
-    _check_int,
     _check_seed,
     _estimate,
     _json_value,
     _sorted_units,
 )
 from review_app.calibration.reference import AgreementReport, compare_to_reference
+from review_app.stats.checks import check_int
 from review_app.stats.core import (
     BREAK,
     Estimate,
@@ -121,7 +121,7 @@ def compare_prompt_versions(
     if reference is not None and break_mapping is None:
         raise ValueError("break_mapping is required when a reference is given")
     mapping = None if break_mapping is None else _check_break_mapping(break_mapping)
-    n_resamples = _check_int(n_resamples, "n_resamples", 0)
+    n_resamples = check_int(n_resamples, "n_resamples", 0)
     seed = _check_seed(seed)
     versions = tuple(sorted(verdicts))
     if mapping is not None:

@@ -4,6 +4,7 @@
   Wilson intervals, unit and cluster bootstrap weights;
 - :mod:`review_app.stats.table`: the rating table of the agreement figures;
 - :mod:`review_app.stats.codes`: the break mapping of a rubric;
+- :mod:`review_app.stats.checks`: the checks of options (integers, confidence) and their messages;
 - :mod:`review_app.stats.alt_test`: the alternative annotator test;
 - :mod:`review_app.stats.ppi`: prediction-powered (PPI++) estimates.
 

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from review_app.stats.checks import check_int
 from review_app.stats.core import MIN_MINORITY_UNITS, TOO_FEW_BREAKS
 
 __all__ = [
@@ -150,10 +151,8 @@ def _check_options(epsilon: float, q: float, min_reviewers: int, min_units: int)
         raise ValueError(f"epsilon must be a number in [0, 1), got {epsilon!r}")
     if isinstance(q, bool) or not isinstance(q, int | float) or not 0 < q < 1:
         raise ValueError(f"q must be a number strictly between 0 and 1, got {q!r}")
-    if isinstance(min_reviewers, bool) or not isinstance(min_reviewers, int) or min_reviewers < 2:
-        raise ValueError(f"min_reviewers_per_unit must be an integer >= 2, got {min_reviewers!r}")
-    if isinstance(min_units, bool) or not isinstance(min_units, int) or min_units < 2:
-        raise ValueError(f"min_units_per_reviewer must be an integer >= 2, got {min_units!r}")
+    check_int(min_reviewers, "min_reviewers_per_unit", 2)
+    check_int(min_units, "min_units_per_reviewer", 2)
 
 
 def alt_test(

@@ -58,6 +58,7 @@ __all__ = [
     "wilson_interval",
 ]
 
+from review_app.stats.checks import check_confidence, check_positive_int
 from review_app.stats.codes import BREAK, NO_BREAK, break_mapping_from_verdicts
 
 BOOTSTRAP_CHUNK_CELLS = 1 << 21
@@ -170,8 +171,7 @@ def kappa_from_confusion(confusion: ArrayLike) -> FloatArray:
 
 
 def _z(confidence: float) -> float:
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be strictly between 0 and 1, got {confidence!r}")
+    check_confidence(confidence)
     return NormalDist().inv_cdf(0.5 + confidence / 2.0)
 
 
@@ -187,8 +187,7 @@ def wilson_interval(successes: int, n: int, *, confidence: float = 0.95) -> tupl
     method="wilson")``. Raises ``ValueError("n must be a positive integer, got <n>")``
     and ``ValueError("successes must be an integer in 0..n, got <successes>")``.
     """
-    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
-        raise ValueError(f"n must be a positive integer, got {n!r}")
+    check_positive_int(n, "n")
     if (
         isinstance(successes, bool)
         or not isinstance(successes, int | np.integer)
@@ -277,8 +276,7 @@ def resample_weights(
     0..n-1``): both draw from the same generator in the same way, so with one turn per
     conversation they give identical resamples.
     """
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 1:
-        raise ValueError(f"n_resamples must be a positive integer, got {n_resamples!r}")
+    check_positive_int(n_resamples, "n_resamples")
     if clusters is None:
         cluster_of = np.arange(n_units, dtype=np.int64)
         n_clusters = n_units

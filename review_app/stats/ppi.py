@@ -34,6 +34,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats
 
+from review_app.stats.checks import check_confidence
+
 __all__ = ["PpiEstimate", "ppi_mean"]
 
 
@@ -113,8 +115,7 @@ def ppi_mean(
         raise ValueError(
             f"ppi needs at least 2 gold units and 1 other judged unit, got {n} and {big_n}"
         )
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence must be strictly between 0 and 1, got {confidence!r}")
+    check_confidence(confidence)
     if lam is None:
         covariance = float(np.mean((y - y.mean()) * (f - f.mean())))
         variance = float(np.var(np.concatenate([f, f_u]), ddof=1))

@@ -1,0 +1,138 @@
+"""Every agreement figure of a turn-level rating table as one JSON-ready dict."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Mapping
+from typing import Any
+
+from review_app.agreement.bootstrap import alpha_bootstrap_ci
+from review_app.agreement.coefficients import (
+    Coefficient,
+    cohen_kappa_pairs,
+    fleiss_kappa,
+    gwet_ac1,
+    krippendorff_alpha,
+    per_label_alpha,
+    percent_agreement,
+)
+from review_app.agreement.conversations import (
+    FirstBreakAgreement,
+    _any_break_alpha,
+    _first_break_agreement,
+    _first_breaks_from_table,
+)
+from review_app.stats.core import CLUSTER_METHOD
+from review_app.stats.table import RatingTable
+
+
+def verdict_mapping_from_verdicts(verdicts: Mapping[Any, str]) -> dict[Any, str | None]:
+    """Code -> ``"pass"`` / ``"fail"`` / ``"borderline"`` / ``None`` (abstain is not counted)."""
+    kept = {"pass", "fail", "borderline"}
+    return {code: (verdict if verdict in kept else None) for code, verdict in verdicts.items()}
+
+
+def agreement_summary(
+    table: RatingTable,
+    *,
+    break_mapping: Mapping[Any, Hashable | None],
+    verdict_mapping: Mapping[Any, Hashable | None],
+    conversation_of: Callable[[Any], Hashable],
+    turn_of: Callable[[Any], int],
+    n_resamples: int = 1000,
+    seed: int = 0,
+    break_value: Hashable = "break",
+) -> dict[str, Any]:
+    """Every agreement figure for a turn-level rating table, as one JSON-ready dict.
+
+    ``break_mapping`` collapses codes to break / no break (``break_value`` names
+    the break category; ``None`` drops a code) and ``verdict_mapping`` to the
+    verdicts; :func:`break_mapping_from_verdicts` and
+    :func:`verdict_mapping_from_verdicts` build both from a rubric.
+    ``conversation_of`` and ``turn_of`` take a unit apart for the
+    conversation-level figures, which are computed on the break collapse.
+    ``n_resamples=0`` skips the bootstrap.
+
+    Keys: ``level`` (``"turn"``), ``units``, ``raters``, ``ratings`` (counts),
+    ``rater_names``, ``percent_agreement``, ``krippendorff_alpha`` (with its
+    ``ci95``), ``alpha_ci95`` (``[low, high]`` or ``null``), ``bootstrap``,
+    ``fleiss_kappa`` (units rated by every rater only), ``gwet_ac1``,
+    ``cohen_kappa`` (``"a|b"`` -> coefficient), ``per_label`` (code ->
+    coefficient), ``alpha_break``, ``alpha_verdict``, ``conversation``
+    (``conversations``: how many have a break / no-break rating;
+    ``first_break_agreement``, ``any_break_alpha``) and
+    ``warnings`` (``"<figure>: <warning>"`` lines). Coefficients are
+    :meth:`Coefficient.to_dict` objects. Nothing in it is NaN.
+    """
+    if n_resamples < 0:
+        raise ValueError(f"n_resamples must be zero or a positive integer, got {n_resamples!r}")
+    if break_value not in set(break_mapping.values()):
+        raise ValueError(f"break_mapping maps no code to the break value {break_value!r}")
+
+    alpha = (
+        alpha_bootstrap_ci(table, n_resamples=n_resamples, seed=seed, cluster_of=conversation_of)
+        if n_resamples
+        else krippendorff_alpha(table)
+    )
+    break_table = table.collapse(break_mapping)
+    verdict_table = table.collapse(verdict_mapping)
+    breaks = _first_breaks_from_table(
+        break_table,
+        conversation_of=conversation_of,
+        turn_of=turn_of,
+        break_values={break_value},
+    )
+    figures: dict[str, Coefficient | FirstBreakAgreement] = {
+        "percent_agreement": percent_agreement(table),
+        "krippendorff_alpha": alpha,
+        "fleiss_kappa": fleiss_kappa(table),
+        "gwet_ac1": gwet_ac1(table),
+        "alpha_break": krippendorff_alpha(break_table),
+        "alpha_verdict": krippendorff_alpha(verdict_table),
+    }
+    pairwise = cohen_kappa_pairs(table)
+    first_break = _first_break_agreement(breaks)
+    any_break = _any_break_alpha(breaks)
+
+    warnings: list[str] = []
+    for name, figure in figures.items():
+        if figure.warning:
+            warnings.append(f"{name}: {figure.warning}")
+    for pair, coefficient in pairwise.items():
+        if coefficient.warning:
+            warnings.append(f"cohen_kappa {pair}: {coefficient.warning}")
+    for name, figure in (("first_break_agreement", first_break), ("any_break_alpha", any_break)):
+        if figure.warning:
+            warnings.append(f"conversation {name}: {figure.warning}")
+    if alpha.value is not None and alpha.ci95 is None and n_resamples:
+        warnings.append(f"alpha_ci95: {alpha.reason}")
+
+    summary: dict[str, Any] = {
+        "level": "turn",
+        "units": table.n_units,
+        "raters": table.n_raters,
+        "ratings": table.n_ratings,
+        "rater_names": [str(rater) for rater in table.raters],
+        "alpha_ci95": None if alpha.ci95 is None else [alpha.ci95[0], alpha.ci95[1]],
+        "bootstrap": {
+            "n_resamples": n_resamples,
+            "seed": seed,
+            "confidence": 0.95,
+            "method": CLUSTER_METHOD,
+        },
+        "cohen_kappa": {
+            pair: coefficient.to_dict(count_key="n_units") for pair, coefficient in pairwise.items()
+        },
+        "per_label": {
+            str(value): coefficient.to_dict(count_key="n_units")
+            for value, coefficient in per_label_alpha(table).items()
+        },
+        "conversation": {
+            "conversations": len(breaks.conversations),
+            "first_break_agreement": first_break.to_dict(),
+            "any_break_alpha": any_break.to_dict(count_key="n_units"),
+        },
+        "warnings": warnings,
+    }
+    for name, figure in figures.items():
+        summary[name] = figure.to_dict(count_key="n_units")
+    return summary
