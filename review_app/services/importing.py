@@ -31,7 +31,7 @@ from review_app.cases import (
 from review_app.errors import InputError
 from review_app.evaluator import diagnostic, lane
 from review_app.formats import FORMATS, NATIVE, detect_format, read_cases
-from review_app.services.audit import file_sha256
+from review_app.services._file_import import file_sha256
 from review_app.services.people import Actor, authorize
 from review_app.services.queue import forget_progress
 from storage import audit

@@ -17,16 +17,15 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlmodel import Session
 
-from review_app.errors import InputError, NotFound
+from review_app.errors import NotFound
 from review_app.judging import (
     VerdictRecord,
     read_verdict_file,
 )
 from review_app.rubrics import Rubric
-from review_app.services.audit import file_sha256
+from review_app.services._file_import import file_sha256, record_error, with_stored_turns
 from review_app.services.people import Actor, authorize
 from storage import audit, judging
-from storage.cases import event_actors
 from storage.engine import read_only
 from storage.models import JudgeRun
 
@@ -55,21 +54,12 @@ def import_verdicts(
     summary = JudgeImportSummary()
     now = datetime.now(UTC)
     with Session(engine) as session:
-        actors = event_actors(session, case_ids=sorted({r.case_id for r in records}))
-        for record in records:
-            turns = actors.get(record.case_id)
-            if turns is None:
-                raise InputError(
-                    f"no case {record.case_id!r} in the database",
-                    source=source,
-                    line=record.line,
-                    field="case_id",
-                )
+        for record, turns in with_stored_turns(session, records, source=source):
             if record.turn is not None and turns.get(record.turn) != rubric.applies_to:
-                raise InputError(
+                raise record_error(
                     f"case {record.case_id} has no {rubric.applies_to} turn {record.turn}",
                     source=source,
-                    line=record.line,
+                    record=record,
                     field="turn",
                 )
         grouped: dict[tuple[str, str, str], list[VerdictRecord]] = defaultdict(list)
