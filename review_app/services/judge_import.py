@@ -44,6 +44,38 @@ def run_name(run: JudgeRun) -> str:
     return f"{run.judge}@{run.prompt_version}/{run.model}"
 
 
+def find_or_create_run(
+    session: Session,
+    *,
+    rubric: Rubric,
+    judge: str,
+    prompt_version: str,
+    model: str,
+    **created: Any,
+) -> JudgeRun:
+    """The run of ``judge@prompt_version/model`` under ``rubric``; a new one (with the
+    ``created`` fields) when there is none yet."""
+    run = judging.find_run(
+        session,
+        judge=judge,
+        prompt_version=prompt_version,
+        model=model,
+        rubric_id=rubric.id,
+        version=rubric.version,
+    )
+    if run is None:
+        run = judging.create_run(
+            session,
+            judge=judge,
+            prompt_version=prompt_version,
+            model=model,
+            rubric_id=rubric.id,
+            rubric_version=rubric.version,
+            **created,
+        )
+    return run
+
+
 def import_verdicts(
     engine: Engine, actor: Actor, path: Path, *, rubric: Rubric, score_means: str = "break"
 ) -> JudgeImportSummary:
@@ -66,24 +98,14 @@ def import_verdicts(
         for record in records:
             grouped[record.run_key].append(record)
         for (judge, prompt_version, model), group in sorted(grouped.items()):
-            run = judging.find_run(
+            run = find_or_create_run(
                 session,
+                rubric=rubric,
                 judge=judge,
                 prompt_version=prompt_version,
                 model=model,
-                rubric_id=rubric.id,
-                version=rubric.version,
+                source="import",
             )
-            if run is None:
-                run = judging.create_run(
-                    session,
-                    judge=judge,
-                    prompt_version=prompt_version,
-                    model=model,
-                    rubric_id=rubric.id,
-                    rubric_version=rubric.version,
-                    source="import",
-                )
             assert run.id is not None
             judging.replace_verdicts(
                 session,
