@@ -32,11 +32,11 @@ from review_app.judging import (
     render_prompt,
 )
 from review_app.rubrics import Rubric
+from review_app.services._case_selection import selected_cases
 from review_app.services.cases import case_view
 from review_app.services.judge_import import find_or_create_run, run_name
 from review_app.services.people import Actor, authorize
 from storage import audit, judging
-from storage.cases import list_case_summaries
 from storage.engine import read_only
 
 API_KEY_ENV = "REVIEW_APP_JUDGE_API_KEY"
@@ -254,22 +254,9 @@ def select_case_ids(
     lane: str | None = None,
     limit: int | None = None,
 ) -> list[str]:
-    from review_app.evaluator import EVALUATOR_VERSION
-
     with Session(read_only(engine)) as session:
-        rows = list_case_summaries(
-            session,
-            evaluator_version=EVALUATOR_VERSION,
-            lanes=[lane] if lane else None,
-            case_ids=list(case_ids) if case_ids else None,
-            limit=limit,
-        )
-    found = [row.case_id for row in rows]
-    if case_ids:
-        missing = sorted(set(case_ids) - set(found))
-        if missing:
-            raise InputError(f"no case {missing[0]!r} in the database", field="--case")
-    return found
+        rows = selected_cases(session, case_ids=case_ids, lane=lane, limit=limit)
+    return [row.case_id for row in rows]
 
 
 def run_judge(
