@@ -1,16 +1,14 @@
 """The audit log as its readers see it: who changed or exported what, and when.
 
 Services write entries with :func:`storage.audit.add_entry` inside the transaction of
-the change they record; this module reads them (policy owners and admins) and
-hashes imported files. The format is described in docs/reference.md, "Audit log".
+the change they record; this module reads them (policy owners and admins). The format
+is described in docs/reference.md, "Audit log".
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine
@@ -36,14 +34,6 @@ ACTIONS = (
     "judge_run",
     "calibration_fit",
 )
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def parse_since(text: str) -> datetime:

@@ -8,6 +8,8 @@ tools do this better than an application can).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,19 +26,24 @@ class BackupOutcome:
     message: str
 
 
-def _authorize_admin(url: str, actor: Actor) -> None:
-    """Backups copy everyone's labels: admins only, with the role read from the database."""
+@contextmanager
+def _admin_database(actor: Actor, db: str | None) -> Iterator[str]:
+    """The database URL, for admins only (backups copy everyone's labels; the role is
+    read from the database); a backup error in the block is an input error."""
+    url = database_url(db)
     engine = create_database_engine(url)
     try:
         authorize(engine, actor, "admin")
     finally:
         engine.dispose()
+    try:
+        yield url
+    except backup.BackupError as error:
+        raise InputError(str(error)) from None
 
 
 def backup_database(actor: Actor, *, db: str | None, path: Path) -> BackupOutcome:
-    url = database_url(db)
-    _authorize_admin(url, actor)
-    try:
+    with _admin_database(actor, db) as url:
         source = backup.sqlite_path(url)
         if source is None:
             dump, restore = backup.postgres_commands(url, str(path))
@@ -46,17 +53,13 @@ def backup_database(actor: Actor, *, db: str | None, path: Path) -> BackupOutcom
                 f"  {dump}\nand to restore\n  {restore}",
             )
         result = backup.backup_sqlite(source, path)
-    except backup.BackupError as error:
-        raise InputError(str(error)) from None
     return BackupOutcome(
         True, f"backed up {source} to {result.path} ({result.pages} pages, {result.bytes} bytes)"
     )
 
 
 def restore_database(actor: Actor, *, db: str | None, path: Path) -> BackupOutcome:
-    url = database_url(db)
-    _authorize_admin(url, actor)
-    try:
+    with _admin_database(actor, db) as url:
         target = backup.sqlite_path(url)
         if target is None:
             _, restore = backup.postgres_commands(url, str(path))
@@ -64,7 +67,5 @@ def restore_database(actor: Actor, *, db: str | None, path: Path) -> BackupOutco
                 False, f"PostgreSQL is restored with its own tools; run\n  {restore}"
             )
         saved = backup.restore_sqlite(path, target)
-    except backup.BackupError as error:
-        raise InputError(str(error)) from None
     kept = f"; its previous content is in {saved}" if saved.exists() else ""
     return BackupOutcome(True, f"restored {path} into {target}{kept}")

@@ -25,7 +25,6 @@ from sqlmodel import Session
 import storage.labels
 from review_app.cases import EXPORTER_NAME
 from review_app.errors import InputError
-from review_app.evaluator import EVALUATOR_VERSION
 from review_app.formats import write_deepeval
 from review_app.formats.csv_safety import csv_text
 from review_app.formats.fixtures import (
@@ -43,11 +42,11 @@ from review_app.formats.fixtures import (
     redact_text,
 )
 from review_app.rubrics import Rubric
+from review_app.services._case_selection import selected_cases
 from review_app.services.adjudication import GoldSet, gold_labels
 from review_app.services.cases import CaseView, case_view, check_lane
 from review_app.services.people import Actor, authorize
 from storage import audit
-from storage.cases import list_case_summaries
 from storage.engine import read_only
 
 EXPORT_FORMATS = ("fixtures", "jsonl", "csv", "deepeval")
@@ -81,16 +80,7 @@ class ExportResult:
 def _views(engine: Engine, *, lane: str | None, case_ids: Sequence[str] | None) -> list[CaseView]:
     check_lane(lane)
     with Session(read_only(engine)) as session:
-        rows = list_case_summaries(
-            session,
-            evaluator_version=EVALUATOR_VERSION,
-            lanes=[lane] if lane else None,
-            case_ids=list(case_ids) if case_ids else None,
-        )
-        if case_ids:
-            missing = sorted(set(case_ids) - {row.case_id for row in rows})
-            if missing:
-                raise InputError(f"no case {missing[0]!r} in the database", field="--case")
+        rows = selected_cases(session, case_ids=case_ids, lane=lane)
         return [case_view(session, case_id=row.case_id) for row in rows]
 
 

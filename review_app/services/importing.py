@@ -18,20 +18,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import orjson
 from sqlalchemy import Engine
 
 from review_app.cases import (
     DEFAULT_MAX_RECORD_BYTES,
     CaseRecord,
-    canonical_json,
     content_sha256,
     discover_case_files,
 )
 from review_app.errors import InputError
-from review_app.evaluator import diagnostic, lane
 from review_app.formats import FORMATS, NATIVE, detect_format, read_cases
-from review_app.services.audit import file_sha256
+from review_app.services._file_import import file_sha256
+from review_app.services.case_rows import ContractHashes, PreparedCase, prepare_case
 from review_app.services.people import Actor, authorize
 from review_app.services.queue import forget_progress
 from storage import audit
@@ -52,8 +50,6 @@ CHUNK_EVENTS = 20_000
 CHUNK_SECONDS = 0.25
 """The time one chunk's write transaction should take (it holds SQLite's write lock)."""
 MIN_CHUNK_EVENTS, MAX_CHUNK_EVENTS = 2_000, 200_000
-KNOWN_CASE_KEYS = frozenset({"case_id", "chatbot_role", "contract", "transcript"})
-KNOWN_EVENT_KEYS = frozenset({"turn", "actor", "text", "observed_actions", "set_role", "request"})
 
 ProgressCallback = Callable[[int], None]
 ProgressFactory = Callable[[Path, int], ProgressCallback | None]
@@ -157,174 +153,6 @@ def _counts(item: FileImport) -> dict[str, int]:
         "stale_gold": item.stale_gold,
         "dropped_verdicts": item.dropped_verdicts,
     }
-
-
-def _json_text(value: Any) -> str:
-    return orjson.dumps(value).decode()
-
-
-def _role_spans(role_by_turn: dict[int, str | None]) -> list[list[Any]]:
-    """``[[first_turn, role], ...]``: the role in force from each turn on."""
-    spans: list[list[Any]] = []
-    current: object = object()
-    for turn, role in role_by_turn.items():
-        if role != current:
-            spans.append([turn, role])
-            current = role
-    return spans
-
-
-@dataclass(slots=True)
-class PreparedCase:
-    """One validated case turned into its rows, before the database is asked anything.
-
-    The parsed case is dropped once its rows exist, so a chunk in memory is plain
-    tuples (cheap for the garbage collector), not parse trees.
-    """
-
-    case_id: str
-    sha256: str
-    source: str
-    line: int | None
-    contract: tuple[str, str, str] | None
-    """``(version, sha256, canonical body)`` of the case's contract, if it has one."""
-    status: str
-    has_harness_findings: bool
-    case_row: tuple[Any, ...]
-    event_rows: list[tuple[Any, ...]]
-    evaluation_row: tuple[Any, ...]
-    finding_rows: list[tuple[Any, ...]]
-
-
-class _ContractHashes:
-    """Contract hashes by version, computed once per distinct body in an import."""
-
-    def __init__(self) -> None:
-        self._seen: dict[str, tuple[dict[str, Any], tuple[str, str, str]]] = {}
-
-    def of(self, contract: dict[str, Any]) -> tuple[str, str, str]:
-        version = contract["version"]
-        seen = self._seen.get(version)
-        if seen is not None and seen[0] == contract:
-            return seen[1]
-        body = canonical_json(contract)
-        known = (version, content_sha256(contract), body.decode())
-        self._seen[version] = (contract, known)
-        return known
-
-
-def add_case_rows(
-    rows: CaseRows,
-    record: CaseRecord,
-    *,
-    source_format: str,
-    now: Any,
-) -> None:
-    """Append the rows that store one validated case (case, events, evaluation, findings)."""
-    prepared = prepare_case(record, source_format=source_format, now=now)
-    rows.cases.append(prepared.case_row)
-    rows.events.extend(prepared.event_rows)
-    rows.evaluations.append(prepared.evaluation_row)
-    rows.findings.extend(prepared.finding_rows)
-
-
-def prepare_case(
-    record: CaseRecord,
-    *,
-    source_format: str,
-    now: Any,
-    contracts: _ContractHashes | None = None,
-) -> PreparedCase:
-    """The rows that store one validated case (case, events, evaluation, findings)."""
-    case = record.case
-    result = record.result
-    case_id = case["case_id"]
-    transcript = case["transcript"]
-    events: list[tuple[Any, ...]] = []
-    append = events.append
-    assistant_turns = 0
-    for seq, event in enumerate(transcript):
-        get = event.get
-        text = get("text")
-        actions = get("observed_actions")
-        set_role = get("set_role")
-        request = get("request")
-        actor = event["actor"]
-        if actor == "assistant":
-            assistant_turns += 1
-        present = 2 + (text is not None) + (actions is not None)
-        present += (set_role is not None) + (request is not None)
-        extra = None
-        if len(event) > present:
-            others = {k: v for k, v in event.items() if k not in KNOWN_EVENT_KEYS}
-            extra = _json_text(others) if others else None
-        append(
-            (
-                case_id,
-                seq,
-                event["turn"],
-                actor,
-                text,
-                None if actions is None else _json_text(actions),
-                set_role,
-                None if request is None else _json_text(request),
-                extra,
-            )
-        )
-    contract = case.get("contract")
-    contract_key = None
-    if contract is not None:
-        contract_key = (contracts or _ContractHashes()).of(contract)
-    case_extra = {k: v for k, v in case.items() if k not in KNOWN_CASE_KEYS}
-    case_row = (
-        case_id,
-        case.get("chatbot_role"),
-        contract["version"] if contract is not None else None,
-        len(transcript),
-        assistant_turns,
-        record.sha256,
-        record.source,
-        source_format,
-        _json_text(case_extra) if case_extra else None,
-        now,
-    )
-    version = result["evaluator_version"]
-    violation = result["first_violation"]
-    evaluation_row = (
-        case_id,
-        version,
-        result["status"],
-        lane(result),
-        violation["turn"] if violation else None,
-        diagnostic(result),
-        _json_text(_role_spans(result["role_by_turn"])),
-        len(result["fixture_errors"]),
-        len(result["violations"]),
-        len(result["harness_findings"]),
-        now,
-    )
-    findings = [
-        (case_id, version, kind, finding["code"], finding.get("turn"), _json_text(finding))
-        for kind, key in (
-            ("fixture_error", "fixture_errors"),
-            ("violation", "violations"),
-            ("harness", "harness_findings"),
-        )
-        for finding in result[key]
-    ]
-    return PreparedCase(
-        case_id,
-        record.sha256,
-        record.source,
-        record.line,
-        contract_key,
-        result["status"],
-        bool(result["harness_findings"]),
-        case_row,
-        events,
-        evaluation_row,
-        findings,
-    )
 
 
 def _changed_case_error(case_id: str, *, source: str | None, line: int | None) -> InputError:
@@ -494,7 +322,7 @@ def import_records(
     )
     outcome = outcome if outcome is not None else FileImport(path=source)
     stamp = timestamp_param(engine, datetime.now(UTC))
-    contracts = _ContractHashes()
+    contracts = ContractHashes()
     chunk: list[PreparedCase] = []
     pending_events = 0
     budget = max(1, chunk_events)

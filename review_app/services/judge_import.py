@@ -17,16 +17,15 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlmodel import Session
 
-from review_app.errors import InputError, NotFound
+from review_app.errors import NotFound
 from review_app.judging import (
     VerdictRecord,
     read_verdict_file,
 )
 from review_app.rubrics import Rubric
-from review_app.services.audit import file_sha256
+from review_app.services._file_import import file_sha256, record_error, with_stored_turns
 from review_app.services.people import Actor, authorize
 from storage import audit, judging
-from storage.cases import event_actors
 from storage.engine import read_only
 from storage.models import JudgeRun
 
@@ -45,6 +44,38 @@ def run_name(run: JudgeRun) -> str:
     return f"{run.judge}@{run.prompt_version}/{run.model}"
 
 
+def find_or_create_run(
+    session: Session,
+    *,
+    rubric: Rubric,
+    judge: str,
+    prompt_version: str,
+    model: str,
+    **created: Any,
+) -> JudgeRun:
+    """The run of ``judge@prompt_version/model`` under ``rubric``; a new one (with the
+    ``created`` fields) when there is none yet."""
+    run = judging.find_run(
+        session,
+        judge=judge,
+        prompt_version=prompt_version,
+        model=model,
+        rubric_id=rubric.id,
+        version=rubric.version,
+    )
+    if run is None:
+        run = judging.create_run(
+            session,
+            judge=judge,
+            prompt_version=prompt_version,
+            model=model,
+            rubric_id=rubric.id,
+            rubric_version=rubric.version,
+            **created,
+        )
+    return run
+
+
 def import_verdicts(
     engine: Engine, actor: Actor, path: Path, *, rubric: Rubric, score_means: str = "break"
 ) -> JudgeImportSummary:
@@ -55,45 +86,26 @@ def import_verdicts(
     summary = JudgeImportSummary()
     now = datetime.now(UTC)
     with Session(engine) as session:
-        actors = event_actors(session, case_ids=sorted({r.case_id for r in records}))
-        for record in records:
-            turns = actors.get(record.case_id)
-            if turns is None:
-                raise InputError(
-                    f"no case {record.case_id!r} in the database",
-                    source=source,
-                    line=record.line,
-                    field="case_id",
-                )
+        for record, turns in with_stored_turns(session, records, source=source):
             if record.turn is not None and turns.get(record.turn) != rubric.applies_to:
-                raise InputError(
+                raise record_error(
                     f"case {record.case_id} has no {rubric.applies_to} turn {record.turn}",
                     source=source,
-                    line=record.line,
+                    record=record,
                     field="turn",
                 )
         grouped: dict[tuple[str, str, str], list[VerdictRecord]] = defaultdict(list)
         for record in records:
             grouped[record.run_key].append(record)
         for (judge, prompt_version, model), group in sorted(grouped.items()):
-            run = judging.find_run(
+            run = find_or_create_run(
                 session,
+                rubric=rubric,
                 judge=judge,
                 prompt_version=prompt_version,
                 model=model,
-                rubric_id=rubric.id,
-                version=rubric.version,
+                source="import",
             )
-            if run is None:
-                run = judging.create_run(
-                    session,
-                    judge=judge,
-                    prompt_version=prompt_version,
-                    model=model,
-                    rubric_id=rubric.id,
-                    rubric_version=rubric.version,
-                    source="import",
-                )
             assert run.id is not None
             judging.replace_verdicts(
                 session,

@@ -90,24 +90,12 @@ def calibration_report(
         entry["alt_test"] = alt_test(
             by_reviewer, judged, epsilon=epsilon, break_codes=break_codes, baseline=True
         ).to_dict()
-        vs_gold = (
-            calibration.compare_to_reference(
-                reference=gold_codes,
-                judged=judged,
-                break_mapping=break_mapping,
-                ignore_codes=ignore,
-                n_resamples=n_resamples,
-                seed=seed,
-                cluster_of=_conversation_of,
-            )
-            if judged
-            else None
-        )
-        entry["vs_gold"] = vs_gold.to_dict() if vs_gold else None
-        entry["gold_source"] = _gold_source(gold, judged)
-        entry["vs_reviewers"] = {
-            reviewer: calibration.compare_to_reference(
-                reference=labels,
+
+        def compare(
+            reference: dict[tuple[str, int], str], judged: dict[tuple[str, int], str] = judged
+        ) -> dict[str, Any]:
+            return calibration.compare_to_reference(
+                reference=reference,
                 judged=judged,
                 break_mapping=break_mapping,
                 ignore_codes=ignore,
@@ -115,8 +103,11 @@ def calibration_report(
                 seed=seed,
                 cluster_of=_conversation_of,
             ).to_dict()
-            for reviewer, labels in sorted(by_reviewer.items())
-            if judged
+
+        entry["vs_gold"] = compare(gold_codes) if judged else None
+        entry["gold_source"] = _gold_source(gold, judged)
+        entry["vs_reviewers"] = {
+            reviewer: compare(labels) for reviewer, labels in sorted(by_reviewer.items()) if judged
         }
         entry["like_for_like"] = calibration.like_for_like(
             by_reviewer,

@@ -32,11 +32,11 @@ from review_app.judging import (
     render_prompt,
 )
 from review_app.rubrics import Rubric
+from review_app.services._case_selection import selected_cases
 from review_app.services.cases import case_view
-from review_app.services.judge_import import run_name
+from review_app.services.judge_import import find_or_create_run, run_name
 from review_app.services.people import Actor, authorize
 from storage import audit, judging
-from storage.cases import list_case_summaries
 from storage.engine import read_only
 
 API_KEY_ENV = "REVIEW_APP_JUDGE_API_KEY"
@@ -254,22 +254,9 @@ def select_case_ids(
     lane: str | None = None,
     limit: int | None = None,
 ) -> list[str]:
-    from review_app.evaluator import EVALUATOR_VERSION
-
     with Session(read_only(engine)) as session:
-        rows = list_case_summaries(
-            session,
-            evaluator_version=EVALUATOR_VERSION,
-            lanes=[lane] if lane else None,
-            case_ids=list(case_ids) if case_ids else None,
-            limit=limit,
-        )
-    found = [row.case_id for row in rows]
-    if case_ids:
-        missing = sorted(set(case_ids) - set(found))
-        if missing:
-            raise InputError(f"no case {missing[0]!r} in the database", field="--case")
-    return found
+        rows = selected_cases(session, case_ids=case_ids, lane=lane, limit=limit)
+    return [row.case_id for row in rows]
 
 
 def run_judge(
@@ -292,28 +279,18 @@ def run_judge(
         "prompt_source": prompt.source,
     }
     with Session(engine) as session:
-        run = judging.find_run(
+        run = find_or_create_run(
             session,
+            rubric=rubric,
             judge=prompt.judge,
             prompt_version=prompt.version,
             model=settings.model,
-            rubric_id=rubric.id,
-            version=rubric.version,
+            prompt_sha256=prompt.sha256,
+            source="run",
+            status="running",
+            params_json=json.dumps(params, sort_keys=True),
         )
-        if run is None:
-            run = judging.create_run(
-                session,
-                judge=prompt.judge,
-                prompt_version=prompt.version,
-                model=settings.model,
-                rubric_id=rubric.id,
-                rubric_version=rubric.version,
-                prompt_sha256=prompt.sha256,
-                source="run",
-                status="running",
-                params_json=json.dumps(params, sort_keys=True),
-            )
-        elif run.prompt_sha256 and run.prompt_sha256 != prompt.sha256:
+        if run.prompt_sha256 and run.prompt_sha256 != prompt.sha256:
             raise InputError(
                 f"{prompt.source} changed since run {run.id} used {prompt.ref}; a prompt "
                 "version is immutable once run: save the change as a new version",
@@ -370,9 +347,9 @@ def run_judge(
         asyncio.run(_run_jobs(engine, run_id, jobs, rubric, settings, summary, progress))
     summary.seconds = time.perf_counter() - started
     with Session(engine) as session:
-        run = judging.get_run(session, run_id=run_id)
-        assert run is not None
-        previous = json.loads(run.summary_json) if run.summary_json else {}
+        stored = judging.get_run(session, run_id=run_id)
+        assert stored is not None
+        previous = json.loads(stored.summary_json) if stored.summary_json else {}
         totals = {
             "seconds": previous.get("seconds", 0.0) + summary.seconds,
             "prompt_tokens": previous.get("prompt_tokens", 0) + summary.prompt_tokens,
@@ -381,7 +358,7 @@ def run_judge(
         }
         judging.touch_run(
             session,
-            run,
+            stored,
             summary_json=json.dumps(totals, sort_keys=True),
             # From what is stored, not from this pass alone: a pass over some of the
             # cases must not call a run complete while other units still wait for retry.

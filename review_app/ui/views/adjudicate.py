@@ -7,20 +7,14 @@ import streamlit as st
 from review_app.errors import InputError, NotFound
 from review_app.services.adjudication import ambiguity_notes, record_gold, unit_detail
 from review_app.services.audit import audit_entries, audit_line
-from review_app.ui import state
+from review_app.ui import common, state
 from review_app.ui.safe import code_span
 
 LISTED_UNITS = 200  # a page of thousands of rows of links would stall the browser
 AUDIT_ENTRIES = 50
 
-actor = state.actor()
-if not actor.has_role("policy_owner"):
-    state.forbidden("Adjudication is for policy owners.")
-
-rubric = state.rubric_selector()
-st.title("Adjudicate")
-if rubric is None:
-    st.stop()
+actor = common.policy_owner("Adjudication is for policy owners.")
+rubric = common.rubric_page("Adjudicate")
 engine = state.engine()
 state.own_work_notice(rubric)
 case_id = st.query_params.get("case")
@@ -42,14 +36,7 @@ if not case_id or not turn_text or not turn_text.lstrip("-").isdigit():
     if not units:
         st.success("Nothing to adjudicate.")
     for unit in units[:LISTED_UNITS]:
-        cells = st.columns([4, 3, 2, 2])
-        cells[0].page_link(
-            state.page("adjudicate"),
-            label=f"{unit.case_id} · turn {unit.turn}",
-            query_params={"case": unit.case_id, "turn": str(unit.turn)},
-        )
-        cells[1].markdown(", ".join(code_span(code) for code in unit.codes))
-        cells[2].caption(", ".join(kind.replace("_", " ") for kind in unit.kinds))
+        cells = common.disagreement_row(unit, [4, 3, 2, 2])
         cells[3].markdown(f"gold {code_span(unit.gold_code)}" if unit.gold_code else "open")
     if len(units) > LISTED_UNITS:
         st.caption(

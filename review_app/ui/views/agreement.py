@@ -4,12 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
-from review_app.ui import charts, state
-from review_app.ui.safe import code_span
+from review_app.ui import charts, common, state
 
-actor = state.actor()
-if not actor.has_role("policy_owner"):
-    state.forbidden("The agreement dashboard is for policy owners; reviewers label blind.")
+actor = common.policy_owner("The agreement dashboard is for policy owners; reviewers label blind.")
 
 st.title("Agreement")
 catalog = state.catalog()
@@ -86,13 +83,6 @@ units = state.disagreements(ref)
 if not units:
     st.success("No open disagreement.")
 for unit in units[:200]:
-    cells = st.columns([4, 3, 3])
-    cells[0].page_link(
-        state.page("adjudicate"),
-        label=f"{unit.case_id} · turn {unit.turn}",
-        query_params={"case": unit.case_id, "turn": str(unit.turn)},
-    )
-    cells[1].markdown(", ".join(code_span(code) for code in unit.codes))
-    cells[2].caption(", ".join(kind.replace("_", " ") for kind in unit.kinds))
+    common.disagreement_row(unit, [4, 3, 3])
 if len(units) > 200:
     st.caption(f"… and {len(units) - 200} more on the adjudication page")

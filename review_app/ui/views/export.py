@@ -8,16 +8,10 @@ from review_app.errors import InputError
 from review_app.services.cases import LANES
 from review_app.services.export import EXPORT_FORMATS, export_data
 from review_app.services.uploads import zip_export
-from review_app.ui import state
+from review_app.ui import common, state
 
-actor = state.actor()
-if not actor.has_role("policy_owner"):
-    state.forbidden("Exporting is for policy owners.")
-
-rubric = state.rubric_selector()
-st.title("Export")
-if rubric is None:
-    st.stop()
+actor = common.policy_owner("Exporting is for policy owners.")
+rubric = common.rubric_page("Export")
 
 st.selectbox(
     "Format",
@@ -35,9 +29,7 @@ if st.button("Prepare export", key="export_prepare", type="primary"):
             rubric=rubric,
             format=st.session_state["export_format"],
             redact=st.session_state["export_redact"],
-            lane=None
-            if st.session_state["export_lane"] == "all"
-            else st.session_state["export_lane"],
+            lane=common.chosen("export_lane"),
         )
     except InputError as error:
         st.error(str(error))

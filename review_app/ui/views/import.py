@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 
 from review_app.errors import InputError, PermissionDenied
 from review_app.formats import FORMAT_NAMES
 from review_app.services.uploads import import_label_upload, import_upload, validate_upload
-from review_app.ui import auth, state
+from review_app.ui import auth, common, state
 from review_app.ui.safe import code_span
 
-actor = state.actor()
-if not actor.has_role("policy_owner"):
-    state.forbidden("Importing is for policy owners.")
+actor = common.policy_owner("Importing is for policy owners.")
 
 st.title("Import")
 cases_tab, labels_tab = st.tabs(["Cases", "Labels (CSV)"])
@@ -27,17 +27,16 @@ with cases_tab:
     chosen = st.session_state["import_format"]
     form = None if chosen == "detect" else chosen
     if upload is not None:
-        data = upload.getvalue()
-        # The same checks as the import, against what is stored too (contracts, cases).
-        report = validate_upload(
-            state.engine(),
-            actor,
-            name=upload.name,
-            data=data,
-            format=form,
-            options={},
-            replace=st.session_state["import_replace"],
-        )
+        # Checked as the import would (the same file and choices), against what is
+        # stored too (contracts, cases).
+        chosen_upload: dict[str, Any] = {
+            "name": upload.name,
+            "data": upload.getvalue(),
+            "format": form,
+            "options": {},
+            "replace": st.session_state["import_replace"],
+        }
+        report = validate_upload(state.engine(), actor, **chosen_upload)
         if not report.ok:
             st.error("This file cannot be imported; nothing was stored.")
             st.text(report.error or "")
@@ -49,15 +48,7 @@ with cases_tab:
             st.dataframe(report.cases, hide_index=True, key="import_preview")
             if st.button("Import these cases", key="import_submit", type="primary"):
                 try:
-                    summary = import_upload(
-                        state.engine(),
-                        actor,
-                        name=upload.name,
-                        data=data,
-                        format=form,
-                        options={},
-                        replace=st.session_state["import_replace"],
-                    )
+                    summary = import_upload(state.engine(), actor, **chosen_upload)
                 except InputError as error:
                     st.error("Nothing was stored.")
                     st.text(str(error))

@@ -15,17 +15,11 @@ from review_app.services.judge_report import (
 )
 from review_app.services.render import ALT_TEST_SENTENCE
 from review_app.services.uploads import import_verdict_upload
-from review_app.ui import charts, state
+from review_app.ui import charts, common, state
 from review_app.ui.safe import code_span
 
-actor = state.actor()
-if not actor.has_role("policy_owner"):
-    state.forbidden("Judge calibration is for policy owners.")
-
-rubric = state.rubric_selector()
-st.title("Judge calibration")
-if rubric is None:
-    st.stop()
+actor = common.policy_owner("Judge calibration is for policy owners.")
+rubric = common.rubric_page("Judge calibration")
 engine = state.engine()
 
 with st.expander('Import judge verdicts (CSV or JSONL; docs/reference.md, "Judge verdicts")'):
@@ -175,8 +169,8 @@ rows = disagreement_explorer(
     state.actor(),
     rubric=rubric,
     report_run=run,
-    kind=None if st.session_state["judge_kind"] == "all" else st.session_state["judge_kind"],
-    label=None if st.session_state["judge_label"] == "all" else st.session_state["judge_label"],
+    kind=common.chosen("judge_kind"),
+    label=common.chosen("judge_label"),
 )
 if not rows:
     st.caption("None.")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
@@ -9,14 +11,11 @@ from review_app.errors import InputError
 from review_app.services.cases import LANES
 from review_app.services.people import list_people
 from review_app.services.queue import assign_cases, informative_queue, next_case, queue_page
-from review_app.ui import state
+from review_app.ui import common, state
 from review_app.ui.safe import code_span
 
 actor = state.actor()
-rubric = state.rubric_selector()
-st.title("Queue")
-if rubric is None:
-    st.stop()
+rubric = common.rubric_page("Queue")
 
 
 def _filter_changed(key: str) -> None:
@@ -51,28 +50,20 @@ right.selectbox(
     "reviewers disagree, where a finding contradicts a label. Audit-sample cases keep "
     "their place.",
 )
-lane = None if st.session_state["queue_lane"] == "all" else st.session_state["queue_lane"]
+lane = common.chosen("queue_lane")
 
 why: dict[str, str] = {}
+shown: dict[str, Any] = {
+    "rubric": rubric,
+    "lane": lane,
+    "only_unlabeled": st.session_state["queue_unlabeled"],
+    "page": st.session_state["queue_page"],
+}
 if st.session_state["queue_order"] == "informative":
-    result, scored = informative_queue(
-        state.engine(),
-        actor,
-        rubric=rubric,
-        lane=lane,
-        only_unlabeled=st.session_state["queue_unlabeled"],
-        page=st.session_state["queue_page"],
-    )
+    result, scored = informative_queue(state.engine(), actor, **shown)
     why = {case_id: found.why for case_id, found in scored.items()}
 else:
-    result = queue_page(
-        state.engine(),
-        actor,
-        rubric=rubric,
-        lane=lane,
-        only_unlabeled=st.session_state["queue_unlabeled"],
-        page=st.session_state["queue_page"],
-    )
+    result = queue_page(state.engine(), actor, **shown)
 st.progress(
     result.progress,
     text=f"{result.completed} of {result.assigned} assigned cases labeled under {rubric.ref}",
@@ -159,9 +150,7 @@ if actor.has_role("policy_owner"):
                     rubric=rubric,
                     reviewers=st.session_state["assign_reviewers"],
                     overlap=int(st.session_state["assign_overlap"]),
-                    lane=None
-                    if st.session_state["assign_lane"] == "all"
-                    else st.session_state["assign_lane"],
+                    lane=common.chosen("assign_lane"),
                 )
             except InputError as error:
                 st.error(str(error))

@@ -1,0 +1,50 @@
+"""What several pages share: their opening (who may see the page, which rubric
+version), a choice where "all" means no filter, and a disagreement's row of links."""
+
+from __future__ import annotations
+
+import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
+
+from review_app.rubrics import Rubric
+from review_app.services.adjudication import DisagreementUnit
+from review_app.services.people import Actor
+from review_app.ui import state
+from review_app.ui.safe import code_span
+
+
+def policy_owner(forbidden: str) -> Actor:
+    """The signed-in policy owner; anyone else sees ``forbidden`` and nothing more."""
+    actor = state.actor()
+    if not actor.has_role("policy_owner"):
+        state.forbidden(forbidden)
+    return actor
+
+
+def rubric_page(title: str) -> Rubric:
+    """The rubric version chosen in the sidebar, under the page's title (the page
+    stops there when there is no usable rubric version)."""
+    rubric = state.rubric_selector()
+    st.title(title)
+    if rubric is None:
+        st.stop()
+    return rubric
+
+
+def chosen(key: str) -> str | None:
+    """A select box's value, ``None`` for its "all" entry."""
+    value = st.session_state[key]
+    return None if value == "all" else value
+
+
+def disagreement_row(unit: DisagreementUnit, widths: list[int]) -> list[DeltaGenerator]:
+    """A unit's link to its adjudication, its codes and kinds; the row's cells."""
+    cells = st.columns(widths)
+    cells[0].page_link(
+        state.page("adjudicate"),
+        label=f"{unit.case_id} · turn {unit.turn}",
+        query_params={"case": unit.case_id, "turn": str(unit.turn)},
+    )
+    cells[1].markdown(", ".join(code_span(code) for code in unit.codes))
+    cells[2].caption(", ".join(kind.replace("_", " ") for kind in unit.kinds))
+    return cells
