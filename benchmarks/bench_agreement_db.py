@@ -51,7 +51,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.corpus import SUPPORT_CONTRACT  # noqa: E402
+from benchmarks.corpus import SUPPORT_CONTRACT, generate_ratings  # noqa: E402
+from benchmarks.reliability import postgres_reachable  # noqa: E402
 
 RUBRIC = "role-adherence@1"
 CODES = (
@@ -110,22 +111,6 @@ def generate_cases(n_cases: int, *, seed: int) -> Iterator[dict[str, Any]]:
         }
 
 
-def generate_labels(
-    n_units: int, n_reviewers: int, *, missing: float, seed: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Unit, reviewer and code indices of the labels (all int arrays, unit-major order)."""
-    rng = np.random.default_rng(seed)
-    truth = rng.choice(len(CODES), size=n_units, p=CODE_SHARES)
-    codes = np.where(
-        rng.random((n_units, n_reviewers)) < 0.8,
-        truth[:, np.newaxis],
-        rng.integers(0, len(CODES), size=(n_units, n_reviewers)),
-    )
-    present = rng.random((n_units, n_reviewers)) >= missing
-    unit_ids, reviewer_ids = np.nonzero(present)
-    return unit_ids, reviewer_ids, codes[present]
-
-
 def reliability_matrix(
     unit_ids: np.ndarray, reviewer_ids: np.ndarray, code_ids: np.ndarray, n_units: int
 ) -> np.ndarray:
@@ -159,8 +144,8 @@ def populate(url: str, corpus: Path, args: argparse.Namespace) -> None:
     )
     rubric = sync_rubrics(engine, operator_actor()).get(RUBRIC)
     n_units = args.cases * ASSISTANT_TURNS
-    unit_ids, reviewer_ids, code_ids = generate_labels(
-        n_units, args.reviewers, missing=args.missing, seed=args.seed
+    unit_ids, reviewer_ids, code_ids = generate_ratings(
+        n_units, args.reviewers, shares=CODE_SHARES, missing=args.missing, seed=args.seed
     )
     start = time.perf_counter()
     with Session(engine) as session:
@@ -253,7 +238,10 @@ def child_krippendorff(args: argparse.Namespace) -> dict[str, Any]:
 
     n_units = args.cases * ASSISTANT_TURNS
     matrix = reliability_matrix(
-        *generate_labels(n_units, args.reviewers, missing=args.missing, seed=args.seed), n_units
+        *generate_ratings(
+            n_units, args.reviewers, shares=CODE_SHARES, missing=args.missing, seed=args.seed
+        ),
+        n_units,
     )
     before = peak_rss_mb()
     start, cpu_start = time.perf_counter(), time.process_time()
@@ -271,8 +259,8 @@ def child_krippendorff(args: argparse.Namespace) -> dict[str, Any]:
 def child_bootstrap(args: argparse.Namespace) -> dict[str, Any]:
     from review_app.agreement import RatingTable, alpha_bootstrap_ci
 
-    unit_ids, reviewer_ids, code_ids = generate_labels(
-        10_000, args.reviewers, missing=args.missing, seed=args.seed
+    unit_ids, reviewer_ids, code_ids = generate_ratings(
+        10_000, args.reviewers, shares=CODE_SHARES, missing=args.missing, seed=args.seed
     )
     table = RatingTable.from_arrays(units=unit_ids, raters=reviewer_ids, values=code_ids)
     start, cpu_start = time.perf_counter(), time.process_time()
@@ -347,19 +335,6 @@ def forwarded(args: argparse.Namespace) -> list[str]:
         f"--seed={args.seed}",
         f"--resamples={args.resamples}",
     ]
-
-
-def postgres_reachable(url: str) -> str | None:
-    from sqlalchemy import create_engine, text
-
-    try:
-        probe = create_engine(url, connect_args={"connect_timeout": 3})
-        with probe.connect() as connection:
-            connection.execute(text("SELECT 1"))
-        probe.dispose()
-    except Exception as error:
-        return str(error).splitlines()[0]
-    return None
 
 
 def main() -> None:
