@@ -65,6 +65,7 @@ from review_app.services.render import render_judge_report
 from review_app.services.rubric_catalog import sync_rubrics
 from storage import judging
 from storage.models import JudgeVerdict
+from tests.builders import BREAK_CODES
 from tests.conftest import DEMO_CASES, Database
 from tests.judge_support import (
     REPO,
@@ -719,14 +720,6 @@ def test_the_server_answers_from_the_prompt() -> None:
 
 # --- the calibration report against a known truth ---------------------------------------------
 
-BREAK_CODES = (
-    "persona_break",
-    "scope_break",
-    "authority_break",
-    "tone_break",
-    "out_of_role_mishandled",
-    "false_action_claim",
-)
 MISS_RATE = 0.20  # share of true breaks the noisy judge calls in_role
 WRONG_KIND_RATE = 0.15  # of the breaks it finds, share given another break code
 FALSE_ALARM_RATE = 0.05  # share of clean turns it calls scope_break
