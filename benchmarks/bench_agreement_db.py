@@ -41,10 +41,10 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -54,6 +54,7 @@ sys.path.insert(0, str(REPO))
 from benchmarks.corpus import SUPPORT_CONTRACT, generate_ratings  # noqa: E402
 from benchmarks.reliability import postgres_reachable  # noqa: E402
 
+T = TypeVar("T")
 RUBRIC = "role-adherence@1"
 CODES = (
     "in_role",
@@ -195,6 +196,14 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def timed(call: Callable[[], T]) -> tuple[T, dict[str, float]]:
+    """``call()`` and its wall and CPU seconds, and the peak RSS (MB) after it."""
+    start, cpu_start = time.perf_counter(), time.process_time()
+    result = call()
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+    return result, {"seconds": seconds, "cpu": cpu, "peak_mb": peak_rss_mb()}
+
+
 def child_report(url: str, resamples: int) -> dict[str, Any]:
     from review_app.services.agreement_reports import agreement_report
     from review_app.services.people import operator_actor
@@ -204,13 +213,11 @@ def child_report(url: str, resamples: int) -> dict[str, Any]:
     engine = create_database_engine(url)
     rubric = sync_rubrics(engine, operator_actor()).for_reports(RUBRIC)
     before = peak_rss_mb()
-    start, cpu_start = time.perf_counter(), time.process_time()
-    report = agreement_report(engine, operator_actor(), rubric=rubric, n_resamples=resamples)
-    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+    report, figures = timed(
+        lambda: agreement_report(engine, operator_actor(), rubric=rubric, n_resamples=resamples)
+    )
     return {
-        "seconds": seconds,
-        "cpu": cpu,
-        "peak_mb": peak_rss_mb(),
+        **figures,
         "before_mb": before,
         "alpha": report["krippendorff_alpha"]["value"],
         "ci95": report["alpha_ci95"],
@@ -227,10 +234,8 @@ def child_queue(url: str) -> dict[str, Any]:
 
     engine = create_database_engine(url)
     rubric = sync_rubrics(engine, operator_actor()).for_reports(RUBRIC)
-    start, cpu_start = time.perf_counter(), time.process_time()
-    queue = disagreement_queue(engine, operator_actor(), rubric=rubric)
-    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
-    return {"seconds": seconds, "cpu": cpu, "peak_mb": peak_rss_mb(), "units": len(queue)}
+    queue, figures = timed(lambda: disagreement_queue(engine, operator_actor(), rubric=rubric))
+    return {**figures, "units": len(queue)}
 
 
 def child_krippendorff(args: argparse.Namespace) -> dict[str, Any]:
@@ -244,16 +249,10 @@ def child_krippendorff(args: argparse.Namespace) -> dict[str, Any]:
         n_units,
     )
     before = peak_rss_mb()
-    start, cpu_start = time.perf_counter(), time.process_time()
-    alpha = krippendorff.alpha(reliability_data=matrix, level_of_measurement="nominal")
-    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
-    return {
-        "seconds": seconds,
-        "cpu": cpu,
-        "peak_mb": peak_rss_mb(),
-        "before_mb": before,
-        "alpha": alpha,
-    }
+    alpha, figures = timed(
+        lambda: krippendorff.alpha(reliability_data=matrix, level_of_measurement="nominal")
+    )
+    return {**figures, "before_mb": before, "alpha": alpha}
 
 
 def child_bootstrap(args: argparse.Namespace) -> dict[str, Any]:
@@ -263,10 +262,8 @@ def child_bootstrap(args: argparse.Namespace) -> dict[str, Any]:
         10_000, args.reviewers, shares=CODE_SHARES, missing=args.missing, seed=args.seed
     )
     table = RatingTable.from_arrays(units=unit_ids, raters=reviewer_ids, values=code_ids)
-    start, cpu_start = time.perf_counter(), time.process_time()
-    alpha = alpha_bootstrap_ci(table, n_resamples=1000, seed=0)
-    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
-    return {"seconds": seconds, "cpu": cpu, "units": table.n_units, "ci95": alpha.ci95}
+    alpha, figures = timed(lambda: alpha_bootstrap_ci(table, n_resamples=1000, seed=0))
+    return {**figures, "units": table.n_units, "ci95": alpha.ci95}
 
 
 def in_child(*child_args: str) -> dict[str, Any]:
