@@ -11,7 +11,7 @@ import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -27,6 +27,8 @@ CHROMIUM_ARGS = [
     "--no-first-run",
     "--disable-sync",
 ]
+T = TypeVar("T")
+
 # The Streamlit app has finished its run (the page is settled).
 IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 
@@ -145,3 +147,12 @@ def wait_listening(port: int, process: subprocess.Popen[bytes], log: Path) -> No
             return True
 
     _wait_until(listening, "listen", process, log)
+
+
+def until_equal(found: Callable[[], T], expected: T, *, seconds: float = 60) -> None:
+    """Polls ``found()`` until it equals ``expected``: a generous deadline for a loaded
+    machine, not a speed check."""
+    deadline = time.monotonic() + seconds
+    while (value := found()) != expected:
+        assert time.monotonic() < deadline, f"found {value}, expected {expected}"
+        time.sleep(0.1)

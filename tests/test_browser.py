@@ -32,7 +32,15 @@ from review_app.services.rubric_catalog import sync_rubrics
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
 from storage.models import Label, Reviewer
-from tests.served import IDLE, chromium, free_port, require_browser, serving, wait_healthy
+from tests.served import (
+    IDLE,
+    chromium,
+    free_port,
+    require_browser,
+    serving,
+    until_equal,
+    wait_healthy,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -155,11 +163,7 @@ def _labels(server: Server, case_id: str) -> dict[int, str]:
 
 
 def _wait_for_labels(server: Server, case_id: str, expected: dict[int, str]) -> None:
-    # generous: a deadline, not a speed check (the machine may be loaded)
-    deadline = time.monotonic() + 60
-    while (found := _labels(server, case_id)) != expected:
-        assert time.monotonic() < deadline, f"stored {found}, expected {expected}"
-        time.sleep(0.1)
+    until_equal(lambda: _labels(server, case_id), expected)
 
 
 def _assert_only_loopback(traffic: Traffic) -> None:

@@ -7,7 +7,6 @@ would hide another server's writes.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -21,7 +20,15 @@ from review_app.services.people import Actor, add_person, sign_in
 from review_app.services.queue import assign_cases
 from review_app.services.rubric_catalog import sync_rubrics
 from tests.conftest import Database
-from tests.served import IDLE, chromium, free_port, require_browser, serving, wait_healthy
+from tests.served import (
+    IDLE,
+    chromium,
+    free_port,
+    require_browser,
+    serving,
+    until_equal,
+    wait_healthy,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.postgres]
 
@@ -48,10 +55,7 @@ def _stored(database: Database) -> dict[int, str]:
 
 
 def _wait_stored(database: Database, expected: dict[int, str]) -> None:
-    deadline = time.monotonic() + 15
-    while (found := _stored(database)) != expected:
-        assert time.monotonic() < deadline, f"stored {found}, expected {expected}"
-        time.sleep(0.1)
+    until_equal(lambda: _stored(database), expected)
 
 
 def _open_case(browser: Any, url: str) -> Any:
