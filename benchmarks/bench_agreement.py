@@ -24,6 +24,7 @@ from typing import Any
 import krippendorff
 import numpy as np
 
+from benchmarks.corpus import generate_ratings
 from review_app.agreement import (
     RatingTable,
     agreement_summary,
@@ -53,22 +54,6 @@ VERDICT_MAPPING = {
 TURNS_PER_CONVERSATION = 10
 
 
-def generate(
-    n_units: int, n_raters: int, *, missing: float, seed: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Unit ids, rater ids and code ids (all int arrays) of the generated ratings."""
-    rng = np.random.default_rng(seed)
-    truth = rng.choice(len(CODES), size=n_units, p=CODE_SHARES)
-    codes = np.where(
-        rng.random((n_units, n_raters)) < 0.8,
-        truth[:, np.newaxis],
-        rng.integers(0, len(CODES), size=(n_units, n_raters)),
-    )
-    present = rng.random((n_units, n_raters)) >= missing
-    unit_ids, rater_ids = np.nonzero(present)
-    return unit_ids, rater_ids, codes[present]
-
-
 def timed(label: str, function: Callable[[], Any], *, repeat: int = 1) -> tuple[Any, float]:
     best = float("inf")
     result: Any = None
@@ -90,8 +75,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=7)
     arguments = parser.parse_args()
 
-    unit_ids, rater_ids, code_ids = generate(
-        arguments.units, arguments.raters, missing=arguments.missing, seed=arguments.seed
+    unit_ids, rater_ids, code_ids = generate_ratings(
+        arguments.units,
+        arguments.raters,
+        shares=CODE_SHARES,
+        missing=arguments.missing,
+        seed=arguments.seed,
     )
     n_ratings = len(unit_ids)
     print(
@@ -189,7 +178,9 @@ def main() -> None:
         ),
         repeat=3,
     )
-    many_ids, many_raters, many_codes = generate(10_000, 40, missing=0.5, seed=1)
+    many_ids, many_raters, many_codes = generate_ratings(
+        10_000, 40, shares=CODE_SHARES, missing=0.5, seed=1
+    )
     many = RatingTable.from_arrays(units=many_ids, raters=many_raters, values=many_codes)
     timed(
         "alpha_bootstrap_ci, 1000 resamples, 10,000 units x 40 raters",
@@ -198,8 +189,8 @@ def main() -> None:
     )
 
     print("\n-- one million ratings")
-    million_ids, million_raters, million_codes = generate(
-        250_000, 5, missing=0.2, seed=arguments.seed
+    million_ids, million_raters, million_codes = generate_ratings(
+        250_000, 5, shares=CODE_SHARES, missing=0.2, seed=arguments.seed
     )
     million_rater_names = rater_names[million_raters]
     million_code_names = code_names[million_codes]

@@ -41,18 +41,20 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.corpus import SUPPORT_CONTRACT  # noqa: E402
+from benchmarks.corpus import SUPPORT_CONTRACT, generate_ratings  # noqa: E402
+from benchmarks.reliability import postgres_reachable  # noqa: E402
 
+T = TypeVar("T")
 RUBRIC = "role-adherence@1"
 CODES = (
     "in_role",
@@ -110,22 +112,6 @@ def generate_cases(n_cases: int, *, seed: int) -> Iterator[dict[str, Any]]:
         }
 
 
-def generate_labels(
-    n_units: int, n_reviewers: int, *, missing: float, seed: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Unit, reviewer and code indices of the labels (all int arrays, unit-major order)."""
-    rng = np.random.default_rng(seed)
-    truth = rng.choice(len(CODES), size=n_units, p=CODE_SHARES)
-    codes = np.where(
-        rng.random((n_units, n_reviewers)) < 0.8,
-        truth[:, np.newaxis],
-        rng.integers(0, len(CODES), size=(n_units, n_reviewers)),
-    )
-    present = rng.random((n_units, n_reviewers)) >= missing
-    unit_ids, reviewer_ids = np.nonzero(present)
-    return unit_ids, reviewer_ids, codes[present]
-
-
 def reliability_matrix(
     unit_ids: np.ndarray, reviewer_ids: np.ndarray, code_ids: np.ndarray, n_units: int
 ) -> np.ndarray:
@@ -159,8 +145,8 @@ def populate(url: str, corpus: Path, args: argparse.Namespace) -> None:
     )
     rubric = sync_rubrics(engine, operator_actor()).get(RUBRIC)
     n_units = args.cases * ASSISTANT_TURNS
-    unit_ids, reviewer_ids, code_ids = generate_labels(
-        n_units, args.reviewers, missing=args.missing, seed=args.seed
+    unit_ids, reviewer_ids, code_ids = generate_ratings(
+        n_units, args.reviewers, shares=CODE_SHARES, missing=args.missing, seed=args.seed
     )
     start = time.perf_counter()
     with Session(engine) as session:
@@ -210,6 +196,14 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def timed(call: Callable[[], T]) -> tuple[T, dict[str, float]]:
+    """``call()`` and its wall and CPU seconds, and the peak RSS (MB) after it."""
+    start, cpu_start = time.perf_counter(), time.process_time()
+    result = call()
+    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+    return result, {"seconds": seconds, "cpu": cpu, "peak_mb": peak_rss_mb()}
+
+
 def child_report(url: str, resamples: int) -> dict[str, Any]:
     from review_app.services.agreement_reports import agreement_report
     from review_app.services.people import operator_actor
@@ -219,13 +213,11 @@ def child_report(url: str, resamples: int) -> dict[str, Any]:
     engine = create_database_engine(url)
     rubric = sync_rubrics(engine, operator_actor()).for_reports(RUBRIC)
     before = peak_rss_mb()
-    start, cpu_start = time.perf_counter(), time.process_time()
-    report = agreement_report(engine, operator_actor(), rubric=rubric, n_resamples=resamples)
-    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
+    report, figures = timed(
+        lambda: agreement_report(engine, operator_actor(), rubric=rubric, n_resamples=resamples)
+    )
     return {
-        "seconds": seconds,
-        "cpu": cpu,
-        "peak_mb": peak_rss_mb(),
+        **figures,
         "before_mb": before,
         "alpha": report["krippendorff_alpha"]["value"],
         "ci95": report["alpha_ci95"],
@@ -242,10 +234,8 @@ def child_queue(url: str) -> dict[str, Any]:
 
     engine = create_database_engine(url)
     rubric = sync_rubrics(engine, operator_actor()).for_reports(RUBRIC)
-    start, cpu_start = time.perf_counter(), time.process_time()
-    queue = disagreement_queue(engine, operator_actor(), rubric=rubric)
-    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
-    return {"seconds": seconds, "cpu": cpu, "peak_mb": peak_rss_mb(), "units": len(queue)}
+    queue, figures = timed(lambda: disagreement_queue(engine, operator_actor(), rubric=rubric))
+    return {**figures, "units": len(queue)}
 
 
 def child_krippendorff(args: argparse.Namespace) -> dict[str, Any]:
@@ -253,32 +243,27 @@ def child_krippendorff(args: argparse.Namespace) -> dict[str, Any]:
 
     n_units = args.cases * ASSISTANT_TURNS
     matrix = reliability_matrix(
-        *generate_labels(n_units, args.reviewers, missing=args.missing, seed=args.seed), n_units
+        *generate_ratings(
+            n_units, args.reviewers, shares=CODE_SHARES, missing=args.missing, seed=args.seed
+        ),
+        n_units,
     )
     before = peak_rss_mb()
-    start, cpu_start = time.perf_counter(), time.process_time()
-    alpha = krippendorff.alpha(reliability_data=matrix, level_of_measurement="nominal")
-    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
-    return {
-        "seconds": seconds,
-        "cpu": cpu,
-        "peak_mb": peak_rss_mb(),
-        "before_mb": before,
-        "alpha": alpha,
-    }
+    alpha, figures = timed(
+        lambda: krippendorff.alpha(reliability_data=matrix, level_of_measurement="nominal")
+    )
+    return {**figures, "before_mb": before, "alpha": alpha}
 
 
 def child_bootstrap(args: argparse.Namespace) -> dict[str, Any]:
     from review_app.agreement import RatingTable, alpha_bootstrap_ci
 
-    unit_ids, reviewer_ids, code_ids = generate_labels(
-        10_000, args.reviewers, missing=args.missing, seed=args.seed
+    unit_ids, reviewer_ids, code_ids = generate_ratings(
+        10_000, args.reviewers, shares=CODE_SHARES, missing=args.missing, seed=args.seed
     )
     table = RatingTable.from_arrays(units=unit_ids, raters=reviewer_ids, values=code_ids)
-    start, cpu_start = time.perf_counter(), time.process_time()
-    alpha = alpha_bootstrap_ci(table, n_resamples=1000, seed=0)
-    seconds, cpu = time.perf_counter() - start, time.process_time() - cpu_start
-    return {"seconds": seconds, "cpu": cpu, "units": table.n_units, "ci95": alpha.ci95}
+    alpha, figures = timed(lambda: alpha_bootstrap_ci(table, n_resamples=1000, seed=0))
+    return {**figures, "units": table.n_units, "ci95": alpha.ci95}
 
 
 def in_child(*child_args: str) -> dict[str, Any]:
@@ -347,19 +332,6 @@ def forwarded(args: argparse.Namespace) -> list[str]:
         f"--seed={args.seed}",
         f"--resamples={args.resamples}",
     ]
-
-
-def postgres_reachable(url: str) -> str | None:
-    from sqlalchemy import create_engine, text
-
-    try:
-        probe = create_engine(url, connect_args={"connect_timeout": 3})
-        with probe.connect() as connection:
-            connection.execute(text("SELECT 1"))
-        probe.dispose()
-    except Exception as error:
-        return str(error).splitlines()[0]
-    return None
 
 
 def main() -> None:

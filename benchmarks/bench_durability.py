@@ -25,10 +25,11 @@ sys.path.insert(0, str(REPO))
 
 from sqlalchemy import event, text  # noqa: E402
 
-from benchmarks.reliability import write_corpus  # noqa: E402
+from benchmarks.corpus import write_corpus  # noqa: E402
+from benchmarks.reliability import EVENTS_PER_CASE  # noqa: E402
 from review_app.services.importing import import_paths  # noqa: E402
 from review_app.services.labeling import record_label  # noqa: E402
-from review_app.services.people import sign_in  # noqa: E402
+from review_app.services.people import operator_actor, sign_in  # noqa: E402
 from review_app.services.rubric_catalog import sync_rubrics  # noqa: E402
 from storage.engine import create_database_engine  # noqa: E402
 from storage.migrations import upgrade_database  # noqa: E402
@@ -52,7 +53,7 @@ def _saves(url: str, synchronous: str, n: int, offset: int) -> list[float]:
     with engine.connect() as connection:
         setting = connection.execute(text("PRAGMA synchronous")).scalar_one()
         assert setting == {"FULL": 2, "NORMAL": 1}[synchronous], setting
-    rubric = sync_rubrics(engine).get("role-adherence@1")
+    rubric = sync_rubrics(engine, operator_actor()).get("role-adherence@1")
     actor = sign_in(engine, name="bench", auth_mode="local")
     with engine.connect() as connection:
         units = list(
@@ -90,8 +91,8 @@ def main() -> None:
         engine = create_database_engine(url)
         upgrade_database(engine)
         corpus = Path(directory) / "corpus.jsonl"
-        write_corpus(corpus, 200, seed=5)
-        import_paths(engine, [corpus])
+        write_corpus(corpus, 200, EVENTS_PER_CASE, seed=5)
+        import_paths(engine, operator_actor(), [corpus])
         engine.dispose()
         results: dict[str, list[float]] = {"FULL": [], "NORMAL": []}
         for round_ in range(args.rounds):

@@ -33,7 +33,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.corpus import generate_corpus  # noqa: E402
+from benchmarks.corpus import write_corpus  # noqa: E402
 from review_app.evaluator import evaluate_case  # noqa: E402
 
 
@@ -292,9 +292,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="role-review-bench-") as tmp:
         workdir = Path(tmp)
         corpus_path = workdir / "corpus.jsonl"
-        with corpus_path.open("w") as out:
-            for case in generate_corpus(args.cases, args.events):
-                out.write(json.dumps(case) + "\n")
+        write_corpus(corpus_path, args.cases, args.events)
         print(
             f"corpus: {args.cases:,} cases x {args.events} events "
             f"({corpus_path.stat().st_size / 1e6:,.0f} MB)"

@@ -42,7 +42,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.corpus import generate_corpus  # noqa: E402
+from benchmarks.corpus import generate_corpus, write_corpus  # noqa: E402
 
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 ENV.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed copy has its bytecode compiled
@@ -452,9 +452,7 @@ def main() -> None:
             bench_inspect_many(workdir, args.files, args.rounds)
         if not {"import", "postgres", "saves"} <= skip:
             corpus = workdir / "corpus.jsonl"
-            with corpus.open("w") as out:
-                for case in generate_corpus(args.cases, args.events):
-                    out.write(json.dumps(case) + "\n")
+            write_corpus(corpus, args.cases, args.events)
             print(
                 f"\ncorpus: {args.cases:,} cases x {args.events} events "
                 f"({corpus.stat().st_size / 1e6:,.0f} MB)"

@@ -1,10 +1,15 @@
-"""A generated corpus of cases for benchmarks: deterministic for a given seed."""
+"""Generated data for benchmarks, deterministic for a given seed: a corpus of cases, and
+ratings of units by raters."""
 
 from __future__ import annotations
 
+import json
 import random
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 SUPPORT_CONTRACT: dict[str, Any] = {
     "version": "bench-support-v1",
@@ -103,3 +108,35 @@ def generate_corpus(n_cases: int, n_events: int, *, seed: int = 7) -> Iterator[d
     rng = random.Random(seed)
     for index in range(n_cases):
         yield generate_case(rng, index, n_events)
+
+
+def write_corpus(
+    path: Path, n_cases: int, n_events: int, *, seed: int = 7, prefix: str = ""
+) -> None:
+    """:func:`generate_corpus` as a JSONL file, case ids prefixed with ``prefix``."""
+    with path.open("w", encoding="utf-8") as handle:
+        for case in generate_corpus(n_cases, n_events, seed=seed):
+            if prefix:
+                case["case_id"] = prefix + case["case_id"]
+            handle.write(json.dumps(case) + "\n")
+
+
+def generate_ratings(
+    n_units: int, n_raters: int, *, shares: Sequence[float], missing: float, seed: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Unit, rater and code indices of the ratings (all int arrays, unit-major order).
+
+    Every unit has a "true" code drawn with the probabilities ``shares`` (one per code);
+    each rater gives it with probability 0.8 and a uniformly random code otherwise, and
+    each rating is missing with probability ``missing``.
+    """
+    rng = np.random.default_rng(seed)
+    truth = rng.choice(len(shares), size=n_units, p=shares)
+    codes = np.where(
+        rng.random((n_units, n_raters)) < 0.8,
+        truth[:, np.newaxis],
+        rng.integers(0, len(shares), size=(n_units, n_raters)),
+    )
+    present = rng.random((n_units, n_raters)) >= missing
+    unit_ids, rater_ids = np.nonzero(present)
+    return unit_ids, rater_ids, codes[present]

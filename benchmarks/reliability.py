@@ -65,7 +65,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.corpus import generate_corpus  # noqa: E402
+from benchmarks.corpus import write_corpus  # noqa: E402
 
 RUBRIC = "role-adherence@1"
 CODES = ("in_role", "scope_break", "persona_break", "borderline")
@@ -319,14 +319,6 @@ def integrity(url: str) -> dict[str, int]:
     return found
 
 
-def write_corpus(path: Path, n_cases: int, *, seed: int, prefix: str = "") -> None:
-    with path.open("w", encoding="utf-8") as handle:
-        for case in generate_corpus(n_cases, EVENTS_PER_CASE, seed=seed):
-            if prefix:
-                case["case_id"] = prefix + case["case_id"]
-            handle.write(json.dumps(case) + "\n")
-
-
 def _cli(*args: str, url: str) -> subprocess.Popen[str]:
     environment = dict(os.environ)
     environment["PYTHONPATH"] = str(REPO) + os.pathsep + environment.get("PYTHONPATH", "")
@@ -421,7 +413,7 @@ def kill_import_rounds(url: str, workdir: Path, *, n_events: int, rounds: int, s
     prefix = f"kill{seed}-"
     n_cases = max(1, n_events // EVENTS_PER_CASE)
     path = workdir / f"killed-import-{seed}.jsonl"
-    write_corpus(path, n_cases, seed=seed + 100, prefix=prefix)
+    write_corpus(path, n_cases, EVENTS_PER_CASE, seed=seed + 100, prefix=prefix)
     rng = random.Random(seed)
     engine = create_database_engine(url)
     like = prefix + "%"
@@ -504,7 +496,7 @@ def run_database(name: str, url: str, args: argparse.Namespace, workdir: Path) -
     upgrade_database(engine)
     n_cases = max(4, -(-args.labels // 5))  # enough units for every save to be a new one
     corpus = workdir / f"{name}-corpus.jsonl"
-    write_corpus(corpus, n_cases, seed=3)
+    write_corpus(corpus, n_cases, EVENTS_PER_CASE, seed=3)
     import_paths(engine, operator_actor(), [corpus])
     sync_rubrics(engine, operator_actor())
     engine.dispose()
@@ -516,7 +508,13 @@ def run_database(name: str, url: str, args: argparse.Namespace, workdir: Path) -
     window = (0.0, 0.0)
     if args.with_import:
         big = workdir / f"{name}-import.jsonl"
-        write_corpus(big, max(1, args.with_import // EVENTS_PER_CASE), seed=11, prefix="imp-")
+        write_corpus(
+            big,
+            max(1, args.with_import // EVENTS_PER_CASE),
+            EVENTS_PER_CASE,
+            seed=11,
+            prefix="imp-",
+        )
         trickle = start_trickle(url, units)
         window = (time.time(), 0.0)
         started = time.perf_counter()
@@ -597,6 +595,7 @@ def run_database(name: str, url: str, args: argparse.Namespace, workdir: Path) -
 
 
 def postgres_reachable(url: str) -> str | None:
+    """None when ``url`` answers a query, else the first line of why not."""
     from sqlalchemy import create_engine, text
 
     try:

@@ -16,6 +16,7 @@ import sys
 import traceback
 import uuid
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
@@ -96,24 +97,32 @@ def sqlite_database(tmp_path: Path) -> Iterator[Database]:
     engine.dispose()
 
 
-@pytest.fixture
-def postgres_database() -> Iterator[Database]:
+@contextmanager
+def postgres_schema() -> Iterator[str]:
+    """The URL of a new, empty schema of its own on the test PostgreSQL, dropped on exit."""
     require_postgres()
     schema = f"t_{uuid.uuid4().hex[:12]}"
     admin = create_engine(POSTGRES_URL)
     with admin.begin() as connection:
         connection.execute(text(f"CREATE SCHEMA {schema}"))
     separator = "&" if "?" in POSTGRES_URL else "?"
-    url = f"{POSTGRES_URL}{separator}options={quote(f'-csearch_path={schema}')}"
-    engine = create_database_engine(url)
-    upgrade_database(engine)
     try:
-        yield Database("postgres", url, engine)
+        yield f"{POSTGRES_URL}{separator}options={quote(f'-csearch_path={schema}')}"
     finally:
-        engine.dispose()
         with admin.begin() as connection:
             connection.execute(text(f"DROP SCHEMA {schema} CASCADE"))
         admin.dispose()
+
+
+@pytest.fixture
+def postgres_database() -> Iterator[Database]:
+    with postgres_schema() as url:
+        engine = create_database_engine(url)
+        upgrade_database(engine)
+        try:
+            yield Database("postgres", url, engine)
+        finally:
+            engine.dispose()
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])

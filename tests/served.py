@@ -1,18 +1,74 @@
-"""``review-app serve`` in a subprocess for the browser tests: start, wait, stop."""
+"""``review-app serve`` in a subprocess for the browser tests: start, wait, stop; and the
+Chromium they drive it with."""
 
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 
 from tests.conftest import REPO, review_app_command
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
+T = TypeVar("T")
+
+# The Streamlit app has finished its run (the page is settled).
+IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+
+
+def require_browser() -> None:
+    """Skip without Chromium or the ``playwright`` package; ``REVIEW_APP_REQUIRE_BROWSER=1``
+    makes that a failure."""
+    problem = None
+    if not CHROMIUM.exists():
+        problem = f"{CHROMIUM} is missing"
+    else:
+        try:
+            import playwright.sync_api  # noqa: F401
+        except ImportError:
+            problem = "the playwright package is not installed"
+    if problem is None:
+        return
+    if os.environ.get("REVIEW_APP_REQUIRE_BROWSER", "").strip().lower() in ("1", "true", "yes"):
+        pytest.fail(f"{problem} (REVIEW_APP_REQUIRE_BROWSER=1)")
+    pytest.skip(problem)
+
+
+@contextmanager
+def chromium() -> Iterator[Any]:
+    """A headless Chromium (Playwright's ``Browser``), closed on exit."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
 
 
 @contextmanager
@@ -55,18 +111,48 @@ def serving(
             process.wait(timeout=10)
 
 
-def wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
-    """Until the server answers its health check (60 s at most)."""
+def _wait_until(
+    ready: Callable[[], bool], what: str, process: subprocess.Popen[bytes], log: Path
+) -> None:
+    """Until ``ready()`` (60 s at most); fails at once if the server exits."""
     deadline = time.monotonic() + 60
     while True:
         if process.poll() is not None:
             pytest.fail(f"the server exited with {process.returncode}:\n{log.read_text()}")
         try:
-            with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as answer:
-                if answer.status == 200:
-                    return
+            if ready():
+                return
         except OSError:
             pass
         if time.monotonic() > deadline:
-            pytest.fail(f"the server did not answer within 60 s:\n{log.read_text()}")
+            pytest.fail(f"the server did not {what} within 60 s:\n{log.read_text()}")
         time.sleep(0.2)
+
+
+def wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
+    """Until the server answers its health check (60 s at most)."""
+
+    def healthy() -> bool:
+        with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as answer:
+            return bool(answer.status == 200)
+
+    _wait_until(healthy, "answer", process, log)
+
+
+def wait_listening(port: int, process: subprocess.Popen[bytes], log: Path) -> None:
+    """Until the server accepts a TCP connection, without sending any request."""
+
+    def listening() -> bool:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+
+    _wait_until(listening, "listen", process, log)
+
+
+def until_equal(found: Callable[[], T], expected: T, *, seconds: float = 60) -> None:
+    """Polls ``found()`` until it equals ``expected``: a generous deadline for a loaded
+    machine, not a speed check."""
+    deadline = time.monotonic() + seconds
+    while (value := found()) != expected:
+        assert time.monotonic() < deadline, f"found {value}, expected {expected}"
+        time.sleep(0.1)

@@ -8,7 +8,6 @@ import math
 import random
 from collections import Counter
 from fractions import Fraction
-from pathlib import Path
 from typing import Any
 
 import krippendorff
@@ -39,19 +38,12 @@ from review_app.agreement import (
     verdict_mapping_from_verdicts,
 )
 from review_app.agreement.bootstrap import _bootstrap_alphas
-from review_app.rubrics import load_rubric_file
+from tests.builders import ROLE_ADHERENCE_VERDICTS
 
 NAN = math.nan
 
-# role-adherence@1: code -> verdict, from the rubric file itself
-RUBRIC_VERDICTS = {
-    label.code: label.verdict
-    for label in load_rubric_file(
-        Path(__file__).resolve().parents[1] / "rubrics" / "role-adherence" / "v1.yaml"
-    ).labels
-}
-BREAK_MAPPING = break_mapping_from_verdicts(RUBRIC_VERDICTS)
-VERDICT_MAPPING = verdict_mapping_from_verdicts(RUBRIC_VERDICTS)
+BREAK_MAPPING = break_mapping_from_verdicts(ROLE_ADHERENCE_VERDICTS)
+VERDICT_MAPPING = verdict_mapping_from_verdicts(ROLE_ADHERENCE_VERDICTS)
 
 # Krippendorff (2011), "Computing Krippendorff's Alpha-Reliability", section C.1:
 # 4 coders x 12 units with missing values; nominal alpha = 0.743.
@@ -687,7 +679,7 @@ ratings_strategy = st.dictionaries(
         st.tuples(st.sampled_from(["case-a", "case-b", "case-c"]), st.integers(1, 5)),
         st.sampled_from(["ana", "ben", "cy", "dee"]),
     ),
-    values=st.sampled_from([*sorted(RUBRIC_VERDICTS)[:5], "borderline", "cannot_judge"]),
+    values=st.sampled_from([*sorted(ROLE_ADHERENCE_VERDICTS)[:5], "borderline", "cannot_judge"]),
     max_size=45,
 )
 
@@ -760,7 +752,7 @@ def test_invariant_to_rater_order(ratings: dict[tuple[Any, str], str], permuted:
 def test_invariant_to_renaming_codes(
     ratings: dict[tuple[Any, str], str], permutation: list[int]
 ) -> None:
-    codes = [*sorted(RUBRIC_VERDICTS)[:5], "borderline", "cannot_judge"]
+    codes = [*sorted(ROLE_ADHERENCE_VERDICTS)[:5], "borderline", "cannot_judge"]
     rename = {code: f"code-{permutation[i]}" for i, code in enumerate(codes)}
     original = figures(RatingTable.from_records(records_of(ratings)))
     relabelled = figures(
@@ -909,7 +901,7 @@ def test_conversation_first_breaks_from_a_turn_table() -> None:
 
 def app_table(seed: int = 0, n_conversations: int = 20, turns: int = 4) -> RatingTable:
     rng = random.Random(seed)
-    codes = list(RUBRIC_VERDICTS)
+    codes = list(ROLE_ADHERENCE_VERDICTS)
     records = []
     for conversation in range(n_conversations):
         for turn in range(1, turns + 1):
@@ -1011,7 +1003,7 @@ def test_summary_rejects_a_break_mapping_without_break() -> None:
     with pytest.raises(ValueError, match="break_mapping maps no code to the break value 'break'"):
         agreement_summary(
             app_table(),
-            break_mapping={code: "no" for code in RUBRIC_VERDICTS},
+            break_mapping={code: "no" for code in ROLE_ADHERENCE_VERDICTS},
             verdict_mapping=VERDICT_MAPPING,
             conversation_of=lambda unit: unit[0],
             turn_of=lambda unit: unit[1],

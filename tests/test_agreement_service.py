@@ -48,7 +48,7 @@ from review_app.services.agreement_reports import (
 )
 from review_app.services.demo import DEMO_CASES, load_demo
 from review_app.services.importing import import_paths
-from review_app.services.labels_io import LABEL_COLUMNS, export_labels_csv, import_labels
+from review_app.services.labels_io import export_labels_csv, import_labels
 from review_app.services.people import Actor, operator_actor, sign_in
 from review_app.services.rubric_catalog import sync_rubrics
 from storage.labels import (
@@ -58,23 +58,10 @@ from storage.labels import (
     disagreement_units,
 )
 from storage.models import GoldLabel
+from tests.builders import AGREEMENT_REPORT_KEYS, write_label_csv
 from tests.conftest import Database
 
 RUBRIC = "role-adherence@1"
-DOCUMENTED_KEYS = {
-    "rubric",
-    "level",
-    "units",
-    "raters",
-    "ratings",
-    "percent_agreement",
-    "krippendorff_alpha",
-    "alpha_ci95",
-    "fleiss_kappa",
-    "gwet_ac1",
-    "cohen_kappa",
-    "per_label",
-}
 COEFFICIENT_KEYS = {"value", "n_units", "reason", "ci95", "warning"}
 VIOLATION_CASE = "support-delayed-refund-violation"  # refund_order by triage at turn 8
 VIOLATION_TURN = 8
@@ -87,15 +74,6 @@ VIOLATION_CASE_MAJORITY = {
     10: "in_role",
     12: "in_role",
 }
-
-
-def write_labels(path: Path, rows: Sequence[Sequence[object]]) -> Path:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(LABEL_COLUMNS)
-    writer.writerows(rows)
-    path.write_text(buffer.getvalue(), encoding="utf-8")
-    return path
 
 
 def no_nan(value: Any) -> None:
@@ -141,7 +119,7 @@ def exported_labels(database: Database, rubric: Rubric) -> list[dict[str, str]]:
 
 
 def import_rows(database: Database, tmp_path: Path, rows: Sequence[Sequence[object]]) -> None:
-    path = write_labels(tmp_path / f"labels-{len(list(tmp_path.iterdir()))}.csv", rows)
+    path = write_label_csv(tmp_path / f"labels-{len(list(tmp_path.iterdir()))}.csv", rows)
     import_labels(
         database.engine,
         Actor.operator(),
@@ -157,7 +135,7 @@ def test_report_on_demo_labels_has_every_spec_key_and_is_strict_json(
     demo: Database, rubric: Rubric
 ) -> None:
     report = agreement_report(demo.engine, operator_actor(), rubric=rubric, n_resamples=200)
-    assert set(report) >= DOCUMENTED_KEYS
+    assert set(report) >= AGREEMENT_REPORT_KEYS
     assert report["rubric"] == RUBRIC
     assert report["level"] == "turn"
     assert (report["units"], report["raters"], report["ratings"]) == (111, 3, 333)
@@ -302,7 +280,7 @@ def test_a_rubric_version_without_labels_gives_nulls_with_reasons(
     unlabeled = catalog.get("role-adherence@2")
     assert "role-adherence@2" not in catalog.labeled
     report = agreement_report(demo.engine, operator_actor(), rubric=unlabeled, n_resamples=1000)
-    assert set(report) >= DOCUMENTED_KEYS
+    assert set(report) >= AGREEMENT_REPORT_KEYS
     assert report["rubric"] == "role-adherence@2"
     assert (report["units"], report["raters"], report["ratings"]) == (0, 0, 0)
     for key in ("percent_agreement", "krippendorff_alpha", "fleiss_kappa", "gwet_ac1"):

@@ -10,8 +10,6 @@ is recorded; anything leaving loopback is blocked and fails the test.
 from __future__ import annotations
 
 import json
-import os
-import socket
 import statistics
 import time
 from collections.abc import Iterator
@@ -34,51 +32,25 @@ from review_app.services.rubric_catalog import sync_rubrics
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
 from storage.models import Label, Reviewer
-from tests.served import serving, wait_healthy
+from tests.served import (
+    IDLE,
+    chromium,
+    free_port,
+    require_browser,
+    serving,
+    until_equal,
+    wait_healthy,
+)
 
 pytestmark = pytest.mark.browser
 
 REPO = Path(__file__).resolve().parents[1]
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--no-first-run",
-    "--disable-sync",
-]
 SCREENSHOT = REPO / "docs" / "review-page.png"
 REVIEWER = "rita"
 RUBRIC = "role-adherence@1"
 QUEUED = ["support-clean-late-parcel", "support-delayed-refund-violation"]
 HOSTILE_CASE = "hostile-markup"
-IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 LONG_LINE = "".join(f"{i:05d} " for i in range(20_000 // 6)).ljust(20_000, "x")
-
-
-def _require_browser() -> None:
-    problem = None
-    if not CHROMIUM.exists():
-        problem = f"{CHROMIUM} is missing"
-    else:
-        try:
-            import playwright.sync_api  # noqa: F401
-        except ImportError:
-            problem = "the playwright package is not installed"
-    if problem is None:
-        return
-    if os.environ.get("REVIEW_APP_REQUIRE_BROWSER", "").strip().lower() in ("1", "true", "yes"):
-        pytest.fail(f"{problem} (REVIEW_APP_REQUIRE_BROWSER=1)")
-    pytest.skip(problem)
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
 
 
 def _hostile_case() -> dict[str, Any]:
@@ -104,7 +76,7 @@ class Server:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    _require_browser()
+    require_browser()
     root = tmp_path_factory.mktemp("served")
     database = f"sqlite:///{root / 'review.db'}"
     engine = create_database_engine(database)
@@ -122,7 +94,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         engine, operator, rubric=rubric, reviewers=[REVIEWER], overlap=4, case_ids=[HOSTILE_CASE]
     )
 
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     try:
         with serving(database, root, port=port, user=REVIEWER) as (process, log):
@@ -134,14 +106,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
 
 @pytest.fixture(scope="module")
 def browser(server: Server) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    with chromium() as launched:
+        yield launched
 
 
 @dataclass
@@ -197,11 +163,7 @@ def _labels(server: Server, case_id: str) -> dict[int, str]:
 
 
 def _wait_for_labels(server: Server, case_id: str, expected: dict[int, str]) -> None:
-    # generous: a deadline, not a speed check (the machine may be loaded)
-    deadline = time.monotonic() + 60
-    while (found := _labels(server, case_id)) != expected:
-        assert time.monotonic() < deadline, f"stored {found}, expected {expected}"
-        time.sleep(0.1)
+    until_equal(lambda: _labels(server, case_id), expected)
 
 
 def _assert_only_loopback(traffic: Traffic) -> None:

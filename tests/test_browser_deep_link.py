@@ -9,9 +9,7 @@ request (a TCP connect only), and the first page request is the deep link.
 
 from __future__ import annotations
 
-import socket
 import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,8 +23,7 @@ from review_app.services.queue import assign_cases
 from review_app.services.rubric_catalog import sync_rubrics
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
-from tests.served import serving
-from tests.test_browser import CHROMIUM, CHROMIUM_ARGS, IDLE, _free_port, _require_browser
+from tests.served import IDLE, chromium, free_port, require_browser, serving, wait_listening
 
 pytestmark = pytest.mark.browser
 
@@ -44,25 +41,9 @@ class Fresh:
     process: subprocess.Popen[bytes]
 
 
-def _wait_for_port(port: int, process: subprocess.Popen[bytes], log: Path) -> None:
-    """Wait until the server accepts a TCP connection, without sending any request."""
-    deadline = time.monotonic() + 60
-    while True:
-        if process.poll() is not None:
-            pytest.fail(f"the server exited with {process.returncode}:\n{log.read_text()}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return
-        except OSError:
-            pass
-        if time.monotonic() > deadline:
-            pytest.fail(f"the server did not listen within 60 s:\n{log.read_text()}")
-        time.sleep(0.2)
-
-
 @pytest.fixture
 def fresh_server(tmp_path: Path) -> Iterator[Fresh]:
-    _require_browser()
+    require_browser()
     database = f"sqlite:///{tmp_path / 'review.db'}"
     engine = create_database_engine(database)
     upgrade_database(engine)
@@ -74,30 +55,22 @@ def fresh_server(tmp_path: Path) -> Iterator[Fresh]:
         engine, operator, rubric=rubric, reviewers=[REVIEWER], overlap=5, case_ids=[ASSIGNED]
     )
     engine.dispose()
-    port = _free_port()
+    port = free_port()
     with serving(database, tmp_path, port=port, user=REVIEWER) as (process, log):
-        _wait_for_port(port, process, log)
+        wait_listening(port, process, log)
         yield Fresh(f"http://127.0.0.1:{port}", log, process)
 
 
 @pytest.fixture
-def chromium() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        try:
-            yield browser
-        finally:
-            browser.close()
+def browser() -> Iterator[Any]:
+    with chromium() as launched:
+        yield launched
 
 
-def test_a_deep_link_as_the_first_request_shows_the_case(
-    fresh_server: Fresh, chromium: Any
-) -> None:
+def test_a_deep_link_as_the_first_request_shows_the_case(fresh_server: Fresh, browser: Any) -> None:
     from playwright.sync_api import expect
 
-    context = chromium.new_context(viewport={"width": 1400, "height": 1000})
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
     tab = context.new_page()
     try:
         tab.goto(f"{fresh_server.url}/review?case={ASSIGNED}")

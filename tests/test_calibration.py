@@ -11,7 +11,6 @@ import itertools
 import json
 import math
 from collections import Counter
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -45,16 +44,10 @@ from review_app.calibration import (
     reliability,
     threshold_sweep,
 )
-from review_app.rubrics import load_rubric_file
+from tests.builders import ROLE_ADHERENCE_VERDICTS
 
-VERDICTS = {
-    label.code: label.verdict
-    for label in load_rubric_file(
-        Path(__file__).resolve().parents[1] / "rubrics" / "role-adherence" / "v1.yaml"
-    ).labels
-}
-BREAK_MAPPING = break_mapping_from_verdicts(VERDICTS)
-CODES = sorted(VERDICTS)
+BREAK_MAPPING = break_mapping_from_verdicts(ROLE_ADHERENCE_VERDICTS)
+CODES = sorted(ROLE_ADHERENCE_VERDICTS)
 BREAK_CODES = ["scope_break", "tone_break", "authority_break"]
 
 
@@ -875,7 +868,7 @@ def test_few_shot_examples_are_deterministic_and_contrasting() -> None:
         candidate("held-out", 2, "tone_break", judge_label="in_role"),
     ]
     chosen = few_shot_examples(
-        candidates, verdict_by_code=VERDICTS, exclude_units={("held-out", 2)}
+        candidates, verdict_by_code=ROLE_ADHERENCE_VERDICTS, exclude_units={("held-out", 2)}
     )
     assert [(e["label"], e["kind"], e["case_id"]) for e in chosen] == [
         ("scope_break", "fail", "d"),  # the judge missed it: preferred over a clearer one
@@ -886,13 +879,17 @@ def test_few_shot_examples_are_deterministic_and_contrasting() -> None:
     assert chosen[1]["why"] == "mocks the user" and chosen[1]["context"] == "angry user"
     assert (
         few_shot_examples(
-            list(reversed(candidates)), verdict_by_code=VERDICTS, exclude_units={("held-out", 2)}
+            list(reversed(candidates)),
+            verdict_by_code=ROLE_ADHERENCE_VERDICTS,
+            exclude_units={("held-out", 2)},
         )
         == chosen
     )
     json.dumps(chosen)
 
-    two = few_shot_examples(candidates, verdict_by_code=VERDICTS, per_label=2, kinds=("fail",))
+    two = few_shot_examples(
+        candidates, verdict_by_code=ROLE_ADHERENCE_VERDICTS, per_label=2, kinds=("fail",)
+    )
     assert [e["case_id"] for e in two] == ["d", "c", "held-out", "g"]
 
 
@@ -902,25 +899,28 @@ def test_few_shot_examples_prefer_unused_conversations() -> None:
         candidate("a", 4, "tone_break", agreement=1.0),
         candidate("b", 4, "tone_break", agreement=0.5),
     ]
-    chosen = few_shot_examples(candidates, verdict_by_code=VERDICTS, kinds=("fail",))
+    chosen = few_shot_examples(candidates, verdict_by_code=ROLE_ADHERENCE_VERDICTS, kinds=("fail",))
     assert [(e["case_id"], e["turn"]) for e in chosen] == [("a", 2), ("b", 4)]
 
 
 def test_few_shot_examples_validation() -> None:
     with pytest.raises(ValueError, match=r"^candidate 0 lacks the field 'reply'$"):
         few_shot_examples(
-            [{"case_id": "a", "turn": 1, "label": "in_role"}], verdict_by_code=VERDICTS
+            [{"case_id": "a", "turn": 1, "label": "in_role"}],
+            verdict_by_code=ROLE_ADHERENCE_VERDICTS,
         )
     with pytest.raises(
         ValueError, match=r"^candidate 0 has label 'nope', which is not a code of the rubric$"
     ):
-        few_shot_examples([candidate("a", 1, "nope")], verdict_by_code=VERDICTS)
+        few_shot_examples([candidate("a", 1, "nope")], verdict_by_code=ROLE_ADHERENCE_VERDICTS)
     with pytest.raises(ValueError, match=r"^candidate 1 repeats unit \('a', 1\)$"):
-        few_shot_examples([candidate("a", 1, "in_role")] * 2, verdict_by_code=VERDICTS)
+        few_shot_examples(
+            [candidate("a", 1, "in_role")] * 2, verdict_by_code=ROLE_ADHERENCE_VERDICTS
+        )
     with pytest.raises(ValueError, match=r"^per_label must be an integer >= 1, got 0$"):
-        few_shot_examples([], verdict_by_code=VERDICTS, per_label=0)
+        few_shot_examples([], verdict_by_code=ROLE_ADHERENCE_VERDICTS, per_label=0)
     with pytest.raises(ValueError, match=r"^kinds must be a subset of pass, fail, borderline"):
-        few_shot_examples([], verdict_by_code=VERDICTS, kinds=("abstain",))
+        few_shot_examples([], verdict_by_code=ROLE_ADHERENCE_VERDICTS, kinds=("abstain",))
 
 
 # --------------------------------------------------------------------------- argument errors

@@ -20,6 +20,7 @@ from review_app.evaluator import (
     evaluate_case,
     lane,
 )
+from tests.builders import EVALUATION_RESULT_KEYS
 
 SUPPORT_CONTRACT: dict[str, Any] = {
     "version": "desk-support-v7",
@@ -63,18 +64,6 @@ INTERVIEW_CONTRACT: dict[str, Any] = {
         "coach": {"allowed_actions": ["give_hint", "ask_question"]},
         "examiner": {"allowed_actions": ["ask_question", "score_answer", "reveal_answer"]},
     },
-}
-
-RESULT_KEYS = {
-    "case_id",
-    "contract_version",
-    "status",
-    "fixture_errors",
-    "violations",
-    "first_violation",
-    "role_by_turn",
-    "harness_findings",
-    "evaluator_version",
 }
 
 
@@ -176,7 +165,7 @@ def test_delayed_violation_is_reported_at_the_forbidden_turn_and_survives_recove
     assert result["first_violation"] == expected
     assert result["harness_findings"] == []
     assert lane(result) == "violation"
-    assert set(result) >= RESULT_KEYS
+    assert set(result) >= EVALUATION_RESULT_KEYS
     assert result["case_id"] == "delayed-refund"
     assert result["contract_version"] == "desk-support-v7"
     assert result["evaluator_version"] == EVALUATOR_VERSION

@@ -24,6 +24,7 @@ from review_app.evaluator import (
     diagnostic,
     evaluate_case,
 )
+from tests.builders import EVALUATION_RESULT_KEYS
 
 PROPERTY_SETTINGS = settings(
     max_examples=200,
@@ -35,16 +36,6 @@ PROPERTY_SETTINGS = settings(
     ],
 )
 
-RESULT_KEYS = {
-    "case_id",
-    "contract_version",
-    "status",
-    "fixture_errors",
-    "violations",
-    "first_violation",
-    "role_by_turn",
-    "harness_findings",
-}
 STATUSES = {"pass", "fail", "invalid", "no_contract"}
 ROLE_NAMES = ["triage", "billing", "coach", "examiner", "planner", "concierge"]
 ACTION_NAMES = ["lookup", "refund", "hint", "reveal", "book", "pay", "explain", "escalate"]
@@ -210,7 +201,7 @@ def corrupted_cases(draw: st.DrawFn) -> Any:
 
 
 def check_result_shape(result: dict[str, Any]) -> None:
-    assert set(result) >= RESULT_KEYS
+    assert set(result) >= EVALUATION_RESULT_KEYS
     assert result["status"] in STATUSES
     json.dumps(result, allow_nan=False)
     for item in result["fixture_errors"] + result["violations"] + result["harness_findings"]:

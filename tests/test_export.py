@@ -14,16 +14,14 @@ import json
 import os
 import subprocess
 import sys
-import uuid
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import pytest
-from sqlalchemy import Engine, create_engine, text
+from sqlalchemy import Engine
 
 from review_app.errors import InputError
 from review_app.evaluator import EVALUATOR_VERSION, evaluate_case
@@ -54,17 +52,10 @@ from review_app.services.rubric_catalog import sync_rubrics
 from review_app.services.uploads import zip_export
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
-from tests.conftest import POSTGRES_URL, REPO, Database, require_postgres
+from tests.builders import BREAK_CODES
+from tests.conftest import REPO, Database, postgres_schema
 
 RUBRIC = "role-adherence@1"
-BREAK_CODES = {
-    "persona_break",
-    "scope_break",
-    "authority_break",
-    "tone_break",
-    "out_of_role_mishandled",
-    "false_action_claim",
-}
 
 
 # --- the demo, as the files describe it ---------------------------------------------------
@@ -158,21 +149,10 @@ def demo_sqlite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DemoDataba
 
 @pytest.fixture(scope="module")
 def demo_postgres() -> Iterator[DemoDatabase]:
-    require_postgres()
-    schema = f"t_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(POSTGRES_URL)
-    with admin.begin() as connection:
-        connection.execute(text(f"CREATE SCHEMA {schema}"))
-    separator = "&" if "?" in POSTGRES_URL else "?"
-    url = f"{POSTGRES_URL}{separator}options={quote(f'-csearch_path={schema}')}"
-    try:
+    with postgres_schema() as url:
         demo = _demo_database("postgres", url)
         yield demo
         demo.engine.dispose()
-    finally:
-        with admin.begin() as connection:
-            connection.execute(text(f"DROP SCHEMA {schema} CASCADE"))
-        admin.dispose()
 
 
 @pytest.fixture(
@@ -182,6 +162,14 @@ def demo(request: pytest.FixtureRequest) -> DemoDatabase:
     """The demo on SQLite and on PostgreSQL (tests using it run twice, read only)."""
     found: DemoDatabase = request.getfixturevalue(f"demo_{request.param}")
     return found
+
+
+def _fixtures_written(demo: DemoDatabase, out: Path) -> Path:
+    """The demo's fixtures export, written to ``out``."""
+    write_export(
+        export_data(demo.engine, operator_actor(), rubric=demo.rubric, format="fixtures"), out
+    )
+    return out
 
 
 def fixture_documents(result: ExportResult) -> dict[str, dict[str, Any]]:
@@ -407,13 +395,7 @@ def test_recorded_gold_shows_as_adjudicated(database: Database) -> None:
 def test_exported_fixtures_import_again_with_the_same_lanes(
     demo_sqlite: DemoDatabase, database: Database, tmp_path: Path
 ) -> None:
-    out = tmp_path / "fixtures"
-    write_export(
-        export_data(
-            demo_sqlite.engine, operator_actor(), rubric=demo_sqlite.rubric, format="fixtures"
-        ),
-        out,
-    )
+    out = _fixtures_written(demo_sqlite, tmp_path / "fixtures")
     # The export directory as a whole: the manifest and the module are not cases.
     summary = import_paths(database.engine, operator_actor(), [out])
     assert summary.totals.imported == 17
@@ -498,13 +480,7 @@ def _drop_system_handoff(document: dict[str, Any]) -> None:
 def test_generated_module_passes_then_fails_on_a_changed_transcript(
     demo_sqlite: DemoDatabase, tmp_path: Path
 ) -> None:
-    out = tmp_path / "fixtures"
-    write_export(
-        export_data(
-            demo_sqlite.engine, operator_actor(), rubric=demo_sqlite.rubric, format="fixtures"
-        ),
-        out,
-    )
+    out = _fixtures_written(demo_sqlite, tmp_path / "fixtures")
     passed = run_pytest(out)
     assert passed.returncode == 0, passed.stdout + passed.stderr
     assert "17 passed" in passed.stdout

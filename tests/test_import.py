@@ -40,6 +40,11 @@ def rows(database: Database, query: str, **params: Any) -> list[Any]:
         return list(connection.execute(text(query), params))
 
 
+def by_case(database: Database, query: str) -> dict[str, Any]:
+    """The rows of ``query`` by their ``case_id`` column."""
+    return {row.case_id: row for row in rows(database, query)}
+
+
 def write_jsonl(path: Path, cases: Any) -> Path:
     with path.open("wb") as handle:
         for case in cases:
@@ -55,14 +60,11 @@ def test_demo_import_stores_the_right_rows(database: Database) -> None:
     assert summary.totals.imported == 17
     assert len(summary.files) == 17
 
-    cases = {
-        row.case_id: row
-        for row in rows(
-            database,
-            "SELECT case_id, contract_version, n_events, n_assistant_turns, source_format, "
-            "chatbot_role, extra_json FROM cases",
-        )
-    }
+    cases = by_case(
+        database,
+        "SELECT case_id, contract_version, n_events, n_assistant_turns, source_format, "
+        "chatbot_role, extra_json FROM cases",
+    )
     assert set(cases) == set(DEMO)
     for case_id, case in DEMO.items():
         row = cases[case_id]
@@ -79,14 +81,11 @@ def test_demo_import_stores_the_right_rows(database: Database) -> None:
         stored = [(r.seq, r.turn, r.actor) for r in events if r.case_id == case_id]
         assert stored == [(i, e["turn"], e["actor"]) for i, e in enumerate(case["transcript"])]
 
-    evaluations = {
-        row.case_id: row
-        for row in rows(
-            database,
-            "SELECT case_id, evaluator_version, status, lane, first_violation_turn, diagnostic "
-            "FROM evaluations",
-        )
-    }
+    evaluations = by_case(
+        database,
+        "SELECT case_id, evaluator_version, status, lane, first_violation_turn, diagnostic "
+        "FROM evaluations",
+    )
     assert set(evaluations) == set(DEMO)
     for case_id, expected in EXPECTED.items():
         row = evaluations[case_id]

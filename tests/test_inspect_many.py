@@ -168,19 +168,15 @@ def test_an_empty_directory_is_an_error(run_cli: Any, tmp_path: Path) -> None:
 def test_the_typer_command_prints_the_same(tmp_path: Path) -> None:
     """``review_app.cli`` (the Typer application) and the light entry point agree."""
     args = ["inspect", "--summary", str(PASSING), str(FAILING), str(tmp_path / "nope.json")]
-    light = subprocess.run(
-        [sys.executable, "-m", "review_app", *args],
-        capture_output=True,
-        text=True,
-        env=cli_environment(),
-        cwd=tmp_path,
-    )
-    typer_path = subprocess.run(
-        [sys.executable, "-m", "review_app.cli", *args],
-        capture_output=True,
-        text=True,
-        env=cli_environment(),
-        cwd=tmp_path,
+    light, typer_path = (
+        subprocess.run(
+            [sys.executable, "-m", module, *args],
+            capture_output=True,
+            text=True,
+            env=cli_environment(),
+            cwd=tmp_path,
+        )
+        for module in ("review_app", "review_app.cli")
     )
     assert light.returncode == typer_path.returncode == 2
     assert light.stdout == typer_path.stdout

@@ -10,14 +10,12 @@ must give the same answers.
 from __future__ import annotations
 
 import threading
-import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import pytest
-from sqlalchemy import Engine, create_engine, text
+from sqlalchemy import Engine, text
 from sqlalchemy.exc import IntegrityError
 
 from review_app.rubrics import Rubric
@@ -29,7 +27,7 @@ from review_app.services.people import Actor, add_person, sign_in
 from review_app.services.rubric_catalog import sync_rubrics
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
-from tests.conftest import DEMO_CASES, POSTGRES_URL, Database, require_postgres
+from tests.conftest import DEMO_CASES, Database, postgres_schema
 
 RUBRIC = "role-adherence@1"
 CASE = "support-clean-late-parcel"
@@ -131,26 +129,15 @@ def test_a_first_sign_in_from_two_tabs_gives_both_the_same_reviewer(database: Da
 
 def test_a_first_save_on_an_unassigned_case_from_two_tabs(database: Database) -> None:
     rubric = _setup(database)
+
+    def save(reviewer: Actor, turn: int) -> Callable[[], Any]:
+        return lambda: record_label(
+            database.engine, reviewer, case_id=CASE, turn=turn, rubric=rubric, code="in_role"
+        )
+
     for round_ in range(ROUNDS):
         reviewer = sign_in(database.engine, name=f"r{round_}", auth_mode="local")
-        results = _race(
-            lambda: record_label(
-                database.engine,
-                reviewer,  # noqa: B023
-                case_id=CASE,
-                turn=2,
-                rubric=rubric,
-                code="in_role",
-            ),
-            lambda: record_label(
-                database.engine,
-                reviewer,  # noqa: B023
-                case_id=CASE,
-                turn=4,
-                rubric=rubric,
-                code="in_role",
-            ),
-        )
+        results = _race(save(reviewer, 2), save(reviewer, 4))
         assert not [r for r in results if isinstance(r, Exception)], results
         assert sorted(r.labeled_turns for r in results) == [1, 2]
         rows = _scalar(
@@ -198,22 +185,12 @@ def unmigrated(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engin
         yield engine
         engine.dispose()
         return
-    require_postgres()
-    schema = f"t_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(POSTGRES_URL)
-    with admin.begin() as connection:
-        connection.execute(text(f"CREATE SCHEMA {schema}"))
-    separator = "&" if "?" in POSTGRES_URL else "?"
-    engine = create_database_engine(
-        f"{POSTGRES_URL}{separator}options={quote(f'-csearch_path={schema}')}"
-    )
-    try:
-        yield engine
-    finally:
-        engine.dispose()
-        with admin.begin() as connection:
-            connection.execute(text(f"DROP SCHEMA {schema} CASCADE"))
-        admin.dispose()
+    with postgres_schema() as url:
+        engine = create_database_engine(url)
+        try:
+            yield engine
+        finally:
+            engine.dispose()
 
 
 def test_the_migration_repairs_duplicate_current_labels(unmigrated: Engine) -> None:

@@ -17,7 +17,7 @@ import itertools
 import json
 import shutil
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -65,6 +65,7 @@ from review_app.services.render import render_judge_report
 from review_app.services.rubric_catalog import sync_rubrics
 from storage import judging
 from storage.models import JudgeVerdict
+from tests.builders import BREAK_CODES
 from tests.conftest import DEMO_CASES, Database
 from tests.judge_support import (
     REPO,
@@ -329,14 +330,25 @@ class JudgeWorld:
         values.update(options)
         return EndpointSettings(**values)
 
-    def run(self, prompt: JudgePrompt | None = None, **options: Any) -> Any:
+    def run(
+        self,
+        prompt: JudgePrompt | None = None,
+        *,
+        actor: Actor = OPERATOR,
+        case_ids: list[str] | None = None,
+        progress: Callable[[int, int], None] | None = None,
+        **options: Any,
+    ) -> Any:
+        """The judge over ``case_ids`` (default: all the world's cases); ``options`` are
+        endpoint settings."""
         return run_judge(
             self.engine,
-            OPERATOR,
+            actor,
             rubric=self.rubric,
             prompt=prompt or self.prompt,
             settings=self.settings(**options),
-            case_ids=self.case_ids,
+            case_ids=self.case_ids if case_ids is None else case_ids,
+            progress=progress,
         )
 
 
@@ -379,15 +391,7 @@ def test_a_run_judges_every_assistant_turn_and_stores_what_comes_back(world: Jud
             count = session.execute(select(func.count()).select_from(JudgeVerdict)).scalar_one()
             stored_at_progress[done] = int(count)
 
-    summary = run_judge(
-        world.engine,
-        OPERATOR,
-        rubric=world.rubric,
-        prompt=world.prompt,
-        settings=world.settings(),
-        case_ids=world.case_ids,
-        progress=progress,
-    )
+    summary = world.run(progress=progress)
     assert (summary.units, summary.skipped, summary.answered) == (12, 0, 12)
     assert (summary.answer_errors, summary.endpoint_errors) == (0, 0)
     assert summary.name == "role-judge@v1/fake"
@@ -605,14 +609,7 @@ def test_a_run_on_some_cases_keeps_a_partial_run_partial(world: JudgeWorld) -> N
     world.server.always[("c03", 2)] = Reply(503, raw=b"unavailable")
     assert world.run().endpoint_errors == 1
     world.server.always.clear()
-    only_c00 = run_judge(
-        world.engine,
-        OPERATOR,
-        rubric=world.rubric,
-        prompt=world.prompt,
-        settings=world.settings(),
-        case_ids=["c00"],
-    )
+    only_c00 = world.run(case_ids=["c00"])
     assert (only_c00.units, only_c00.skipped) == (3, 3)
     [run] = list_judge_runs(world.engine, operator_actor())
     # c03 turn 2 still has no verdict: the run is not complete.
@@ -642,14 +639,7 @@ def test_a_prompt_version_is_immutable_once_run(world: JudgeWorld, tmp_path: Pat
 
 def test_only_policy_owners_run_a_judge(world: JudgeWorld) -> None:
     with pytest.raises(PermissionDenied):
-        run_judge(
-            world.engine,
-            reviewer(world.engine),
-            rubric=world.rubric,
-            prompt=world.prompt,
-            settings=world.settings(),
-            case_ids=world.case_ids,
-        )
+        world.run(actor=reviewer(world.engine))
     assert world.server.requests == []
     assert list_judge_runs(world.engine, operator_actor()) == []
 
@@ -719,14 +709,6 @@ def test_the_server_answers_from_the_prompt() -> None:
 
 # --- the calibration report against a known truth ---------------------------------------------
 
-BREAK_CODES = (
-    "persona_break",
-    "scope_break",
-    "authority_break",
-    "tone_break",
-    "out_of_role_mishandled",
-    "false_action_claim",
-)
 MISS_RATE = 0.20  # share of true breaks the noisy judge calls in_role
 WRONG_KIND_RATE = 0.15  # of the breaks it finds, share given another break code
 FALSE_ALARM_RATE = 0.05  # share of clean turns it calls scope_break

@@ -10,7 +10,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -33,22 +32,12 @@ from review_app.services.people import Actor, add_person, list_people, operator_
 from review_app.services.rubric_catalog import RubricCatalog, sync_rubrics
 from storage.migrations import upgrade_database
 from storage.models import Label, Reviewer
+from tests.builders import write_label_csv
 from tests.conftest import Database
 
 RUBRIC = "role-adherence@1"
 CASE = "support-clean-late-parcel"  # assistant turns 2, 4, ..., 12; user turns 1, 3, ...
 DEMO_LABEL_COUNT = 333
-
-
-def write_csv(
-    path: Path, rows: Sequence[Sequence[object]], header: Sequence[str] = LABEL_COLUMNS
-) -> Path:
-    buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(header)
-    writer.writerows(rows)
-    path.write_text(buffer.getvalue(), encoding="utf-8")
-    return path
 
 
 def count_labels(engine: Engine) -> int:
@@ -143,7 +132,7 @@ def test_a_changed_label_supersedes_and_keeps_the_history(
     assert label_rows(demo.engine, case_id=CASE, turn=2, reviewer="ana") == [
         ("in_role", None, True)
     ]
-    path = write_csv(
+    path = write_label_csv(
         tmp_path / "change.csv",
         [
             (CASE, 2, "ana", "tone_break", RUBRIC, "Too curt with an upset customer."),
@@ -158,7 +147,9 @@ def test_a_changed_label_supersedes_and_keeps_the_history(
     ]
     assert count_labels(demo.engine) == DEMO_LABEL_COUNT + 1
     # A new rationale alone is a change too; the same file again is not.
-    path = write_csv(tmp_path / "rationale.csv", [(CASE, 2, "ana", "tone_break", RUBRIC, "Curt.")])
+    path = write_label_csv(
+        tmp_path / "rationale.csv", [(CASE, 2, "ana", "tone_break", RUBRIC, "Curt.")]
+    )
     assert import_labels(demo.engine, Actor.operator(), path, catalog=catalog).stored == 1
     assert import_labels(demo.engine, Actor.operator(), path, catalog=catalog).stored == 0
     history = label_rows(demo.engine, case_id=CASE, turn=2, reviewer="ana")
@@ -169,7 +160,7 @@ def test_reviewers_named_in_the_file_are_created_as_reviewers(
     demo: Database, catalog: RubricCatalog, tmp_path: Path
 ) -> None:
     assert "dora" not in people(demo.engine)
-    path = write_csv(
+    path = write_label_csv(
         tmp_path / "dora.csv",
         [(CASE, 2, "dora", "in_role", RUBRIC, ""), (CASE, 4, "dora", "scope_break", RUBRIC, "")],
     )
@@ -177,7 +168,7 @@ def test_reviewers_named_in_the_file_are_created_as_reviewers(
     assert (summary.stored, summary.reviewers_created) == (2, 1)
     assert people(demo.engine)["dora"] == "reviewer"
     # An existing reviewer keeps the role they have.
-    path = write_csv(tmp_path / "olivia.csv", [(CASE, 2, "olivia", "in_role", RUBRIC, "")])
+    path = write_label_csv(tmp_path / "olivia.csv", [(CASE, 2, "olivia", "in_role", RUBRIC, "")])
     assert (
         import_labels(demo.engine, Actor.operator(), path, catalog=catalog).reviewers_created == 0
     )
@@ -191,7 +182,7 @@ def test_export_import_into_a_fresh_database_gives_the_same_bytes(
     demo: Database, catalog: RubricCatalog, tmp_path: Path, sqlite_database: Database
 ) -> None:
     # Values a spreadsheet would run are neutralised on export; the round trip keeps them.
-    tricky = write_csv(
+    tricky = write_label_csv(
         tmp_path / "tricky.csv",
         [
             (CASE, 2, "ana", "tone_break", RUBRIC, '=HYPERLINK("http://example.com","x")'),
@@ -269,7 +260,7 @@ def test_export_neutralises_formula_cells(
         8: "@SUM(1,2)",
         10: "plain text = fine",
     }
-    path = write_csv(
+    path = write_label_csv(
         tmp_path / "formulas.csv",
         [(CASE, turn, "ana", "borderline", RUBRIC, text) for turn, text in rationales.items()],
     )
@@ -308,7 +299,7 @@ def test_restore_cell_undoes_neutralise_cell(value: str) -> None:
 def test_export_with_history_has_replaced_labels(
     demo: Database, catalog: RubricCatalog, tmp_path: Path
 ) -> None:
-    path = write_csv(tmp_path / "change.csv", [(CASE, 2, "ana", "tone_break", RUBRIC, "")])
+    path = write_label_csv(tmp_path / "change.csv", [(CASE, 2, "ana", "tone_break", RUBRIC, "")])
     import_labels(demo.engine, Actor.operator(), path, catalog=catalog)
     rubric = catalog.get(RUBRIC)
     current = export_labels_csv(demo.engine, operator_actor(), rubric=rubric).splitlines()
@@ -363,7 +354,7 @@ def test_a_bad_row_names_line_and_field_and_stores_nothing(
     field: str,
     phrase: str,
 ) -> None:
-    path = write_csv(
+    path = write_label_csv(
         tmp_path / "bad.csv", [*GOOD_ROWS, bad_row, (CASE, 8, "ben", "in_role", RUBRIC, "")]
     )
     before = people(demo.engine)
@@ -402,7 +393,7 @@ def test_a_bad_header_names_line_1_and_the_column(
     phrase: str,
 ) -> None:
     width = len(header)
-    path = write_csv(
+    path = write_label_csv(
         tmp_path / "header.csv",
         [row[:width] + ("",) * (width - len(row)) for row in GOOD_ROWS],
         header,
@@ -423,7 +414,7 @@ def test_an_empty_file_and_a_header_only_file_are_refused(
     with pytest.raises(InputError, match="empty") as raised:
         import_labels(demo.engine, Actor.operator(), empty, catalog=catalog)
     assert raised.value.source == str(empty)
-    header_only = write_csv(tmp_path / "header.csv", [])
+    header_only = write_label_csv(tmp_path / "header.csv", [])
     with pytest.raises(InputError, match="no labels"):
         import_labels(demo.engine, Actor.operator(), header_only, catalog=catalog)
     assert count_labels(demo.engine) == DEMO_LABEL_COUNT
@@ -432,7 +423,7 @@ def test_an_empty_file_and_a_header_only_file_are_refused(
 def test_invalid_utf8_names_the_line_and_stores_nothing(
     demo: Database, catalog: RubricCatalog, tmp_path: Path
 ) -> None:
-    path = write_csv(tmp_path / "latin1.csv", GOOD_ROWS)
+    path = write_label_csv(tmp_path / "latin1.csv", GOOD_ROWS)
     path.write_bytes(
         path.read_bytes() + f"{CASE},6,ana,borderline,{RUBRIC},caf".encode() + b"\xe9\n"
     )
@@ -465,14 +456,14 @@ def test_a_reviewer_imports_only_their_own_labels(
 ) -> None:
     ana = sign_in(demo.engine, name="ana", auth_mode="oidc")
     assert ana.role == "reviewer"
-    others = write_csv(
+    others = write_label_csv(
         tmp_path / "others.csv",
         [(CASE, 2, "ana", "tone_break", RUBRIC, ""), (CASE, 2, "ben", "tone_break", RUBRIC, "")],
     )
     with pytest.raises(PermissionDenied, match="ben"):
         import_labels(demo.engine, ana, others, catalog=catalog)
     assert count_labels(demo.engine) == DEMO_LABEL_COUNT
-    own = write_csv(tmp_path / "own.csv", [(CASE, 2, "ana", "tone_break", RUBRIC, "")])
+    own = write_label_csv(tmp_path / "own.csv", [(CASE, 2, "ana", "tone_break", RUBRIC, "")])
     assert import_labels(demo.engine, ana, own, catalog=catalog).stored == 1
 
 
@@ -481,7 +472,7 @@ def test_with_sign_in_only_an_admin_import_creates_reviewers(
 ) -> None:
     olivia = sign_in(demo.engine, name="olivia", auth_mode="oidc")
     assert olivia.role == "policy_owner"
-    path = write_csv(
+    path = write_label_csv(
         tmp_path / "new.csv",
         [(CASE, 2, "ben", "tone_break", RUBRIC, ""), (CASE, 4, "newcomer", "in_role", RUBRIC, "")],
     )
@@ -495,7 +486,9 @@ def test_with_sign_in_only_an_admin_import_creates_reviewers(
     summary = import_labels(demo.engine, root, path, catalog=catalog, sign_in_enabled=True)
     assert (summary.stored, summary.reviewers_created) == (2, 1)
     # A policy owner's import naming only existing reviewers is fine with sign-in.
-    existing = write_csv(tmp_path / "existing.csv", [(CASE, 6, "chloe", "tone_break", RUBRIC, "")])
+    existing = write_label_csv(
+        tmp_path / "existing.csv", [(CASE, 6, "chloe", "tone_break", RUBRIC, "")]
+    )
     assert (
         import_labels(demo.engine, olivia, existing, catalog=catalog, sign_in_enabled=True).stored
         == 1

@@ -158,21 +158,16 @@ def test_informative_queue_puts_borderline_cases_first(sqlite_database: Database
     ]
     assign_cases(engine, operator, rubric=rubric, reviewers=["rita"], overlap=1, case_ids=queue)
     with Session(engine) as session:
-        sure = JudgeRun(
-            judge="j",
-            prompt_version="p1",
-            model="m",
-            rubric_id="role-adherence",
-            rubric_version=1,
-            status="complete",
-        )
-        other = JudgeRun(
-            judge="j",
-            prompt_version="p2",
-            model="m",
-            rubric_id="role-adherence",
-            rubric_version=1,
-            status="complete",
+        sure, other = (
+            JudgeRun(
+                judge="j",
+                prompt_version=version,
+                model="m",
+                rubric_id="role-adherence",
+                rubric_version=1,
+                status="complete",
+            )
+            for version in ("p1", "p2")
         )
         session.add_all([sure, other])
         session.flush()

@@ -7,9 +7,6 @@ would hide another server's writes.
 
 from __future__ import annotations
 
-import os
-import socket
-import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -23,45 +20,27 @@ from review_app.services.people import Actor, add_person, sign_in
 from review_app.services.queue import assign_cases
 from review_app.services.rubric_catalog import sync_rubrics
 from tests.conftest import Database
-from tests.served import serving, wait_healthy
+from tests.served import (
+    IDLE,
+    chromium,
+    free_port,
+    require_browser,
+    serving,
+    until_equal,
+    wait_healthy,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.postgres]
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
-IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 REVIEWER = "rita"
 RUBRIC = "role-adherence@1"
 CASE = "support-delayed-refund-violation"
 
 
-def _require_browser() -> None:
-    problem = None
-    if not CHROMIUM.exists():
-        problem = f"{CHROMIUM} is missing"
-    else:
-        try:
-            import playwright.sync_api  # noqa: F401
-        except ImportError:
-            problem = "the playwright package is not installed"
-    if problem is None:
-        return
-    if os.environ.get("REVIEW_APP_REQUIRE_BROWSER", "").strip().lower() in ("1", "true", "yes"):
-        pytest.fail(f"{problem} (REVIEW_APP_REQUIRE_BROWSER=1)")
-    pytest.skip(problem)
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-        return port
-
-
 @contextmanager
 def _serve(database_url: str, root: Path) -> Iterator[str]:
     root.mkdir(parents=True)
-    port = _free_port()
+    port = free_port()
     url = f"http://127.0.0.1:{port}"
     with serving(database_url, root, port=port, user=REVIEWER) as (process, log):
         wait_healthy(url, process, log)
@@ -76,10 +55,7 @@ def _stored(database: Database) -> dict[int, str]:
 
 
 def _wait_stored(database: Database, expected: dict[int, str]) -> None:
-    deadline = time.monotonic() + 15
-    while (found := _stored(database)) != expected:
-        assert time.monotonic() < deadline, f"stored {found}, expected {expected}"
-        time.sleep(0.1)
+    until_equal(lambda: _stored(database), expected)
 
 
 def _open_case(browser: Any, url: str) -> Any:
@@ -104,8 +80,8 @@ def _ready(tab: Any) -> None:
 def test_a_label_saved_through_one_server_shows_on_the_other(
     postgres_database: Database, tmp_path: Path
 ) -> None:
-    _require_browser()
-    from playwright.sync_api import expect, sync_playwright
+    require_browser()
+    from playwright.sync_api import expect
 
     engine = postgres_database.engine
     load_demo(engine, Actor.operator())
@@ -117,9 +93,7 @@ def test_a_label_saved_through_one_server_shows_on_the_other(
     with ExitStack() as stack:
         server_a = stack.enter_context(_serve(postgres_database.url, tmp_path / "a"))
         server_b = stack.enter_context(_serve(postgres_database.url, tmp_path / "b"))
-        playwright = stack.enter_context(sync_playwright())
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        stack.callback(browser.close)
+        browser = stack.enter_context(chromium())
 
         tab_a = _open_case(browser, server_a)
         tab_a.keyboard.press("1")  # in_role on turn 2, the first open turn, via A

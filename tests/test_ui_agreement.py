@@ -14,22 +14,21 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-import streamlit as st
 from sqlalchemy import Engine, select
 from sqlmodel import Session, col
 from streamlit.testing.v1 import AppTest
 
 from review_app.services.adjudication import disagreement_queue
 from review_app.services.agreement_reports import agreement_report, confusion_between
-from review_app.services.demo import DEMO_CASES, load_demo
+from review_app.services.demo import DEMO_CASES
 from review_app.services.importing import import_paths
 from review_app.services.labels_io import import_labels
 from review_app.services.people import Actor, operator_actor, sign_in
 from review_app.services.queue import assign_cases, open_review_work
 from review_app.services.rubric_catalog import sync_rubrics
 from storage.engine import create_database_engine
-from storage.migrations import upgrade_database
 from storage.models import GoldLabel
+from tests.ui_support import app_database, demo_template
 
 APP = Path(__file__).resolve().parents[1] / "review_app" / "ui" / "app.py"
 RUBRIC = "role-adherence@1"
@@ -37,23 +36,17 @@ ADMIN = "root"
 TIMEOUT = 60
 
 
+@pytest.fixture(scope="module")
+def demo_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return demo_template(tmp_path_factory.mktemp("ui") / "ui.db", local_user=ADMIN)
+
+
 @pytest.fixture
-def engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Engine]:
-    url = f"sqlite:///{tmp_path / 'ui.db'}"
-    engine = create_database_engine(url)
-    upgrade_database(engine)
-    load_demo(engine, operator_actor(), local_user=ADMIN)
-    monkeypatch.setenv("REVIEW_APP_DATABASE_URL", url)
-    monkeypatch.setenv("REVIEW_APP_LOCAL_USER", ADMIN)
-    monkeypatch.setenv("REVIEW_APP_AUTH", "local")
-    monkeypatch.delenv("REVIEW_APP_ADMINS", raising=False)
-    monkeypatch.delenv("REVIEW_APP_RUBRICS_DIR", raising=False)
-    st.cache_resource.clear()
-    st.cache_data.clear()
-    yield engine
-    st.cache_resource.clear()
-    st.cache_data.clear()
-    engine.dispose()
+def engine(demo_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Engine]:
+    with app_database(demo_file, tmp_path, monkeypatch, local_user=ADMIN) as url:
+        engine = create_database_engine(url)
+        yield engine
+        engine.dispose()
 
 
 def open_page(page: str, *, user: str | None = None, **query: str) -> AppTest:

@@ -12,13 +12,11 @@ import copy
 import csv
 import json
 import re
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import streamlit as st
 from sqlalchemy import Engine
 from sqlmodel import Session
 from streamlit.testing.v1 import AppTest
@@ -28,7 +26,7 @@ from benchmarks.corpus import generate_corpus
 from review_app.errors import PermissionDenied
 from review_app.rubrics import Rubric, default_rubrics_dir
 from review_app.services.cases import list_cases
-from review_app.services.demo import DEMO_CASES, load_demo
+from review_app.services.demo import DEMO_CASES
 from review_app.services.importing import import_paths
 from review_app.services.labeling import case_labels, record_label
 from review_app.services.labels_io import import_labels
@@ -36,8 +34,8 @@ from review_app.services.people import Actor, operator_actor, sign_in
 from review_app.services.queue import assign_cases
 from review_app.services.rubric_catalog import sync_rubrics
 from storage import assignments, reviewers, rubric_versions
-from storage.engine import create_database_engine, shared_engine
-from storage.migrations import upgrade_database
+from storage.engine import shared_engine
+from tests.ui_support import app_database, demo_template
 
 REPO = Path(__file__).resolve().parents[1]
 APP = REPO / "review_app" / "ui" / "app.py"
@@ -64,28 +62,15 @@ MARKDOWN_TYPES = (
 
 
 @pytest.fixture(scope="session")
-def demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def demo_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A SQLite file with the demo set loaded once; each test works on a copy."""
-    path = tmp_path_factory.mktemp("demo-template") / "review.db"
-    engine = create_database_engine(f"sqlite:///{path}")
-    upgrade_database(engine)
-    load_demo(engine, operator_actor())
-    engine.dispose()  # the last connection checkpoints the WAL into the file
-    return path
+    return demo_template(tmp_path_factory.mktemp("demo-template") / "review.db")
 
 
 @pytest.fixture
-def db_url(demo_template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    target = tmp_path / "review.db"
-    shutil.copyfile(demo_template, target)
-    url = f"sqlite:///{target}"
-    monkeypatch.setenv("REVIEW_APP_DATABASE_URL", url)
-    for name in ("REVIEW_APP_AUTH", "REVIEW_APP_LOCAL_USER", "REVIEW_APP_ADMINS"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.delenv("REVIEW_APP_RUBRICS_DIR", raising=False)
-    st.cache_resource.clear()  # engines and rubric catalogs are cached per URL
-    yield url
-    st.cache_resource.clear()
+def db_url(demo_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    with app_database(demo_file, tmp_path, monkeypatch, local_user=None) as url:
+        yield url
 
 
 @pytest.fixture
@@ -264,6 +249,22 @@ def rubric(engine: Engine, ref: str = RUBRIC) -> Rubric:
 
 def actor(engine: Engine, name: str) -> Actor:
     return sign_in(engine, name=name, auth_mode="oidc")
+
+
+def label_history(engine: Engine, reviewer: Actor, case_id: str) -> list[Any]:
+    """Every label ``reviewer`` saved on ``case_id`` under role-adherence@1, the replaced
+    ones too, oldest first."""
+    with Session(engine) as session:
+        return list(
+            storage.labels.labels_for_case(
+                session,
+                case_id=case_id,
+                rubric_id="role-adherence",
+                version=1,
+                reviewer_id=reviewer.reviewer_id,
+                current_only=False,
+            )
+        )
 
 
 def demo_case(case_id: str) -> dict[str, Any]:
@@ -607,15 +608,7 @@ def test_labeling_a_turn_end_to_end(engine: Engine, monkeypatch: pytest.MonkeyPa
     keys.events.append({"seq": 4, "turn": 8, "code": "tone_break", "rationale": None})
     keys.send(focus=10)
     keys.send(focus=10)  # and the same queue once more
-    with Session(engine) as session:
-        rows = storage.labels.labels_for_case(
-            session,
-            case_id=case_id,
-            rubric_id="role-adherence",
-            version=1,
-            reviewer_id=lee.reviewer_id,
-            current_only=False,
-        )
+    rows = label_history(engine, lee, case_id)
     assert [(r.turn, r.code) for r in rows] == [
         (2, "in_role"),
         (4, "borderline"),
@@ -695,15 +688,7 @@ def test_changing_a_label_keeps_its_history(
     keys.press("tone_break", 2)
 
     lee = actor(engine, "lee")
-    with Session(engine) as session:
-        rows = storage.labels.labels_for_case(
-            session,
-            case_id=case_id,
-            rubric_id="role-adherence",
-            version=1,
-            reviewer_id=lee.reviewer_id,
-            current_only=False,
-        )
+    rows = label_history(engine, lee, case_id)
     assert [(r.turn, r.code, r.current) for r in rows] == [
         (2, "in_role", False),
         (2, "tone_break", True),

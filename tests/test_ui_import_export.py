@@ -11,14 +11,12 @@ from __future__ import annotations
 import io
 import json
 import re
-import shutil
 import zipfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import streamlit as st
 from sqlalchemy import Engine
 from sqlmodel import Session
 from streamlit.testing.v1 import AppTest
@@ -26,7 +24,7 @@ from streamlit.testing.v1 import AppTest
 import storage.labels
 from review_app.errors import InputError, PermissionDenied
 from review_app.services.cases import list_cases, load_case_view
-from review_app.services.demo import DEMO_CASES, load_demo
+from review_app.services.demo import DEMO_CASES
 from review_app.services.export import export_data
 from review_app.services.people import Actor, operator_actor, sign_in
 from review_app.services.rubric_catalog import sync_rubrics
@@ -36,9 +34,9 @@ from review_app.services.uploads import (
     validate_upload,
     zip_export,
 )
-from storage.engine import create_database_engine, shared_engine
-from storage.migrations import upgrade_database
+from storage.engine import shared_engine
 from tests.conftest import REPO
+from tests.ui_support import app_database, demo_template
 
 APP = REPO / "review_app" / "ui" / "app.py"
 RUBRIC = "role-adherence@1"
@@ -48,27 +46,13 @@ UPLOAD_DIR_PREFIX = "role-review-upload-"
 
 @pytest.fixture(scope="module")
 def demo_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("ui-demo") / "review.db"
-    engine = create_database_engine(f"sqlite:///{path}")
-    upgrade_database(engine)
-    load_demo(engine, operator_actor())
-    engine.dispose()
-    return path
+    return demo_template(tmp_path_factory.mktemp("ui-demo") / "review.db")
 
 
 @pytest.fixture
 def db_url(demo_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    copy = tmp_path / "review.db"
-    shutil.copyfile(demo_file, copy)
-    url = f"sqlite:///{copy}"
-    monkeypatch.setenv("REVIEW_APP_DATABASE_URL", url)
-    for name in ("REVIEW_APP_AUTH", "REVIEW_APP_LOCAL_USER", "REVIEW_APP_ADMINS"):
-        monkeypatch.delenv(name, raising=False)
-    st.cache_resource.clear()
-    st.cache_data.clear()
-    yield url
-    st.cache_resource.clear()
-    st.cache_data.clear()
+    with app_database(demo_file, tmp_path, monkeypatch, local_user=None) as url:
+        yield url
 
 
 def open_page(

@@ -8,23 +8,20 @@ the person an admin; a reviewer signs in through OIDC (``AppTest.user``).
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import streamlit as st
 from streamlit.testing.v1 import AppTest
 
-from review_app.services.demo import load_demo
 from review_app.services.judge_import import import_verdicts, list_judge_runs
 from review_app.services.judge_report import calibration_report, disagreement_explorer
 from review_app.services.people import Actor, operator_actor
 from review_app.services.rubric_catalog import sync_rubrics
 from storage.engine import create_database_engine
-from storage.migrations import upgrade_database
 from tests.judge_support import REPO
+from tests.ui_support import app_database, demo_template
 
 APP = REPO / "review_app" / "ui" / "app.py"
 RUBRIC = "role-adherence@1"
@@ -33,31 +30,14 @@ V2 = "role-judge@v2/gemma-3-270m-it"
 
 
 @pytest.fixture(scope="module")
-def demo_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("ui") / "demo.db"
-    engine = create_database_engine(f"sqlite:///{path}")
-    upgrade_database(engine)
-    load_demo(engine, operator_actor(), local_user="admin")
-    engine.dispose()
-    return path
+def demo_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return demo_template(tmp_path_factory.mktemp("ui") / "demo.db", local_user="admin")
 
 
 @pytest.fixture
-def database_url(
-    demo_template: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[str]:
-    path = tmp_path / "review.db"
-    shutil.copy(demo_template, path)
-    url = f"sqlite:///{path}"
-    monkeypatch.setenv("REVIEW_APP_DATABASE_URL", url)
-    monkeypatch.setenv("REVIEW_APP_AUTH", "local")
-    monkeypatch.setenv("REVIEW_APP_LOCAL_USER", "admin")
-    monkeypatch.delenv("REVIEW_APP_ADMINS", raising=False)
-    st.cache_data.clear()
-    st.cache_resource.clear()
-    yield url
-    st.cache_data.clear()
-    st.cache_resource.clear()  # disposes nothing by itself; the file goes with tmp_path
+def database_url(demo_file: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    with app_database(demo_file, tmp_path, monkeypatch, local_user="admin") as url:
+        yield url
 
 
 def judge_page(**user: Any) -> AppTest:
