@@ -31,6 +31,8 @@ ACTIONS = (
     "export",
     "person_add",
     "role_change",
+    "person_deactivate",
+    "person_reactivate",
     "assign",
     "verdicts_import",
     "judge_run",
