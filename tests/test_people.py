@@ -3,6 +3,7 @@ active admin stays, every change leaves one audit entry; on SQLite and PostgreSQ
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -119,3 +120,30 @@ def test_the_last_active_admin_stays(database: Database) -> None:
     reactivate_person(engine, operator(), name="ada")
     set_role(engine, operator(), name="bo", role="reviewer")
     assert _entries(database, "person_deactivate")[0]["object"] == "ada"
+
+
+def test_the_commands(database: Database, run_cli: Any) -> None:
+    db = database.url
+    assert run_cli("reviewers", "add", "Ana", "--role", "admin", db=db).stdout == "ana: admin\n"
+    run_cli("reviewers", "add", "ben", db=db)
+    done = run_cli("reviewers", "deactivate", "BEN", db=db)
+    assert (done.returncode, done.stdout) == (0, "ben: deactivated\n")
+    again = run_cli("reviewers", "deactivate", "ben", db=db)
+    assert (again.returncode, again.stdout) == (0, "ben: already deactivated, nothing changed\n")
+    assert [line.split() for line in run_cli("reviewers", "list", db=db).stdout.splitlines()] == [
+        ["ana", "admin"],
+        ["ben", "reviewer", "inactive"],
+    ]
+    assert json.loads(run_cli("reviewers", "list", "--json", db=db).stdout) == [
+        {"name": "ana", "role": "admin", "active": True},
+        {"name": "ben", "role": "reviewer", "active": False},
+    ]
+    unknown = run_cli("reviewers", "reactivate", "nobody", db=db)
+    assert (unknown.returncode, unknown.stdout) == (2, "")
+    assert unknown.stderr == "error: no reviewer named 'nobody'\n"
+    last = run_cli("reviewers", "deactivate", "ana", db=db)
+    assert last.returncode == 2 and "ana is the last active admin" in last.stderr
+    back = run_cli("reviewers", "reactivate", "ben", db=db)
+    assert (back.returncode, back.stdout) == (0, "ben: reactivated\n")
+    audit = run_cli("audit", "--action", "person_deactivate", "--json", db=db).stdout
+    assert [entry["object"] for entry in json.loads(audit)] == ["ben"]
