@@ -34,6 +34,7 @@ ACTIONS = (
     "person_deactivate",
     "person_reactivate",
     "assign",
+    "audit_sample",
     "verdicts_import",
     "judge_run",
     "calibration_fit",
