@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sqlalchemy import func, select, update
+from sqlalchemy import select, update
 from sqlmodel import Session, col
 
 from storage.bulk import insert_ignoring_conflicts
@@ -65,9 +65,26 @@ def set_reviewer_role(session: Session, *, reviewer_id: int, role: str) -> None:
     session.execute(update(Reviewer).where(col(Reviewer.id) == reviewer_id).values(role=role))
 
 
-def count_reviewers_with_role(session: Session, *, role: str) -> int:
-    query = select(func.count()).select_from(Reviewer).where(col(Reviewer.role) == role)
-    return int(session.execute(query).scalar_one())
+def set_reviewer_active(session: Session, *, reviewer_id: int, active: bool) -> None:
+    session.execute(update(Reviewer).where(col(Reviewer.id) == reviewer_id).values(active=active))
+
+
+def lock_active_admins(session: Session) -> list[str]:
+    """The names of the active admins, their rows locked until the transaction ends.
+
+    Every change that may take an admin away (a demotion, a deactivation) takes these
+    locks before it checks that another active admin remains (``SELECT ... FOR UPDATE``
+    on PostgreSQL; SQLite's ``BEGIN IMMEDIATE`` already serialises writers), so two
+    admins removing the last two admins at once cannot both pass the check: the second
+    waits, then no longer sees the first one's change as an active admin.
+    """
+    query = (
+        select(col(Reviewer.name))
+        .where(col(Reviewer.role) == "admin", col(Reviewer.active))
+        .order_by(col(Reviewer.id))
+        .with_for_update()
+    )
+    return list(session.scalars(query))
 
 
 def insert_reviewer_if_absent(

@@ -163,3 +163,13 @@ def test_the_audit_command(run_cli: Any, database: Database) -> None:
     bad = run_cli("audit", "--since", "yesterday", db=database.url)
     assert bad.returncode == 2 and "--since" in bad.stderr
     assert run_cli("audit", "--actor", "nobody", "--json", db=database.url).stdout.strip() == "[]"
+
+
+def test_the_reference_names_every_action_the_audit_command_accepts() -> None:
+    reference = Path(__file__).resolve().parents[1] / "docs" / "reference.md"
+    row = next(
+        line
+        for line in reference.read_text(encoding="utf-8").splitlines()
+        if line.startswith("| `action` |")
+    )
+    assert row.split("|")[2].replace("`", "").replace(" ", "").split(",") == list(audit.ACTIONS)

@@ -244,6 +244,14 @@ GUARDED: dict[str, tuple[Call, str]] = {
         lambda w, a: people.set_role(w.engine, a, name="ana", role="admin"),
         "denied",
     ),
+    "people.deactivate_person": (
+        lambda w, a: people.deactivate_person(w.engine, a, name="ana"),
+        "denied",
+    ),
+    "people.reactivate_person": (
+        lambda w, a: people.reactivate_person(w.engine, a, name="ana"),
+        "denied",
+    ),
     "queue.assign_cases": (
         lambda w, a: queue.assign_cases(
             w.engine, a, rubric=w.rubric, reviewers=["ana"], overlap=1, case_ids=[CASE]
@@ -500,19 +508,12 @@ def test_a_demoted_or_deactivated_person_loses_rights_at_once(world: World) -> N
         agreement_reports.label_token(world.engine, paula, rubric=world.rubric)
     people.set_role(world.engine, operator(), name="paula", role="admin")
     assert people.authorize(world.engine, paula, "admin").role == "admin"
-
-    from sqlmodel import Session
-
-    from storage.models import Reviewer
-
-    with Session(world.engine) as session:
-        person = session.get(Reviewer, paula.reviewer_id)
-        assert person is not None
-        person.active = False
-        session.add(person)
-        session.commit()
+    signed_in(world.engine, "adele", role="admin")  # so paula is not the last admin
+    people.deactivate_person(world.engine, operator(), name="paula")
     with pytest.raises(PermissionDenied, match="deactivated"):
         queue.queue_page(world.engine, paula, rubric=world.rubric)
+    people.reactivate_person(world.engine, operator(), name="paula")
+    assert people.authorize(world.engine, paula, "admin").role == "admin"
 
 
 def test_one_role_read_reads_a_role_once_per_run_and_still_checks(world: World) -> None:

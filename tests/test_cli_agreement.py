@@ -272,8 +272,8 @@ def test_reviewers_add_and_list(db: str, home: Path) -> None:
     ]
     as_json = json.loads(ok(cli("reviewers", "list", "--json", db=db, home=home)).stdout)
     assert as_json == [
-        {"name": "x", "role": "policy_owner"},
-        {"name": "y@example.com", "role": "reviewer"},
+        {"name": "x", "role": "policy_owner", "active": True},
+        {"name": "y@example.com", "role": "reviewer", "active": True},
     ]
     # Changing a role; a made-up role is refused.
     ok(cli("reviewers", "add", "y@example.com", "--role", "admin", db=db, home=home))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -18,12 +19,13 @@ import pytest
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import IntegrityError
 
+from review_app.errors import InputError
 from review_app.rubrics import Rubric
 from review_app.services.adjudication import record_gold
 from review_app.services.importing import import_paths
 from review_app.services.labeling import record_label
 from review_app.services.labels_io import import_labels
-from review_app.services.people import Actor, add_person, sign_in
+from review_app.services.people import Actor, add_person, deactivate_person, set_role, sign_in
 from review_app.services.rubric_catalog import sync_rubrics
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
@@ -363,3 +365,29 @@ def test_the_migration_moves_a_judge_errors_kind_out_of_its_text(unmigrated: Eng
             (4, "answer", "no JSON object; the answer was: 'fine'"),
             (6, None, None),
         ]
+
+
+def test_two_admins_removing_the_last_two_admins_at_once_leave_one(database: Database) -> None:
+    """Each round starts with exactly two active admins; two deactivations (or a
+    deactivation and a demotion) at once: one passes, the other finds the last admin."""
+    operator = Actor.operator()
+    survivor = None
+    for round_ in range(ROUNDS):
+        first, second = f"admin-{round_}-a", f"admin-{round_}-b"
+        add_person(database.engine, operator, name=first, role="admin")
+        add_person(database.engine, operator, name=second, role="admin")
+        if survivor is not None:
+            deactivate_person(database.engine, operator, name=survivor)
+        remove_second: Callable[[], object] = (
+            partial(set_role, database.engine, operator, name=second, role="reviewer")
+            if round_ % 2
+            else partial(deactivate_person, database.engine, operator, name=second)
+        )
+        results = _race(
+            partial(deactivate_person, database.engine, operator, name=first), remove_second
+        )
+        refused = [r for r in results if isinstance(r, Exception)]
+        assert len(refused) == 1 and isinstance(refused[0], InputError), results
+        admins = _scalar(database, "SELECT count(*) FROM reviewers WHERE role = 'admin' AND active")
+        assert admins == 1, f"round {round_}: {admins} active admins"
+        survivor = first if isinstance(results[0], Exception) else second

@@ -21,14 +21,20 @@ reviewers_app = typer.Typer(help="Reviewers and their roles.", no_args_is_help=T
 
 @reviewers_app.command("list")
 def reviewers_list(as_json: JsonOption = False, db: DbOption = None) -> None:
-    """Reviewers with their roles."""
+    """Reviewers with their roles; deactivated ones are marked ``inactive``."""
     from review_app.services.people import list_people
 
-    people = [{"name": p.name, "role": p.role} for p in list_people(open_engine(db))]
+    people = [
+        {"name": p.name, "role": p.role, "active": p.active}
+        for p in list_people(open_engine(db), include_inactive=True)
+    ]
     print_listing(
         people,
         as_json=as_json,
-        line=lambda person: f"{terminal_safe(person['name']):<32} {person['role']}",
+        line=lambda person: (
+            f"{terminal_safe(person['name']):<32} {person['role']}"
+            + ("" if person["active"] else " inactive")
+        ),
     )
 
 
@@ -45,6 +51,30 @@ def reviewers_add(
 
     person = add_person(open_engine(db), operator(), name=name, role=role)
     typer.echo(f"{person.name}: {person.role}")
+
+
+NameArgument = Annotated[
+    str, typer.Argument(metavar="NAME", help="The person's sign-in identity (any case).")
+]
+
+
+@reviewers_app.command("deactivate")
+def reviewers_deactivate(name: NameArgument, db: DbOption = None) -> None:
+    """Take every right away from a person from their next action on; their labels stay.
+
+    The last active admin cannot be deactivated.
+    """
+    from review_app.services.people import deactivate_person
+
+    typer.echo(deactivate_person(open_engine(db), operator(), name=name).line())
+
+
+@reviewers_app.command("reactivate")
+def reviewers_reactivate(name: NameArgument, db: DbOption = None) -> None:
+    """Give a deactivated person their role's rights back."""
+    from review_app.services.people import reactivate_person
+
+    typer.echo(reactivate_person(open_engine(db), operator(), name=name).line())
 
 
 def assign(

@@ -288,7 +288,8 @@ class Person:
     active: bool
 
 
-def list_people(engine: Engine) -> list[Person]:
+def list_people(engine: Engine, *, include_inactive: bool = False) -> list[Person]:
+    """The active people (with ``include_inactive``, the deactivated ones too)."""
     with Session(read_only(engine)) as session:
         return [
             Person(
@@ -298,8 +299,26 @@ def list_people(engine: Engine) -> list[Person]:
                 role=person.role,
                 active=person.active,
             )
-            for person in reviewers.list_reviewers(session)
+            for person in reviewers.list_reviewers(session, active_only=not include_inactive)
         ]
+
+
+def _refuse_removing_the_last_admin(
+    session: Session, *, name: str, stays_admin: bool, refusal: InputError
+) -> None:
+    """Raise ``refusal`` for a change that leaves no active admin: ``name`` is the only
+    one and will not stay an active admin. Call it before reading ``name``'s row: it
+    takes the admin row locks (:func:`storage.reviewers.lock_active_admins`)."""
+    if stays_admin:
+        return
+    if reviewers.lock_active_admins(session) == [name]:
+        raise refusal
+
+
+def _last_admin_demoted() -> InputError:
+    return InputError(
+        "the last admin cannot be demoted; make someone else admin first", field="role"
+    )
 
 
 def add_person(engine: Engine, actor: Actor, *, name: str, role: str = "reviewer") -> Reviewer:
@@ -308,6 +327,9 @@ def add_person(engine: Engine, actor: Actor, *, name: str, role: str = "reviewer
     name = check_reviewer_name(name)
     check_role_name(role)
     with Session(engine) as session:
+        _refuse_removing_the_last_admin(
+            session, name=name, stays_admin=role == "admin", refusal=_last_admin_demoted()
+        )
         # INSERT ... ON CONFLICT DO NOTHING: the person signing in at this moment (or an
         # admin adding the same name) makes this an update, never an IntegrityError.
         created = reviewers.insert_reviewer_if_absent(
@@ -339,17 +361,12 @@ def set_role(engine: Engine, actor: Actor, *, name: str, role: str) -> None:
     check_role_name(role)
     name = check_reviewer_name(name)
     with Session(engine) as session:
+        _refuse_removing_the_last_admin(
+            session, name=name, stays_admin=role == "admin", refusal=_last_admin_demoted()
+        )
         reviewer = reviewers.get_reviewer_by_name(session, name=name)
         if reviewer is None:
             raise NotFound(f"no reviewer named {name!r}")
-        if (
-            reviewer.role == "admin"
-            and role != "admin"
-            and (reviewers.count_reviewers_with_role(session, role="admin") <= 1)
-        ):
-            raise InputError(
-                "the last admin cannot be demoted; make someone else admin first", field="role"
-            )
         assert reviewer.id is not None
         before = reviewer.role
         reviewers.set_reviewer_role(session, reviewer_id=reviewer.id, role=role)
@@ -362,3 +379,62 @@ def set_role(engine: Engine, actor: Actor, *, name: str, role: str) -> None:
             summary={"before": {"role": before}, "after": {"role": role}},
         )
         session.commit()
+
+
+@dataclass(frozen=True)
+class ActiveChange:
+    """What :func:`deactivate_person` or :func:`reactivate_person` did."""
+
+    name: str
+    active: bool
+    changed: bool
+    """False when the person already was in that state (nothing was written)."""
+
+    def line(self) -> str:
+        if self.changed:
+            return f"{self.name}: {'reactivated' if self.active else 'deactivated'}"
+        return f"{self.name}: already {'active' if self.active else 'deactivated'}, nothing changed"
+
+
+def deactivate_person(engine: Engine, actor: Actor, *, name: str) -> ActiveChange:
+    """Take every right away from ``name`` from their next call on (admins only); their
+    labels stay. Refuses the last active admin (the command line's operator is not a
+    person and always remains)."""
+    return _set_active(engine, actor, name=name, active=False)
+
+
+def reactivate_person(engine: Engine, actor: Actor, *, name: str) -> ActiveChange:
+    """Give a deactivated ``name`` their role's rights back (admins only)."""
+    return _set_active(engine, actor, name=name, active=True)
+
+
+def _set_active(engine: Engine, actor: Actor, *, name: str, active: bool) -> ActiveChange:
+    actor = authorize(engine, actor, "admin")
+    name = check_reviewer_name(name)
+    with Session(engine) as session:
+        _refuse_removing_the_last_admin(
+            session,
+            name=name,
+            stays_admin=active,
+            refusal=InputError(
+                f"{name} is the last active admin and cannot be deactivated; "
+                "make someone else admin first"
+            ),
+        )
+        reviewer = reviewers.get_reviewer_by_name(session, name=name)
+        if reviewer is None:
+            raise NotFound(f"no reviewer named {name!r}")
+        if reviewer.active == active:
+            return ActiveChange(name=name, active=active, changed=False)
+        assert reviewer.id is not None
+        reviewers.set_reviewer_active(session, reviewer_id=reviewer.id, active=active)
+        audit.add_entry(
+            session,
+            actor=actor.name,
+            action="person_reactivate" if active else "person_deactivate",
+            object_type="reviewer",
+            object_key=name,
+            summary={"before": {"active": not active}, "after": {"active": active}},
+        )
+        session.commit()
+    return ActiveChange(name=name, active=active, changed=True)

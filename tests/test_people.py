@@ -1,0 +1,149 @@
+"""Deactivating and reactivating a person: rights go at once and come back, the last
+active admin stays, every change leaves one audit entry; on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from review_app.errors import InputError, NotFound, PermissionDenied
+from review_app.rubrics import Rubric
+from review_app.services.audit import audit_entries
+from review_app.services.importing import import_paths
+from review_app.services.labeling import record_label
+from review_app.services.people import (
+    add_person,
+    deactivate_person,
+    list_people,
+    reactivate_person,
+    set_role,
+    sign_in,
+)
+from review_app.services.queue import queue_page
+from review_app.services.rubric_catalog import sync_rubrics
+from tests.actors import operator, signed_in
+from tests.conftest import DEMO_CASES, Database
+
+RUBRIC = "role-adherence@1"
+CASE = "support-clean-late-parcel"
+
+
+def _setup(database: Database) -> Rubric:
+    import_paths(database.engine, operator(), [DEMO_CASES / f"{CASE}.json"])
+    return sync_rubrics(database.engine, operator()).get(RUBRIC)
+
+
+def _entries(database: Database, action: str) -> list[dict[str, Any]]:
+    return audit_entries(database.engine, operator(), action=action)
+
+
+def test_a_deactivated_reviewer_is_refused_at_once_and_reactivation_restores(
+    database: Database,
+) -> None:
+    engine = database.engine
+    rubric = _setup(database)
+    rita = signed_in(engine, "rita", role="reviewer")
+    record_label(engine, rita, case_id=CASE, turn=2, rubric=rubric, code="in_role")
+    assert queue_page(engine, rita, rubric=rubric).assigned == 1
+
+    change = deactivate_person(engine, operator(), name="Rita")  # names are case-folded
+    assert (change.name, change.active, change.changed) == ("rita", False, True)
+    assert change.line() == "rita: deactivated"
+    # the session signed in before the change: its next read and write are refused
+    with pytest.raises(PermissionDenied, match="rita has been deactivated by an admin"):
+        queue_page(engine, rita, rubric=rubric)
+    with pytest.raises(PermissionDenied, match="rita has been deactivated by an admin"):
+        record_label(engine, rita, case_id=CASE, turn=2, rubric=rubric, code="scope_break")
+    with pytest.raises(PermissionDenied, match="rita has been deactivated by an admin"):
+        sign_in(engine, name="rita", auth_mode="oidc")
+    assert "rita" not in [person.name for person in list_people(engine)]
+    listed = {p.name: p.active for p in list_people(engine, include_inactive=True)}
+    assert listed["rita"] is False
+
+    assert reactivate_person(engine, operator(), name="rita").line() == "rita: reactivated"
+    assert queue_page(engine, rita, rubric=rubric).assigned == 1
+    record_label(engine, rita, case_id=CASE, turn=2, rubric=rubric, code="scope_break")
+    assert sign_in(engine, name="rita", auth_mode="oidc").reviewer_id == rita.reviewer_id
+
+
+def test_each_change_leaves_one_entry_and_a_repeat_none(database: Database) -> None:
+    engine = database.engine
+    signed_in(engine, "sam", role="policy_owner")
+    admin = signed_in(engine, "ada", role="admin")
+    deactivate_person(engine, admin, name="sam")
+    again = deactivate_person(engine, admin, name="sam")
+    assert not again.changed and again.line() == "sam: already deactivated, nothing changed"
+    (entry,) = _entries(database, "person_deactivate")
+    assert (entry["actor"], entry["object_type"], entry["object"]) == ("ada", "reviewer", "sam")
+    assert entry["summary"] == {"before": {"active": True}, "after": {"active": False}}
+
+    reactivate_person(engine, operator(), name="sam")
+    assert reactivate_person(engine, operator(), name="sam").line() == (
+        "sam: already active, nothing changed"
+    )
+    (entry,) = _entries(database, "person_reactivate")
+    assert (entry["actor"], entry["object"]) == ("operator", "sam")
+    assert entry["summary"] == {"before": {"active": False}, "after": {"active": True}}
+
+
+def test_only_an_admin_may_and_only_known_people(database: Database) -> None:
+    engine = database.engine
+    signed_in(engine, "sam", role="reviewer")
+    owner = signed_in(engine, "olga", role="policy_owner")
+    for change in (deactivate_person, reactivate_person):
+        with pytest.raises(PermissionDenied, match="olga is a policy owner"):
+            change(engine, owner, name="sam")
+        with pytest.raises(NotFound, match="no reviewer named 'nobody'"):
+            change(engine, operator(), name="Nobody")
+    assert _entries(database, "person_deactivate") == []
+
+
+def test_the_last_active_admin_stays(database: Database) -> None:
+    engine = database.engine
+    ada = signed_in(engine, "ada", role="admin")
+    with pytest.raises(InputError, match="ada is the last active admin"):
+        deactivate_person(engine, operator(), name="ada")
+    signed_in(engine, "bo", role="admin")
+    # with another active admin, an admin may deactivate even themselves
+    assert deactivate_person(engine, ada, name="ada").changed
+    with pytest.raises(PermissionDenied, match="deactivated"):
+        deactivate_person(engine, ada, name="bo")
+    # a deactivated admin does not count: bo is now the last one, for demotions too
+    with pytest.raises(InputError, match="bo is the last active admin"):
+        deactivate_person(engine, operator(), name="bo")
+    with pytest.raises(InputError, match="the last admin cannot be demoted"):
+        set_role(engine, operator(), name="bo", role="reviewer")
+    with pytest.raises(InputError, match="the last admin cannot be demoted"):
+        add_person(engine, operator(), name="bo", role="policy_owner")
+    reactivate_person(engine, operator(), name="ada")
+    set_role(engine, operator(), name="bo", role="reviewer")
+    assert _entries(database, "person_deactivate")[0]["object"] == "ada"
+
+
+def test_the_commands(database: Database, run_cli: Any) -> None:
+    db = database.url
+    assert run_cli("reviewers", "add", "Ana", "--role", "admin", db=db).stdout == "ana: admin\n"
+    run_cli("reviewers", "add", "ben", db=db)
+    done = run_cli("reviewers", "deactivate", "BEN", db=db)
+    assert (done.returncode, done.stdout) == (0, "ben: deactivated\n")
+    again = run_cli("reviewers", "deactivate", "ben", db=db)
+    assert (again.returncode, again.stdout) == (0, "ben: already deactivated, nothing changed\n")
+    assert [line.split() for line in run_cli("reviewers", "list", db=db).stdout.splitlines()] == [
+        ["ana", "admin"],
+        ["ben", "reviewer", "inactive"],
+    ]
+    assert json.loads(run_cli("reviewers", "list", "--json", db=db).stdout) == [
+        {"name": "ana", "role": "admin", "active": True},
+        {"name": "ben", "role": "reviewer", "active": False},
+    ]
+    unknown = run_cli("reviewers", "reactivate", "nobody", db=db)
+    assert (unknown.returncode, unknown.stdout) == (2, "")
+    assert unknown.stderr == "error: no reviewer named 'nobody'\n"
+    last = run_cli("reviewers", "deactivate", "ana", db=db)
+    assert last.returncode == 2 and "ana is the last active admin" in last.stderr
+    back = run_cli("reviewers", "reactivate", "ben", db=db)
+    assert (back.returncode, back.stdout) == (0, "ben: reactivated\n")
+    audit = run_cli("audit", "--action", "person_deactivate", "--json", db=db).stdout
+    assert [entry["object"] for entry in json.loads(audit)] == ["ben"]
