@@ -127,9 +127,13 @@ def is_issued(actor: object) -> bool:
 
 
 def _denied(actor: Actor, role: str, minimum: str) -> PermissionDenied:
-    return PermissionDenied(
-        f"{actor.name} is a {role.replace('_', ' ')}; this needs a {minimum.replace('_', ' ')}"
-    )
+    return PermissionDenied(f"{actor.name} is {_a_role(role)}; this needs {_a_role(minimum)}")
+
+
+def _a_role(role: str) -> str:
+    """``"a reviewer"``, ``"a policy owner"``, ``"an admin"``."""
+    words = role.replace("_", " ")
+    return f"{'an' if words[:1] in 'aeiou' else 'a'} {words}"
 
 
 def require_role(actor: Actor, minimum: str) -> None:
