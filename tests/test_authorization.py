@@ -343,6 +343,7 @@ EXEMPT: dict[str, str] = {
     "estimate.render_estimate": "pure: formats an estimate the caller computed",
     "render.render_alt_test": "pure: formats a report the caller computed",
     "case_rows.prepare_case": "pure: builds one case's rows in memory",
+    "people.assignable_people": "takes an open Session: checks names for authorized assigners",
     "cases.case_view": "takes an open Session: a building block of authorized services",
     "cases.check_lane": "pure: validates a lane name",
     "cases.claims_role_change": "pure: a regular expression over text",
@@ -396,6 +397,7 @@ EXEMPT_WITH_DATABASE = {
     "judge_import.find_or_create_run",
     "judge_runner.select_case_ids",
     "label_table.load_rating_table",
+    "people.assignable_people",
     "people.list_people",
     "people.sign_in",
 }

@@ -11,6 +11,7 @@ import pytest
 from review_app.errors import InputError, NotFound, PermissionDenied
 from review_app.rubrics import Rubric
 from review_app.services.audit import audit_entries
+from review_app.services.audit_samples import draw_audit_sample
 from review_app.services.importing import import_paths
 from review_app.services.labeling import record_label
 from review_app.services.people import (
@@ -21,7 +22,7 @@ from review_app.services.people import (
     set_role,
     sign_in,
 )
-from review_app.services.queue import queue_page
+from review_app.services.queue import assign_cases, queue_page
 from review_app.services.rubric_catalog import sync_rubrics
 from tests.actors import operator, signed_in
 from tests.conftest import DEMO_CASES, Database
@@ -93,7 +94,7 @@ def test_only_an_admin_may_and_only_known_people(database: Database) -> None:
     signed_in(engine, "sam", role="reviewer")
     owner = signed_in(engine, "olga", role="policy_owner")
     for change in (deactivate_person, reactivate_person):
-        with pytest.raises(PermissionDenied, match="olga is a policy owner; this needs an admin$"):
+        with pytest.raises(PermissionDenied, match=r"olga is a policy owner; this needs an admin$"):
             change(engine, owner, name="sam")
         with pytest.raises(NotFound, match="no reviewer named 'nobody'"):
             change(engine, operator(), name="Nobody")
@@ -147,3 +148,20 @@ def test_the_commands(database: Database, run_cli: Any) -> None:
     assert (back.returncode, back.stdout) == (0, "ben: reactivated\n")
     audit = run_cli("audit", "--action", "person_deactivate", "--json", db=db).stdout
     assert [entry["object"] for entry in json.loads(audit)] == ["ben"]
+
+
+def test_a_deactivated_reviewer_is_given_no_new_cases(database: Database) -> None:
+    engine = database.engine
+    rubric = _setup(database)
+    signed_in(engine, "rita", role="reviewer")
+    deactivate_person(engine, operator(), name="rita")
+    with pytest.raises(InputError, match="rita: deactivated, so given no cases") as refused:
+        assign_cases(engine, operator(), rubric=rubric, reviewers=["Rita"], overlap=1)
+    assert refused.value.field == "reviewers"
+    with pytest.raises(InputError, match="rita: deactivated, so given no cases"):
+        draw_audit_sample(engine, operator(), rubric=rubric, size=1, seed=0, reviewers=["rita"])
+    assert _entries(database, "assign") == []
+    assert _entries(database, "audit_sample") == []
+    reactivate_person(engine, operator(), name="rita")
+    report = assign_cases(engine, operator(), rubric=rubric, reviewers=["rita"], overlap=1)
+    assert report.new_assignments == 1

@@ -22,7 +22,7 @@ import storage.audit_samples
 import storage.reviewers
 from review_app.errors import InputError
 from review_app.rubrics import Rubric
-from review_app.services.people import Actor, authorize
+from review_app.services.people import Actor, assignable_people, authorize
 from review_app.services.queue import AssignmentReport, assign_cases
 from storage import audit
 from storage.engine import read_only
@@ -69,10 +69,7 @@ def draw_audit_sample(
     if not reviewers:
         raise InputError("choose at least one reviewer", field="reviewers")
     with Session(engine) as session:
-        people = storage.reviewers.reviewers_by_name(session, names=reviewers)
-        unknown = sorted(set(reviewers) - set(people))
-        if unknown:
-            raise InputError(f"no reviewer named {', '.join(unknown)}", field="reviewers")
+        assignable_people(session, names=reviewers)
         done = storage.audit_samples.audited_units(
             session, rubric_id=rubric.id, version=rubric.version
         )

@@ -442,3 +442,24 @@ def _set_active(engine: Engine, actor: Actor, *, name: str, active: bool) -> Act
         )
         session.commit()
     return ActiveChange(name=name, active=active, changed=True)
+
+
+def assignable_people(session: Session, *, names: list[str]) -> dict[str, Reviewer]:
+    """The named people, by case-folded name: each must exist and be active.
+
+    Callers are services that already authorized their actor (assignment, audit
+    samples); a deactivated person keeps their history but gets no new cases.
+    """
+    keys = [input_policy.identity_key(name) for name in names]
+    people = reviewers.reviewers_by_name(session, names=keys)
+    unknown = sorted(set(keys) - set(people))
+    if unknown:
+        raise InputError(f"no reviewer named {', '.join(unknown)}", field="reviewers")
+    inactive = sorted(name for name, person in people.items() if not person.active)
+    if inactive:
+        raise InputError(
+            f"{', '.join(inactive)}: deactivated, so given no cases "
+            "(review-app reviewers reactivate NAME first)",
+            field="reviewers",
+        )
+    return people

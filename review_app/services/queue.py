@@ -26,7 +26,7 @@ from review_app.errors import InputError
 from review_app.evaluator import EVALUATOR_VERSION
 from review_app.rubrics import Rubric
 from review_app.services.cases import check_lane
-from review_app.services.people import Actor, authorize
+from review_app.services.people import Actor, assignable_people, authorize
 from storage import assignments, audit, audit_samples, borderline
 from storage.assignments import QueueRow
 from storage.cases import list_case_summaries
@@ -213,10 +213,7 @@ def assign_cases(
     reviewers = [input_policy.identity_key(name) for name in reviewers]  # "Ana" is ana
     now = datetime.now(UTC)
     with Session(engine) as session:
-        people = storage.reviewers.reviewers_by_name(session, names=reviewers)
-        unknown = sorted(set(reviewers) - set(people))
-        if unknown:
-            raise InputError(f"no reviewer named {', '.join(unknown)}", field="reviewers")
+        people = assignable_people(session, names=reviewers)
         if case_ids is None:
             summaries = list_case_summaries(
                 session, evaluator_version=EVALUATOR_VERSION, lanes=[lane] if lane else None
