@@ -398,14 +398,3 @@ def read_case_file(
             )
         lines_by_case[case_id] = line if line is not None else prefix
         yield record
-
-
-def load_case_file(path: Path) -> Any:
-    """The parsed content of one JSON case file, for ``review-app inspect``."""
-    records = list(iter_json_records(path))
-    if len(records) != 1 or records[0][1] is not None:
-        raise InputError(
-            "inspect takes a file holding one case object; this one holds several",
-            source=str(path),
-        )
-    return records[0][2]

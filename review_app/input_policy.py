@@ -343,11 +343,6 @@ def find_duplicate_key(data: bytes | str) -> tuple[str, str] | None:
     return None
 
 
-def loads_text(text: str, *, source: str, line: int | None = None) -> Any:
-    """:func:`parse_json` for text already decoded (a model's answer, a typed value)."""
-    return parse_json(text.encode("utf-8", "surrogatepass"), source=source, line=line)
-
-
 def jsonl_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
     """``(line number, line)`` of JSONL bytes, split on ``\\n`` only.
 

@@ -139,16 +139,6 @@ def lock_assignments(
         ).all()
 
 
-def get_assignment(
-    session: Session, *, case_id: str, reviewer_id: int, rubric_id: str, version: int
-) -> Assignment | None:
-    query = select(Assignment).where(
-        *_queue_of(reviewer_id=reviewer_id, rubric_id=rubric_id, version=version),
-        col(Assignment.case_id) == case_id,
-    )
-    return session.scalars(query).first()
-
-
 @dataclass(frozen=True, slots=True)
 class QueueRow:
     case_id: str

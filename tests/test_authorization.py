@@ -373,7 +373,6 @@ EXEMPT: dict[str, str] = {
     "people.list_people": "names and roles of people, no labels",
     "people.operator_actor": "issues the command line's actor",
     "people.require_reviewer_id": "checks an actor it is given",
-    "people.require_role": "checks an actor it is given",
     "people.sign_in": "issues actors",
     "key_events.parse_key_events": "pure: checks the review page's queued key presses",
     "queue.forget_progress": "clears an in-process cache",

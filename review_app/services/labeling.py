@@ -41,10 +41,6 @@ class SavedLabel:
     labeled_turns: int
     total_turns: int
 
-    @property
-    def case_complete(self) -> bool:
-        return self.labeled_turns >= self.total_turns
-
 
 def _clean_rationale(rationale: str | None) -> str | None:
     if rationale is None:

@@ -136,17 +136,6 @@ def _a_role(role: str) -> str:
     return f"{'an' if words[:1] in 'aeiou' else 'a'} {words}"
 
 
-def require_role(actor: Actor, minimum: str) -> None:
-    """Check the seal and the role the actor carries (no database read: prefer
-    :func:`authorize`, which also reads the current role)."""
-    if minimum not in ROLE_RANK:
-        raise ValueError(f"unknown role {minimum!r}")
-    if not is_issued(actor):
-        raise PermissionDenied("nobody is signed in (this actor was not issued by a sign-in)")
-    if not actor.has_role(minimum):
-        raise _denied(actor, actor.role, minimum)
-
-
 # reviewer id -> (name, role, active), read once inside :func:`one_role_read`.
 _ROLES_READ: ContextVar[dict[int, tuple[str, str, bool]] | None] = ContextVar(
     "roles_read", default=None
