@@ -45,9 +45,6 @@ not what the conversation holds, so the content hash leaves it out (a fixture
 imported where its case is stored is the same case)."""
 CASE_FILE_SUFFIXES = (".json", ".jsonl", ".ndjson")
 CASE_ID_PATTERN = re.compile(r"[^\s\x00-\x1f\x7f]{1,200}")
-# Contract versions share the case id's form: a key column of 200 characters, and one
-# ``key=value`` token of the diagnostic line.
-CONTRACT_VERSION_PATTERN = CASE_ID_PATTERN
 # Turns are stored in 32-bit integer columns (PostgreSQL ``integer``).
 TURN_MIN, TURN_MAX = input_policy.TURN_MIN, input_policy.TURN_MAX
 

@@ -43,7 +43,6 @@ FIXTURE_ERROR_CODES = (
     "actions_on_non_assistant_event",
     "unknown_action",
 )
-VIOLATION_CODES = ("action_outside_role",)
 HARNESS_CODES = (
     "request_contract_mismatch",
     "request_missing_turns",

@@ -42,7 +42,6 @@ from storage.models import GoldLabel
 
 IntArray = npt.NDArray[np.int64]
 MAX_NOTE_CHARS = input_policy.MAX_NOTE_CHARS
-GOLD_SOURCES = ("adjudicated", "unanimous")
 
 
 @dataclass(frozen=True)
