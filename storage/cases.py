@@ -220,15 +220,6 @@ def list_case_summaries(
     return [CaseSummaryRow(*row) for row in session.execute(query)]
 
 
-def count_cases_by_lane(session: Session, *, evaluator_version: str) -> dict[str, int]:
-    query = (
-        select(Evaluation.lane, func.count())  # type: ignore[call-overload]
-        .where(Evaluation.evaluator_version == evaluator_version)
-        .group_by(Evaluation.lane)
-    )
-    return {lane: count for lane, count in session.execute(query)}
-
-
 def get_case(session: Session, *, case_id: str) -> Case | None:
     return session.get(Case, case_id)
 

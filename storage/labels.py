@@ -149,17 +149,6 @@ def labels_for_case(
     return _label_rows(session, query.order_by(col(Label.turn), col(Label.id)))
 
 
-def count_labels(
-    session: Session, *, rubric_id: str | None = None, version: int | None = None
-) -> int:
-    query = select(func.count()).select_from(Label)
-    if rubric_id is not None:
-        query = query.where(col(Label.rubric_id) == rubric_id)
-    if version is not None:
-        query = query.where(col(Label.rubric_version) == version)
-    return int(session.execute(query).scalar_one())
-
-
 def label_event_applied(session: Session, *, reviewer_id: int, client_id: str, seq: int) -> bool:
     """Whether this key press (page load ``client_id``, number ``seq``) is stored already."""
     found = session.scalars(
@@ -424,29 +413,6 @@ def label_token(session: Session, *, rubric_id: str, version: int) -> tuple[int,
         )
     ).one()
     return int(labels[0]), int(labels[1]), int(gold[0]), int(gold[1])
-
-
-def disagreement_units(
-    session: Session, *, rubric_id: str, version: int
-) -> list[tuple[str, int, int, int]]:
-    """``(case_id, turn, labels, distinct codes)`` of units whose current labels differ."""
-    query = (
-        select(
-            col(Label.case_id),
-            col(Label.turn),
-            func.count(),
-            func.count(func.distinct(col(Label.code))),
-        )
-        .where(
-            col(Label.rubric_id) == rubric_id,
-            col(Label.rubric_version) == version,
-            col(Label.current),
-        )
-        .group_by(col(Label.case_id), col(Label.turn))
-        .having(func.count(func.distinct(col(Label.code))) > 1)
-        .order_by(col(Label.case_id), col(Label.turn))
-    )
-    return [(row[0], row[1], row[2], row[3]) for row in session.execute(query)]
 
 
 def pass_labels_on_violations(

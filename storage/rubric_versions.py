@@ -12,10 +12,6 @@ from storage.models import (
 )
 
 
-def get_rubric_version(session: Session, *, rubric_id: str, version: int) -> RubricVersion | None:
-    return session.get(RubricVersion, (rubric_id, version))
-
-
 def list_rubric_versions(session: Session) -> list[RubricVersion]:
     query = select(RubricVersion).order_by(col(RubricVersion.rubric_id), col(RubricVersion.version))
     return list(session.scalars(query))

@@ -24,6 +24,8 @@ from urllib.parse import quote
 import pytest
 from sqlalchemy import Engine, create_engine, text
 
+from review_app.evaluator import EVALUATOR_VERSION
+from review_app.services.cases import LANES
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
 
@@ -261,3 +263,23 @@ def row_counts(engine: Engine) -> dict[str, int]:
             table: int(connection.execute(text(f"SELECT count(*) FROM {table}")).scalar_one())
             for table in CASE_TABLES
         }
+
+
+def lane_counts(engine: Engine) -> dict[str, int]:
+    """Cases in each lane (every lane, 0 when empty) under the current evaluator version."""
+    with engine.connect() as connection:
+        rows = connection.execute(
+            text(
+                "SELECT lane, count(*) FROM evaluations"
+                " WHERE evaluator_version = :version GROUP BY lane"
+            ),
+            {"version": EVALUATOR_VERSION},
+        )
+        counts = {lane: int(count) for lane, count in rows}
+    return {lane: counts.get(lane, 0) for lane in LANES}
+
+
+def label_count(engine: Engine) -> int:
+    """Rows in the labels table (every version of every label)."""
+    with engine.connect() as connection:
+        return int(connection.execute(text("SELECT count(*) FROM labels")).scalar_one())

@@ -24,7 +24,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from sklearn.metrics import cohen_kappa_score
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlmodel import Session, col
 from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
@@ -35,7 +35,7 @@ from review_app.services.adjudication import (
     disagreement_queue,
     gold_counts,
     gold_labels,
-    gold_set_from,
+    gold_set_from_table,
     record_gold,
     unit_detail,
 )
@@ -55,9 +55,8 @@ from storage.labels import (
     LabelColumns,
     current_label_columns,
     current_labels_grouped,
-    disagreement_units,
 )
-from storage.models import GoldLabel
+from storage.models import GoldLabel, Label
 from tests.builders import AGREEMENT_REPORT_KEYS, write_label_csv
 from tests.conftest import Database
 
@@ -677,7 +676,7 @@ def test_rating_table_and_gold_counts_match_their_plain_definitions(
         unit: GoldLabel(case_id=unit[0], turn=unit[1], rubric_id="r", rubric_version=1, code="x")
         for unit in adjudicated_units
     }
-    gold = gold_set_from(columns, adjudicated)
+    gold = gold_set_from_table(table, adjudicated)
     open_units = {unit: found for unit, found in codes.items() if unit not in adjudicated}
     expected_unanimous = {
         unit: found[0]
@@ -818,6 +817,30 @@ def test_no_labels_read_case_by_case_give_an_empty_table(
     with Session(cases_only.engine) as session:
         table = load_rating_table(session, rubric_id=rubric.id, version=rubric.version)
     assert (table.n_units, table.n_raters, table.n_ratings) == (0, 0, 0)
+
+
+def disagreement_units(
+    session: Session, *, rubric_id: str, version: int
+) -> list[tuple[str, int, int, int]]:
+    """``(case_id, turn, labels, distinct codes)`` of units whose current labels differ,
+    in one SQL query: an independent check on the queue, which works on a rating table."""
+    query = (
+        select(
+            col(Label.case_id),
+            col(Label.turn),
+            func.count(),
+            func.count(func.distinct(col(Label.code))),
+        )
+        .where(
+            col(Label.rubric_id) == rubric_id,
+            col(Label.rubric_version) == version,
+            col(Label.current),
+        )
+        .group_by(col(Label.case_id), col(Label.turn))
+        .having(func.count(func.distinct(col(Label.code))) > 1)
+        .order_by(col(Label.case_id), col(Label.turn))
+    )
+    return [(row[0], row[1], row[2], row[3]) for row in session.execute(query)]
 
 
 def test_the_queue_agrees_with_the_sql_definition_of_a_disagreement(

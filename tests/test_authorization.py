@@ -330,7 +330,6 @@ GUARDED: dict[str, tuple[Call, str]] = {
 # case metadata without labels.
 EXEMPT: dict[str, str] = {
     "adjudication.gold_counts": "pure: counts over a rating table the caller read",
-    "adjudication.gold_set_from": "pure: over label columns the caller read",
     "adjudication.gold_set_from_table": "pure: over a rating table the caller read",
     "agreement_reports.report_from_table": "pure: coefficients over a table the caller read",
     "audit.audit_line": "pure: formats an entry the caller read",
@@ -347,7 +346,6 @@ EXEMPT: dict[str, str] = {
     "cases.case_view": "takes an open Session: a building block of authorized services",
     "cases.check_lane": "pure: validates a lane name",
     "cases.claims_role_change": "pure: a regular expression over text",
-    "cases.lane_counts": "case metadata only (counts per lane), no labels",
     "cases.list_cases": "case metadata only (ids, lanes, findings), no labels",
     "export.write_export": "writes an ExportResult that export_data authorized",
     "judge_import.find_or_create_run": "takes an open Session: a building block",
@@ -390,7 +388,6 @@ EXEMPT_WITH_DATABASE = {
     "_case_selection.selected_cases",
     "_file_import.with_stored_turns",
     "cases.case_view",
-    "cases.lane_counts",
     "database.open_database",
     "cases.list_cases",
     "judge_import.find_or_create_run",

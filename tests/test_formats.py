@@ -41,10 +41,9 @@ from review_app.formats import (
     write_openlayer_csv,
 )
 from review_app.formats._ids import slugify
-from review_app.services.cases import lane_counts
 from review_app.services.importing import import_records
 from review_app.services.people import operator_actor
-from tests.conftest import Database
+from tests.conftest import Database, lane_counts
 
 CONTRACT: dict[str, Any] = {
     "version": "support-role-v3",

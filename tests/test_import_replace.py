@@ -11,14 +11,12 @@ from review_app.services.cases import case_view
 from review_app.services.demo import load_demo
 from review_app.services.importing import import_paths
 from review_app.services.people import operator_actor
-from storage.labels import count_labels
-from tests.conftest import DEMO_CASES, Database
+from tests.conftest import DEMO_CASES, Database, label_count
 
 
 def test_replacing_a_labeled_case_keeps_its_labels(database: Database, tmp_path: Path) -> None:
     load_demo(database.engine, operator_actor())
-    with Session(database.engine) as session:
-        labels_before = count_labels(session)
+    labels_before = label_count(database.engine)
     changed = json.loads((DEMO_CASES / "support-clean-late-parcel.json").read_text())
     changed["transcript"][1]["text"] = "Changed text."
     path = tmp_path / "changed.json"
@@ -29,6 +27,6 @@ def test_replacing_a_labeled_case_keeps_its_labels(database: Database, tmp_path:
     assert summary.totals.replaced == 1
     with Session(database.engine) as session:
         view = case_view(session, case_id="support-clean-late-parcel")
-        assert count_labels(session) == labels_before
+    assert label_count(database.engine) == labels_before
     assert view.turns[1].text == "Changed text."
     assert view.status == "pass"

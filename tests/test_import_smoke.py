@@ -2,10 +2,10 @@ from __future__ import annotations
 
 from sqlmodel import Session
 
-from review_app.services.cases import case_view, lane_counts
+from review_app.services.cases import case_view
 from review_app.services.importing import import_paths
 from review_app.services.people import operator_actor
-from tests.conftest import DEMO_CASES, Database
+from tests.conftest import DEMO_CASES, Database, lane_counts
 
 
 def test_demo_cases_import_and_reimport_is_a_no_op(database: Database) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, select
 from sqlmodel import Session, col
 
 from review_app.errors import InputError, PermissionDenied
@@ -33,16 +33,11 @@ from review_app.services.rubric_catalog import RubricCatalog, sync_rubrics
 from storage.migrations import upgrade_database
 from storage.models import Label, Reviewer
 from tests.builders import write_label_csv
-from tests.conftest import Database
+from tests.conftest import Database, label_count
 
 RUBRIC = "role-adherence@1"
 CASE = "support-clean-late-parcel"  # assistant turns 2, 4, ..., 12; user turns 1, 3, ...
 DEMO_LABEL_COUNT = 333
-
-
-def count_labels(engine: Engine) -> int:
-    with Session(engine) as session:
-        return int(session.execute(select(func.count()).select_from(Label)).scalar_one())
 
 
 def label_rows(
@@ -83,7 +78,7 @@ def catalog(demo: Database) -> RubricCatalog:
 
 
 def test_demo_labels_import_into_the_database(demo: Database) -> None:
-    assert count_labels(demo.engine) == DEMO_LABEL_COUNT
+    assert label_count(demo.engine) == DEMO_LABEL_COUNT
     with DEMO_LABELS.open(encoding="utf-8", newline="") as handle:
         expected = {
             (
@@ -123,7 +118,7 @@ def test_reimporting_the_same_file_changes_nothing(demo: Database, catalog: Rubr
     assert summary.line() == (
         f"read {DEMO_LABEL_COUNT} labels: stored 0, unchanged {DEMO_LABEL_COUNT}, new reviewers 0"
     )
-    assert count_labels(demo.engine) == DEMO_LABEL_COUNT
+    assert label_count(demo.engine) == DEMO_LABEL_COUNT
 
 
 def test_a_changed_label_supersedes_and_keeps_the_history(
@@ -145,7 +140,7 @@ def test_a_changed_label_supersedes_and_keeps_the_history(
         ("in_role", None, False),
         ("tone_break", "Too curt with an upset customer.", True),
     ]
-    assert count_labels(demo.engine) == DEMO_LABEL_COUNT + 1
+    assert label_count(demo.engine) == DEMO_LABEL_COUNT + 1
     # A new rationale alone is a change too; the same file again is not.
     path = write_label_csv(
         tmp_path / "rationale.csv", [(CASE, 2, "ana", "tone_break", RUBRIC, "Curt.")]
@@ -365,7 +360,7 @@ def test_a_bad_row_names_line_and_field_and_stores_nothing(
     assert phrase in error.message
     assert str(error).startswith(f"{path}, line 4, field {field}: ")
     assert "\n" not in str(error)
-    assert count_labels(demo.engine) == DEMO_LABEL_COUNT
+    assert label_count(demo.engine) == DEMO_LABEL_COUNT
     assert people(demo.engine) == before
     assert label_rows(demo.engine, case_id=CASE, turn=2, reviewer="ana") == [
         ("in_role", None, True)
@@ -402,7 +397,7 @@ def test_a_bad_header_names_line_1_and_the_column(
         import_labels(demo.engine, Actor.operator(), path, catalog=catalog)
     assert (raised.value.source, raised.value.line, raised.value.field) == (str(path), 1, field)
     assert phrase in raised.value.message
-    assert count_labels(demo.engine) == DEMO_LABEL_COUNT
+    assert label_count(demo.engine) == DEMO_LABEL_COUNT
     assert "newcomer" not in people(demo.engine)
 
 
@@ -417,7 +412,7 @@ def test_an_empty_file_and_a_header_only_file_are_refused(
     header_only = write_label_csv(tmp_path / "header.csv", [])
     with pytest.raises(InputError, match="no labels"):
         import_labels(demo.engine, Actor.operator(), header_only, catalog=catalog)
-    assert count_labels(demo.engine) == DEMO_LABEL_COUNT
+    assert label_count(demo.engine) == DEMO_LABEL_COUNT
 
 
 def test_invalid_utf8_names_the_line_and_stores_nothing(
@@ -430,7 +425,7 @@ def test_invalid_utf8_names_the_line_and_stores_nothing(
     with pytest.raises(InputError, match="UTF-8") as raised:
         import_labels(demo.engine, Actor.operator(), path, catalog=catalog)
     assert (raised.value.source, raised.value.line) == (str(path), 4)
-    assert count_labels(demo.engine) == DEMO_LABEL_COUNT
+    assert label_count(demo.engine) == DEMO_LABEL_COUNT
     assert "newcomer" not in people(demo.engine)
 
 
@@ -462,7 +457,7 @@ def test_a_reviewer_imports_only_their_own_labels(
     )
     with pytest.raises(PermissionDenied, match="ben"):
         import_labels(demo.engine, ana, others, catalog=catalog)
-    assert count_labels(demo.engine) == DEMO_LABEL_COUNT
+    assert label_count(demo.engine) == DEMO_LABEL_COUNT
     own = write_label_csv(tmp_path / "own.csv", [(CASE, 2, "ana", "tone_break", RUBRIC, "")])
     assert import_labels(demo.engine, ana, own, catalog=catalog).stored == 1
 
@@ -478,7 +473,7 @@ def test_with_sign_in_only_an_admin_import_creates_reviewers(
     )
     with pytest.raises(PermissionDenied, match="newcomer"):
         import_labels(demo.engine, olivia, path, catalog=catalog, sign_in_enabled=True)
-    assert count_labels(demo.engine) == DEMO_LABEL_COUNT
+    assert label_count(demo.engine) == DEMO_LABEL_COUNT
     assert "newcomer" not in people(demo.engine)
     # Without sign-in the same person may; with sign-in an admin may.
     add_person(demo.engine, Actor.operator(), name="root", role="admin")
@@ -530,4 +525,4 @@ def test_jsonl_labels_import_like_the_csv_and_bad_lines_name_line_and_field(
             line,
             field,
         )
-    assert count_labels(demo.engine) == DEMO_LABEL_COUNT + 2
+    assert label_count(demo.engine) == DEMO_LABEL_COUNT + 2

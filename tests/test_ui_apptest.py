@@ -33,8 +33,9 @@ from review_app.services.labels_io import import_labels
 from review_app.services.people import Actor, operator_actor, sign_in
 from review_app.services.queue import assign_cases
 from review_app.services.rubric_catalog import sync_rubrics
-from storage import assignments, reviewers, rubric_versions
+from storage import assignments, reviewers
 from storage.engine import shared_engine
+from storage.models import RubricVersion
 from tests.ui_support import app_database, demo_template
 
 REPO = Path(__file__).resolve().parents[1]
@@ -918,7 +919,7 @@ def test_a_changed_labeled_rubric_file_is_refused(
     assert "immutable" in at.text[0].value
     # the labels still mean what they meant: the stored content is unchanged
     with Session(engine) as session:
-        stored = rubric_versions.get_rubric_version(session, rubric_id="role-adherence", version=1)
+        stored = session.get(RubricVersion, ("role-adherence", 1))
     assert stored is not None and "Any register will do" not in stored.body_json
 
     # restoring the file (a new modification time) makes it usable again

@@ -33,11 +33,11 @@ from review_app.errors import InputError, NotFound
 from review_app.evaluator import EVALUATOR_VERSION
 from review_app.rubrics import Rubric
 from review_app.services.cases import TurnView, case_view
-from review_app.services.label_table import load_rating_table, rating_table
+from review_app.services.label_table import load_rating_table
 from review_app.services.people import Actor, authorize
 from storage import audit, cases
 from storage.engine import read_only
-from storage.labels import LabelColumns, LabelRow
+from storage.labels import LabelRow
 from storage.models import GoldLabel
 
 IntArray = npt.NDArray[np.int64]
@@ -338,15 +338,11 @@ def gold_counts(table: RatingTable, adjudicated: Collection[tuple[str, int]]) ->
     }
 
 
-def gold_set_from(columns: LabelColumns, adjudicated: dict[tuple[str, int], GoldLabel]) -> GoldSet:
-    """Sort every labeled unit into gold (adjudicated / unanimous) or no gold (why not)."""
-    return gold_set_from_table(rating_table(columns), adjudicated)
-
-
 def gold_set_from_table(
     table: RatingTable, adjudicated: dict[tuple[str, int], GoldLabel]
 ) -> GoldSet:
-    """:func:`gold_set_from` for labels already in a table."""
+    """Sort every labeled unit of the table into gold (adjudicated / unanimous) or no
+    gold (why not)."""
     labels: dict[tuple[str, int], Gold] = {
         unit: Gold(g.code, "adjudicated", g.calibration_item, g.note)
         for unit, g in adjudicated.items()

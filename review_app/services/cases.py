@@ -243,9 +243,3 @@ def list_cases(
             offset=offset,
             limit=limit,
         )
-
-
-def lane_counts(engine: Engine) -> dict[str, int]:
-    with Session(read_only(engine)) as session:
-        counts = storage.cases.count_cases_by_lane(session, evaluator_version=EVALUATOR_VERSION)
-    return {name: counts.get(name, 0) for name in LANES}
