@@ -20,8 +20,9 @@ import io
 import re
 
 FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
-_NEEDS_QUOTE = re.compile(r"'*[=+\-@\t\r]")
-_NEUTRALISED = re.compile(r"'+[=+\-@\t\r]")
+_TRIGGER = "[" + re.escape("".join(FORMULA_TRIGGERS)) + "]"
+_NEEDS_QUOTE = re.compile("'*" + _TRIGGER)
+_NEUTRALISED = re.compile("'+" + _TRIGGER)
 
 
 def neutralise_cell(value: str) -> str:
