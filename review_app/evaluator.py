@@ -46,11 +46,6 @@ FixtureErrorCode = Literal[
 """The fixture error codes (docs/reference.md, "Findings"): mypy holds every
 :func:`_fixture_error` to one of them."""
 FIXTURE_ERROR_CODES: tuple[str, ...] = get_args(FixtureErrorCode)
-HARNESS_CODES = (
-    "request_contract_mismatch",
-    "request_missing_turns",
-    "role_instruction_mismatch",
-)
 
 
 def _fixture_error(
