@@ -57,19 +57,6 @@ TURN_MIN, TURN_MAX = -(2**31), 2**31 - 1
 """Turns (and rubric versions) are 32-bit integer columns."""
 MAX_RUBRIC_VERSION = 2**31 - 1
 
-LIMITS: tuple[tuple[str, str], ...] = (
-    ("one record (JSONL line, .json case or list item, CSV cell)", "16 MiB"),
-    ("a file read whole (.json, .csv, label CSV, verdict CSV)", "1 GiB"),
-    ("a JSONL file", "no limit (streamed)"),
-    ("events per case", f"{MAX_EVENTS_PER_CASE:,}"),
-    ("turn", f"{TURN_MIN} to {TURN_MAX}"),
-    ("JSON nesting", f"{MAX_JSON_DEPTH} levels"),
-    ("rationale, gold note, ambiguity note, judge reason", f"{MAX_NOTE_CHARS} characters"),
-    ("case id, contract version, reviewer, judge, model", f"{MAX_NAME_CHARS} characters"),
-    ("judge prompt version, label code", f"{MAX_SHORT_NAME_CHARS} characters"),
-    ("rubric version", f"1 to {MAX_RUBRIC_VERSION}"),
-)
-"""The limits as a table (what, limit), for documentation and ``--help`` texts."""
 
 # --- text ---------------------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from review_app import input_policy as policy
 from review_app.errors import InputError
+from tests.conftest import REPO
 
 # --- text ---------------------------------------------------------------------------------
 
@@ -266,7 +267,31 @@ def test_good_rows_carry_their_line() -> None:
     assert [line for line, _ in rows_of('a,b\n1,2\n3,"two\nlines"\n5,6\n')] == [2, 4, 5]
 
 
-def test_the_limits_table_names_every_limit() -> None:
-    text = " ".join(f"{what} {limit}" for what, limit in policy.LIMITS)
-    for fragment in ["16 MiB", "1 GiB", "100,000", "4000", "200", "1024", "2147483647"]:
-        assert fragment in text
+# The rows of docs/reference.md, "Input limits", that state a limit of this module:
+# (how the row's first cell begins, how its limit cell begins).
+DOCUMENTED_LIMITS = (
+    ("one record", f"{policy.MAX_RECORD_BYTES // 2**20} MiB"),
+    ("a file read whole", f"{policy.MAX_WHOLE_FILE_BYTES // 2**30} GiB"),
+    ("events in one case", f"{policy.MAX_EVENTS_PER_CASE:,}"),
+    ("turn numbers", f"{policy.TURN_MIN:,} to {policy.TURN_MAX:,}"),
+    ("JSON nesting", f"{policy.MAX_JSON_DEPTH:,} levels"),
+    ("rationale, gold note", f"{policy.MAX_NOTE_CHARS:,} characters"),
+    ("case id, contract version", f"{policy.MAX_NAME_CHARS:,} characters"),
+    ("judge prompt version", f"{policy.MAX_SHORT_NAME_CHARS:,} characters"),
+    ("rubric version", f"a whole number from 1 to {policy.MAX_RUBRIC_VERSION:,}"),
+)
+
+
+def test_the_reference_states_every_limit() -> None:
+    reference = (REPO / "docs" / "reference.md").read_text(encoding="utf-8")
+    section = reference.split("\n## Input limits\n", 1)[1].split("\n## ", 1)[0]
+    rows = [
+        [cell.strip() for cell in line.strip("|").split("|")]
+        for line in section.splitlines()
+        if line.startswith("| ")
+    ]
+    assert policy.MAX_RECORD_BYTES % 2**20 == 0 and policy.MAX_WHOLE_FILE_BYTES % 2**30 == 0
+    for what, limit in DOCUMENTED_LIMITS:
+        found = [row for row in rows if row[0].startswith(what)]
+        assert len(found) == 1, what
+        assert found[0][1].startswith(limit), (what, found[0][1])
