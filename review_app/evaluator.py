@@ -244,6 +244,18 @@ def _read_contract(contract: Any, errors: list[dict[str, Any]]) -> _Contract | N
     return parsed
 
 
+def _optional_string(
+    request: dict[str, Any], key: str, field: str, turn: Any, errors: list[dict[str, Any]]
+) -> str | None:
+    """``request[key]`` when it is a string; ``None`` when absent, or (with an error) not
+    a string."""
+    value = request.get(key)
+    if value is None or type(value) is str:
+        return value
+    errors.append(_malformed(f"{field}.{key}", "expected a string", turn))
+    return None
+
+
 def _check_request(
     request: Any,
     index: int,
@@ -257,24 +269,15 @@ def _check_request(
     if type(request) is not dict:
         errors.append(_malformed(field, f"expected an object, got {type_name(request)}", turn))
         return
-    request_id = request.get("request_id")
-    if request_id is not None and type(request_id) is not str:
-        errors.append(_malformed(f"{field}.request_id", "expected a string", turn))
-        request_id = None
-    version = request.get("contract_version")
-    if version is not None and type(version) is not str:
-        errors.append(_malformed(f"{field}.contract_version", "expected a string", turn))
-        version = None
+    request_id = _optional_string(request, "request_id", field, turn, errors)
+    version = _optional_string(request, "contract_version", field, turn, errors)
     included = request.get("included_turns")
     if included is not None and (
         type(included) is not list or any(type(item) is not int for item in included)
     ):
         errors.append(_malformed(f"{field}.included_turns", "expected a list of integers", turn))
         included = None
-    digest = request.get("role_instruction_sha256")
-    if digest is not None and type(digest) is not str:
-        errors.append(_malformed(f"{field}.role_instruction_sha256", "expected a string", turn))
-        digest = None
+    digest = _optional_string(request, "role_instruction_sha256", field, turn, errors)
     if contract is None:
         return
 
