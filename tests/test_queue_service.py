@@ -240,4 +240,3 @@ def test_audit_sample_units_keep_their_place_without_being_passed(
     (case_id,) = [row.case_id for row in page.rows]
     assert why[case_id].audit_turns, "the drawn unit is marked as an audit sample"
     assert "audit sample" in why[case_id].why
-
