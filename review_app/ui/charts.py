@@ -22,19 +22,26 @@ def coefficient_rows(reports: dict[str, dict[str, Any]]) -> list[dict[str, Any]]
     for ref, report in reports.items():
         for key, name in COEFFICIENT_NAMES.items():
             coefficient = report[key]
-            ci = coefficient.get("ci95")
             rows.append(
                 {
                     "rubric": ref,
                     "coefficient": name,
                     "value": coefficient.get("value"),
-                    "low": ci[0] if ci else None,
-                    "high": ci[1] if ci else None,
-                    "units": coefficient.get("n_units"),
-                    "note": coefficient.get("reason") or coefficient.get("warning") or "",
+                    **_interval_columns(coefficient),
                 }
             )
     return rows
+
+
+def _interval_columns(coefficient: dict[str, Any]) -> dict[str, Any]:
+    """A coefficient's interval, units and note as table columns (``None``: no interval)."""
+    ci = coefficient.get("ci95")
+    return {
+        "low": ci[0] if ci else None,
+        "high": ci[1] if ci else None,
+        "units": coefficient.get("n_units"),
+        "note": coefficient.get("reason") or coefficient.get("warning") or "",
+    }
 
 
 def coefficients_chart(rows: list[dict[str, Any]]) -> alt.LayerChart:
@@ -72,20 +79,14 @@ def coefficients_chart(rows: list[dict[str, Any]]) -> alt.LayerChart:
 
 def pairwise_kappa_rows(cohen: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per pair of reviewers: kappa, its interval where there is one, and a note."""
-    rows = []
-    for pair, coefficient in cohen.items():
-        ci = coefficient.get("ci95")
-        rows.append(
-            {
-                "pair": pair.replace("|", " · "),
-                "kappa": coefficient.get("value"),
-                "low": ci[0] if ci else None,
-                "high": ci[1] if ci else None,
-                "units": coefficient.get("n_units"),
-                "note": coefficient.get("reason") or coefficient.get("warning") or "",
-            }
-        )
-    return rows
+    return [
+        {
+            "pair": pair.replace("|", " · "),
+            "kappa": coefficient.get("value"),
+            **_interval_columns(coefficient),
+        }
+        for pair, coefficient in cohen.items()
+    ]
 
 
 def pairwise_kappa_chart(cohen: dict[str, dict[str, Any]]) -> alt.LayerChart:
