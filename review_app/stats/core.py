@@ -343,10 +343,13 @@ def bootstrap_confusions(
     n = int(reference_index.size)
     cells = reference_index * n_labels + judged_index
     per_matrix = n_labels * n_labels
-    result = np.empty((n_resamples, n_labels, n_labels), dtype=np.float64)
     if clusters is not None:
         # A resample's confusion matrix is the sum of its drawn clusters' matrices: one
-        # (resamples x clusters) @ (clusters x cells) product instead of a weight per unit.
+        # (resamples x clusters) @ (clusters x cells) product instead of a weight per unit,
+        # over the cells that occur at all (the others stay 0).
+        flat = np.zeros((n_resamples, per_matrix), dtype=np.float64)
+        used = np.unique(cells)
+        column = np.searchsorted(used, cells)
         per_cluster: FloatArray | None = None
         for start, cluster_counts, cluster_of in _cluster_draws(
             n, n_resamples=n_resamples, seed=seed, clusters=clusters
@@ -354,13 +357,13 @@ def bootstrap_confusions(
             rows, n_clusters = cluster_counts.shape
             if per_cluster is None:
                 per_cluster = (
-                    np.bincount(cluster_of * per_matrix + cells, minlength=n_clusters * per_matrix)
-                    .reshape(n_clusters, per_matrix)
+                    np.bincount(cluster_of * used.size + column, minlength=n_clusters * used.size)
+                    .reshape(n_clusters, used.size)
                     .astype(np.float64)
                 )
-            totals = cluster_counts.astype(np.float64) @ per_cluster
-            result[start : start + rows] = totals.reshape(rows, n_labels, n_labels)
-        return result
+            flat[start : start + rows, used] = cluster_counts.astype(np.float64) @ per_cluster
+        return flat.reshape(n_resamples, n_labels, n_labels)
+    result = np.empty((n_resamples, n_labels, n_labels), dtype=np.float64)
     for start, weights in resample_weights(n, n_resamples=n_resamples, seed=seed):
         rows = weights.shape[0]
         offset_cells = cells[np.newaxis, :] + (np.arange(rows) * per_matrix)[:, np.newaxis]
