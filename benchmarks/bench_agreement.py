@@ -29,6 +29,7 @@ from review_app.agreement import (
     RatingTable,
     agreement_summary,
     alpha_bootstrap_ci,
+    kappa_pairs_bootstrap_ci,
     krippendorff_alpha,
 )
 from review_app.agreement.bootstrap import _bootstrap_alphas
@@ -155,6 +156,13 @@ def main() -> None:
     print(
         f"alpha {summary['krippendorff_alpha']['value']:.4f}, 95% CI {summary['alpha_ci95']}, "
         f"first-break match {summary['conversation']['first_break_agreement']['value']:.4f}"
+    )
+    timed(
+        f"  of which kappa_pairs_bootstrap_ci ({table.n_raters} raters' pairs, conversations)",
+        lambda: kappa_pairs_bootstrap_ci(
+            table, n_resamples=arguments.resamples, seed=0, cluster_of=lambda unit: unit[0]
+        ),
+        repeat=3,
     )
     tracemalloc.start()
     agreement_summary(table, **summary_arguments)

@@ -32,12 +32,15 @@ from review_app.agreement import (
     first_break_agreement,
     fleiss_kappa,
     gwet_ac1,
+    kappa_pairs_bootstrap_ci,
     krippendorff_alpha,
     per_label_alpha,
     percent_agreement,
     verdict_mapping_from_verdicts,
 )
 from review_app.agreement.bootstrap import _bootstrap_alphas
+from review_app.calibration import kappa_estimate
+from review_app.stats.core import CLUSTER_METHOD, UNIT_METHOD
 from tests.builders import ROLE_ADHERENCE_VERDICTS
 
 NAN = math.nan
@@ -1034,3 +1037,192 @@ def test_a_million_ratings_build_and_alpha() -> None:
     assert table.n_ratings == len(unit_ids) > 990_000
     # Codes drawn independently of the unit: no agreement beyond chance.
     assert alpha.value is not None and abs(alpha.value) < 0.01
+
+
+# ------------------------------------------------------------------- pairwise kappa intervals
+
+
+def by_case(unit: tuple[str, int]) -> str:
+    return unit[0]
+
+
+def copied_conversations(
+    n_conversations: int, turns: int, seed: int = 2
+) -> tuple[RatingTable, list[int], list[int]]:
+    """Two raters; every turn of a conversation is a copy of its first (40 observations
+    behind 400 turns when there are 40 conversations of 10 turns)."""
+    rng = np.random.default_rng(seed)
+    first = rng.integers(0, 2, size=n_conversations)
+    second = np.where(rng.random(n_conversations) < 0.75, first, 1 - first)
+    records = []
+    for c in range(n_conversations):
+        for turn in range(1, turns + 1):
+            records.append(((f"c{c:03d}", turn), "ana", f"code-{first[c]}"))
+            records.append(((f"c{c:03d}", turn), "ben", f"code-{second[c]}"))
+    return RatingTable.from_records(records), first.tolist(), second.tolist()
+
+
+def test_the_pair_interval_resamples_conversations_and_widens_when_turns_are_copies() -> None:
+    table, first, second = copied_conversations(40, 10)
+    by_conversation = kappa_pairs_bootstrap_ci(table, n_resamples=1000, cluster_of=by_case)[
+        "ana|ben"
+    ]
+    by_turn = kappa_pairs_bootstrap_ci(table, n_resamples=1000)["ana|ben"]
+    assert by_conversation.value == by_turn.value == cohen_kappa_pairs(table)["ana|ben"].value
+    assert by_conversation.method == CLUSTER_METHOD and by_turn.method == UNIT_METHOD
+    assert by_conversation.ci95 is not None and by_turn.ci95 is not None
+    cluster_width = by_conversation.ci95[1] - by_conversation.ci95[0]
+    unit_width = by_turn.ci95[1] - by_turn.ci95[0]
+    assert cluster_width > 2.5 * unit_width  # about sqrt(10) times as wide
+    # ... as wide as the unit interval of the 40 conversations themselves.
+    alone = kappa_estimate(
+        [str(x) for x in first], [str(x) for x in second], n_resamples=1000, seed=0
+    )
+    assert alone.ci95 is not None
+    assert cluster_width == pytest.approx(alone.ci95[1] - alone.ci95[0], rel=0.25)
+
+
+def test_one_turn_per_conversation_gives_the_unit_interval() -> None:
+    table, _, _ = copied_conversations(60, 1)
+    by_conversation = kappa_pairs_bootstrap_ci(table, n_resamples=500, seed=3, cluster_of=by_case)
+    by_turn = kappa_pairs_bootstrap_ci(table, n_resamples=500, seed=3)
+    assert by_conversation["ana|ben"].ci95 == by_turn["ana|ben"].ci95
+    assert by_conversation["ana|ben"].ci95 is not None
+    assert by_conversation["ana|ben"].method == UNIT_METHOD
+
+
+def test_the_pair_interval_is_the_bootstrap_of_the_shared_units() -> None:
+    # Oracle: the calibration kappa (its own composition of the same stats core) on the
+    # pair's shared units, conversations as clusters, gives the same interval.
+    table = app_table(seed=5, n_conversations=30, turns=5)
+    pairs = kappa_pairs_bootstrap_ci(table, n_resamples=400, seed=9, cluster_of=by_case)
+    records = [
+        (table.units[u], table.raters[r], table.values[v])
+        for u, r, v in zip(table.unit_idx, table.rater_idx, table.value_idx, strict=True)
+    ]
+    for a, b in itertools.combinations(table.raters, 2):
+        mine = {unit: value for unit, rater, value in records if rater == a}
+        theirs = {unit: value for unit, rater, value in records if rater == b}
+        shared = sorted(set(mine) & set(theirs))
+        expected = kappa_estimate(
+            [mine[u] for u in shared],
+            [theirs[u] for u in shared],
+            n_resamples=400,
+            seed=9,
+            clusters=[u[0] for u in shared],
+        )
+        pair = pairs[f"{a}|{b}"]
+        assert pair.value == pytest.approx(
+            cohen_kappa_score([mine[u] for u in shared], [theirs[u] for u in shared]), abs=1e-12
+        )
+        assert pair.value == pytest.approx(expected.value, abs=1e-12)
+        assert pair.ci95 == pytest.approx(expected.ci95, abs=1e-12)
+        assert pair.method == expected.method == CLUSTER_METHOD
+        assert pair.n_units == len(shared)
+
+
+def test_a_pair_over_fewer_than_ten_conversations_gets_no_interval_and_says_why() -> None:
+    nine, _, _ = copied_conversations(9, 5, seed=4)
+    pair = kappa_pairs_bootstrap_ci(nine, n_resamples=200, cluster_of=by_case)["ana|ben"]
+    assert pair.value is not None and pair.ci95 is None and pair.method is None
+    assert pair.reason == "no interval: only 9 conversations behind this kappa (fewer than 10)"
+    units = kappa_pairs_bootstrap_ci(nine, n_resamples=200)["ana|ben"]
+    assert units.ci95 is not None  # 45 turns drawn one by one
+    few_turns = RatingTable.from_records(
+        [((f"c{u}", 1), rater, "x" if (u + (rater == "ben")) % 3 else "y")
+         for u in range(4) for rater in ("ana", "ben")]
+    )  # fmt: skip
+    pair = kappa_pairs_bootstrap_ci(few_turns, n_resamples=50)["ana|ben"]
+    assert pair.reason == "no interval: only 4 units behind this kappa (fewer than 10)"
+    ten, _, _ = copied_conversations(10, 5, seed=4)
+    assert kappa_pairs_bootstrap_ci(ten, n_resamples=200, cluster_of=by_case)["ana|ben"].ci95
+
+
+PAIR_CODES = ["in_role", "scope_break", "tone_break"]
+
+
+def _turns_of_two(rows: list[tuple[str, str, bool]]) -> dict[tuple[Any, str], str]:
+    """Ratings of 'ana' (every turn) and 'ben' (the flagged turns), three turns a case."""
+    ratings: dict[tuple[Any, str], str] = {}
+    for i, (ana, ben, ben_rated) in enumerate(rows):
+        unit = (f"case-{i // 3:02d}", i % 3 + 1)
+        ratings[(unit, "ana")] = ana
+        if ben_rated:
+            ratings[(unit, "ben")] = ben
+    return ratings
+
+
+wide_ratings = st.lists(
+    st.tuples(st.sampled_from(PAIR_CODES), st.sampled_from(PAIR_CODES), st.booleans()),
+    min_size=27,
+    max_size=48,
+).map(_turns_of_two)
+
+
+@settings(max_examples=40, deadline=None)
+@given(wide_ratings, st.integers(0, 2**16))
+def test_the_pair_interval_is_symmetric_in_the_two_raters(
+    ratings: dict[tuple[Any, str], str], seed: int
+) -> None:
+    swap = {"ana": "ben", "ben": "ana"}
+    records = records_of(ratings)
+    table = RatingTable.from_records(records)
+    swapped = RatingTable.from_records([(u, swap[r], v) for u, r, v in records])
+    options: dict[str, Any] = {"n_resamples": 60, "seed": seed, "cluster_of": by_case}
+    forward = kappa_pairs_bootstrap_ci(table, **options)
+    backward = kappa_pairs_bootstrap_ci(swapped, **options)
+    assert forward.keys() == backward.keys()
+    for key, pair in forward.items():
+        other = backward[key]
+        assert (pair.value, pair.ci95, pair.method, pair.n_units) == (
+            other.value, other.ci95, other.method, other.n_units,
+        )  # fmt: skip
+        if pair.value is not None:
+            assert pair.reason == other.reason
+
+
+@settings(max_examples=40, deadline=None)
+@given(wide_ratings, st.permutations(PAIR_CODES))
+def test_the_pair_kappa_does_not_depend_on_the_names_of_the_codes(
+    ratings: dict[tuple[Any, str], str], permuted: list[str]
+) -> None:
+    rename = dict(zip(PAIR_CODES, permuted, strict=True))
+    records = records_of(ratings)
+    original = kappa_pairs_bootstrap_ci(
+        RatingTable.from_records(records), n_resamples=60, cluster_of=by_case
+    )
+    renamed = kappa_pairs_bootstrap_ci(
+        RatingTable.from_records([(u, r, rename[v]) for u, r, v in records]),
+        n_resamples=60,
+        cluster_of=by_case,
+    )
+    for key, pair in original.items():
+        assert (pair.value is None) == (renamed[key].value is None)
+        if pair.value is not None:
+            assert renamed[key].value == pytest.approx(pair.value, abs=1e-12)
+            assert (pair.ci95 is None) == (renamed[key].ci95 is None)
+            if pair.ci95 is not None:
+                assert renamed[key].ci95 == pytest.approx(pair.ci95, abs=1e-9)
+
+
+def test_the_summary_gives_each_pair_an_interval_and_its_method() -> None:
+    table = app_table(seed=1, n_conversations=30)
+    summary = summarise(table, n_resamples=300, seed=2)
+    json.dumps(summary, allow_nan=False)
+    expected = kappa_pairs_bootstrap_ci(table, n_resamples=300, seed=2, cluster_of=by_case)
+    assert set(summary["cohen_kappa"]) == set(expected)
+    for key, pair in summary["cohen_kappa"].items():
+        assert pair.keys() == COEFFICIENT_KEYS | {"method"}
+        assert pair["ci95"] == list(expected[key].ci95 or [])
+        assert pair["method"] == CLUSTER_METHOD
+        assert pair["value"] == cohen_kappa_pairs(table)[key].value
+    narrower = summarise(table, n_resamples=300, seed=2, confidence=0.5)
+    assert narrower["bootstrap"]["confidence"] == 0.5
+    for key, pair in narrower["cohen_kappa"].items():
+        low, high = summary["cohen_kappa"][key]["ci95"]
+        assert low <= pair["ci95"][0] <= pair["ci95"][1] <= high
+    skipped = summarise(table, n_resamples=0)
+    assert all(
+        pair["ci95"] is None and pair["method"] is None and pair["reason"] is None
+        for pair in skipped["cohen_kappa"].values()
+    )

@@ -818,6 +818,50 @@ def test_compare_prompt_versions() -> None:
         compare_prompt_versions(verdicts={}, reference=None)
 
 
+def test_prompt_versions_resample_conversations_when_units_are_turns() -> None:
+    # 40 conversations of 10 turns; each version gives every turn of a conversation the
+    # same code, so 400 turns carry the information of 40 conversations.
+    rng = np.random.default_rng(3)
+    first = rng.choice(["in_role", "scope_break"], size=40)
+    second = np.where(rng.random(40) < 0.75, first, rng.choice(["in_role", "tone_break"], 40))
+    v1 = {(f"c{c:02d}", t): str(first[c]) for c in range(40) for t in range(1, 11)}
+    v2 = {(f"c{c:02d}", t): str(second[c]) for c in range(40) for t in range(1, 11)}
+    reference = dict(v1)
+    options = {"reference": reference, "break_mapping": BREAK_MAPPING, "n_resamples": 1000}
+    by_turn = compare_prompt_versions(verdicts={"v1": v1, "v2": v2}, **options)
+    by_case = compare_prompt_versions(
+        verdicts={"v1": v1, "v2": v2}, cluster_of=lambda unit: unit[0], **options
+    )
+    units, clusters = by_turn.pairwise_kappa["v1|v2"], by_case.pairwise_kappa["v1|v2"]
+    shared = sorted(v1)
+    expected = cohen_kappa_score([v1[u] for u in shared], [v2[u] for u in shared])
+    assert units.value == clusters.value == pytest.approx(expected, abs=1e-12)
+    assert units.method == "percentile bootstrap over units"
+    assert clusters.method == "percentile bootstrap over conversations (cluster bootstrap)"
+    assert units.ci95 is not None and clusters.ci95 is not None
+    assert clusters.ci95[1] - clusters.ci95[0] > 2.5 * (units.ci95[1] - units.ci95[0])
+    # The per-version agreement with the reference resamples the same way.
+    agreement = by_case.per_version["v2"].agreement
+    assert agreement is not None and agreement.kappa.method == clusters.method
+    assert (
+        agreement.kappa
+        == compare_to_reference(
+            reference=reference,
+            judged=v2,
+            break_mapping=BREAK_MAPPING,
+            n_resamples=1000,
+            cluster_of=lambda unit: unit[0],
+        ).kappa
+    )
+    one_case = {unit: code for unit, code in v1.items() if unit[0] == "c00"}
+    other = {unit: ("tone_break" if unit[1] % 2 else "in_role") for unit in one_case}
+    alone = compare_prompt_versions(
+        verdicts={"v1": one_case, "v2": other}, reference=None, cluster_of=lambda u: u[0]
+    ).pairwise_kappa["v1|v2"]
+    assert alone.ci95 is None and alone.method is None
+    assert alone.reason == "no confidence interval from fewer than 2 conversations"
+
+
 # --------------------------------------------------------------------------- disagreements
 
 

@@ -216,6 +216,9 @@ def test_agreement_json_has_the_spec_keys(demo_db: str, home: Path) -> None:
     assert report["rubric"] == RUBRIC and report["level"] == "turn"
     assert (report["units"], report["raters"], report["ratings"]) == (111, 3, N_DEMO_LABELS)
     assert sorted(report["cohen_kappa"]) == ["ana|ben", "ana|chloe", "ben|chloe"]
+    for pair in report["cohen_kappa"].values():  # turns resampled by conversation
+        assert pair["ci95"][0] <= pair["value"] <= pair["ci95"][1]
+        assert pair["method"] == "percentile bootstrap over conversations (cluster bootstrap)"
     assert report["bootstrap"]["n_resamples"] == 200
     assert "NaN" not in run.stdout and "Infinity" not in run.stdout
     same_seed = ok(
@@ -230,7 +233,10 @@ def test_agreement_prints_a_readable_table(demo_db: str, home: Path) -> None:
     assert text.startswith(f"agreement on {RUBRIC}: 111 units, 3 raters, {N_DEMO_LABELS} ratings")
     assert "Krippendorff" in text
     for pair in ("ana|ben", "ana|chloe", "ben|chloe"):
-        assert re.search(rf"^\s+{re.escape(pair)}\s+-?\d\.\d+", text, re.MULTILINE), pair
+        interval = r"\[-?\d\.\d{3}, -?\d\.\d{3}\]"
+        line = rf"^\s+{re.escape(pair)}\s+-?\d\.\d+\s+{interval}"
+        assert re.search(line, text, re.MULTILINE), pair
+    assert "kappa's intervals: percentile bootstrap over conversations (cluster bootstrap)" in text
     assert "Fleiss" in text and "Gwet" in text
     assert "gold labels: 84 units (0 adjudicated, 84 unanimous)" in text
 

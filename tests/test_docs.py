@@ -9,6 +9,7 @@ from pathlib import Path
 
 from typer.main import get_command
 
+from review_app.agreement import RatingTable, agreement_summary
 from review_app.cli import app
 
 REPO = Path(__file__).resolve().parents[1]
@@ -120,3 +121,36 @@ def test_nothing_cites_the_old_specification() -> None:
         if word.search(line)
     ]
     assert not found, f"cite docs/reference.md by section instead: {found}"
+
+
+def _section(name: str) -> str:
+    text = REFERENCE.read_text(encoding="utf-8")
+    start = text.index(f"\n## {name}\n")
+    end = text.find("\n## ", start + 1)
+    return text[start : end if end >= 0 else len(text)]
+
+
+def test_the_agreement_json_section_names_every_key() -> None:
+    records = [
+        ((f"case-{c}", turn), rater, "break" if (c + turn + (rater == "ben")) % 3 == 0 else "ok")
+        for c in range(12)
+        for turn in (1, 2)
+        for rater in ("ana", "ben")
+    ]
+    summary = agreement_summary(
+        RatingTable.from_records(records),
+        break_mapping={"break": "break", "ok": "no_break"},
+        verdict_mapping={"break": "fail", "ok": "pass"},
+        conversation_of=lambda unit: unit[0],
+        turn_of=lambda unit: unit[1],
+        n_resamples=50,
+    )
+    documented = {
+        name
+        for span in re.findall(r"`([^`]+)`", _section("Agreement JSON"))
+        for name in re.findall(r"[a-z_0-9]+", span)
+    }
+    (pair,) = summary["cohen_kappa"].values()
+    assert pair["ci95"] is not None and pair["method"]
+    keys = {*summary, "rubric", "gold", *summary["bootstrap"], *pair}
+    assert keys - documented == set(), "keys missing from docs/reference.md, Agreement JSON"

@@ -63,6 +63,7 @@ from review_app.services.labels_io import import_labels
 from review_app.services.people import Actor, operator_actor, sign_in
 from review_app.services.render import render_judge_report
 from review_app.services.rubric_catalog import sync_rubrics
+from review_app.stats.core import CLUSTER_METHOD
 from storage import judging
 from storage.models import JudgeVerdict
 from tests.builders import BREAK_CODES
@@ -993,6 +994,9 @@ def test_the_report_matches_figures_computed_independently(truth: KnownTruth) ->
     units = sorted(truth.gold)
     differing = [u for u in units if truth.noisy[u][0] != truth.oracle[u][0]]
     assert [tuple(d["unit"]) for d in versions["differences"]] == differing
+    pairwise = versions["pairwise_kappa"]["synthetic@v1/noisy|synthetic@v1/oracle"]
+    assert pairwise["ci95"] is not None
+    assert pairwise["method"] == CLUSTER_METHOD  # turns resampled by conversation, as vs_gold
     assert versions["pairwise_kappa"]["synthetic@v1/noisy|synthetic@v1/oracle"][
         "value"
     ] == pytest.approx(

@@ -8,6 +8,7 @@ from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.proportion import proportion_confint
 
 from review_app.calibration import kappa_estimate
+from review_app.stats import core
 from review_app.stats.core import (
     Estimate,
     bootstrap_confusions,
@@ -106,6 +107,24 @@ def test_resample_weights_keep_conversations_whole() -> None:
         assert np.all(weights[:, 3] == weights[:, 4])
         # Three conversations drawn per resample.
         assert np.all(weights[:, [0, 3, 5]].sum(axis=1) == 3)
+
+
+def test_cluster_confusions_are_the_weighted_counts_of_the_cluster_resamples(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Oracle: summing each drawn conversation's matrix equals counting every turn with its
+    # resample weight (the definition, via resample_weights), over several chunks.
+    monkeypatch.setattr(core, "BOOTSTRAP_CHUNK_CELLS", 500 * 7)
+    rng = np.random.default_rng(4)
+    a, b = rng.integers(0, 3, size=500), rng.integers(0, 3, size=500)
+    clusters = np.sort(rng.integers(0, 70, size=500))
+    clusters = np.unique(clusters, return_inverse=True)[1]
+    expected = np.zeros((40, 3, 3))
+    for start, weights in resample_weights(500, n_resamples=40, seed=8, clusters=clusters):
+        for row, weight in enumerate(weights):
+            np.add.at(expected[start + row], (a, b), weight)
+    summed = bootstrap_confusions(a, b, 3, n_resamples=40, seed=8, clusters=clusters)
+    assert np.array_equal(summed, expected)
 
 
 def test_estimate_forms() -> None:

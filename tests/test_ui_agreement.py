@@ -126,6 +126,20 @@ def test_dashboard_draws_its_charts_from_the_report(engine: Engine) -> None:
         first, second = pair.split("|")
         assert kappa[(first, second)] == pytest.approx(coefficient["value"])
         assert kappa[(second, first)] == pytest.approx(coefficient["value"])
+    # Beside the chart, each pair's kappa with its interval (the page's 500 resamples).
+    with_intervals = agreement_report(
+        engine, operator_actor(), rubric=rubric_of(engine), n_resamples=500
+    )
+    (pair_table,) = [t.value for t in at.dataframe if "pair" in t.value.columns]
+    for row in pair_table.to_dict("records"):
+        coefficient = with_intervals["cohen_kappa"][row["pair"].replace(" · ", "|")]
+        assert row["kappa"] == pytest.approx(coefficient["value"])
+        assert [row["low"], row["high"]] == pytest.approx(coefficient["ci95"])
+    assert len(pair_table) == 3
+    assert any(
+        c.value == "95% intervals: percentile bootstrap over conversations (cluster bootstrap)"
+        for c in at.caption
+    )
     shares = drawn[2][1]
     assert {row["reviewer"] for row in shares} == {"ana", "ben", "chloe"}
     assert sum(row["count"] for row in shares) == report["ratings"]

@@ -16,8 +16,9 @@ All per-unit work is vectorised with :func:`numpy.bincount` over integer
 codes, so a million ratings take milliseconds once the table is built.
 
 Split by concern: :mod:`.coefficients` (the coefficients of one table),
-:mod:`.bootstrap` (the interval of alpha), :mod:`.conversations` (first-break and
-any-break agreement per conversation), :mod:`.summary` (every figure as one dict);
+:mod:`.bootstrap` (the intervals of alpha and of pairwise kappa), :mod:`.conversations`
+(first-break and any-break agreement per conversation), :mod:`.summary` (every figure
+as one dict);
 the table itself is :class:`review_app.stats.table.RatingTable`.
 
 References
@@ -38,7 +39,7 @@ Cohen, J. (1960). A coefficient of agreement for nominal scales. Educational
     and Psychological Measurement, 20(1), 37-46.
 """
 
-from review_app.agreement.bootstrap import alpha_bootstrap_ci
+from review_app.agreement.bootstrap import alpha_bootstrap_ci, kappa_pairs_bootstrap_ci
 from review_app.agreement.coefficients import (
     SMALL_SAMPLE_UNITS,
     SMALL_SAMPLE_WARNING,
@@ -75,6 +76,7 @@ __all__ = [
     "first_break_agreement",
     "fleiss_kappa",
     "gwet_ac1",
+    "kappa_pairs_bootstrap_ci",
     "krippendorff_alpha",
     "per_label_alpha",
     "percent_agreement",

@@ -1,8 +1,10 @@
-"""The bootstrap interval of Krippendorff's alpha, over units or over conversations."""
+"""Bootstrap intervals of Krippendorff's alpha and of pairwise Cohen's kappa, over units or
+over conversations."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
+from dataclasses import replace
 from typing import Any, Literal
 
 import numpy as np
@@ -11,14 +13,21 @@ from review_app.agreement.coefficients import (
     Coefficient,
     _alpha_from_totals,
     _alpha_parts,
+    _cohen_kappa,
     _pairable_counts,
+    _rater_pairs,
     krippendorff_alpha,
 )
 from review_app.stats.checks import check_confidence, check_positive_int
 from review_app.stats.core import (
     BOOTSTRAP_CHUNK_CELLS,
     CLUSTER_METHOD,
+    MIN_BOOTSTRAP_UNITS,
     UNIT_METHOD,
+    bootstrap_confusions,
+    bootstrap_method,
+    kappa_from_confusion,
+    percentile_interval,
     resample_weights,
 )
 from review_app.stats.core import cluster_codes as cluster_codes_of
@@ -98,6 +107,82 @@ def alpha_bootstrap_ci(
         warning="; ".join(warnings) or None,
         method=method,
     )
+
+
+def kappa_pairs_bootstrap_ci(
+    table: RatingTable,
+    *,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    cluster_of: Callable[[Any], Hashable] | None = None,
+    min_units: int = MIN_BOOTSTRAP_UNITS,
+) -> dict[str, Coefficient]:
+    """:func:`cohen_kappa_pairs` with a percentile bootstrap interval for every pair.
+
+    Each pair's shared units are resampled ``n_resamples`` times
+    (:func:`review_app.stats.core.bootstrap_confusions`, ``numpy.random.default_rng(seed)``)
+    and ``ci95`` holds the ``(1 - confidence) / 2`` and ``(1 + confidence) / 2``
+    percentiles of the resampled kappas where they are defined
+    (:func:`review_app.stats.core.percentile_interval`). With ``cluster_of`` (a unit ->
+    conversation function) it is the cluster bootstrap (Field & Welsh 2007): whole
+    conversations are drawn, because turns of one conversation are not independent;
+    a pair whose shared units are each in a conversation of their own gets the unit
+    bootstrap, which then draws the very same resamples. ``method`` names the one used.
+
+    No interval, with a reason, when kappa is undefined, when the pair shares fewer
+    than ``min_units`` resampled units (conversations under the cluster bootstrap;
+    ``"no interval: only <n> conversations behind this kappa (fewer than <min_units>)"``)
+    or when kappa is undefined in more than half of the resamples.
+    """
+    check_positive_int(n_resamples, "n_resamples")
+    check_confidence(confidence)
+    n_values = max(table.n_values, 1)
+    conversation_codes = (
+        None if cluster_of is None else cluster_codes_of([cluster_of(unit) for unit in table.units])
+    )
+    result: dict[str, Coefficient] = {}
+    for pair in _rater_pairs(table):
+        point = _cohen_kappa(
+            pair.values_a, pair.values_b, n_values, table, pair.rater_a, pair.rater_b
+        )
+        if point.value is None:
+            result[pair.key] = point
+            continue
+        clusters: IntArray | None = None
+        noun = "unit"
+        if conversation_codes is not None:
+            _, clusters = np.unique(conversation_codes[pair.units], return_inverse=True)
+            clusters = clusters.reshape(-1)
+            noun = "conversation"
+            if int(clusters.max()) + 1 == len(clusters):
+                clusters = None  # one shared unit per conversation: the unit bootstrap
+        n_drawn = len(pair.units) if clusters is None else int(clusters.max()) + 1
+        if n_drawn < min_units:
+            result[pair.key] = replace(
+                point,
+                reason=f"no interval: only {n_drawn} {noun}{'' if n_drawn == 1 else 's'} "
+                f"behind this kappa (fewer than {min_units})",
+            )
+            continue
+        resampled = kappa_from_confusion(
+            bootstrap_confusions(
+                pair.values_a,
+                pair.values_b,
+                n_values,
+                n_resamples=n_resamples,
+                seed=seed,
+                clusters=clusters,
+            )
+        )
+        interval, reason = percentile_interval(resampled, confidence=confidence)
+        result[pair.key] = replace(
+            point,
+            ci95=interval,
+            reason=reason,
+            method=None if interval is None else bootstrap_method(clusters),
+        )
+    return result
 
 
 def _unit_profiles(counts: IntArray) -> tuple[IntArray, IntArray]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Collection, Hashable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -247,27 +248,55 @@ def cohen_kappa_pairs(table: RatingTable) -> dict[str, Coefficient]:
     them (``p_e = 1``). A table with fewer than two raters gives ``{}``.
     """
     n_values = max(table.n_values, 1)
+    return {
+        pair.key: _cohen_kappa(
+            pair.values_a, pair.values_b, n_values, table, pair.rater_a, pair.rater_b
+        )
+        for pair in _rater_pairs(table)
+    }
+
+
+@dataclass(frozen=True)
+class _RaterPair:
+    """Two raters and the units both rated (table unit indices, ascending) with their codes."""
+
+    key: str
+    rater_a: Hashable
+    rater_b: Hashable
+    units: IntArray
+    values_a: IntArray
+    values_b: IntArray
+
+
+def _rater_pairs(table: RatingTable) -> list[_RaterPair]:
+    """Every pair of raters, in key order, with the units both of them rated."""
     order = np.lexsort((table.unit_idx, table.rater_idx))
     sorted_units = table.unit_idx[order]
     sorted_values = table.value_idx[order]
     bounds = np.concatenate(
         ([0], np.cumsum(np.bincount(table.rater_idx, minlength=table.n_raters)))
     )
-    result: dict[str, Coefficient] = {}
+    pairs: list[_RaterPair] = []
     for a in range(table.n_raters):
         units_a = sorted_units[bounds[a] : bounds[a + 1]]
         values_a = sorted_values[bounds[a] : bounds[a + 1]]
         for b in range(a + 1, table.n_raters):
             units_b = sorted_units[bounds[b] : bounds[b + 1]]
             values_b = sorted_values[bounds[b] : bounds[b + 1]]
-            _, in_a, in_b = np.intersect1d(
+            shared, in_a, in_b = np.intersect1d(
                 units_a, units_b, assume_unique=True, return_indices=True
             )
-            key = _pair_key(table.raters[a], table.raters[b])
-            result[key] = _cohen_kappa(
-                values_a[in_a], values_b[in_b], n_values, table, table.raters[a], table.raters[b]
+            pairs.append(
+                _RaterPair(
+                    _pair_key(table.raters[a], table.raters[b]),
+                    table.raters[a],
+                    table.raters[b],
+                    shared,
+                    values_a[in_a],
+                    values_b[in_b],
+                )
             )
-    return dict(sorted(result.items()))
+    return sorted(pairs, key=lambda pair: pair.key)
 
 
 def _cohen_kappa(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
-from review_app.agreement.bootstrap import alpha_bootstrap_ci
+from review_app.agreement.bootstrap import alpha_bootstrap_ci, kappa_pairs_bootstrap_ci
 from review_app.agreement.coefficients import (
     Coefficient,
     cohen_kappa_pairs,
@@ -40,6 +40,7 @@ def agreement_summary(
     turn_of: Callable[[Any], int],
     n_resamples: int = 1000,
     seed: int = 0,
+    confidence: float = 0.95,
     break_value: Hashable = "break",
 ) -> dict[str, Any]:
     """Every agreement figure for a turn-level rating table, as one JSON-ready dict.
@@ -50,14 +51,16 @@ def agreement_summary(
     :func:`verdict_mapping_from_verdicts` build both from a rubric.
     ``conversation_of`` and ``turn_of`` take a unit apart for the
     conversation-level figures, which are computed on the break collapse.
-    ``n_resamples=0`` skips the bootstrap.
+    ``n_resamples=0`` skips the bootstrap; ``confidence`` is the level of every
+    interval (alpha's and each pair's kappa's), both percentile bootstraps over
+    conversations.
 
     Keys: ``level`` (``"turn"``), ``units``, ``raters``, ``ratings`` (counts),
     ``rater_names``, ``percent_agreement``, ``krippendorff_alpha`` (with its
     ``ci95``), ``alpha_ci95`` (``[low, high]`` or ``null``), ``bootstrap``,
     ``fleiss_kappa`` (units rated by every rater only), ``gwet_ac1``,
-    ``cohen_kappa`` (``"a|b"`` -> coefficient), ``per_label`` (code ->
-    coefficient), ``alpha_break``, ``alpha_verdict``, ``conversation``
+    ``cohen_kappa`` (``"a|b"`` -> coefficient, with its ``ci95`` and ``method``),
+    ``per_label`` (code -> coefficient), ``alpha_break``, ``alpha_verdict``, ``conversation``
     (``conversations``: how many have a break / no-break rating;
     ``first_break_agreement``, ``any_break_alpha``) and
     ``warnings`` (``"<figure>: <warning>"`` lines). Coefficients are
@@ -69,7 +72,13 @@ def agreement_summary(
         raise ValueError(f"break_mapping maps no code to the break value {break_value!r}")
 
     alpha = (
-        alpha_bootstrap_ci(table, n_resamples=n_resamples, seed=seed, cluster_of=conversation_of)
+        alpha_bootstrap_ci(
+            table,
+            n_resamples=n_resamples,
+            seed=seed,
+            confidence=confidence,
+            cluster_of=conversation_of,
+        )
         if n_resamples
         else krippendorff_alpha(table)
     )
@@ -89,7 +98,17 @@ def agreement_summary(
         "alpha_break": krippendorff_alpha(break_table),
         "alpha_verdict": krippendorff_alpha(verdict_table),
     }
-    pairwise = cohen_kappa_pairs(table)
+    pairwise = (
+        kappa_pairs_bootstrap_ci(
+            table,
+            n_resamples=n_resamples,
+            seed=seed,
+            confidence=confidence,
+            cluster_of=conversation_of,
+        )
+        if n_resamples
+        else cohen_kappa_pairs(table)
+    )
     first_break = _first_break_agreement(breaks)
     any_break = _any_break_alpha(breaks)
 
@@ -116,11 +135,12 @@ def agreement_summary(
         "bootstrap": {
             "n_resamples": n_resamples,
             "seed": seed,
-            "confidence": 0.95,
+            "confidence": confidence,
             "method": CLUSTER_METHOD,
         },
         "cohen_kappa": {
-            pair: coefficient.to_dict(count_key="n_units") for pair, coefficient in pairwise.items()
+            pair: {**coefficient.to_dict(count_key="n_units"), "method": coefficient.method}
+            for pair, coefficient in pairwise.items()
         },
         "per_label": {
             str(value): coefficient.to_dict(count_key="n_units")

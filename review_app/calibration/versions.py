@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Collection, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Hashable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -25,7 +25,10 @@ from review_app.stats.checks import check_int
 from review_app.stats.core import (
     BREAK,
     Estimate,
+    IntArray,
     bootstrap_confusions,
+    bootstrap_method,
+    cluster_codes,
     kappa_from_confusion,
 )
 
@@ -100,13 +103,19 @@ def compare_prompt_versions(
     ignore_codes: Collection[str] = (),
     n_resamples: int = 1000,
     seed: int = 0,
+    cluster_of: Callable[[UnitT], Hashable] | None = None,
 ) -> VersionComparison:
     """Compare judge prompt versions on the units that every version judged.
 
     For each version (sorted by name): its code counts and break rate on the shared
     units and, when ``reference`` is given, :func:`compare_to_reference` restricted to
     the shared units (so all versions are measured on the same units). Pairwise Cohen's
-    kappa between versions on the shared units with bootstrap intervals. ``differences``
+    kappa between versions on the shared units with 95% percentile bootstrap intervals
+    (``method`` says which): over units, or, given ``cluster_of`` (a unit -> conversation
+    function, e.g. the case of a ``(case, turn)`` unit), over whole conversations (cluster
+    bootstrap, Field & Welsh 2007), as in :func:`compare_to_reference`, which gets the same
+    ``cluster_of``. A pair has no interval from fewer than 2 units (or conversations).
+    ``differences``
     lists, in unit order, every shared unit where the versions' codes differ, with each
     version's code and the reference code (``None`` if the reference lacks the unit).
 
@@ -149,6 +158,7 @@ def compare_prompt_versions(
                 ignore_codes=ignore_codes,
                 n_resamples=n_resamples,
                 seed=seed,
+                cluster_of=cluster_of,
             )
         per_version[version] = VersionSummary(
             version=version,
@@ -159,6 +169,7 @@ def compare_prompt_versions(
             agreement=agreement,
         )
 
+    clusters = None if cluster_of is None else cluster_codes([cluster_of(u) for u in shared])
     pairwise: dict[str, Estimate] = {}
     for i, first in enumerate(versions):
         for second in versions[i + 1 :]:
@@ -167,6 +178,7 @@ def compare_prompt_versions(
                 [verdicts[second][u] for u in shared],
                 n_resamples=n_resamples,
                 seed=seed,
+                clusters=clusters,
             )
 
     differences = tuple(
@@ -187,7 +199,14 @@ def compare_prompt_versions(
     )
 
 
-def _code_kappa(first: list[str], second: list[str], *, n_resamples: int, seed: int) -> Estimate:
+def _code_kappa(
+    first: list[str],
+    second: list[str],
+    *,
+    n_resamples: int,
+    seed: int,
+    clusters: IntArray | None = None,
+) -> Estimate:
     labels = sorted(set(first) | set(second))
     position = {code: i for i, code in enumerate(labels)}
     k = len(labels)
@@ -195,15 +214,27 @@ def _code_kappa(first: list[str], second: list[str], *, n_resamples: int, seed: 
     second_index = np.array([position[c] for c in second], dtype=np.int64)
     confusion = np.bincount(first_index * k + second_index, minlength=k * k).reshape(k, k)
     n = len(first)
+    n_clusters = n if clusters is None or n == 0 else int(clusters.max()) + 1
     resampled = None
     no_interval = "no confidence interval: n_resamples is 0" if n_resamples == 0 else None
-    if n >= 2 and n_resamples:
+    if n >= 2 and n_clusters >= 2 and n_resamples:
         resampled = kappa_from_confusion(
-            bootstrap_confusions(first_index, second_index, k, n_resamples=n_resamples, seed=seed)
+            bootstrap_confusions(
+                first_index,
+                second_index,
+                k,
+                n_resamples=n_resamples,
+                seed=seed,
+                clusters=clusters,
+            )
         )
     elif n_resamples:
-        no_interval = "no confidence interval from fewer than 2 units"
-    return _estimate(
+        no_interval = (
+            "no confidence interval from fewer than 2 units"
+            if n < 2
+            else "no confidence interval from fewer than 2 conversations"
+        )
+    estimate = _estimate(
         float(kappa_from_confusion(confusion)),
         n,
         resampled,
@@ -212,3 +243,4 @@ def _code_kappa(first: list[str], second: list[str], *, n_resamples: int, seed: 
         else "Cohen's kappa is undefined: both versions gave one and the same code to every unit",
         no_interval_reason=no_interval,
     )
+    return replace(estimate, method=bootstrap_method(clusters)) if estimate.ci95 else estimate

@@ -144,6 +144,7 @@ def calibration_report(
             ignore_codes=ignore,
             n_resamples=min(n_resamples, 300),
             seed=seed,
+            cluster_of=_conversation_of,
         ).to_dict()
     return report
 

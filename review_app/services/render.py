@@ -95,6 +95,20 @@ def _coefficient_line(name: str, coefficient: dict[str, Any], indent: int = 0) -
     return f"{line}  {note}" if note else line
 
 
+def _kappa_method_lines(pairs: dict[str, dict[str, Any]]) -> list[str]:
+    """How the pairs' intervals were made (the pairs named only when methods differ)."""
+    by_method: dict[str, list[str]] = {}
+    for pair, coefficient in sorted(pairs.items()):
+        if coefficient.get("ci95") and coefficient.get("method"):
+            by_method.setdefault(coefficient["method"], []).append(pair)
+    if len(by_method) == 1:
+        return [f"kappa's intervals: {next(iter(by_method))}"]
+    return [
+        f"kappa's intervals: {method} ({', '.join(names)})"
+        for method, names in sorted(by_method.items())
+    ]
+
+
 def render_agreement_text(report: dict[str, Any]) -> str:
     """The agreement report as a table for the terminal."""
     out = [
@@ -115,6 +129,7 @@ def render_agreement_text(report: dict[str, Any]) -> str:
         out.append("Cohen's kappa, per pair of reviewers")
         for pair, coefficient in sorted(report["cohen_kappa"].items()):
             out.append(_coefficient_line(pair, coefficient, indent=2))
+        out.extend(_kappa_method_lines(report["cohen_kappa"]))
     if report["per_label"]:
         out.append("per label (one-vs-rest alpha)")
         for code, coefficient in sorted(report["per_label"].items()):

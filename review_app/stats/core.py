@@ -41,6 +41,7 @@ __all__ = [
     "BOOTSTRAP_CHUNK_CELLS",
     "BREAK",
     "CLUSTER_METHOD",
+    "MIN_BOOTSTRAP_UNITS",
     "MIN_MINORITY_UNITS",
     "MIN_PROPORTION_UNITS",
     "NO_BREAK",
@@ -66,6 +67,10 @@ BOOTSTRAP_CHUNK_CELLS = 1 << 21
 
 MIN_PROPORTION_UNITS = 10
 """A proportion over fewer units than this gets no interval, only a reason."""
+
+MIN_BOOTSTRAP_UNITS = 10
+"""A bootstrap over fewer resampled units (conversations, for the cluster bootstrap) than
+this gives no interval, only a reason (the rule of :data:`MIN_PROPORTION_UNITS`)."""
 
 MIN_MINORITY_UNITS = 10
 """No verdict ("passed", "best threshold") from fewer units of the rarer class."""
@@ -276,6 +281,19 @@ def resample_weights(
     0..n-1``): both draw from the same generator in the same way, so with one turn per
     conversation they give identical resamples.
     """
+    for start, cluster_counts, cluster_of in _cluster_draws(
+        n_units, n_resamples=n_resamples, seed=seed, clusters=clusters
+    ):
+        weights = cluster_counts[:, cluster_of] if clusters is not None else cluster_counts
+        yield start, weights.astype(np.float64)
+
+
+def _cluster_draws(
+    n_units: int, *, n_resamples: int, seed: int, clusters: ArrayLike | None
+) -> Iterator[tuple[int, IntArray, IntArray]]:
+    """The draws behind :func:`resample_weights`: ``(start, counts, cluster_of)`` with
+    ``counts[r, c]`` how often cluster ``c`` is drawn in resample ``start + r`` and
+    ``cluster_of`` the cluster code of each unit (``0..n-1`` without clusters)."""
     check_positive_int(n_resamples, "n_resamples")
     if clusters is None:
         cluster_of = np.arange(n_units, dtype=np.int64)
@@ -293,8 +311,7 @@ def resample_weights(
         draws = rng.integers(0, max(n_clusters, 1), size=(rows, n_clusters), dtype=np.int64)
         draws += (np.arange(rows, dtype=np.int64) * n_clusters)[:, np.newaxis]
         counts = np.bincount(draws.ravel(), minlength=rows * n_clusters).reshape(rows, n_clusters)
-        weights = counts[:, cluster_of] if clusters is not None else counts
-        yield start, weights.astype(np.float64)
+        yield start, counts, cluster_of
 
 
 def bootstrap_method(clusters: ArrayLike | None) -> str:
@@ -326,10 +343,28 @@ def bootstrap_confusions(
     n = int(reference_index.size)
     cells = reference_index * n_labels + judged_index
     per_matrix = n_labels * n_labels
+    if clusters is not None:
+        # A resample's confusion matrix is the sum of its drawn clusters' matrices: one
+        # (resamples x clusters) @ (clusters x cells) product instead of a weight per unit,
+        # over the cells that occur at all (the others stay 0).
+        flat = np.zeros((n_resamples, per_matrix), dtype=np.float64)
+        used = np.unique(cells)
+        column = np.searchsorted(used, cells)
+        per_cluster: FloatArray | None = None
+        for start, cluster_counts, cluster_of in _cluster_draws(
+            n, n_resamples=n_resamples, seed=seed, clusters=clusters
+        ):
+            rows, n_clusters = cluster_counts.shape
+            if per_cluster is None:
+                per_cluster = (
+                    np.bincount(cluster_of * used.size + column, minlength=n_clusters * used.size)
+                    .reshape(n_clusters, used.size)
+                    .astype(np.float64)
+                )
+            flat[start : start + rows, used] = cluster_counts.astype(np.float64) @ per_cluster
+        return flat.reshape(n_resamples, n_labels, n_labels)
     result = np.empty((n_resamples, n_labels, n_labels), dtype=np.float64)
-    for start, weights in resample_weights(
-        n, n_resamples=n_resamples, seed=seed, clusters=clusters
-    ):
+    for start, weights in resample_weights(n, n_resamples=n_resamples, seed=seed):
         rows = weights.shape[0]
         offset_cells = cells[np.newaxis, :] + (np.arange(rows) * per_matrix)[:, np.newaxis]
         counts = np.bincount(

@@ -22,19 +22,26 @@ def coefficient_rows(reports: dict[str, dict[str, Any]]) -> list[dict[str, Any]]
     for ref, report in reports.items():
         for key, name in COEFFICIENT_NAMES.items():
             coefficient = report[key]
-            ci = coefficient.get("ci95")
             rows.append(
                 {
                     "rubric": ref,
                     "coefficient": name,
                     "value": coefficient.get("value"),
-                    "low": ci[0] if ci else None,
-                    "high": ci[1] if ci else None,
-                    "units": coefficient.get("n_units"),
-                    "note": coefficient.get("reason") or coefficient.get("warning") or "",
+                    **_interval_columns(coefficient),
                 }
             )
     return rows
+
+
+def _interval_columns(coefficient: dict[str, Any]) -> dict[str, Any]:
+    """A coefficient's interval, units and note as table columns (``None``: no interval)."""
+    ci = coefficient.get("ci95")
+    return {
+        "low": ci[0] if ci else None,
+        "high": ci[1] if ci else None,
+        "units": coefficient.get("n_units"),
+        "note": coefficient.get("reason") or coefficient.get("warning") or "",
+    }
 
 
 def coefficients_chart(rows: list[dict[str, Any]]) -> alt.LayerChart:
@@ -70,17 +77,32 @@ def coefficients_chart(rows: list[dict[str, Any]]) -> alt.LayerChart:
     return cast(alt.LayerChart, alt.layer(*layers).properties(height=alt.Step(14)))
 
 
+def pairwise_kappa_rows(cohen: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per pair of reviewers: kappa, its interval where there is one, and a note."""
+    return [
+        {
+            "pair": pair.replace("|", " · "),
+            "kappa": coefficient.get("value"),
+            **_interval_columns(coefficient),
+        }
+        for pair, coefficient in cohen.items()
+    ]
+
+
 def pairwise_kappa_chart(cohen: dict[str, dict[str, Any]]) -> alt.LayerChart:
     rows = []
     for pair, coefficient in cohen.items():
         first, second = pair.split("|", 1)
         value = coefficient.get("value")
+        ci = coefficient.get("ci95")
         for a, b in ((first, second), (second, first)):
             rows.append(
                 {
                     "reviewer_a": a,
                     "reviewer_b": b,
                     "kappa": value,
+                    "low": ci[0] if ci else None,
+                    "high": ci[1] if ci else None,
                     "units": coefficient.get("n_units"),
                     "text": "—" if value is None else f"{value:.2f}",
                 }
@@ -90,7 +112,7 @@ def pairwise_kappa_chart(cohen: dict[str, dict[str, Any]]) -> alt.LayerChart:
     )
     cells = base.mark_rect().encode(
         color=alt.Color("kappa:Q", scale=alt.Scale(domain=[-0.2, 1], scheme="blues")),
-        tooltip=["reviewer_a:N", "reviewer_b:N", "kappa:Q", "units:Q"],
+        tooltip=["reviewer_a:N", "reviewer_b:N", "kappa:Q", "low:Q", "high:Q", "units:Q"],
     )
     return cast(alt.LayerChart, alt.layer(cells, base.mark_text().encode(text="text:N")))
 

@@ -42,6 +42,15 @@ with left:
     st.subheader("Cohen's kappa per pair")
     if report["cohen_kappa"]:
         st.altair_chart(charts.pairwise_kappa_chart(report["cohen_kappa"]), width="stretch")
+        st.dataframe(
+            charts.pairwise_kappa_rows(report["cohen_kappa"]),
+            hide_index=True,
+            key="pairwise_kappa_table",
+        )
+        methods = sorted({c["method"] for c in report["cohen_kappa"].values() if c.get("method")})
+        if methods:
+            confidence = report["bootstrap"]["confidence"]
+            st.caption(f"{confidence:.0%} intervals: {'; '.join(methods)}")
     else:
         st.info("Needs two reviewers with shared turns.")
 with right:
