@@ -243,8 +243,12 @@ def alt_test_share(engine: Any, operator: Any, rubric: Any, report_seconds: floa
         columns.case_ids, columns.turns, columns.reviewers, columns.codes, strict=True
     ):
         by_reviewer.setdefault(r, {})[(c, t)] = code
-    [(_, rows)] = _run_verdicts(engine, rubric, None)
-    judged = {(v.case_id, v.turn): v.label for v in rows if v.turn is not None and v.label}
+    [(_, verdicts)] = _run_verdicts(engine, rubric, None)
+    judged = {
+        (c, t): code
+        for c, t, code in zip(verdicts.case_ids, verdicts.turns, verdicts.labels, strict=True)
+        if t is not None and code
+    }
     _, alt_seconds, _ = measured(
         "  alt_test alone on the same data", lambda: alt_test(by_reviewer, judged)
     )

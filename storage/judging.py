@@ -136,6 +136,51 @@ def verdicts(session: Session, *, run_id: int) -> list[VerdictRow]:
     return [VerdictRow(*row) for row in session.execute(query)]
 
 
+@dataclass(frozen=True, slots=True)
+class VerdictColumns:
+    """A run's verdicts column by column, in ``(case_id, turn)`` order: position i is one
+    verdict. Plain lists, no object per verdict: a run can hold hundreds of thousands."""
+
+    ids: list[int]
+    case_ids: list[str]
+    turns: list[int | None]
+    labels: list[str | None]
+    scores: list[float | None]
+    errors: list[str | None]
+
+
+def verdict_columns(session: Session, *, run_id: int, chunk_size: int = 50_000) -> VerdictColumns:
+    """The columns the reports need (reasons: :func:`verdict_reasons`), fetched in chunks."""
+    query = (
+        select(
+            col(JudgeVerdict.id),
+            col(JudgeVerdict.case_id),
+            col(JudgeVerdict.turn),
+            col(JudgeVerdict.label),
+            col(JudgeVerdict.score),
+            col(JudgeVerdict.error),
+        )
+        .where(col(JudgeVerdict.run_id) == run_id)
+        .order_by(col(JudgeVerdict.case_id), col(JudgeVerdict.turn))
+    )
+    columns: tuple[list[Any], ...] = ([], [], [], [], [], [])
+    for chunk in session.connection().execute(query).partitions(chunk_size):
+        for column, values in zip(columns, zip(*chunk, strict=True), strict=True):
+            column.extend(values)
+    return VerdictColumns(*columns)
+
+
+def verdict_reasons(session: Session, *, ids: Sequence[int]) -> dict[int, str | None]:
+    """The reason of each verdict in ``ids`` (by verdict id)."""
+    reasons: dict[int, str | None] = {}
+    for start in range(0, len(ids), 500):
+        query = select(col(JudgeVerdict.id), col(JudgeVerdict.reason)).where(
+            col(JudgeVerdict.id).in_(ids[start : start + 500])
+        )
+        reasons.update((row[0], row[1]) for row in session.execute(query))
+    return reasons
+
+
 def verdict_counts(session: Session, *, run_id: int) -> tuple[int, int]:
     """``(verdicts, errors)`` of a run."""
     query = select(func.count(), func.count(col(JudgeVerdict.error))).where(
