@@ -149,7 +149,7 @@ class VerdictColumns:
     errors: list[str | None]
 
 
-def verdict_columns(session: Session, *, run_id: int, chunk_size: int = 50_000) -> VerdictColumns:
+def verdict_columns(session: Session, *, run_id: int, chunk_size: int = 10_000) -> VerdictColumns:
     """The columns the reports need (reasons: :func:`verdict_reasons`), fetched in chunks."""
     query = (
         select(
@@ -163,11 +163,24 @@ def verdict_columns(session: Session, *, run_id: int, chunk_size: int = 50_000) 
         .where(col(JudgeVerdict.run_id) == run_id)
         .order_by(col(JudgeVerdict.case_id), col(JudgeVerdict.turn))
     )
-    columns: tuple[list[Any], ...] = ([], [], [], [], [], [])
-    for chunk in session.connection().execute(query).partitions(chunk_size):
-        for column, values in zip(columns, zip(*chunk, strict=True), strict=True):
-            column.extend(values)
-    return VerdictColumns(*columns)
+    columns = VerdictColumns([], [], [], [], [], [])
+    # One string per distinct case id and code, not one per verdict.
+    cases: dict[str, str] = {}
+    codes: dict[str | None, str | None] = {}
+    result = session.connection().execute(query)
+    try:
+        # The driver's own row tuples, not a SQLAlchemy Row per verdict.
+        while chunk := result.cursor.fetchmany(chunk_size):
+            ids, case_ids, turns, labels, scores, errors = zip(*chunk, strict=True)
+            columns.ids.extend(ids)
+            columns.case_ids.extend(map(cases.setdefault, case_ids, case_ids))
+            columns.turns.extend(turns)
+            columns.labels.extend(map(codes.setdefault, labels, labels))
+            columns.scores.extend(scores)
+            columns.errors.extend(errors)
+    finally:
+        result.close()
+    return columns
 
 
 def verdict_reasons(session: Session, *, ids: Sequence[int]) -> dict[int, str | None]:
