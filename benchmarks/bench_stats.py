@@ -12,10 +12,11 @@ Two parts, figures only (nothing asserted):
    annotator test, compare_to_reference with the cluster bootstrap, like-for-like
    kappas and the PPI++ estimate; the cluster bootstrap beside the unit bootstrap of a
    kappa at ``--resamples`` resamples (and how much wider the cluster interval is).
-2. End to end on a SQLite database: ``--db-turns`` judged turns imported as cases and
-   verdicts, an audit sample of ``--audited`` turns labeled by three reviewers, then
-   the services behind ``review-app judge report`` and ``judge estimate``: seconds,
-   peak traced memory, and the alt-test's share of the report. ``--db-turns 0`` skips it.
+2. End to end on a database (SQLite, or the ``--db`` URL): ``--db-turns`` judged turns
+   imported as cases and verdicts, an audit sample of ``--audited`` turns labeled by
+   three reviewers, then the services behind ``review-app judge report`` and ``judge
+   estimate``: seconds, peak traced memory, and the alt-test's share of the report.
+   ``--db-turns 0`` skips it.
 
 Peak RSS is the process's (``ru_maxrss``), printed after each part.
 """
@@ -256,6 +257,8 @@ def alt_test_share(engine: Any, operator: Any, rubric: Any, report_seconds: floa
 
 
 def db_part(arguments: argparse.Namespace) -> None:
+    from sqlalchemy import inspect
+
     from review_app.services.estimate import break_rate_estimate
     from review_app.services.judge_import import list_judge_runs
     from review_app.services.judge_report import calibration_report
@@ -263,17 +266,19 @@ def db_part(arguments: argparse.Namespace) -> None:
     from review_app.services.rubric_catalog import sync_rubrics
     from storage.engine import create_database_engine
 
-    print(
-        f"\n-- end to end (SQLite): {arguments.db_turns // 10} cases, about "
-        f"{arguments.db_turns} judged turns"
-    )
     operator = Actor.operator()
     with tempfile.TemporaryDirectory() as folder:
         tmp = Path(folder)
-        path = Path(arguments.db) if arguments.db else tmp / "bench.db"
-        engine = create_database_engine(f"sqlite:///{path}")
-        if path.exists() and arguments.db:
-            print(f"reusing {path}")
+        url = arguments.db or f"sqlite:///{tmp / 'bench.db'}"
+        if "://" not in url:
+            url = f"sqlite:///{url}"
+        engine = create_database_engine(url)
+        print(
+            f"\n-- end to end ({engine.dialect.name}): {arguments.db_turns // 10} cases, about "
+            f"{arguments.db_turns} judged turns"
+        )
+        if arguments.db and inspect(engine).has_table("judge_runs"):
+            print(f"reusing {arguments.db}")
         else:
             start = time.perf_counter()
             build_database(engine, operator, tmp, arguments)
@@ -313,7 +318,9 @@ def main() -> None:
     parser.add_argument("--resamples", type=int, default=1_000)
     parser.add_argument("--db-turns", type=int, default=200_000)
     parser.add_argument(
-        "--db", help="SQLite file: built there when missing, reused (not rebuilt) when present"
+        "--db",
+        help="SQLite file or database URL: built there when empty, reused (not rebuilt) "
+        "once it holds the tables",
     )
     parser.add_argument(
         "--only", choices=("report", "estimate"), help="time one service (its own peak RSS)"
