@@ -7,7 +7,6 @@ an object or a ``(case_id, turn)`` tuple per verdict is where the time and memor
 from __future__ import annotations
 
 from collections.abc import Iterable
-from itertools import pairwise
 
 import numpy as np
 import numpy.typing as npt
@@ -27,15 +26,12 @@ class TurnVerdicts:
         n = len(columns.ids)
         turns = np.array(columns.turns, dtype=np.float64).reshape(n)  # None becomes nan
         self.has_turn = ~np.isnan(turns)
-        self.no_error = np.fromiter((e is None for e in columns.errors), dtype=bool, count=n)
-        self.has_label = np.fromiter((c is not None for c in columns.labels), dtype=bool, count=n)
+        self.no_error = np.array(columns.errors, dtype=object).reshape(n) == None  # noqa: E711
+        self.has_label = np.array(columns.labels, dtype=object).reshape(n) != None  # noqa: E711
         # Rows come ordered by case id, so one case's rows are adjacent.
         case_ids = columns.case_ids
-        new_case = np.fromiter(
-            (a != b for a, b in pairwise(case_ids)),
-            dtype=bool,
-            count=max(n - 1, 0),
-        )
+        cases = np.array(case_ids, dtype=object).reshape(n)
+        new_case = cases[1:] != cases[:-1]
         starts = np.concatenate(([0], np.flatnonzero(new_case) + 1)) if n else np.zeros(0, int)
         case_code = np.cumsum(np.concatenate(([False], new_case))) if n else np.zeros(0, int)
         self._case_code = {case_ids[i]: k for k, i in enumerate(starts.tolist())}
