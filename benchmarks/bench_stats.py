@@ -50,16 +50,20 @@ BREAK_MAPPING = {
 TURNS_PER_CONVERSATION = 10
 
 
+TRACE = True  # --untraced: tracemalloc slows object-heavy code and adds to its RSS
+
+
 def measured(label: str, function: Callable[[], Any]) -> tuple[Any, float, float]:
-    """Run once: result, seconds, peak traced MiB."""
-    tracemalloc.start()
+    """Run once: result, seconds, peak traced MiB (0 when untraced)."""
+    if TRACE:
+        tracemalloc.start()
     start = time.perf_counter()
     result = function()
     seconds = time.perf_counter() - start
-    _, peak = tracemalloc.get_traced_memory()
+    peak = tracemalloc.get_traced_memory()[1] / 2**20 if TRACE else 0.0
     tracemalloc.stop()
-    print(f"{label:<62} {seconds:8.3f} s  peak {peak / 2**20:8.1f} MiB")
-    return result, seconds, peak / 2**20
+    print(f"{label:<62} {seconds:8.3f} s  " + (f"peak {peak:8.1f} MiB" if TRACE else "untraced"))
+    return result, seconds, peak
 
 
 def rss() -> str:
@@ -233,10 +237,14 @@ def build_database(engine: Any, operator: Any, tmp: Path, arguments: argparse.Na
     import_labels(engine, operator, tmp / "labels.csv", catalog=catalog)
 
 
-def alt_test_share(engine: Any, operator: Any, rubric: Any, report_seconds: float) -> None:
+def alt_test_share(
+    engine: Any, operator: Any, rubric: Any, run_id: int, report_seconds: float
+) -> None:
     """The alt-test inside the report, timed alone on the same inputs."""
+    from sqlmodel import Session
+
     from review_app.services.agreement_reports import load_label_columns
-    from review_app.services.judge_import import _run_verdicts
+    from storage import judging
 
     columns = load_label_columns(engine, operator, rubric=rubric)
     by_reviewer: dict[str, dict[tuple[str, int], str]] = {}
@@ -244,12 +252,12 @@ def alt_test_share(engine: Any, operator: Any, rubric: Any, report_seconds: floa
         columns.case_ids, columns.turns, columns.reviewers, columns.codes, strict=True
     ):
         by_reviewer.setdefault(r, {})[(c, t)] = code
-    [(_, verdicts)] = _run_verdicts(engine, rubric, None)
-    judged = {
-        (c, t): code
-        for c, t, code in zip(verdicts.case_ids, verdicts.turns, verdicts.labels, strict=True)
-        if t is not None and code
-    }
+    with Session(engine) as session:
+        judged = {
+            (v.case_id, v.turn): v.label
+            for v in judging.verdicts(session, run_id=run_id)
+            if v.turn is not None and v.label
+        }
     _, alt_seconds, _ = measured(
         "  alt_test alone on the same data", lambda: alt_test(by_reviewer, judged)
     )
@@ -297,7 +305,7 @@ def db_part(arguments: argparse.Namespace) -> None:
             )
             print(f"   verdict: {report['runs'][0]['alt_test']['verdict']}")
             print(rss())
-            alt_test_share(engine, operator, rubric, report_seconds)
+            alt_test_share(engine, operator, rubric, run_id, report_seconds)
         if arguments.only != "report":
             estimate, _, _ = measured(
                 "judge estimate (break_rate_estimate, turn level)",
@@ -325,8 +333,13 @@ def main() -> None:
     parser.add_argument(
         "--only", choices=("report", "estimate"), help="time one service (its own peak RSS)"
     )
+    parser.add_argument(
+        "--untraced", action="store_true", help="time without tracemalloc (no traced peak)"
+    )
     parser.add_argument("--skip-core", action="store_true", help="only the end-to-end part")
     arguments = parser.parse_args()
+    global TRACE
+    TRACE = not arguments.untraced
     if not arguments.skip_core:
         core_part(arguments)
     if arguments.db_turns:
