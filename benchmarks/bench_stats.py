@@ -12,10 +12,11 @@ Two parts, figures only (nothing asserted):
    annotator test, compare_to_reference with the cluster bootstrap, like-for-like
    kappas and the PPI++ estimate; the cluster bootstrap beside the unit bootstrap of a
    kappa at ``--resamples`` resamples (and how much wider the cluster interval is).
-2. End to end on a SQLite database: ``--db-turns`` judged turns imported as cases and
-   verdicts, an audit sample of ``--audited`` turns labeled by three reviewers, then
-   the services behind ``review-app judge report`` and ``judge estimate``: seconds,
-   peak traced memory, and the alt-test's share of the report. ``--db-turns 0`` skips it.
+2. End to end on a database (SQLite, or the ``--db`` URL): ``--db-turns`` judged turns
+   imported as cases and verdicts, an audit sample of ``--audited`` turns labeled by
+   three reviewers, then the services behind ``review-app judge report`` and ``judge
+   estimate``: seconds, peak traced memory, and the alt-test's share of the report.
+   ``--db-turns 0`` skips it.
 
 Peak RSS is the process's (``ru_maxrss``), printed after each part.
 """
@@ -49,16 +50,20 @@ BREAK_MAPPING = {
 TURNS_PER_CONVERSATION = 10
 
 
+TRACE = True  # --untraced: tracemalloc slows object-heavy code and adds to its RSS
+
+
 def measured(label: str, function: Callable[[], Any]) -> tuple[Any, float, float]:
-    """Run once: result, seconds, peak traced MiB."""
-    tracemalloc.start()
+    """Run once: result, seconds, peak traced MiB (0 when untraced)."""
+    if TRACE:
+        tracemalloc.start()
     start = time.perf_counter()
     result = function()
     seconds = time.perf_counter() - start
-    _, peak = tracemalloc.get_traced_memory()
+    peak = tracemalloc.get_traced_memory()[1] / 2**20 if TRACE else 0.0
     tracemalloc.stop()
-    print(f"{label:<62} {seconds:8.3f} s  peak {peak / 2**20:8.1f} MiB")
-    return result, seconds, peak / 2**20
+    print(f"{label:<62} {seconds:8.3f} s  " + (f"peak {peak:8.1f} MiB" if TRACE else "untraced"))
+    return result, seconds, peak
 
 
 def rss() -> str:
@@ -176,102 +181,140 @@ def core_part(arguments: argparse.Namespace) -> None:
     print(rss())
 
 
-def db_part(arguments: argparse.Namespace) -> None:
+def build_database(engine: Any, operator: Any, tmp: Path, arguments: argparse.Namespace) -> None:
+    """Cases, one judge run over every assistant turn, an audit sample labeled by three."""
     from benchmarks.corpus import generate_corpus
     from review_app.services.audit_samples import draw_audit_sample
-    from review_app.services.estimate import break_rate_estimate
     from review_app.services.importing import import_paths
-    from review_app.services.judge_import import import_verdicts, list_judge_runs
-    from review_app.services.judge_report import calibration_report
+    from review_app.services.judge_import import import_verdicts
     from review_app.services.labels_io import import_labels
-    from review_app.services.people import Actor
     from review_app.services.rubric_catalog import sync_rubrics
-    from storage.engine import create_database_engine
     from storage.migrations import upgrade_database
     from tests.judge_support import write_jsonl
 
-    n_cases = arguments.db_turns // 10
-    print(f"\n-- end to end (SQLite): {n_cases} cases, about {arguments.db_turns} judged turns")
+    upgrade_database(engine)
+    cases = list(generate_corpus(arguments.db_turns // 10, 20, seed=3))
+    import_paths(engine, operator, [write_jsonl(tmp / "cases.jsonl", cases)])
+    catalog = sync_rubrics(engine, operator)
+    rubric = catalog.get("role-adherence@1")
+    units = [
+        (c["case_id"], e["turn"])
+        for c in cases
+        for e in c["transcript"]
+        if e["actor"] == "assistant"
+    ]
+    del cases
+    rng = np.random.default_rng(4)
+    truth = {u: str(rng.choice(CODES, p=SHARES)) for u in units}
+    rows = [
+        {"case_id": c, "turn": t, "judge": "bench", "prompt_version": "v1", "model": "m",
+         "label": code if rng.random() > 0.15 else str(rng.choice(CODES)),
+         "score": float(rng.random())}
+        for (c, t), code in truth.items()
+    ]  # fmt: skip
+    import_verdicts(engine, operator, write_jsonl(tmp / "verdicts.jsonl", rows), rubric=rubric)
+    del rows
+    lines = ["case_id,turn,reviewer,label,rubric,rationale"]
+    seed_lines = [
+        f"{units[0][0]},{units[0][1]},{name},in_role,role-adherence@1,"
+        for name in ("ana", "ben", "cy")
+    ]
+    (tmp / "seed.csv").write_text("\n".join([lines[0], *seed_lines]) + "\n")
+    import_labels(engine, operator, tmp / "seed.csv", catalog=catalog)
+    draw_audit_sample(engine, operator, rubric=rubric, size=arguments.audited, seed=1,
+                      reviewers=["ana", "ben", "cy"], overlap=3)  # fmt: skip
+    from sqlmodel import Session, select
+
+    from storage.models import AuditUnit
+
+    with Session(engine) as session:
+        drawn = [(u.case_id, u.turn) for u in session.exec(select(AuditUnit)).all()]
+    for c, t in drawn:
+        for name in ("ana", "ben", "cy"):
+            code = truth[(c, t)] if rng.random() > 0.1 else str(rng.choice(CODES))
+            lines.append(f"{c},{t},{name},{code},role-adherence@1,")
+    (tmp / "labels.csv").write_text("\n".join(lines) + "\n")
+    import_labels(engine, operator, tmp / "labels.csv", catalog=catalog)
+
+
+def alt_test_share(
+    engine: Any, operator: Any, rubric: Any, run_id: int, report_seconds: float
+) -> None:
+    """The alt-test inside the report, timed alone on the same inputs."""
+    from sqlmodel import Session
+
+    from review_app.services.agreement_reports import load_label_columns
+    from storage import judging
+
+    columns = load_label_columns(engine, operator, rubric=rubric)
+    by_reviewer: dict[str, dict[tuple[str, int], str]] = {}
+    for c, t, r, code in zip(
+        columns.case_ids, columns.turns, columns.reviewers, columns.codes, strict=True
+    ):
+        by_reviewer.setdefault(r, {})[(c, t)] = code
+    with Session(engine) as session:
+        judged = {
+            (v.case_id, v.turn): v.label
+            for v in judging.verdicts(session, run_id=run_id)
+            if v.turn is not None and v.label
+        }
+    _, alt_seconds, _ = measured(
+        "  alt_test alone on the same data", lambda: alt_test(by_reviewer, judged)
+    )
+    print(f"   alt-test share of judge report: {alt_seconds / report_seconds:.1%}")
+
+
+def db_part(arguments: argparse.Namespace) -> None:
+    from sqlalchemy import inspect
+
+    from review_app.services.estimate import break_rate_estimate
+    from review_app.services.judge_import import list_judge_runs
+    from review_app.services.judge_report import calibration_report
+    from review_app.services.people import Actor
+    from review_app.services.rubric_catalog import sync_rubrics
+    from storage.engine import create_database_engine
+
     operator = Actor.operator()
     with tempfile.TemporaryDirectory() as folder:
         tmp = Path(folder)
-        engine = create_database_engine(f"sqlite:///{tmp / 'bench.db'}")
-        upgrade_database(engine)
-        cases = list(generate_corpus(n_cases, 20, seed=3))
-        start = time.perf_counter()
-        import_paths(engine, [write_jsonl(tmp / "cases.jsonl", cases)])
-        catalog = sync_rubrics(engine)
-        rubric = catalog.get("role-adherence@1")
-        units = [
-            (c["case_id"], e["turn"])
-            for c in cases
-            for e in c["transcript"]
-            if e["actor"] == "assistant"
-        ]
-        del cases
-        rng = np.random.default_rng(4)
-        truth = {u: str(rng.choice(CODES, p=SHARES)) for u in units}
-        rows = [
-            {"case_id": c, "turn": t, "judge": "bench", "prompt_version": "v1", "model": "m",
-             "label": code if rng.random() > 0.15 else str(rng.choice(CODES)),
-             "score": float(rng.random())}
-            for (c, t), code in truth.items()
-        ]  # fmt: skip
-        import_verdicts(engine, operator, write_jsonl(tmp / "verdicts.jsonl", rows), rubric=rubric)
-        del rows
-        lines = ["case_id,turn,reviewer,label,rubric,rationale"]
-        seed_lines = [
-            f"{units[0][0]},{units[0][1]},{name},in_role,role-adherence@1,"
-            for name in ("ana", "ben", "cy")
-        ]
-        (tmp / "seed.csv").write_text("\n".join([lines[0], *seed_lines]) + "\n")
-        import_labels(engine, operator, tmp / "seed.csv", catalog=catalog)
-        draw_audit_sample(engine, operator, rubric=rubric, size=arguments.audited, seed=1,
-                          reviewers=["ana", "ben", "cy"], overlap=3)  # fmt: skip
-        from sqlmodel import Session, select
-
-        from storage.models import AuditUnit
-
-        with Session(engine) as session:
-            drawn = [(u.case_id, u.turn) for u in session.exec(select(AuditUnit)).all()]
-        for c, t in drawn:
-            for name in ("ana", "ben", "cy"):
-                code = truth[(c, t)] if rng.random() > 0.1 else str(rng.choice(CODES))
-                lines.append(f"{c},{t},{name},{code},role-adherence@1,")
-        (tmp / "labels.csv").write_text("\n".join(lines) + "\n")
-        import_labels(engine, operator, tmp / "labels.csv", catalog=catalog)
+        url = arguments.db or f"sqlite:///{tmp / 'bench.db'}"
+        if "://" not in url:
+            url = f"sqlite:///{url}"
+        engine = create_database_engine(url)
         print(
-            f"{'setup (import cases, verdicts, labels; draw the audit)':<62} "
-            f"{time.perf_counter() - start:8.3f} s"
+            f"\n-- end to end ({engine.dialect.name}): {arguments.db_turns // 10} cases, about "
+            f"{arguments.db_turns} judged turns"
         )
-        run_id = int(list_judge_runs(engine, rubric=rubric)[0]["id"])
-        report, report_seconds, _ = measured(
-            f"judge report (calibration_report, {arguments.resamples} resamples)",
-            lambda: calibration_report(engine, rubric=rubric, n_resamples=arguments.resamples),
-        )
-        # The alt-test inside the report, timed alone on the same inputs.
-        from review_app.services.agreement_reports import load_label_columns
-
-        columns = load_label_columns(engine, rubric=rubric)
-        by_reviewer: dict[str, dict[tuple[str, int], str]] = {}
-        for c, t, r, code in zip(
-            columns.case_ids, columns.turns, columns.reviewers, columns.codes, strict=True
-        ):
-            by_reviewer.setdefault(r, {})[(c, t)] = code
-        judged = {u: code for u, code in truth.items()}
-        _, alt_seconds, _ = measured(
-            "  alt_test alone on the same data", lambda: alt_test(by_reviewer, judged)
-        )
-        print(f"   alt-test share of judge report: {alt_seconds / report_seconds:.1%}")
-        print(f"   verdict: {report['runs'][0]['alt_test']['verdict']}")
-        estimate, _, _ = measured(
-            "judge estimate (break_rate_estimate, turn level)",
-            lambda: break_rate_estimate(engine, rubric=rubric, run_id=run_id),
-        )
-        print(
-            f"   {estimate['ppi']} from {estimate['n_gold']} gold / {estimate['n_judged']} "
-            f"judged ({estimate['gold_source']})"
-        )
+        if arguments.db and inspect(engine).has_table("judge_runs"):
+            print(f"reusing {arguments.db}")
+        else:
+            start = time.perf_counter()
+            build_database(engine, operator, tmp, arguments)
+            print(
+                f"{'setup (import cases, verdicts, labels; draw the audit)':<62} "
+                f"{time.perf_counter() - start:8.3f} s"
+            )
+        rubric = sync_rubrics(engine, operator).get("role-adherence@1")
+        run_id = int(list_judge_runs(engine, operator, rubric=rubric)[0]["id"])
+        if arguments.only != "estimate":
+            report, report_seconds, _ = measured(
+                f"judge report (calibration_report, {arguments.resamples} resamples)",
+                lambda: calibration_report(
+                    engine, operator, rubric=rubric, n_resamples=arguments.resamples
+                ),
+            )
+            print(f"   verdict: {report['runs'][0]['alt_test']['verdict']}")
+            print(rss())
+            alt_test_share(engine, operator, rubric, run_id, report_seconds)
+        if arguments.only != "report":
+            estimate, _, _ = measured(
+                "judge estimate (break_rate_estimate, turn level)",
+                lambda: break_rate_estimate(engine, operator, rubric=rubric, run_id=run_id),
+            )
+            print(
+                f"   {estimate['ppi']} from {estimate['n_gold']} gold / {estimate['n_judged']} "
+                f"judged ({estimate['gold_source']})"
+            )
         engine.dispose()
     print(rss())
 
@@ -282,8 +325,23 @@ def main() -> None:
     parser.add_argument("--audited", type=int, default=2_000)
     parser.add_argument("--resamples", type=int, default=1_000)
     parser.add_argument("--db-turns", type=int, default=200_000)
+    parser.add_argument(
+        "--db",
+        help="SQLite file or database URL: built there when empty, reused (not rebuilt) "
+        "once it holds the tables",
+    )
+    parser.add_argument(
+        "--only", choices=("report", "estimate"), help="time one service (its own peak RSS)"
+    )
+    parser.add_argument(
+        "--untraced", action="store_true", help="time without tracemalloc (no traced peak)"
+    )
+    parser.add_argument("--skip-core", action="store_true", help="only the end-to-end part")
     arguments = parser.parse_args()
-    core_part(arguments)
+    global TRACE
+    TRACE = not arguments.untraced
+    if not arguments.skip_core:
+        core_part(arguments)
     if arguments.db_turns:
         db_part(arguments)
 

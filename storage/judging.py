@@ -136,6 +136,64 @@ def verdicts(session: Session, *, run_id: int) -> list[VerdictRow]:
     return [VerdictRow(*row) for row in session.execute(query)]
 
 
+@dataclass(frozen=True, slots=True)
+class VerdictColumns:
+    """A run's verdicts column by column, in ``(case_id, turn)`` order: position i is one
+    verdict. Plain lists, no object per verdict: a run can hold hundreds of thousands."""
+
+    ids: list[int]
+    case_ids: list[str]
+    turns: list[int | None]
+    labels: list[str | None]
+    scores: list[float | None]
+    errors: list[str | None]
+
+
+def verdict_columns(session: Session, *, run_id: int, chunk_size: int = 10_000) -> VerdictColumns:
+    """The columns the reports need (reasons: :func:`verdict_reasons`), fetched in chunks."""
+    query = (
+        select(
+            col(JudgeVerdict.id),
+            col(JudgeVerdict.case_id),
+            col(JudgeVerdict.turn),
+            col(JudgeVerdict.label),
+            col(JudgeVerdict.score),
+            col(JudgeVerdict.error),
+        )
+        .where(col(JudgeVerdict.run_id) == run_id)
+        .order_by(col(JudgeVerdict.case_id), col(JudgeVerdict.turn))
+    )
+    columns = VerdictColumns([], [], [], [], [], [])
+    # One string per distinct case id and code, not one per verdict.
+    cases: dict[str, str] = {}
+    codes: dict[str | None, str | None] = {}
+    result = session.connection().execute(query)
+    try:
+        # The driver's own row tuples, not a SQLAlchemy Row per verdict.
+        while chunk := result.cursor.fetchmany(chunk_size):
+            ids, case_ids, turns, labels, scores, errors = zip(*chunk, strict=True)
+            columns.ids.extend(ids)
+            columns.case_ids.extend(map(cases.setdefault, case_ids, case_ids))
+            columns.turns.extend(turns)
+            columns.labels.extend(map(codes.setdefault, labels, labels))
+            columns.scores.extend(scores)
+            columns.errors.extend(errors)
+    finally:
+        result.close()
+    return columns
+
+
+def verdict_reasons(session: Session, *, ids: Sequence[int]) -> dict[int, str | None]:
+    """The reason of each verdict in ``ids`` (by verdict id)."""
+    reasons: dict[int, str | None] = {}
+    for start in range(0, len(ids), 500):
+        query = select(col(JudgeVerdict.id), col(JudgeVerdict.reason)).where(
+            col(JudgeVerdict.id).in_(ids[start : start + 500])
+        )
+        reasons.update((row[0], row[1]) for row in session.execute(query))
+    return reasons
+
+
 def verdict_counts(session: Session, *, run_id: int) -> tuple[int, int]:
     """``(verdicts, errors)`` of a run."""
     query = select(func.count(), func.count(col(JudgeVerdict.error))).where(

@@ -186,7 +186,14 @@ def _check_break_mapping(break_mapping: BreakMapping) -> dict[str, str | None]:
 def _check_codes(codes: Mapping[Any, str], name: str, mapping: Mapping[str, str | None]) -> None:
     if not isinstance(codes, Mapping):
         raise ValueError(f"{name} must be a mapping of unit to code, got {type(codes).__name__}")
-    # Check every code; sort (for a reproducible message) only the units that fail.
+    # Each distinct code once (a run holds many units, few codes); on a failure, check
+    # every unit and sort (for a reproducible message) only the units that fail.
+    try:
+        distinct = set(codes.values())
+    except TypeError:  # an unhashable code, so not a string
+        distinct = None
+    if distinct is not None and all(isinstance(c, str) and c in mapping for c in distinct):
+        return
     bad = [u for u, c in codes.items() if not isinstance(c, str) or c not in mapping]
     for unit in _sorted_units(bad)[:1]:
         code = codes[unit]

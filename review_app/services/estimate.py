@@ -18,6 +18,7 @@ from sqlalchemy import Engine
 
 from review_app.errors import InputError
 from review_app.rubrics import Rubric
+from review_app.services._turn_verdicts import TurnVerdicts
 from review_app.services.adjudication import gold_labels
 from review_app.services.audit_samples import audited_units
 from review_app.services.judge_import import _run_verdicts, run_name
@@ -96,15 +97,20 @@ def break_rate_estimate(
     actor = authorize(engine, actor, "policy_owner")
     if level not in LEVELS:
         raise InputError(f"must be turn or conversation, got {level!r}", field="--level")
-    ((run, rows),) = _run_verdicts(engine, rubric, [run_id])
+    ((run, columns),) = _run_verdicts(engine, rubric, [run_id])
     mapping = rubric.break_mapping()
-    judge_turns: dict[tuple[str, int], int] = {}
-    for row in rows:
-        if row.turn is None or row.error is not None or row.label is None:
-            continue
-        collapsed = mapping.get(row.label)
-        if collapsed is not None:
-            judge_turns[(row.case_id, row.turn)] = int(collapsed == "break")
+    verdicts = TurnVerdicts(columns)
+    # Units are the verdicts' integer keys from here on (TurnVerdicts.key).
+    collapsed = [None if code is None else mapping.get(code) for code in columns.labels]
+    comparable = np.fromiter((c is not None for c in collapsed), dtype=bool, count=len(collapsed))
+    rows = verdicts.positions(verdicts.has_turn & verdicts.no_error & comparable)
+    judge_turns: dict[int, int] = dict(
+        zip(
+            verdicts.keys[rows].tolist(),
+            [int(collapsed[i] == "break") for i in rows],
+            strict=True,
+        )
+    )
     gold = {
         unit: mapping.get(g.code)
         for unit, g in gold_labels(engine, actor, rubric=rubric).labels.items()
@@ -127,13 +133,14 @@ def break_rate_estimate(
         gold_used = gold
         warnings.append(NOT_RANDOM)
 
-    judged: dict[Any, int]
-    truth: dict[Any, int]
+    gold_keys = {key: c for u, c in gold_used.items() if (key := verdicts.key(u)) is not None}
+    judged: dict[int, int]
+    truth: dict[int, int]
     if level == "turn":
         judged = dict(judge_turns)
-        truth = {u: int(c == "break") for u, c in gold_used.items() if c is not None}
+        truth = {u: int(c == "break") for u, c in gold_keys.items() if c is not None}
     else:
-        judged, truth = _conversations(judge_turns, gold_used)
+        judged, truth = _conversations(judge_turns, gold_keys, stride=verdicts.stride)
         warnings.append(
             "conversation level: only conversations with gold on every judged turn count "
             "as gold; an audit sample draws turns, not conversations"
@@ -202,15 +209,16 @@ def break_rate_estimate(
 
 
 def _conversations(
-    judge_turns: dict[tuple[str, int], int], gold: dict[tuple[str, int], str | None]
-) -> tuple[dict[str, int], dict[str, int]]:
-    by_case: dict[str, list[tuple[int, int]]] = defaultdict(list)
-    for (case_id, turn), value in judge_turns.items():
-        by_case[case_id].append((turn, value))
-    judged = {case_id: int(any(v for _, v in turns)) for case_id, turns in by_case.items()}
-    truth: dict[str, int] = {}
-    for case_id, turns in by_case.items():
-        keys = [(case_id, turn) for turn, _ in turns]
+    judge_turns: dict[int, int], gold: dict[int, str | None], *, stride: int
+) -> tuple[dict[int, int], dict[int, int]]:
+    """Per case (its code: a unit key // ``stride``), from the unit keys of its turns."""
+    by_case: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    for key, value in judge_turns.items():
+        by_case[key // stride].append((key, value))
+    judged = {case: int(any(v for _, v in turns)) for case, turns in by_case.items()}
+    truth: dict[int, int] = {}
+    for case, turns in by_case.items():
+        keys = [key for key, _ in turns]
         if all(key in gold and gold[key] is not None for key in keys):
-            truth[case_id] = int(any(gold[key] == "break" for key in keys))
+            truth[case] = int(any(gold[key] == "break" for key in keys))
     return judged, truth

@@ -178,7 +178,7 @@ def judge_token(engine: Engine, actor: Actor, *, rubric: Rubric) -> tuple[int, s
 
 def _run_verdicts(
     engine: Engine, rubric: Rubric, run_ids: Sequence[int] | None
-) -> list[tuple[JudgeRun, list[judging.VerdictRow]]]:
+) -> list[tuple[JudgeRun, judging.VerdictColumns]]:
     with Session(read_only(engine)) as session:
         runs = judging.list_runs(session, rubric_id=rubric.id, version=rubric.version)
         if run_ids:
@@ -190,6 +190,6 @@ def _run_verdicts(
         result = []
         for run in runs:
             assert run.id is not None
-            result.append((run, judging.verdicts(session, run_id=run.id)))
+            result.append((run, judging.verdict_columns(session, run_id=run.id)))
             session.expunge(run)
     return result

@@ -17,6 +17,7 @@ from sqlmodel import Session
 from review_app import calibration
 from review_app.errors import InputError, NotFound
 from review_app.rubrics import Rubric
+from review_app.services._turn_verdicts import TurnVerdicts
 from review_app.services.adjudication import gold_labels
 from review_app.services.agreement_reports import load_label_columns
 from review_app.services.cases import case_view
@@ -68,12 +69,9 @@ def calibration_report(
         "runs": [],
     }
     judged_by_run: dict[str, dict[tuple[str, int], str]] = {}
-    for run, rows in runs:
-        turn_rows = [r for r in rows if r.turn is not None]
-        judged: dict[tuple[str, int], str] = {}
-        for unit, r in _turn_units(rows):
-            if r.error is None and r.label is not None:
-                judged[unit] = r.label
+    for run, stored in runs:
+        verdicts = TurnVerdicts(stored)
+        judged = verdicts.coded()
         judged_by_run[run_name(run)] = judged
         entry: dict[str, Any] = {
             "id": run.id,
@@ -82,10 +80,10 @@ def calibration_report(
             "prompt_version": run.prompt_version,
             "model": run.model,
             "source": run.source,
-            "verdicts": len(rows),
-            "turn_verdicts": len(turn_rows),
-            "conversation_verdicts": len(rows) - len(turn_rows),
-            "errors": sum(1 for r in rows if r.error),
+            "verdicts": len(stored.ids),
+            "turn_verdicts": verdicts.n_turn,
+            "conversation_verdicts": len(stored.ids) - verdicts.n_turn,
+            "errors": sum(1 for error in stored.errors if error),
         }
         entry["alt_test"] = alt_test(
             by_reviewer, judged, epsilon=epsilon, break_codes=break_codes, baseline=True
@@ -117,9 +115,9 @@ def calibration_report(
             seed=seed,
         )
         judge_first: dict[str, int | None] = {}
-        for (case_id, turn), code in sorted(judged.items()):
-            judge_first.setdefault(case_id, None)
-            if code in break_codes and judge_first[case_id] is None:
+        for (case_id, turn), code in judged.items():
+            first = judge_first.setdefault(case_id, None)
+            if code in break_codes and (first is None or turn < first):
                 judge_first[case_id] = turn
         gold_first = gold.first_break_turns(break_codes)
         shared_cases = {c: gold_first[c] for c in gold_first if c in judge_first}
@@ -130,8 +128,8 @@ def calibration_report(
             if shared_cases
             else None
         )
-        entry["scores"] = _score_section(run, turn_rows, gold_codes, break_mapping)
-        entry["disagreements"] = _disagreements(turn_rows, gold_codes, break_mapping)
+        entry["scores"] = _score_section(run, verdicts, gold_codes, break_mapping)
+        entry["disagreements"] = _disagreements(engine, verdicts, gold_codes, break_mapping)
         report["runs"].append(entry)
     # Only runs with codes: one without (scores only, or conversation-level only) would
     # leave no shared unit to compare the others on.
@@ -164,38 +162,34 @@ def _gold_source(gold: Any, judged: dict[tuple[str, int], str]) -> dict[str, Any
     }
 
 
-def _turn_units(
-    rows: Sequence[judging.VerdictRow],
-) -> list[tuple[tuple[str, int], judging.VerdictRow]]:
-    """Turn-level verdicts with their unit (conversation-level ones left out)."""
-    return [((r.case_id, r.turn), r) for r in rows if r.turn is not None]
-
-
 def _binary_pairs(
-    rows: list[judging.VerdictRow],
+    verdicts: TurnVerdicts,
     gold_codes: dict[tuple[str, int], str],
     break_mapping: dict[str, str | None],
 ) -> tuple[list[int], list[float]]:
+    columns = verdicts.columns
     y_true, scores = [], []
-    for unit, row in _turn_units(rows):
-        code = gold_codes.get(unit)
-        if code is None or row.score is None or row.error is not None:
+    for i in verdicts.rows_of(gold_codes):
+        score = columns.scores[i]
+        if score is None or columns.errors[i] is not None:
             continue
-        mapped = break_mapping.get(code)
+        turn = columns.turns[i]
+        assert turn is not None
+        mapped = break_mapping.get(gold_codes[(columns.case_ids[i], turn)])
         if mapped is None:
             continue
         y_true.append(1 if mapped == "break" else 0)
-        scores.append(row.score)
+        scores.append(score)
     return y_true, scores
 
 
 def _score_section(
     run: JudgeRun,
-    rows: list[judging.VerdictRow],
+    verdicts: TurnVerdicts,
     gold_codes: dict[tuple[str, int], str],
     break_mapping: dict[str, str | None],
 ) -> dict[str, Any] | None:
-    y_true, scores = _binary_pairs(rows, gold_codes, break_mapping)
+    y_true, scores = _binary_pairs(verdicts, gold_codes, break_mapping)
     if not scores:
         return None
     section: dict[str, Any] = {"n": len(scores)}
@@ -212,29 +206,38 @@ def _score_section(
 
 
 def _disagreements(
-    rows: list[judging.VerdictRow],
+    engine: Engine,
+    verdicts: TurnVerdicts,
     gold_codes: dict[tuple[str, int], str],
     break_mapping: dict[str, str | None],
 ) -> list[dict[str, Any]]:
-    found = []
-    for unit, row in _turn_units(rows):
-        reference = gold_codes.get(unit)
-        if reference is None or row.label is None or row.error is not None:
+    columns = verdicts.columns
+    found, ids = [], []
+    for i in verdicts.rows_of(gold_codes):
+        case_id, turn, label = columns.case_ids[i], columns.turns[i], columns.labels[i]
+        assert turn is not None
+        reference = gold_codes[(case_id, turn)]
+        if label is None or columns.errors[i] is not None:
             continue
-        kind = calibration.classify_disagreement(reference, row.label, break_mapping)
+        kind = calibration.classify_disagreement(reference, label, break_mapping)
         if kind == "agree":
             continue
+        ids.append(columns.ids[i])
         found.append(
             {
-                "case_id": row.case_id,
-                "turn": row.turn,
+                "case_id": case_id,
+                "turn": turn,
                 "gold": reference,
-                "judge": row.label,
-                "score": row.score,
-                "reason": row.reason,
+                "judge": label,
+                "score": columns.scores[i],
+                "reason": None,
                 "kind": kind,
             }
         )
+    with Session(read_only(engine)) as session:
+        reasons = judging.verdict_reasons(session, ids=ids)
+    for item, verdict_id in zip(found, ids, strict=True):
+        item["reason"] = reasons.get(verdict_id)
     return found
 
 
@@ -254,10 +257,8 @@ def fit_run_calibration(
         raise InputError("--method is isotonic or platt", field="--method")
     gold = gold_labels(engine, actor, rubric=rubric)
     gold_codes = {unit: g.code for unit, g in gold.labels.items()}
-    [(_, rows)] = _run_verdicts(engine, rubric, [run_id])
-    y_true, scores = _binary_pairs(
-        [r for r in rows if r.turn is not None], gold_codes, rubric.break_mapping()
-    )
+    [(_, columns)] = _run_verdicts(engine, rubric, [run_id])
+    y_true, scores = _binary_pairs(TurnVerdicts(columns), gold_codes, rubric.break_mapping())
     try:
         fitted = calibration.fit_calibration_map(
             y_true=y_true,
@@ -315,10 +316,12 @@ def few_shot_material(
     gold = gold_labels(engine, actor, rubric=rubric)
     judge_codes: dict[tuple[str, int], str] = {}
     if run_id is not None:
-        [(_, rows)] = _run_verdicts(engine, rubric, [run_id])
-        for r in rows:
-            if r.turn is not None and r.label is not None:
-                judge_codes[(r.case_id, r.turn)] = r.label
+        [(_, stored)] = _run_verdicts(engine, rubric, [run_id])
+        for judged_case, judged_turn, code in zip(
+            stored.case_ids, stored.turns, stored.labels, strict=True
+        ):
+            if judged_turn is not None and code is not None:
+                judge_codes[(judged_case, judged_turn)] = code
     columns = load_label_columns(engine, actor, rubric=rubric)
     agreement: Counter[tuple[str, int]] = Counter()
     raters: Counter[tuple[str, int]] = Counter()
