@@ -75,6 +75,18 @@ def test_one_turn_per_conversation_makes_both_bootstraps_the_same() -> None:
     assert by_conversation.method == ("percentile bootstrap over conversations (cluster bootstrap)")
 
 
+def test_one_conversation_gives_no_interval_rather_than_a_zero_width_one() -> None:
+    a = ["in_role", "scope", "in_role", "tone", "in_role", "scope"]
+    b = ["in_role", "scope", "tone", "tone", "in_role", "in_role"]
+    alone = kappa_estimate(a, b, n_resamples=200, seed=3, clusters=["case-1"] * 6)
+    assert alone.value is not None
+    assert alone.ci95 is None
+    assert alone.method is None
+    assert alone.reason == "no confidence interval from fewer than 2 conversations"
+    two = kappa_estimate(a, b, n_resamples=200, seed=3, clusters=["c1"] * 3 + ["c2"] * 3)
+    assert two.ci95 is not None
+
+
 def test_the_cluster_bootstrap_widens_intervals_when_turns_are_alike() -> None:
     # 40 conversations of 10 turns; within a conversation every turn is the same, so
     # there are 40 independent observations, not 400.

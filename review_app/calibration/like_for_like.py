@@ -37,12 +37,19 @@ def kappa_estimate(
     n_resamples: int,
     seed: int,
     clusters: Sequence[Hashable] | None = None,
+    no_units_reason: str = "no shared units",
+    constant_reason: str = (
+        "Cohen's kappa is undefined: both sides gave one and the same code to every unit"
+    ),
 ) -> Estimate:
     """Cohen's kappa of two code sequences over the same units, with a bootstrap interval.
 
     kappa = (p_o - p_e) / (1 - p_e) (Cohen 1960, :func:`kappa_from_confusion`). The 95%
     percentile interval resamples units, or, given ``clusters`` (one conversation key
-    per unit), whole conversations (cluster bootstrap); ``method`` says which.
+    per unit), whole conversations (cluster bootstrap); ``method`` says which. No
+    interval when ``n_resamples`` is 0 or fewer than 2 units (or conversations) are
+    behind the kappa. ``no_units_reason`` and ``constant_reason`` say why the kappa is
+    undefined when there are no units, or when both sides used one code throughout.
     """
     labels = sorted({*first, *second}, key=_sort_key)
     position = {code: i for i, code in enumerate(labels)}
@@ -51,17 +58,18 @@ def kappa_estimate(
     b = np.array([position[c] for c in second], dtype=np.int64)
     n = len(a)
     if n == 0:
-        return Estimate(None, 0, None, "no shared units")
+        return Estimate(None, 0, None, no_units_reason)
     confusion = np.bincount(a * k + b, minlength=k * k).reshape(k, k)
     value = float(kappa_from_confusion(confusion))
     if not math.isfinite(value):
-        return Estimate(
-            None, n, None, "kappa is undefined: both sides gave one and the same code throughout"
-        )
-    if n_resamples == 0 or n < 2:
-        why = "no bootstrap was asked for" if n_resamples == 0 else "too few units"
-        return Estimate(value, n, None, f"no confidence interval: {why}")
+        return Estimate(None, n, None, constant_reason)
     codes = None if clusters is None else cluster_codes(list(clusters))
+    n_clusters = n if codes is None else int(codes.max()) + 1
+    if n_resamples == 0:
+        return Estimate(value, n, None, "no confidence interval: n_resamples is 0")
+    if n < 2 or n_clusters < 2:
+        what = "units" if n < 2 else "conversations"
+        return Estimate(value, n, None, f"no confidence interval from fewer than 2 {what}")
     boot = bootstrap_confusions(a, b, k, n_resamples=n_resamples, seed=seed, clusters=codes)
     interval, reason = percentile_interval(kappa_from_confusion(boot))
     return Estimate(

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Collection, Hashable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
-
-import numpy as np
 
 from review_app.calibration._common import (
     BreakMapping,
@@ -16,20 +14,15 @@ from review_app.calibration._common import (
     _check_break_mapping,
     _check_codes,
     _check_seed,
-    _estimate,
     _json_value,
     _sorted_units,
 )
+from review_app.calibration.like_for_like import kappa_estimate
 from review_app.calibration.reference import AgreementReport, compare_to_reference
 from review_app.stats.checks import check_int
 from review_app.stats.core import (
     BREAK,
     Estimate,
-    IntArray,
-    bootstrap_confusions,
-    bootstrap_method,
-    cluster_codes,
-    kappa_from_confusion,
 )
 
 
@@ -169,16 +162,19 @@ def compare_prompt_versions(
             agreement=agreement,
         )
 
-    clusters = None if cluster_of is None else cluster_codes([cluster_of(u) for u in shared])
+    clusters = None if cluster_of is None else [cluster_of(u) for u in shared]
     pairwise: dict[str, Estimate] = {}
     for i, first in enumerate(versions):
         for second in versions[i + 1 :]:
-            pairwise[f"{first}|{second}"] = _code_kappa(
+            pairwise[f"{first}|{second}"] = kappa_estimate(
                 [verdicts[first][u] for u in shared],
                 [verdicts[second][u] for u in shared],
                 n_resamples=n_resamples,
                 seed=seed,
                 clusters=clusters,
+                no_units_reason="no unit was judged by every version",
+                constant_reason="Cohen's kappa is undefined: both versions gave one and the same "
+                "code to every unit",
             )
 
     differences = tuple(
@@ -197,50 +193,3 @@ def compare_prompt_versions(
         pairwise_kappa=pairwise,
         differences=differences,
     )
-
-
-def _code_kappa(
-    first: list[str],
-    second: list[str],
-    *,
-    n_resamples: int,
-    seed: int,
-    clusters: IntArray | None = None,
-) -> Estimate:
-    labels = sorted(set(first) | set(second))
-    position = {code: i for i, code in enumerate(labels)}
-    k = len(labels)
-    first_index = np.array([position[c] for c in first], dtype=np.int64)
-    second_index = np.array([position[c] for c in second], dtype=np.int64)
-    confusion = np.bincount(first_index * k + second_index, minlength=k * k).reshape(k, k)
-    n = len(first)
-    n_clusters = n if clusters is None or n == 0 else int(clusters.max()) + 1
-    resampled = None
-    no_interval = "no confidence interval: n_resamples is 0" if n_resamples == 0 else None
-    if n >= 2 and n_clusters >= 2 and n_resamples:
-        resampled = kappa_from_confusion(
-            bootstrap_confusions(
-                first_index,
-                second_index,
-                k,
-                n_resamples=n_resamples,
-                seed=seed,
-                clusters=clusters,
-            )
-        )
-    elif n_resamples:
-        no_interval = (
-            "no confidence interval from fewer than 2 units"
-            if n < 2
-            else "no confidence interval from fewer than 2 conversations"
-        )
-    estimate = _estimate(
-        float(kappa_from_confusion(confusion)),
-        n,
-        resampled,
-        undefined_reason="no unit was judged by every version"
-        if n == 0
-        else "Cohen's kappa is undefined: both versions gave one and the same code to every unit",
-        no_interval_reason=no_interval,
-    )
-    return replace(estimate, method=bootstrap_method(clusters)) if estimate.ci95 else estimate
