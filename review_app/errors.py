@@ -58,3 +58,9 @@ class PermissionDenied(Exception):
 
 class NotFound(Exception):
     """A case, rubric, reviewer or run that was asked for does not exist."""
+
+
+class DatabaseBusy(Exception):
+    """Another writer held the database's write lock for longer than the busy timeout
+    (SQLite's "database is locked"). The transaction that waited stored nothing; the
+    same action can simply be tried again."""

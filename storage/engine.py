@@ -9,11 +9,15 @@ transaction that may write, so a writer waits for the lock instead of failing
 with "database is locked" when its read transaction tries to write. Read-only
 work can ask for a deferred ``BEGIN`` with :func:`read_only`. ``synchronous=FULL``
 makes every commit durable when it returns (a power cut loses nothing acknowledged).
+A writer that still waits longer than the busy timeout gets
+:class:`~review_app.errors.DatabaseBusy` (its transaction is rolled back), never a bare
+driver error.
 """
 
 from __future__ import annotations
 
 import os
+import sqlite3
 import threading
 from pathlib import Path
 from typing import Any
@@ -21,6 +25,8 @@ from typing import Any
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import make_url
 from sqlalchemy.pool import StaticPool
+
+from review_app.errors import DatabaseBusy
 
 DATABASE_URL_ENV = "REVIEW_APP_DATABASE_URL"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -56,23 +62,30 @@ def is_sqlite(engine: Engine) -> bool:
     return engine.dialect.name == "sqlite"
 
 
-def create_database_engine(url: str | None = None, **kwargs: Any) -> Engine:
-    """A new engine for ``url`` (see :func:`database_url`), tuned per dialect."""
+def create_database_engine(
+    url: str | None = None, *, busy_timeout_ms: int | None = None, **kwargs: Any
+) -> Engine:
+    """A new engine for ``url`` (see :func:`database_url`), tuned per dialect.
+
+    ``busy_timeout_ms`` is how long a SQLite writer waits for the lock (default
+    :data:`SQLITE_BUSY_TIMEOUT_MS`, read at call time); PostgreSQL ignores it.
+    """
     url = database_url(url)
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
-        return _sqlite_engine(url, **kwargs)
+        timeout = SQLITE_BUSY_TIMEOUT_MS if busy_timeout_ms is None else busy_timeout_ms
+        return _sqlite_engine(url, busy_timeout_ms=timeout, **kwargs)
     kwargs.setdefault("pool_pre_ping", True)
     return create_engine(url, **kwargs)
 
 
-def _sqlite_engine(url: str, **kwargs: Any) -> Engine:
+def _sqlite_engine(url: str, *, busy_timeout_ms: int, **kwargs: Any) -> Engine:
     parsed = make_url(url)
     database = parsed.database
     in_memory = not database or database == ":memory:" or parsed.query.get("mode") == "memory"
     connect_args = kwargs.pop("connect_args", {})
     connect_args.setdefault("check_same_thread", False)
-    connect_args.setdefault("timeout", SQLITE_BUSY_TIMEOUT_MS / 1000)
+    connect_args.setdefault("timeout", busy_timeout_ms / 1000)
     if in_memory:
         kwargs.setdefault("poolclass", StaticPool)
     elif database:
@@ -90,7 +103,7 @@ def _sqlite_engine(url: str, **kwargs: Any) -> Engine:
             # (NORMAL in WAL mode may lose the last commits). Measured cost: see
             # benchmarks/bench_durability.py.
             cursor.execute(f"PRAGMA synchronous={SQLITE_SYNCHRONOUS}")
-        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute(f"PRAGMA busy_timeout={busy_timeout_ms}")
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
 
@@ -99,7 +112,23 @@ def _sqlite_engine(url: str, **kwargs: Any) -> Engine:
         mode = connection.get_execution_options().get(_BEGIN_OPTION, "IMMEDIATE")
         connection.exec_driver_sql(f"BEGIN {mode}")
 
+    @event.listens_for(engine, "handle_error")
+    def _busy(context: Any) -> None:
+        # SQLite's own words for a lock still held when the busy timeout ran out.
+        if _is_busy(context.original_exception):
+            raise DatabaseBusy(
+                f"the database is busy (another writer held it for more than "
+                f"{busy_timeout_ms / 1000:g} s); this change was not saved, try again"
+            )
+
     return engine
+
+
+def _is_busy(error: BaseException) -> bool:
+    code = getattr(error, "sqlite_errorcode", None)
+    if isinstance(code, int) and code & 0xFF == sqlite3.SQLITE_BUSY:
+        return True
+    return str(error) in ("database is locked", "database is busy")
 
 
 def read_only(engine: Engine) -> Engine:

@@ -11,6 +11,7 @@ the server is unreachable those tests skip, unless ``REVIEW_APP_REQUIRE_POSTGRES
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess as _subprocess
 import sys
 import traceback
@@ -283,3 +284,15 @@ def label_count(engine: Engine) -> int:
     """Rows in the labels table (every version of every label)."""
     with engine.connect() as connection:
         return int(connection.execute(text("SELECT count(*) FROM labels")).scalar_one())
+
+
+@contextmanager
+def write_lock(path: Path) -> Iterator[None]:
+    """Another connection holding the SQLite file's write lock (``BEGIN IMMEDIATE``)."""
+    holder = sqlite3.connect(path, isolation_level=None)
+    try:
+        holder.execute("BEGIN IMMEDIATE")
+        yield
+        holder.execute("ROLLBACK")
+    finally:
+        holder.close()

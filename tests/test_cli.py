@@ -12,13 +12,14 @@ from typing import Any
 import pytest
 import typer
 
+import storage.engine
 from review_app.cli import app
 from review_app.evaluator import diagnostic, evaluate_case, lane
 from review_app.services.importing import import_paths
 from review_app.services.people import operator_actor
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
-from tests.conftest import DEMO_CASES, REPO, Database, row_counts
+from tests.conftest import DEMO_CASES, REPO, Database, row_counts, write_lock
 
 EXPECTED: dict[str, dict[str, Any]] = json.loads(
     (REPO / "review_app" / "demo_data" / "expected.json").read_text(encoding="utf-8")
@@ -172,6 +173,24 @@ def test_import_of_a_missing_path_exits_2(run_cli: Any, sqlite_database: Databas
     result = run_cli("import", "no-such-dir/cases.jsonl", db=sqlite_database.url)
     assert result.returncode == 2
     assert result.stderr == "error: no-such-dir/cases.jsonl: no such file or directory\n"
+
+
+def test_import_while_another_writer_holds_the_database_exits_4(
+    run_cli: Any, sqlite_database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(storage.engine, "SQLITE_BUSY_TIMEOUT_MS", 100)
+    path = DEMO_CASES / "support-unknown-action-store-credit.json"
+    with write_lock(Path(sqlite_database.engine.url.database or "")):
+        result = run_cli("import", str(path), db=sqlite_database.url)
+    assert (result.returncode, result.stdout) == (4, "")
+    assert result.stderr == (
+        "error: the database is busy (another writer held it for more than 0.1 s); "
+        "this change was not saved, try again\n"
+    )
+    assert row_counts(sqlite_database.engine)["cases"] == 0
+    again = run_cli("import", "--json", str(path), db=sqlite_database.url)
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["totals"]["imported"] == 1
 
 
 # --- cases list / show ----------------------------------------------------------------

@@ -8,21 +8,28 @@ can carry the same presses; ``apply_key_events`` and the unique index on
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 import pytest
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
-from review_app.errors import InputError
+from review_app.errors import DatabaseBusy, InputError
 from review_app.services.demo import load_demo
-from review_app.services.key_events import KeyEvent, apply_key_events, parse_key_events
+from review_app.services.key_events import (
+    KeyEvent,
+    KeyEventsResult,
+    apply_key_events,
+    parse_key_events,
+)
 from review_app.services.labeling import case_labels
 from review_app.services.people import Actor, add_person, operator_actor, sign_in
 from review_app.services.rubric_catalog import sync_rubrics
 from storage import labels, reviewers
+from storage.engine import create_database_engine
 from storage.models import Label, LabelEvent
-from tests.conftest import Database
+from tests.conftest import Database, write_lock
 
 RUBRIC = "role-adherence@1"
 CASE = "support-clean-late-parcel"
@@ -216,3 +223,32 @@ def test_parse_orders_by_sequence() -> None:
     )
     assert client == "c"
     assert events == [KeyEvent(1, 2, "a"), KeyEvent(2, 4, "b")]
+
+
+def test_a_press_waiting_past_the_busy_timeout_stores_nothing_and_applies_later(
+    sqlite_database: Database,
+) -> None:
+    rita, rubric = _setup(sqlite_database)
+    path = Path(sqlite_database.engine.url.database or "")
+    impatient = create_database_engine(sqlite_database.url, busy_timeout_ms=100)
+    queue = [KeyEvent(1, 2, "in_role"), KeyEvent(2, 4, "tone_break", "too casual")]
+
+    def send() -> KeyEventsResult:
+        return apply_key_events(
+            impatient, rita, case_id=CASE, rubric=rubric, client_id="tab-1", events=queue
+        )
+
+    try:
+        busy = pytest.raises(DatabaseBusy, match=r"database is busy .* more than 0\.1 s")
+        with write_lock(path), busy:
+            send()
+        assert _rows(sqlite_database) == []
+        with Session(sqlite_database.engine) as session:
+            assert session.scalar(select(func.count()).select_from(LabelEvent)) == 0
+        # the lock is gone: the same queue, sent again, is stored once
+        result = send()
+        assert (len(result.applied), result.duplicates, result.last_seq) == (2, 0, 2)
+        assert send().duplicates == 2
+    finally:
+        impatient.dispose()
+    assert _rows(sqlite_database) == [(2, "in_role", None), (4, "tone_break", "too casual")]

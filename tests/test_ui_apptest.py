@@ -21,6 +21,7 @@ from sqlalchemy import Engine
 from sqlmodel import Session
 from streamlit.testing.v1 import AppTest
 
+import storage.engine
 import storage.labels
 from benchmarks.corpus import generate_corpus
 from review_app.errors import PermissionDenied
@@ -36,6 +37,7 @@ from review_app.services.rubric_catalog import sync_rubrics
 from storage import assignments, reviewers
 from storage.engine import shared_engine
 from storage.models import RubricVersion
+from tests.conftest import write_lock
 from tests.ui_support import app_database, demo_template
 
 REPO = Path(__file__).resolve().parents[1]
@@ -619,6 +621,37 @@ def test_labeling_a_turn_end_to_end(engine: Engine, monkeypatch: pytest.MonkeyPa
     assert args["acked"] == {"test-client": 4}
     assert "turn 6: 'no_such_code' is not a code of role-adherence@1" in args["error"]
     assert sidebar_turn(at) == 10
+
+
+def test_keys_sent_while_the_database_is_busy_wait_in_the_panel_then_apply_once(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(storage.engine, "SQLITE_BUSY_TIMEOUT_MS", 100)
+    engine = shared_engine(db_url)
+    case_id = "support-clean-late-parcel"
+    at = open_case(open_app(monkeypatch, local="lee"), case_id)
+    lee = actor(engine, "lee")
+    keys = Keys(at)
+    with write_lock(Path(engine.url.database or "")):
+        keys.press("in_role", 2, focus=4)
+        keys.press("tone_break", 4, focus=6)
+        args = panel(at)
+        assert args["error"] == (
+            "Database busy: 2 key presses not saved yet; they will be sent again"
+        )
+        assert args["acked"] == {}, "nothing acknowledged: the panel keeps its queue"
+    assert label_history(engine, lee, case_id) == []
+
+    keys.send(focus=6)  # the panel's timed resend, the lock released
+    assert [(r.turn, r.code) for r in label_history(engine, lee, case_id)] == [
+        (2, "in_role"),
+        (4, "tone_break"),
+    ]
+    args = panel(at)
+    assert (args["acked"], args["error"]) == ({"test-client": 2}, None)
+    assert args["labels"] == {"2": "in_role", "4": "tone_break"}
+    keys.send(focus=6)
+    assert len(label_history(engine, lee, case_id)) == 2
 
 
 def test_a_refused_key_is_reported_in_the_panel(

@@ -8,19 +8,21 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from review_app.errors import InputError, NotFound, PermissionDenied
+from review_app.errors import DatabaseBusy, InputError, NotFound, PermissionDenied
 
 EXIT_BAD_INPUT = 2
 EXIT_FORBIDDEN = 3
+EXIT_BUSY = 4
 
-USER_ERRORS = (InputError, NotFound, PermissionDenied)
+USER_ERRORS = (InputError, NotFound, PermissionDenied, DatabaseBusy)
 
 
 class ErrorsAsMessages(TyperGroup):
     """Every command's bad input as one line on stderr and an exit code, never a traceback.
 
-    ``InputError`` and ``NotFound`` exit with 2, ``PermissionDenied`` with 3 (the one
-    place that maps them, as sqlite-utils does with ``click.ClickException``).
+    ``InputError`` and ``NotFound`` exit with 2, ``PermissionDenied`` with 3,
+    ``DatabaseBusy`` with 4 (the one place that maps them, as sqlite-utils does with
+    ``click.ClickException``; docs/reference.md "Exit codes").
     """
 
     def invoke(self, ctx: Any) -> Any:  # Typer's own (vendored) click.Context
@@ -32,9 +34,11 @@ class ErrorsAsMessages(TyperGroup):
 
 def exit_for(error: Exception) -> typer.Exit:
     """The error's sentence on stderr; the exit carrying its code."""
-    return fail(
-        str(error), EXIT_FORBIDDEN if isinstance(error, PermissionDenied) else EXIT_BAD_INPUT
-    )
+    if isinstance(error, PermissionDenied):
+        return fail(str(error), EXIT_FORBIDDEN)
+    if isinstance(error, DatabaseBusy):
+        return fail(str(error), EXIT_BUSY)
+    return fail(str(error), EXIT_BAD_INPUT)
 
 
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:

@@ -3,8 +3,10 @@
 The page's keyboard component numbers each label key press per page load
 (``client_id``, ``seq``) together with the turn that was focused on screen when the
 key went down, and sends every press the server has not acknowledged yet at each
-change. A rerun may therefore carry presses that an earlier rerun already stored:
-each press is stored with its label in one transaction, and the unique index on
+change, and again after a pause while some stay unacknowledged (when the database
+was busy, :class:`~review_app.errors.DatabaseBusy` escapes this function and the page
+acknowledges nothing). A rerun may therefore carry presses that an earlier rerun
+already stored: each press is stored with its label in one transaction, and the unique index on
 ``label_events`` turns a second application into :class:`AlreadyApplied`.
 """
 

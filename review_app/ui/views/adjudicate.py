@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from review_app.errors import InputError, NotFound
+from review_app.errors import DatabaseBusy, InputError, NotFound
 from review_app.services.adjudication import ambiguity_notes, record_gold, unit_detail
 from review_app.services.audit import audit_entries, audit_line
 from review_app.ui import common, state
@@ -90,7 +90,7 @@ def _submit_gold() -> None:
             calibration_item=st.session_state["gold_calibration"],
             rubric_ambiguity=st.session_state["gold_ambiguity"],
         )
-    except (InputError, NotFound) as error:
+    except (InputError, NotFound, DatabaseBusy) as error:
         state.flash(f"Not recorded: {error}")
         return
     state.reset_gold_form()

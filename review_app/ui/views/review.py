@@ -13,7 +13,7 @@ from typing import Any
 
 import streamlit as st
 
-from review_app.errors import InputError, NotFound, PermissionDenied
+from review_app.errors import DatabaseBusy, InputError, NotFound, PermissionDenied
 from review_app.services.cases import CaseView, TurnView
 from review_app.services.key_events import apply_key_events, parse_key_events
 from review_app.services.labeling import CaseLabels, case_labels
@@ -69,20 +69,32 @@ def _apply_keys() -> None:
         st.session_state["key_notice"] = f"Not saved: {error}"
         return
     acked = dict(st.session_state["key_acked"])
-    result = apply_key_events(
-        state.engine(),
-        actor,
-        case_id=case_id,
-        rubric=rubric,
-        client_id=client,
-        events=events,
-        after_seq=acked.get(client, 0),
-    )
+    after_seq = acked.get(client, 0)
+    try:
+        result = apply_key_events(
+            state.engine(),
+            actor,
+            case_id=case_id,
+            rubric=rubric,
+            client_id=client,
+            events=events,
+            after_seq=after_seq,
+        )
+    except DatabaseBusy:
+        # Nothing acknowledged and no command run (the next case would drop the queue):
+        # the panel keeps its queue and sends it again by itself. A press stored before
+        # the lock ran out counts once, as a duplicate, when it comes back.
+        waiting = sum(1 for event in events if event.seq > after_seq)
+        st.session_state["key_notice"] = (
+            f"Database busy: {waiting} key press{'' if waiting == 1 else 'es'} not saved "
+            "yet; they will be sent again"
+        )
+        return
     acked[client] = result.last_seq
     st.session_state["key_acked"] = acked
     if result.errors:
         st.session_state["key_notice"] = "Not saved: " + "; ".join(result.errors)
-    elif result.applied:
+    elif result.last_seq > after_seq:
         st.session_state["key_notice"] = None
     if sent.get("focus") in labelable_turns:
         st.session_state["focus"] = {"case": case_id, "turn": sent["focus"]}
