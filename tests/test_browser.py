@@ -29,9 +29,10 @@ from review_app.services.labeling import case_labels
 from review_app.services.people import Actor, add_person, operator_actor, sign_in
 from review_app.services.queue import assign_cases
 from review_app.services.rubric_catalog import sync_rubrics
-from storage.engine import create_database_engine
+from storage.engine import SQLITE_BUSY_TIMEOUT_MS, create_database_engine
 from storage.migrations import upgrade_database
 from storage.models import Label, Reviewer
+from tests.conftest import write_lock
 from tests.served import (
     IDLE,
     chromium,
@@ -442,3 +443,37 @@ def test_transcript_markup_stays_inert(server: Server, page: tuple[Any, Traffic]
     assert found == {"pwned": "undefined", "scripts": 0, "images": 0, "javascriptLinks": 0}
     assert not tab.locator('[data-testid="stException"]').count()
     _assert_only_loopback(traffic)
+
+
+def test_a_key_pressed_while_the_database_is_busy_is_stored_once_it_is_free(
+    server: Server, page: tuple[Any, Traffic]
+) -> None:
+    """The server's save waits its whole busy timeout (30 s) on a lock this test holds,
+    then gives up; the panel keeps the key and sends it again by itself once the lock is
+    gone: no key is pressed after the release."""
+    from playwright.sync_api import expect
+
+    tab, _ = page
+    case_id = HOSTILE_CASE
+    before = _label_rows(server, case_id)
+    rubric = sync_rubrics(server.engine, operator_actor()).get(RUBRIC)
+    tab.goto(f"{server.url}/review?case={case_id}")
+    _settled(tab)
+    tab.wait_for_selector('body[data-review-keys="ready"]', state="attached")
+    state = tab.frame_locator("iframe[title*='review_keys']").locator("#state")
+    expect(state).to_have_text("all saved ✓")
+    with write_lock(Path(server.engine.url.database or "")):
+        tab.keyboard.press("1")
+        expect(state).to_have_text(
+            "Database busy: 1 key press not saved yet; they will be sent again",
+            timeout=(SQLITE_BUSY_TIMEOUT_MS + 60_000),
+        )
+    deadline = time.monotonic() + 60
+    while len(rows := _label_rows(server, case_id)) < len(before) + 1:
+        assert time.monotonic() < deadline, "the waiting key was not sent again"
+        time.sleep(0.1)
+    expect(state).to_have_text("all saved ✓")
+    rows = _label_rows(server, case_id)
+    assert len(rows) == len(before) + 1, "stored once"
+    assert rows[-1][1] == rubric.codes[0]
+    assert not tab.locator('[data-testid="stException"]').count()
