@@ -18,6 +18,7 @@ from sqlalchemy import Engine, select
 from sqlmodel import Session, col
 from streamlit.testing.v1 import AppTest
 
+import storage.engine
 from review_app.services.adjudication import disagreement_queue
 from review_app.services.agreement_reports import agreement_report, confusion_between
 from review_app.services.demo import DEMO_CASES
@@ -28,6 +29,7 @@ from review_app.services.queue import assign_cases, open_review_work
 from review_app.services.rubric_catalog import sync_rubrics
 from storage.engine import create_database_engine
 from storage.models import GoldLabel
+from tests.conftest import write_lock
 from tests.ui_support import app_database, demo_template
 
 APP = Path(__file__).resolve().parents[1] / "review_app" / "ui" / "app.py"
@@ -260,6 +262,30 @@ def test_adjudicating_a_unit_records_gold_and_moves_to_the_next_one(engine: Engi
     at.button(key="adjudicate_back").click().run()
     assert at.query_params == {}
     assert any(c.value == f"26 open units under {RUBRIC}" for c in at.caption)
+
+
+def test_a_gold_save_while_the_database_is_busy_keeps_the_form_for_another_try(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(storage.engine, "SQLITE_BUSY_TIMEOUT_MS", 100)
+    case_id, turn = "support-delayed-refund-violation", 10
+    at = open_page("views/adjudicate.py", case=case_id, turn=str(turn))
+    at.button(key="gold_pick_in_role").click().run()
+    at.text_area(key="gold_note").input("Routing to review is the job of this turn.").run()
+    with write_lock(Path(engine.url.database or "")):
+        at.button(key="gold_submit").click().run()
+        assert not at.exception, [e.value for e in at.exception]
+        assert [t.value for t in at.toast] == [
+            "Not recorded: the database is busy (another writer held it for more than "
+            "0.1 s); this change was not saved, try again"
+        ]
+    assert gold_rows(engine) == []
+    assert at.subheader[0].value == f"{case_id} · turn {turn}", "the unit stays open"
+    assert at.session_state["gold_code"] == "in_role"
+    assert at.text_area(key="gold_note").value == "Routing to review is the job of this turn."
+
+    at.button(key="gold_submit").click().run()  # the lock released: Enter again
+    assert [(row[0], row[1], row[2]) for row in gold_rows(engine)] == [(case_id, turn, "in_role")]
 
 
 def test_a_settled_unit_shows_its_gold_label(engine: Engine) -> None:
