@@ -6,7 +6,9 @@ is same-origin), keeps its own focus so the next key goes to the next turn at on
 and queues each label key as ``(seq, turn, code)``. The whole unacknowledged queue is
 the component's value; the page stores it with
 :func:`review_app.services.key_events.apply_key_events` and hands back the highest
-sequence number stored (``acked``), so a re-sent queue is never applied twice.
+sequence number stored (``acked``), so a re-sent queue is never applied twice. A queue
+a render leaves unacknowledged (the database was busy) is sent again after 2 s, by one
+timer that a new key makes unnecessary.
 """
 
 from __future__ import annotations
