@@ -4,6 +4,9 @@ Every error caused by bad input is an :class:`InputError`: one sentence that nam
 the place (file, line, field) and what is wrong there. The command line prints it
 to stderr and exits with code 2; the pages show it as an error box. Nothing that
 raised an ``InputError`` has stored anything.
+
+This module imports nothing of the project, so every layer may raise these errors:
+the core and the services, and ``storage`` too (:class:`DatabaseBusy`).
 """
 
 from __future__ import annotations
