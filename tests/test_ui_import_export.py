@@ -21,6 +21,7 @@ from sqlalchemy import Engine
 from sqlmodel import Session
 from streamlit.testing.v1 import AppTest
 
+import storage.engine
 import storage.labels
 from review_app.errors import InputError, PermissionDenied
 from review_app.services.cases import list_cases, load_case_view
@@ -35,7 +36,7 @@ from review_app.services.uploads import (
     zip_export,
 )
 from storage.engine import shared_engine
-from tests.conftest import REPO
+from tests.conftest import REPO, write_lock
 from tests.ui_support import app_database, demo_template
 
 APP = REPO / "review_app" / "ui" / "app.py"
@@ -87,6 +88,22 @@ def _native_case(case_id: str) -> dict[str, object]:
 
 
 # --- export page ---------------------------------------------------------------------------
+
+
+def test_a_busy_database_stops_a_page_with_the_reason(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(storage.engine, "SQLITE_BUSY_TIMEOUT_MS", 100)
+    at = open_page("export", monkeypatch)
+    with write_lock(Path(shared_engine(db_url).url.database or "")):
+        at.button(key="export_prepare").click()
+        at.run()  # preparing an export writes its audit entry: it waits for the lock
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("the database is busy" in message for message in texts(at.error))
+    assert at.session_state["export_ready"] is None
+    at.button(key="export_prepare").click()
+    run(at)
+    assert at.session_state["export_ready"]
 
 
 def test_export_page_prepares_a_zip_that_is_the_export(

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from review_app.errors import PermissionDenied
+from review_app.errors import DatabaseBusy, PermissionDenied
 from review_app.services.people import one_role_read
 from review_app.ui import auth, keys, state
 from review_app.ui.safe import code_span
@@ -57,4 +57,9 @@ with one_role_read():
                 st.logout()
 
     state.show_flash()
-    navigation.run()
+    try:
+        navigation.run()
+    except DatabaseBusy as error:
+        # Pages that can keep the user's work (review, adjudicate) catch this first;
+        # anywhere else the page stops with the reason instead of a blank error.
+        st.error(str(error), icon=":material/hourglass_top:")
