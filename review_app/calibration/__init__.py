@@ -46,6 +46,7 @@ from review_app.calibration.first_break import (
     FirstBreakMismatch,
     FirstBreakReport,
     first_break_comparison,
+    first_break_turns,
 )
 from review_app.calibration.like_for_like import kappa_estimate, like_for_like
 from review_app.calibration.reference import (
@@ -96,6 +97,7 @@ __all__ = [
     "compare_to_reference",
     "few_shot_examples",
     "first_break_comparison",
+    "first_break_turns",
     "fit_calibration_map",
     "kappa_estimate",
     "like_for_like",

@@ -6,7 +6,7 @@ Wilson (1927) for the exact-match interval; Student-t intervals for the offsets.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,6 +107,19 @@ def _check_first_breaks(first_breaks: Mapping[Any, int | None], name: str) -> No
             raise ValueError(
                 f"{name}[{conversation!r}] must be an integer turn or None, got {turn!r}"
             )
+
+
+def first_break_turns(
+    codes: Mapping[tuple[str, int], str], break_codes: Collection[str]
+) -> dict[str, int | None]:
+    """Per case in ``codes`` (``{(case_id, turn): code}``): the first turn whose code is a
+    break, ``None`` when none is. Cases in id order."""
+    result: dict[str, int | None] = {}
+    for (case_id, turn), code in sorted(codes.items()):
+        result.setdefault(case_id, None)
+        if code in break_codes and result[case_id] is None:
+            result[case_id] = turn
+    return result
 
 
 def first_break_comparison(

@@ -29,6 +29,7 @@ import storage.gold
 import storage.labels
 from review_app import input_policy
 from review_app.agreement import RatingTable
+from review_app.calibration import first_break_turns
 from review_app.errors import InputError, NotFound
 from review_app.evaluator import EVALUATOR_VERSION
 from review_app.rubrics import Rubric
@@ -286,12 +287,9 @@ class GoldSet:
 
     def first_break_turns(self, break_codes: set[str]) -> dict[str, int | None]:
         """Per case with gold labels: the first turn whose gold label is a break."""
-        result: dict[str, int | None] = {}
-        for (case_id, turn), gold in sorted(self.labels.items()):
-            result.setdefault(case_id, None)
-            if gold.code in break_codes and result[case_id] is None:
-                result[case_id] = turn
-        return result
+        return first_break_turns(
+            {unit: gold.code for unit, gold in self.labels.items()}, break_codes
+        )
 
 
 def gold_labels(engine: Engine, actor: Actor, *, rubric: Rubric) -> GoldSet:

@@ -61,6 +61,7 @@ def calibration_report(
     break_mapping = rubric.break_mapping()
     break_codes = set(rubric.break_codes)
     ignore = tuple(rubric.abstain_codes)
+    gold_first = gold.first_break_turns(break_codes)
     runs = _run_verdicts(engine, rubric, run_ids)
     report: dict[str, Any] = {
         "rubric": rubric.ref,
@@ -114,12 +115,7 @@ def calibration_report(
             n_resamples=min(n_resamples, 500),
             seed=seed,
         )
-        judge_first: dict[str, int | None] = {}
-        for (case_id, turn), code in judged.items():
-            first = judge_first.setdefault(case_id, None)
-            if code in break_codes and (first is None or turn < first):
-                judge_first[case_id] = turn
-        gold_first = gold.first_break_turns(break_codes)
+        judge_first = calibration.first_break_turns(judged, break_codes)
         shared_cases = {c: gold_first[c] for c in gold_first if c in judge_first}
         entry["first_break"] = (
             calibration.first_break_comparison(
