@@ -89,21 +89,26 @@ def pairwise_kappa_rows(cohen: dict[str, dict[str, Any]]) -> list[dict[str, Any]
     ]
 
 
+def interval_caption(report: dict[str, Any]) -> str | None:
+    """How the pair kappas' intervals were made (``None`` when none has one)."""
+    methods = sorted({c["method"] for c in report["cohen_kappa"].values() if c.get("method")})
+    if not methods:
+        return None
+    return f"{report['bootstrap']['confidence']:.0%} intervals: {'; '.join(methods)}"
+
+
 def pairwise_kappa_chart(cohen: dict[str, dict[str, Any]]) -> alt.LayerChart:
     rows = []
     for pair, coefficient in cohen.items():
         first, second = pair.split("|", 1)
         value = coefficient.get("value")
-        ci = coefficient.get("ci95")
         for a, b in ((first, second), (second, first)):
             rows.append(
                 {
                     "reviewer_a": a,
                     "reviewer_b": b,
                     "kappa": value,
-                    "low": ci[0] if ci else None,
-                    "high": ci[1] if ci else None,
-                    "units": coefficient.get("n_units"),
+                    **_interval_columns(coefficient),
                     "text": "—" if value is None else f"{value:.2f}",
                 }
             )

@@ -47,10 +47,9 @@ with left:
             hide_index=True,
             key="pairwise_kappa_table",
         )
-        methods = sorted({c["method"] for c in report["cohen_kappa"].values() if c.get("method")})
-        if methods:
-            confidence = report["bootstrap"]["confidence"]
-            st.caption(f"{confidence:.0%} intervals: {'; '.join(methods)}")
+        caption = charts.interval_caption(report)
+        if caption:
+            st.caption(caption)
     else:
         st.info("Needs two reviewers with shared turns.")
 with right:
