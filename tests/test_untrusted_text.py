@@ -13,6 +13,7 @@ import re
 import string
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -33,7 +34,9 @@ from review_app.ui.safe import code_span, error_text, escape
 from storage.engine import shared_engine
 from tests.conftest import Database
 from tests.test_ui_apptest import (
+    APP,
     MARKDOWN_TYPES,
+    TIMEOUT,
     assign,
     demo_case,
     import_cases,
@@ -102,7 +105,8 @@ def test_escape_draws_nothing_but_text_whatever_the_input(value: str) -> None:
             continue
         assert source[position] not in string.punctuation, source
         position += 1
-    assert plain(source) == value.replace("\r\n", "\n").replace("\r", "\n")
+    expected = value.replace("\r\n", "\n").replace("\r", "\n").replace("\u2060", "")
+    assert plain(source) == expected
 
 
 def test_error_text_and_code_spans_are_literal() -> None:
@@ -294,3 +298,46 @@ def test_a_stored_markdown_id_is_text_on_every_page(
     run(owner)
     assert f"{STORED_ID} · turn 2" in [plain(link.proto.label) for link in owner.get("page_link")]
     assert_page_literal(owner, shows=STORED_ID)
+
+
+# --- errors from the server ------------------------------------------------------------------
+
+
+def test_serve_hides_error_details_the_way_this_streamlit_reads_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``false`` is read as "stacktrace" (the legacy value); ``none`` shows nothing."""
+    from streamlit import config
+
+    from review_app.cli import server
+
+    started: list[list[str]] = []
+    monkeypatch.setattr(server, "open_engine", lambda db: None)
+    monkeypatch.setattr("os.execve", lambda path, command, env: started.append(command))
+    server.serve(port=8999, host="127.0.0.1", db="sqlite:///unused.db")
+    (command,) = started
+    value = command[command.index("--client.showErrorDetails") + 1]
+    assert value == config.ShowErrorDetailsConfigOptions.NONE
+    assert not config.ShowErrorDetailsConfigOptions.is_false_variation(value)
+
+
+def test_a_page_error_shows_no_exception_text(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An error no page expects: its text (paths, values) goes to the server's log only."""
+    import review_app.services.queue
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError('File "/srv/secret/review_app/storage/access.py", line 12')
+
+    monkeypatch.setattr(review_app.services.queue, "queue_page", broken)
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    monkeypatch.setenv("REVIEW_APP_AUTH", "local")
+    monkeypatch.setenv("REVIEW_APP_LOCAL_USER", "ana")
+    at.run()
+    assert not at.exception, "caught by the entry script"
+    assert [plain(e.value) for e in at.error] == [
+        "Something went wrong on the server; nothing more is shown here. The server's log "
+        "has the details."
+    ]
+    for node in walk(at):
+        for value in (getattr(node, "value", None), getattr(node, "label", None)):
+            assert not isinstance(value, str) or "/srv/secret" not in value

@@ -64,4 +64,5 @@ _ESCAPED = re.compile(r"\\([!-/:-@\[-`{-~])")
 def plain(markdown: str) -> str:
     """The text a Markdown source escaped by :func:`review_app.ui.safe.escape` shows:
     AppTest hands over an element's Markdown source, the browser shows this."""
-    return _ESCAPED.sub(r"\1", markdown.replace("  \n", "\n"))
+    unescaped = _ESCAPED.sub(r"\1", markdown.replace("  \n", "\n"))
+    return unescaped.replace("\u2060", "")  # the word joiners that stop autolinks

@@ -10,7 +10,10 @@ that quote them) reaches such a call only through this module:
 * :func:`escape`: any text, shown literally: every ASCII punctuation character is
   backslash-escaped (CommonMark lets any of them be escaped), so no image, link,
   emphasis, HTML, heading, list, table, ``:material/...:`` icon, ``:color[...]``
-  directive or ``$`` formula can start; line breaks stay line breaks.
+  directive or ``$`` formula can start; line breaks stay line breaks. GitHub's
+  autolinks (``http://...``, ``www.``, ``name@host.org``, linked even without
+  brackets) are found in the text after escapes are resolved, so a WORD JOINER
+  (U+2060, invisible) goes after ``http``/``https``/``www`` and before ``@``.
 * :func:`code_span`: a short identifier in a code span (literal too, and set apart).
 * :func:`error_text`: an exception's message for an alert, escaped.
 
@@ -29,6 +32,8 @@ import string
 _IDENTIFIER = re.compile(r"[^`\s\\](?:(?:[^`\s\\]| ){0,118}[^`\s\\])?")
 _PUNCTUATION = re.compile("([" + re.escape(string.punctuation) + "])")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
+_AUTOLINK_START = re.compile(r"(https?|www)(?=[:.])", re.IGNORECASE)
+WORD_JOINER = "\u2060"
 
 
 def escape(value: object) -> str:
@@ -36,9 +41,11 @@ def escape(value: object) -> str:
 
     Every ASCII punctuation character gets a backslash (``![x](u)`` becomes
     ``\\!\\[x\\]\\(u\\)``, shown as typed); a line break becomes a hard break (two
-    spaces and a newline), so a message of several lines keeps them.
+    spaces and a newline), so a message of several lines keeps them. An autolink
+    cannot start either: see the module's description.
     """
-    escaped = _PUNCTUATION.sub(r"\\\1", str(value))
+    text = _AUTOLINK_START.sub(rf"\1{WORD_JOINER}", str(value)).replace("@", WORD_JOINER + "@")
+    escaped = _PUNCTUATION.sub(r"\\\1", text)
     return _LINE_BREAK.sub("  \n", escaped)
 
 
