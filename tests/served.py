@@ -73,11 +73,12 @@ def free_port() -> int:
 
 @contextmanager
 def serving(
-    database_url: str, root: Path, *, port: int, user: str
+    database_url: str, root: Path, *, port: int, user: str | None, auth: str = "local"
 ) -> Iterator[tuple[subprocess.Popen[bytes], Path]]:
     """A local-mode server for ``user`` on ``database_url`` (its log in ``root``), stopped
-    on exit. Waits for nothing: callers choose how (a health request, or only a TCP
-    connect when the first HTTP request is the test's subject)."""
+    on exit; ``auth="proxy"``: a server trusting the ``X-Forwarded-User`` header instead
+    (``user`` unused). Waits for nothing: callers choose how (a health request, or only
+    a TCP connect when the first HTTP request is the test's subject)."""
     environment = dict(os.environ)
     environment.update(
         {
@@ -85,11 +86,14 @@ def serving(
                 p for p in (str(REPO), environment.get("PYTHONPATH", "")) if p
             ),
             "REVIEW_APP_DATABASE_URL": database_url,
-            "REVIEW_APP_AUTH": "local",
-            "REVIEW_APP_LOCAL_USER": user,
+            "REVIEW_APP_AUTH": auth,
             "HOME": str(root / "home"),
         }
     )
+    if auth == "local":
+        assert user is not None
+        environment["REVIEW_APP_LOCAL_USER"] = user
+    environment.pop("REVIEW_APP_PROXY_HEADER", None)
     environment.pop("REVIEW_APP_RUBRICS_DIR", None)
     log = root / "server.log"
     with log.open("wb") as output:

@@ -373,6 +373,7 @@ EXEMPT: dict[str, str] = {
     "people.require_reviewer_id": "checks an actor it is given",
     "people.sign_in": "issues actors",
     "key_events.parse_key_events": "pure: checks the review page's queued key presses",
+    "cases.checked_case_id": "pure: checks a case id given by a face (the address)",
     "queue.forget_progress": "clears an in-process cache",
     "queue.order_informative_first": "pure: orders case ids by scores the caller computed",
     "queue.score_case": "pure: scores signals the caller read",

@@ -191,22 +191,41 @@ def test_informative_queue_puts_borderline_cases_first(sqlite_database: Database
     record_label(engine, sam, case_id=queue[2], turn=2, rubric=rubric, code="in_role")
     record_label(engine, tess, case_id=queue[2], turn=2, rubric=rubric, code="tone_break")
 
-    page, why = informative_queue(
-        engine, rita, rubric=rubric, audit_units={("travel-clean-lisbon-weekend", 2)}
-    )
-    assert [row.case_id for row in page.rows] == [
+    # a policy owner with the same queue sees the order and why
+    add_person(engine, operator, name="polly", role="policy_owner")
+    assign_cases(engine, operator, rubric=rubric, reviewers=["polly"], overlap=4, case_ids=queue)
+    polly = sign_in(engine, name="polly", auth_mode="local")
+    expected = [
         "support-false-refund-claim",  # 1.0 + 0.0 (runs disagree; scores far from 0.5)
         "support-clean-late-parcel",  # 0.94
         "support-delayed-refund-violation",  # 0.5 (reviewers disagree on turn 2)
         "support-authorized-handoff-refund",  # 0.02
         "travel-clean-lisbon-weekend",  # audit sample: its place, whatever its score
     ]
+    page, why = informative_queue(
+        engine, polly, rubric=rubric, audit_units={("travel-clean-lisbon-weekend", 2)}
+    )
+    assert [row.case_id for row in page.rows] == expected
     assert why["support-clean-late-parcel"].why == "judge unsure on turns 4, 6"
     assert why["support-false-refund-claim"].why == "judge runs disagree on 2"
     assert why["support-delayed-refund-violation"].why == "reviewers disagree on 2"
     assert why["travel-clean-lisbon-weekend"].why == (
         "judge unsure on turn 2; audit sample (keeps its place)"
     )
+    # the reviewer rita: the same order, but nothing built from others' labels or the
+    # judge (blind means blind); only the audit-sample mark
+    page, why = informative_queue(
+        engine, rita, rubric=rubric, audit_units={("travel-clean-lisbon-weekend", 2)}
+    )
+    assert [row.case_id for row in page.rows] == expected
+    assert {case_id: found.why for case_id, found in why.items()} == {
+        "support-false-refund-claim": "",
+        "support-clean-late-parcel": "",
+        "support-delayed-refund-violation": "",
+        "support-authorized-handoff-refund": "",
+        "travel-clean-lisbon-weekend": "audit sample (keeps its place)",
+    }
+    assert {found.score for found in why.values()} == {0.0}, "no score derived from others"
     plain = queue_page(engine, rita, rubric=rubric)
     assert [row.case_id for row in plain.rows] == queue, "the queue order is unchanged"
     second, _ = informative_queue(

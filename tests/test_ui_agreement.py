@@ -30,7 +30,7 @@ from review_app.services.rubric_catalog import sync_rubrics
 from storage.engine import create_database_engine
 from storage.models import GoldLabel
 from tests.conftest import write_lock
-from tests.ui_support import app_database, demo_template
+from tests.ui_support import app_database, demo_template, plain
 
 APP = Path(__file__).resolve().parents[1] / "review_app" / "ui" / "app.py"
 RUBRIC = "role-adherence@1"
@@ -88,7 +88,8 @@ def charts(at: AppTest) -> list[tuple[dict[str, Any], list[dict[str, Any]]]]:
 def links(at: AppTest) -> list[tuple[str, str, str]]:
     """(page, label, query string) of every page link in the main area."""
     return [
-        (link.proto.page, link.proto.label, link.proto.query_string) for link in at.get("page_link")
+        (link.proto.page, plain(link.proto.label), link.proto.query_string)
+        for link in at.get("page_link")
     ]
 
 
@@ -139,7 +140,8 @@ def test_dashboard_draws_its_charts_from_the_report(engine: Engine) -> None:
         assert [row["low"], row["high"]] == pytest.approx(coefficient["ci95"])
     assert len(pair_table) == 3
     assert any(
-        c.value == "95% intervals: percentile bootstrap over conversations (cluster bootstrap)"
+        plain(c.value)
+        == "95% intervals: percentile bootstrap over conversations (cluster bootstrap)"
         for c in at.caption
     )
     shares = drawn[2][1]
@@ -200,7 +202,7 @@ def gold_rows(engine: Engine) -> list[tuple[str, int, str, str | None, bool, str
 def test_the_adjudication_queue_lists_open_units(engine: Engine) -> None:
     at = open_page("views/adjudicate.py")
     assert at.title[0].value == "Adjudicate"
-    assert any(c.value == f"27 open units under {RUBRIC}" for c in at.caption)
+    assert any(plain(c.value) == f"27 open units under {RUBRIC}" for c in at.caption)
     queue = disagreement_queue(engine, Actor.operator(), rubric=rubric_of(engine))
     unit_links = [link for link in links(at) if link[2]]
     assert unit_links == [
@@ -212,7 +214,7 @@ def test_the_adjudication_queue_lists_open_units(engine: Engine) -> None:
 def test_adjudicating_a_unit_records_gold_and_moves_to_the_next_one(engine: Engine) -> None:
     case_id, turn = "support-delayed-refund-violation", 10
     at = open_page("views/adjudicate.py", case=case_id, turn=str(turn))
-    assert at.subheader[0].value == f"{case_id} · turn {turn}"
+    assert plain(at.subheader[0].value) == f"{case_id} · turn {turn}"
     assert at.session_state["gold_code"] is None, "nothing chosen for the policy owner"
     assert at.button(key="gold_submit").disabled
     shortcuts = {b.key: b.proto.shortcut for b in at.button if b.key.startswith("gold_pick_")}
@@ -229,10 +231,10 @@ def test_adjudicating_a_unit_records_gold_and_moves_to_the_next_one(engine: Engi
     assert at.query_params == {"case": case_id, "turn": str(turn)}
     at.text_area(key="gold_note").input("Routing to review is the job of this turn.").run()
     at.checkbox(key="gold_calibration").check().run()
-    assert at.subheader[0].value == f"{case_id} · turn {turn}"
+    assert plain(at.subheader[0].value) == f"{case_id} · turn {turn}"
     at.query_params.clear()  # a rerun that lost the address (as browsers were seen to)
     at.text_area(key="gold_ambiguity").input("Must a turn repair an earlier one?").run()
-    assert at.subheader[0].value == f"{case_id} · turn {turn}", "the unit stays open"
+    assert plain(at.subheader[0].value) == f"{case_id} · turn {turn}", "the unit stays open"
     assert at.query_params == {"case": case_id, "turn": str(turn)}, "and back in the address"
     assert gold_rows(engine) == [], "nothing recorded before Enter"
     at.button(key="gold_submit").click().run()
@@ -253,7 +255,7 @@ def test_adjudicating_a_unit_records_gold_and_moves_to_the_next_one(engine: Engi
     assert len(remaining) == 26 and (case_id, turn) not in {(u.case_id, u.turn) for u in remaining}
     following = remaining[0]
     assert at.query_params == {"case": following.case_id, "turn": str(following.turn)}
-    assert at.subheader[0].value == f"{following.case_id} · turn {following.turn}"
+    assert plain(at.subheader[0].value) == f"{following.case_id} · turn {following.turn}"
     # The form starts afresh for the next unit.
     assert at.text_area(key="gold_note").value == ""
     assert at.checkbox(key="gold_calibration").value is False
@@ -261,7 +263,7 @@ def test_adjudicating_a_unit_records_gold_and_moves_to_the_next_one(engine: Engi
 
     at.button(key="adjudicate_back").click().run()
     assert at.query_params == {}
-    assert any(c.value == f"26 open units under {RUBRIC}" for c in at.caption)
+    assert any(plain(c.value) == f"26 open units under {RUBRIC}" for c in at.caption)
 
 
 def test_a_gold_save_while_the_database_is_busy_keeps_the_form_for_another_try(
@@ -275,12 +277,12 @@ def test_a_gold_save_while_the_database_is_busy_keeps_the_form_for_another_try(
     with write_lock(Path(engine.url.database or "")):
         at.button(key="gold_submit").click().run()
         assert not at.exception, [e.value for e in at.exception]
-        assert [t.value for t in at.toast] == [
+        assert [plain(t.value) for t in at.toast] == [
             "Not recorded: the database is busy (another writer held it for more than "
             "0.1 s); this change was not saved, try again"
         ]
     assert gold_rows(engine) == []
-    assert at.subheader[0].value == f"{case_id} · turn {turn}", "the unit stays open"
+    assert plain(at.subheader[0].value) == f"{case_id} · turn {turn}", "the unit stays open"
     assert at.session_state["gold_code"] == "in_role"
     assert at.text_area(key="gold_note").value == "Routing to review is the job of this turn."
 
@@ -297,7 +299,7 @@ def test_a_settled_unit_shows_its_gold_label(engine: Engine) -> None:
     assert any("Gold: `tone_break` by `root`" in s.value for s in again.success)
     assert again.session_state["gold_code"] is None, "a new decision starts unchosen"
     listing = open_page("views/adjudicate.py")
-    assert any(c.value == f"26 open units under {RUBRIC}" for c in listing.caption)
+    assert any(plain(c.value) == f"26 open units under {RUBRIC}" for c in listing.caption)
     listing.toggle(key="adjudicate_all").set_value(True).run()
     settled = [link for link in links(listing) if f"case={case_id}&turn={turn}" == link[2]]
     assert len(settled) == 1
@@ -305,7 +307,9 @@ def test_a_settled_unit_shows_its_gold_label(engine: Engine) -> None:
 
 def test_an_unknown_unit_says_so(engine: Engine) -> None:
     at = open_page("views/adjudicate.py", case="support-delayed-refund-violation", turn="99")
-    assert [e.value for e in at.error] == ["case support-delayed-refund-violation has no turn 99"]
+    assert [plain(e.value) for e in at.error] == [
+        "case support-delayed-refund-violation has no turn 99"
+    ]
 
 
 # --- a reviewer may not use either page ---------------------------------------------------------
@@ -326,7 +330,7 @@ def test_a_reviewer_sees_a_refusal_and_nothing_else(
 ) -> None:
     monkeypatch.setenv("REVIEW_APP_AUTH", "oidc")
     at = open_page(page, user="ana", case="support-delayed-refund-violation", turn="10")
-    assert [e.value for e in at.error] == [message]
+    assert [plain(e.value) for e in at.error] == [message]
     assert list(at.main.children.values()) == [at.error[0]]
     assert not at.get("vega_lite_chart") and not at.get("page_link")
     main = at.main
@@ -357,7 +361,7 @@ def test_a_long_queue_lists_its_first_units_only(engine: Engine, tmp_path: Path)
     )
     import_labels(engine, Actor.operator(), labels, catalog=sync_rubrics(engine, operator_actor()))
     at = open_page("views/adjudicate.py")
-    assert any(c.value == f"{27 + 240} open units under {RUBRIC}" for c in at.caption)
+    assert any(plain(c.value) == f"{27 + 240} open units under {RUBRIC}" for c in at.caption)
     assert len([link for link in links(at) if link[2]]) == 200
     assert any(c.value.startswith("… and 67 more.") for c in at.caption)
 
@@ -399,7 +403,7 @@ def test_someone_with_open_review_work_is_warned_before_seeing_labels(
     )
     assert open_review_work(engine, olivia, rubric=rubric) == 2
     adjudicate = open_page("views/adjudicate.py", user="olivia")
-    assert notice in [w.value for w in adjudicate.warning]
+    assert notice in [plain(w.value) for w in adjudicate.warning]
     dashboard = open_page("views/agreement.py", user="olivia")
     dashboard.selectbox(key="agreement_rubric").set_value(RUBRIC).run()
-    assert notice in [w.value for w in dashboard.warning], "about the version shown"
+    assert notice in [plain(w.value) for w in dashboard.warning], "about the version shown"

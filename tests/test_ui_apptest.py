@@ -38,7 +38,7 @@ from storage import assignments, reviewers
 from storage.engine import shared_engine
 from storage.models import RubricVersion
 from tests.conftest import write_lock
-from tests.ui_support import app_database, demo_template
+from tests.ui_support import app_database, demo_template, plain
 
 REPO = Path(__file__).resolve().parents[1]
 APP = REPO / "review_app" / "ui" / "app.py"
@@ -242,7 +242,7 @@ def queue_rows(at: AppTest) -> list[tuple[str, str, str, str]]:
         if not links:
             continue
         cells = [m.value for m in block.get("markdown")]
-        rows.append((links[0].value, *cells))
+        rows.append((plain(links[0].value), *(plain(cell) for cell in cells)))
     return rows
 
 
@@ -310,7 +310,7 @@ def test_every_page_renders_without_exception(db_url: str, monkeypatch: pytest.M
     assert at.query_params["case"] == "support-clean-late-parcel"
 
     open_case(at, "no-such-case")
-    assert [e.value for e in at.error] == ["no case 'no-such-case' in the database"]
+    assert [plain(e.value) for e in at.error] == ["no case 'no-such-case' in the database"]
 
     at.switch_page("views/rubrics.py")
     run(at)
@@ -338,7 +338,7 @@ def test_proxy_mode_without_the_header_refuses(
 ) -> None:
     monkeypatch.setenv("REVIEW_APP_AUTH", "proxy")
     at = run(AppTest.from_file(str(APP), default_timeout=TIMEOUT))
-    assert len(at.error) == 1 and "X-Forwarded-User" in at.error[0].value
+    assert len(at.error) == 1 and "X-Forwarded-User" in plain(at.error[0].value)
     assert not at.button and not at.page_link
 
 
@@ -374,7 +374,7 @@ def test_queue_lists_assigned_cases_with_progress_and_paginates(
     assert at.get("progress")[0].proto.text == (f"17 of 37 assigned cases labeled under {RUBRIC}")
     rows = queue_rows(at)
     assert [row[0] for row in rows] == assigned[:25]
-    assert at.caption[-1].value == "37 matching cases"
+    assert plain(at.caption[-1].value) == "37 matching cases"
 
     pager = at.pagination[0]
     assert pager.num_pages == 2 and pager.value == 1
@@ -581,7 +581,9 @@ def test_labeling_panel_gets_the_codes_with_their_keys_and_definitions(
     assert args["turns"] == [2, 4, 6, 8, 10, 12]
     assert args["order"] == list(range(1, 13)), "one chat message per turn, in order"
     assert (args["case"], args["focus"], args["labels"]) == ("support-clean-late-parcel", 2, {})
-    assert [p.value for p in at.page_link] == ["Rubric role-adherence@1: examples and versions"]
+    assert [plain(p.value) for p in at.page_link] == [
+        "Rubric role-adherence@1: examples and versions"
+    ]
 
 
 def test_labeling_a_turn_end_to_end(engine: Engine, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -828,7 +830,7 @@ def test_a_policy_owner_assigns_from_the_queue_page(
     at.number_input(key="assign_overlap").set_value(4)  # the demo cases have 3 reviewers
     at.button(key="assign_submit").click()
     run(at)
-    assert [s.value for s in at.success] == [
+    assert [plain(s.value) for s in at.success] == [
         "assigned 17 (case, reviewer) pairs over 17 cases (olivia +17); "
         "0 cases already had enough reviewers"
     ]
@@ -908,7 +910,9 @@ def test_rubrics_page_shows_labels_examples_and_compares_versions(
     # the chosen version is the one labeled against; then it is immutable
     open_case(at, "support-clean-late-parcel")
     assert at.selectbox(key="_w_rubric_ref").value == "role-adherence@2"
-    assert "Rubric role-adherence@2: examples and versions" in [p.value for p in at.page_link]
+    assert "Rubric role-adherence@2: examples and versions" in [
+        plain(p.value) for p in at.page_link
+    ]
     Keys(at).press("in_role", 2)
     ana = actor(engine, "ana")
     v2 = rubric(engine, "role-adherence@2")
@@ -926,7 +930,9 @@ def test_a_single_rubric_version_has_nothing_to_compare(
     at = open_app(monkeypatch, local="ana")
     at.switch_page("views/rubrics.py")
     run(at)
-    assert [i.value for i in at.tabs[2].info] == ["role-adherence has a single version so far."]
+    assert [plain(i.value) for i in at.tabs[2].info] == [
+        "role-adherence has a single version so far."
+    ]
 
 
 def test_a_changed_labeled_rubric_file_is_refused(
@@ -939,7 +945,7 @@ def test_a_changed_labeled_rubric_file_is_refused(
     monkeypatch.setenv("REVIEW_APP_RUBRICS_DIR", str(root))
     at = open_app(monkeypatch, local="ana")
 
-    assert [w.value for w in at.sidebar.warning] == [f"Rubric {RUBRIC} is not offered."]
+    assert [plain(w.value) for w in at.sidebar.warning] == [f"Rubric {RUBRIC} is not offered."]
     (message,) = [t.value for t in at.sidebar.text]
     assert "has labels and its file has changed" in message
     assert "immutable" in message and "v2.yaml" in message
@@ -997,21 +1003,37 @@ def test_transcript_markup_is_shown_as_plain_text(
             assert fragment not in rendered, rendered
 
 
-def test_queue_most_informative_first_shows_why(
+def _reasons(at: AppTest) -> list[str]:
+    """The queue's captions that say why a case is high (built from others' labels or
+    the judge)."""
+    markers = ("disagree", "judge", "contradicts")
+    return [plain(c.value) for c in at.caption if any(m in plain(c.value) for m in markers)]
+
+
+def test_queue_most_informative_first_shows_why_to_policy_owners_only(
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # ana, a reviewer (ben and chloe label the same cases): the order, never why
     at = open_app(monkeypatch, local="ana")
     before = [row[0] for row in queue_rows(at)]
     at.selectbox(key="_w_queue_order").set_value("informative")
     run(at)
     after = [row[0] for row in queue_rows(at)]
     assert sorted(after) == sorted(before), "the same cases, in another order"
-    reasons = [c.value for c in at.caption if "disagree" in c.value or "judge" in c.value]
-    assert reasons, "each high case says why"
+    assert after != before, "the others' disagreements still order the queue"
+    assert _reasons(at) == [], "blind: nothing from the others' labels or the judge"
     open_case(at, after[0])
     at.switch_page("views/queue.py")
     run(at)
     assert at.selectbox(key="_w_queue_order").value == "informative", "the order is kept"
+    assert _reasons(at) == []
+
+    # olivia, a policy owner with the same cases in her queue: each high case says why
+    assign(engine, "olivia", before)
+    at = open_app(monkeypatch, local="olivia")
+    at.selectbox(key="_w_queue_order").set_value("informative")
+    run(at)
+    assert any("reviewers disagree on" in reason for reason in _reasons(at))
 
 
 def test_the_review_link_reopens_the_case_being_reviewed(

@@ -37,7 +37,7 @@ from review_app.services.uploads import (
 )
 from storage.engine import shared_engine
 from tests.conftest import REPO, write_lock
-from tests.ui_support import app_database, demo_template
+from tests.ui_support import app_database, demo_template, plain
 
 APP = REPO / "review_app" / "ui" / "app.py"
 RUBRIC = "role-adherence@1"
@@ -79,7 +79,7 @@ def run(at: AppTest) -> AppTest:
 
 
 def texts(elements: Iterable[Any]) -> list[str]:
-    return [str(element.value) for element in elements]
+    return [plain(str(element.value)) for element in elements]
 
 
 def _native_case(case_id: str) -> dict[str, object]:

@@ -21,7 +21,7 @@ from review_app.services.people import Actor, operator_actor
 from review_app.services.rubric_catalog import sync_rubrics
 from storage.engine import create_database_engine
 from tests.judge_support import REPO
-from tests.ui_support import app_database, demo_template
+from tests.ui_support import app_database, demo_template, plain
 
 APP = REPO / "review_app" / "ui" / "app.py"
 RUBRIC = "role-adherence@1"
@@ -104,9 +104,9 @@ def test_the_page_shows_metrics_charts_runs_and_filters(database_url: str) -> No
     assert all(str(v).startswith("inconclusive") for v in table["alt-test"])
     assert any("leaving out one reviewer at a time" in c.value for c in at.caption)
     # The policy owner's headline: the break rate by PPI++, beside the judge alone.
-    [headline] = [h.value for h in at.subheader if "break rate" in h.value]
+    [headline] = [plain(h.value) for h in at.subheader if "break rate" in h.value]
     assert headline.startswith("turn break rate ") and ", judge alone would say " in headline
-    assert any(w.value.startswith("WARNING: no audit sample") for w in at.warning)
+    assert any(plain(w.value).startswith("WARNING: no audit sample") for w in at.warning)
     charts = at.get("vega_lite_chart")
     assert len(charts) == 2
     assert reliability_points(at) == pytest.approx(service_bins(database_url, V2))
@@ -202,7 +202,7 @@ def test_uploading_verdicts_adds_a_run_and_a_bad_file_stores_nothing(database_ur
     at.run()
     at.button(key="judge_import").click().run()
     assert not at.exception
-    assert [s.value for s in at.success if s.value.startswith("stored")] == [
+    assert [plain(s.value) for s in at.success if s.value.startswith("stored")] == [
         "stored 2 verdicts in 1 runs (uploaded@v1/m: 2)"
     ]
     assert "uploaded@v1/m" in at.selectbox(key="judge_run").options
@@ -267,7 +267,7 @@ def test_a_reviewer_sees_only_the_refusal(
 ) -> None:
     monkeypatch.setenv("REVIEW_APP_AUTH", "oidc")
     at = judge_page(is_logged_in=True, email="ana", name="Ana")
-    assert [e.value for e in at.error] == ["Judge calibration is for policy owners."]
+    assert [plain(e.value) for e in at.error] == ["Judge calibration is for policy owners."]
     assert not at.title
     assert not at.dataframe
     assert not at.get("vega_lite_chart")

@@ -3,6 +3,7 @@ template file, copied for each test."""
 
 from __future__ import annotations
 
+import re
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -55,3 +56,13 @@ def app_database(
     finally:
         st.cache_resource.clear()
         st.cache_data.clear()
+
+
+_ESCAPED = re.compile(r"\\([!-/:-@\[-`{-~])")
+
+
+def plain(markdown: str) -> str:
+    """The text a Markdown source escaped by :func:`review_app.ui.safe.escape` shows:
+    AppTest hands over an element's Markdown source, the browser shows this."""
+    unescaped = _ESCAPED.sub(r"\1", markdown.replace("  \n", "\n"))
+    return unescaped.replace("\u2060", "")  # the word joiners that stop autolinks

@@ -41,8 +41,9 @@ def _serve(db: str | None, port: int, host: str) -> None:
         "--client.toolbarMode",
         "viewer",
         # A traceback (file paths, code) never reaches a browser; the server logs it.
+        # "none", not "false": this Streamlit reads the legacy "false" as "stacktrace".
         "--client.showErrorDetails",
-        "false",
+        "none",
         # A full gc.collect() after every run costs a label key hundreds of ms on a
         # busy machine; Python's own collector still runs.
         "--runner.postScriptGC",

@@ -33,7 +33,7 @@ from review_app.calibration import first_break_turns
 from review_app.errors import InputError, NotFound
 from review_app.evaluator import EVALUATOR_VERSION
 from review_app.rubrics import Rubric
-from review_app.services.cases import TurnView, case_view
+from review_app.services.cases import TurnView, case_view, checked_case_id
 from review_app.services.label_table import load_rating_table
 from review_app.services.people import Actor, authorize
 from storage import audit, cases
@@ -148,6 +148,7 @@ def unit_detail(
     engine: Engine, actor: Actor, *, rubric: Rubric, case_id: str, turn: int, context: int = 4
 ) -> UnitDetail:
     actor = authorize(engine, actor, "policy_owner")
+    case_id = checked_case_id(case_id)
     with Session(read_only(engine)) as session:
         view = case_view(session, case_id=case_id)
         positions = [i for i, t in enumerate(view.turns) if t.turn == turn]

@@ -11,6 +11,7 @@ from sqlalchemy import Engine
 from sqlmodel import Session
 
 import storage.cases
+from review_app import input_policy
 from review_app.errors import InputError, NotFound, PermissionDenied
 from review_app.evaluator import EVALUATOR_VERSION
 from review_app.services.people import Actor, authorize
@@ -183,6 +184,20 @@ def case_view(
     )
 
 
+def checked_case_id(case_id: object) -> str:
+    """A case id given by a face (the address, a typed box) put through the input
+    policy's id rules (:func:`~review_app.input_policy.check_case_id`). An id no case
+    can have (a NUL, a control or bidirectional character, over 200 characters) is
+    ``NotFound`` like any unknown id, on SQLite and PostgreSQL alike: it never
+    reaches the database (PostgreSQL refuses a NUL with an error of its own)."""
+    try:
+        return input_policy.check_case_id(case_id)
+    except InputError:
+        shown = str(case_id)
+        shown = shown if len(shown) <= 60 else shown[:60] + "…"
+        raise NotFound(f"no case {shown!r} in the database") from None
+
+
 def may_open_case(engine: Engine, actor: Actor, *, case_id: str) -> Actor:
     """Refuse unless the actor may open the case: a policy owner or admin any case, a
     reviewer the cases assigned to them or that they have labeled. Returns the actor
@@ -191,6 +206,7 @@ def may_open_case(engine: Engine, actor: Actor, *, case_id: str) -> Actor:
     if actor.has_role("policy_owner"):
         return actor
     assert actor.reviewer_id is not None
+    case_id = checked_case_id(case_id)
     with Session(read_only(engine)) as session:
         found = access.case_hash_and_access(session, case_id=case_id, reviewer_id=actor.reviewer_id)
     if found is None:
@@ -202,6 +218,7 @@ def may_open_case(engine: Engine, actor: Actor, *, case_id: str) -> Actor:
 
 def load_case_view(engine: Engine, actor: Actor, *, case_id: str) -> CaseView:
     """The case turn by turn (see :func:`may_open_case` for who may open it)."""
+    case_id = checked_case_id(case_id)
     may_open_case(engine, actor, case_id=case_id)
     with Session(read_only(engine)) as session:
         return case_view(session, case_id=case_id)
@@ -215,6 +232,7 @@ def case_fingerprint(engine: Engine, actor: Actor, *, case_id: str) -> str:
     handed to someone who may open the case. Raises ``NotFound``, ``PermissionDenied``.
     """
     actor = authorize(engine, actor, "reviewer")
+    case_id = checked_case_id(case_id)
     with Session(read_only(engine)) as session:
         found = access.case_hash_and_access(session, case_id=case_id, reviewer_id=actor.reviewer_id)
     if found is None:

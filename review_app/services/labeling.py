@@ -18,6 +18,7 @@ from sqlmodel import Session
 from review_app import input_policy
 from review_app.errors import InputError, NotFound
 from review_app.rubrics import Rubric
+from review_app.services.cases import checked_case_id
 from review_app.services.people import Actor, authorize, require_reviewer_id
 from review_app.services.queue import forget_progress
 from storage import assignments, audit, cases, labels
@@ -188,6 +189,7 @@ class CaseLabels:
 
 def case_labels(engine: Engine, actor: Actor, *, case_id: str, rubric: Rubric) -> CaseLabels:
     actor = authorize(engine, actor, "reviewer")
+    case_id = checked_case_id(case_id)
     with Session(read_only(engine)) as session:
         # The turns and the actor's labels (history too) in one query.
         labelable: set[int] = set()

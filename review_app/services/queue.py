@@ -410,6 +410,11 @@ def informative_queue(
     samples drew): their cases are marked and keep their queue place, so the random
     draws that make estimates valid are never reordered away.
 
+    Blind means blind: every score and reason is built from other reviewers' labels
+    or the judge, so a reviewer gets the order only; each case's score is 0 and its
+    reasons are empty, and only the audit-sample mark is kept. Policy owners and
+    admins get the scores and the reasons.
+
     Reads the whole filtered queue (the score needs every case); the queue order
     ("oldest first") pages in SQL instead.
     """
@@ -470,6 +475,8 @@ def informative_queue(
         audit_turns = tuple(sorted(audit.get(case_id, ())))
         scores[case_id] = Informativeness(found.score, found.reasons, audit_turns)
     ordered = order_informative_first(case_ids, scores)
+    if not actor.has_role("policy_owner"):
+        scores = {c: Informativeness(0.0, (), found.audit_turns) for c, found in scores.items()}
     by_id = {row.case_id: row for row in rows}
     n_pages = max(1, math.ceil(len(ordered) / page_size))
     page = min(max(1, page), n_pages)

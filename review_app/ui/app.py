@@ -6,12 +6,14 @@ the first request of a fresh server would run the page without this script.
 
 from __future__ import annotations
 
+import logging
+
 import streamlit as st
 
 from review_app.errors import DatabaseBusy, PermissionDenied
 from review_app.services.people import one_role_read
 from review_app.ui import auth, keys, state
-from review_app.ui.safe import code_span
+from review_app.ui.safe import code_span, error_text, escape
 
 # An emoji favicon is drawn in the browser; a Material icon would be fetched from
 # fonts.gstatic.com, a request leaving the reviewer's machine on every page load.
@@ -23,7 +25,7 @@ with one_role_read():
     try:
         signed_in = state.current_actor()
     except PermissionDenied as error:
-        st.error(str(error))
+        st.error(error_text(error))
         st.stop()
 
     if signed_in is None:
@@ -34,8 +36,8 @@ with one_role_read():
                 st.login()
         else:
             st.error(
-                f"No identity: this server trusts the {auth.proxy_header_name()} header of its "
-                "reverse proxy, and the request had none. Open the app through the proxy."
+                f"No identity: this server trusts the {escape(auth.proxy_header_name())} header "
+                "of its reverse proxy, and the request had none. Open the app through the proxy."
             )
         st.stop()
 
@@ -48,11 +50,11 @@ with one_role_read():
         if signed_in.auth_mode == "local":
             st.info(
                 f"Local single-user mode: no sign-in; you are {code_span(signed_in.name)} "
-                f"({signed_in.role.replace('_', ' ')}).",
+                f"({escape(signed_in.role.replace('_', ' '))}).",
                 icon=":material/person:",
             )
         else:
-            st.caption(f"Signed in as {code_span(signed_in.label)} · {signed_in.role}")
+            st.caption(f"Signed in as {code_span(signed_in.label)} · {escape(signed_in.role)}")
             if signed_in.auth_mode == "oidc" and st.button("Sign out", key="sign_out"):
                 st.logout()
 
@@ -62,4 +64,13 @@ with one_role_read():
     except DatabaseBusy as error:
         # Pages that can keep the user's work (review, adjudicate) catch this first;
         # anywhere else the page stops with the reason instead of a blank error.
-        st.error(str(error), icon=":material/hourglass_top:")
+        st.error(error_text(error), icon=":material/hourglass_top:")
+    except Exception:
+        # Anything else: the traceback (server paths, code, values) goes to the server's
+        # log, never to the page ("--client.showErrorDetails none" is the second guard).
+        logging.getLogger("review_app.ui").exception("page %r failed", navigation.url_path)
+        st.error(
+            "Something went wrong on the server; nothing more is shown here. The server's "
+            "log has the details.",
+            icon=":material/error:",
+        )

@@ -10,7 +10,7 @@ from review_app.rubrics import Rubric
 from review_app.services.adjudication import DisagreementUnit
 from review_app.services.people import Actor
 from review_app.ui import state
-from review_app.ui.safe import code_span
+from review_app.ui.safe import code_span, escape
 
 
 def policy_owner(forbidden: str) -> Actor:
@@ -25,7 +25,7 @@ def rubric_page(title: str) -> Rubric:
     """The rubric version chosen in the sidebar, under the page's title (the page
     stops there when there is no usable rubric version)."""
     rubric = state.rubric_selector()
-    st.title(title)
+    st.title(escape(title))
     if rubric is None:
         st.stop()
     return rubric
@@ -42,9 +42,9 @@ def disagreement_row(unit: DisagreementUnit, widths: list[int]) -> list[DeltaGen
     cells = st.columns(widths)
     cells[0].page_link(
         state.page("adjudicate"),
-        label=f"{unit.case_id} · turn {unit.turn}",
+        label=f"{escape(unit.case_id)} · turn {unit.turn:d}",
         query_params={"case": unit.case_id, "turn": str(unit.turn)},
     )
     cells[1].markdown(", ".join(code_span(code) for code in unit.codes))
-    cells[2].caption(", ".join(kind.replace("_", " ") for kind in unit.kinds))
+    cells[2].caption(", ".join(escape(kind.replace("_", " ")) for kind in unit.kinds))
     return cells

@@ -31,6 +31,7 @@ from review_app.services.people import Actor, authorize, sign_in
 from review_app.services.queue import open_review_work
 from review_app.services.rubric_catalog import RubricCatalog, sync_rubrics
 from review_app.ui import auth
+from review_app.ui.safe import escape
 
 PAGES_DIR = Path(__file__).resolve().parent / "views"
 
@@ -230,7 +231,7 @@ def rubric_selector() -> Rubric | None:
         )
         selected = rubrics.get(st.session_state["rubric_ref"])
     for ref, message in sorted(rubrics.refused.items()):
-        st.sidebar.warning(f"Rubric {ref} is not offered.")
+        st.sidebar.warning(f"Rubric {escape(ref)} is not offered.")
         st.sidebar.text(message)
     return selected
 
@@ -357,7 +358,7 @@ def flash(message: str) -> None:
 def show_flash() -> None:
     message = st.session_state.get("flash")
     if message:
-        st.toast(message)
+        st.toast(escape(message))
         st.session_state["flash"] = None
 
 
@@ -367,8 +368,8 @@ def own_work_notice(rubric: Rubric) -> None:
     left = open_review_work(engine(), actor(), rubric=rubric)
     if left:
         st.warning(
-            f"You have {left} unfinished case{'s' if left != 1 else ''} in your own review "
-            f"queue under {rubric.ref}. This page shows other reviewers' labels: label "
+            f"You have {left:d} unfinished case{'s' if left != 1 else ''} in your own review "
+            f"queue under {escape(rubric.ref)}. This page shows other reviewers' labels: label "
             "your queue first to keep your own labels blind.",
             icon=":material/visibility:",
         )
@@ -376,5 +377,5 @@ def own_work_notice(rubric: Rubric) -> None:
 
 def forbidden(message: str) -> None:
     """Say the page is not for this person and show nothing else."""
-    st.error(message)
+    st.error(escape(message))
     st.stop()

@@ -5,10 +5,11 @@ from __future__ import annotations
 import streamlit as st
 
 from review_app.errors import DatabaseBusy, InputError, NotFound
+from review_app.input_policy import parse_turn_text
 from review_app.services.adjudication import ambiguity_notes, record_gold, unit_detail
 from review_app.services.audit import audit_entries, audit_line
 from review_app.ui import common, state
-from review_app.ui.safe import code_span
+from review_app.ui.safe import code_span, error_text, escape
 
 LISTED_UNITS = 200  # a page of thousands of rows of links would stall the browser
 AUDIT_ENTRIES = 50
@@ -19,8 +20,9 @@ engine = state.engine()
 state.own_work_notice(rubric)
 case_id = st.query_params.get("case")
 turn_text = st.query_params.get("turn")
-if case_id and turn_text and turn_text.lstrip("-").isdigit():
-    st.session_state["adjudicate_unit"] = {"case": case_id, "turn": int(turn_text)}
+# The address is untrusted input: a turn that is no storable whole number is no unit.
+if case_id and turn_text and parse_turn_text(turn_text) is not None:
+    st.session_state["adjudicate_unit"] = {"case": case_id, "turn": parse_turn_text(turn_text)}
 elif st.session_state["adjudicate_unit"]:
     # A rerun without the unit in the address (a widget change, the sidebar link):
     # stay on the unit and put it back in the address.
@@ -28,11 +30,12 @@ elif st.session_state["adjudicate_unit"]:
     turn_text = str(st.session_state["adjudicate_unit"]["turn"])
     st.query_params.update({"case": case_id, "turn": turn_text})
 
-if not case_id or not turn_text or not turn_text.lstrip("-").isdigit():
+address_turn = parse_turn_text(turn_text) if turn_text else None
+if not case_id or address_turn is None:
     st.toggle("Include settled units", key="adjudicate_all")
     units = state.disagreements(rubric.ref, include_adjudicated=st.session_state["adjudicate_all"])
     open_units = sum(1 for unit in units if not unit.adjudicated)
-    st.caption(f"{open_units} open units under {rubric.ref}")
+    st.caption(f"{open_units:d} open units under {escape(rubric.ref)}")
     if not units:
         st.success("Nothing to adjudicate.")
     for unit in units[:LISTED_UNITS]:
@@ -40,7 +43,7 @@ if not case_id or not turn_text or not turn_text.lstrip("-").isdigit():
         cells[3].markdown(f"gold {code_span(unit.gold_code)}" if unit.gold_code else "open")
     if len(units) > LISTED_UNITS:
         st.caption(
-            f"… and {len(units) - LISTED_UNITS} more. Recording a gold label opens the next "
+            f"… and {len(units) - LISTED_UNITS:d} more. Recording a gold label opens the next "
             "open unit, so the queue can be worked through from the first one."
         )
     with st.expander("Rubric ambiguities noted for the next version"):
@@ -49,7 +52,8 @@ if not case_id or not turn_text or not turn_text.lstrip("-").isdigit():
             st.caption("None yet.")
         for note in notes:
             st.caption(
-                f"{code_span(note['case_id'])} turn {note['turn']} · gold {code_span(note['gold'])}"
+                f"{code_span(note['case_id'])} turn {note['turn']:d} · "
+                f"gold {code_span(note['gold'])}"
             )
             st.text(note["note"])
     with st.expander("Audit log: the latest changes and exports"):
@@ -60,7 +64,7 @@ if not case_id or not turn_text or not turn_text.lstrip("-").isdigit():
             st.text("\n".join(audit_line(entry) for entry in entries))  # plain text
     st.stop()
 
-turn = int(turn_text)
+turn = address_turn
 if st.session_state["gold_unit"] != [case_id, turn]:
     state.reset_gold_form()  # another unit: nothing chosen yet
     st.session_state["gold_unit"] = [case_id, turn]
@@ -68,8 +72,9 @@ try:
     detail = unit_detail(engine, actor, rubric=rubric, case_id=case_id, turn=turn)
 except NotFound as error:
     st.session_state["adjudicate_unit"] = None
-    st.error(str(error))
+    st.error(error_text(error))
     st.stop()
+case_id = detail.case_id  # as stored (the address's id went through the id rules)
 
 
 def _submit_gold() -> None:
@@ -116,7 +121,7 @@ def _choose(code: str) -> None:
     st.session_state["gold_code"] = code
 
 
-st.subheader(f"{case_id} · turn {turn}")
+st.subheader(f"{escape(case_id)} · turn {turn:d}")
 st.button("Back to the disagreement queue", key="adjudicate_back", on_click=_back_to_queue)
 if detail.diagnostic:
     st.code(detail.diagnostic, language=None)
@@ -130,7 +135,7 @@ with transcript:
         with st.chat_message(event.actor):
             marker = " · **this turn**" if event.turn == turn else ""
             st.caption(
-                f"turn {event.turn} · {code_span(event.actor)} · role "
+                f"turn {event.turn:d} · {code_span(event.actor)} · role "
                 f"{code_span(event.active_role or '-')}{marker}"
             )
             if event.text:
@@ -160,7 +165,7 @@ with decision:
                 st.caption(f"{code_span(row.reviewer)} had {code_span(row.code)}")
     involved = sorted({row.code for row in detail.labels})
     for code in involved:
-        with st.expander(f"Definition of {code}"):
+        with st.expander(f"Definition of {escape(code)}"):
             st.text(rubric.label(code).definition)
     if detail.gold:
         st.success(
@@ -177,11 +182,11 @@ with decision:
     picks = st.container(horizontal=True, gap="small")
     for number, label in enumerate(rubric.labels, start=1):
         picks.button(
-            label.code,
+            escape(label.code),
             key=f"gold_pick_{label.code}",
             shortcut=str(number) if number <= 9 else None,
             type="primary" if label.code == chosen else "secondary",
-            help=label.title,
+            help=escape(label.title),
             on_click=_choose,
             args=(label.code,),
         )

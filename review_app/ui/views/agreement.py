@@ -5,6 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from review_app.ui import charts, common, state
+from review_app.ui.safe import escape
 
 actor = common.policy_owner("The agreement dashboard is for policy owners; reviewers label blind.")
 
@@ -25,12 +26,12 @@ data = state.dashboard(ref)
 report = data.report
 gold = report["gold"]
 st.caption(
-    f"{report['units']} units · {report['raters']} reviewers · {report['ratings']} labels · "
-    f"adjudicated: {gold['adjudicated']} units · unanimous: {gold['unanimous']} units · "
-    f"{gold['in_disagreement']} in disagreement · {gold['single_rater']} with one reviewer"
+    f"{report['units']:d} units · {report['raters']:d} reviewers · {report['ratings']:d} labels "
+    f"· adjudicated: {gold['adjudicated']:d} units · unanimous: {gold['unanimous']:d} units · "
+    f"{gold['in_disagreement']:d} in disagreement · {gold['single_rater']:d} with one reviewer"
 )
 for warning in report["warnings"]:
-    st.warning(warning)
+    st.warning(escape(warning))
 
 rows = charts.coefficient_rows(reports)
 st.subheader("Coefficients by rubric version")
@@ -49,7 +50,7 @@ with left:
         )
         caption = charts.interval_caption(report)
         if caption:
-            st.caption(caption)
+            st.caption(escape(caption))
     else:
         st.info("Needs two reviewers with shared turns.")
 with right:
@@ -93,4 +94,4 @@ if not units:
 for unit in units[:200]:
     common.disagreement_row(unit, [4, 3, 3])
 if len(units) > 200:
-    st.caption(f"… and {len(units) - 200} more on the adjudication page")
+    st.caption(f"… and {len(units) - 200:d} more on the adjudication page")

@@ -9,6 +9,7 @@ from review_app.services.cases import LANES
 from review_app.services.export import EXPORT_FORMATS, export_data
 from review_app.services.uploads import zip_export
 from review_app.ui import common, state
+from review_app.ui.safe import error_text, escape
 
 actor = common.policy_owner("Exporting is for policy owners.")
 rubric = common.rubric_page("Export")
@@ -32,7 +33,7 @@ if st.button("Prepare export", key="export_prepare", type="primary"):
             lane=common.chosen("export_lane"),
         )
     except InputError as error:
-        st.error(str(error))
+        st.error(error_text(error))
     else:
         st.session_state["export_ready"] = {
             "name": f"{rubric.id}-v{rubric.version}-{st.session_state['export_format']}.zip",
@@ -42,7 +43,7 @@ if st.button("Prepare export", key="export_prepare", type="primary"):
         }
 ready = st.session_state["export_ready"]
 if ready:
-    st.success(ready["summary"])
+    st.success(escape(ready["summary"]))
     st.download_button(
         "Download (zip)",
         ready["zip"],

@@ -10,7 +10,7 @@ from review_app.errors import InputError, PermissionDenied
 from review_app.formats import FORMAT_NAMES
 from review_app.services.uploads import import_label_upload, import_upload, validate_upload
 from review_app.ui import auth, common, state
-from review_app.ui.safe import code_span
+from review_app.ui.safe import code_span, escape
 
 actor = common.policy_owner("Importing is for policy owners.")
 
@@ -42,8 +42,10 @@ with cases_tab:
             st.text(report.error or "")
         else:
             st.success(
-                f"{len(report.cases)} cases in format {code_span(report.format)}: "
-                + ", ".join(f"{lane} {count}" for lane, count in sorted(report.lanes.items()))
+                f"{len(report.cases):d} cases in format {code_span(report.format)}: "
+                + ", ".join(
+                    f"{escape(lane)} {count:d}" for lane, count in sorted(report.lanes.items())
+                )
             )
             st.dataframe(report.cases, hide_index=True, key="import_preview")
             if st.button("Import these cases", key="import_submit", type="primary"):
@@ -53,7 +55,7 @@ with cases_tab:
                     st.error("Nothing was stored.")
                     st.text(str(error))
                 else:
-                    st.success(summary.line())
+                    st.success(escape(summary.line()))
 
 with labels_tab:
     st.caption("Columns: case_id,turn,reviewer,label,rubric,rationale (all rows or none).")
@@ -73,4 +75,4 @@ with labels_tab:
             st.error("Nothing was stored.")
             st.text(str(error))
         else:
-            st.success(result.line())
+            st.success(escape(result.line()))

@@ -16,7 +16,7 @@ from review_app.services.judge_report import (
 from review_app.services.render import ALT_TEST_SENTENCE
 from review_app.services.uploads import import_verdict_upload
 from review_app.ui import charts, common, state
-from review_app.ui.safe import code_span
+from review_app.ui.safe import code_span, error_text, escape
 
 actor = common.policy_owner("Judge calibration is for policy owners.")
 rubric = common.rubric_page("Judge calibration")
@@ -46,14 +46,14 @@ with st.expander('Import judge verdicts (CSV or JSONL; docs/reference.md, "Judge
             st.text(str(error))
         else:
             state.refresh_judge()
-            st.success(summary.line())
+            st.success(escape(summary.line()))
 
 report = state.judge_report(rubric.ref)
 gold = report["gold"]
 st.caption(
-    f"Gold labels: {gold['with_gold']} units ({gold['adjudicated']} adjudicated, "
-    f"{gold['unanimous']} unanimous); without gold: {gold['in_disagreement']} in "
-    f"disagreement, {gold['single_rater']} with one reviewer."
+    f"Gold labels: {gold['with_gold']:d} units ({gold['adjudicated']:d} adjudicated, "
+    f"{gold['unanimous']:d} unanimous); without gold: {gold['in_disagreement']:d} in "
+    f"disagreement, {gold['single_rater']:d} with one reviewer."
 )
 if not report["runs"]:
     st.info(
@@ -70,18 +70,18 @@ run = next(r for r in report["runs"] if r["name"] == st.session_state["judge_run
 
 st.dataframe(charts.judge_metric_rows(report["runs"]), hide_index=True, key="judge_table")
 estimate = break_rate_estimate(engine, actor, rubric=rubric, run_id=run["id"])
-st.subheader(estimate_headline(estimate))
+st.subheader(escape(estimate_headline(estimate)))
 st.caption(
-    f"PPI++ from {estimate['n_judged']} judged turns and {estimate['n_gold']} with gold "
-    f"({estimate['gold_source']})."
+    f"PPI++ from {estimate['n_judged']:d} judged turns and {estimate['n_gold']:d} with gold "
+    f"({escape(estimate['gold_source'])})."
 )
 for warning in estimate["warnings"]:
     if warning.startswith("WARNING"):
-        st.warning(warning)
+        st.warning(escape(warning))
 
 alt_test = run.get("alt_test") or {}
 verdict = alt_test.get("verdict", "not tested")
-headline = f"{code_span(run['name'])}: may the judge replace a reviewer? {verdict}"
+headline = f"{code_span(run['name'])}: may the judge replace a reviewer? {escape(verdict)}"
 if alt_test.get("winning_rate") is not None:
     headline += (
         f" (winning rate {alt_test['winning_rate']:.2f}, advantage probability "
@@ -93,12 +93,12 @@ elif verdict == "failed":
     st.error(headline)
 else:
     st.warning(headline)
-st.caption(ALT_TEST_SENTENCE)
+st.caption(escape(ALT_TEST_SENTENCE))
 if alt_test.get("reason"):
-    st.caption(alt_test["reason"])
+    st.caption(escape(alt_test["reason"]))
 st.dataframe(charts.alt_test_rows(alt_test), hide_index=True, key="judge_alt_test")
 for warning in (run.get("vs_gold") or {}).get("warnings", []):
-    st.warning(warning)
+    st.warning(escape(warning))
 
 scores = run.get("scores")
 if scores:
@@ -112,7 +112,7 @@ if scores:
         reliability = scores["reliability"]
         st.caption(
             f"Brier {reliability['brier_score']:.3f} · ECE "
-            f"{reliability['expected_calibration_error']:.3f} · {scores['n']} units"
+            f"{reliability['expected_calibration_error']:.3f} · {scores['n']:d} units"
             if reliability.get("brier_score") is not None
             else ""
         )
@@ -127,7 +127,7 @@ if scores:
                 method=st.session_state["judge_method"],
             )
         except InputError as error:
-            st.error(str(error))
+            st.error(error_text(error))
         else:
             state.refresh_judge()
             st.success(
@@ -177,9 +177,9 @@ if not rows:
 for item in rows[:100]:
     with st.container(border=True):
         st.markdown(
-            f"{code_span(item['case_id'])} turn {item['turn']} · gold "
+            f"{code_span(item['case_id'])} turn {item['turn']:d} · gold "
             f"{code_span(item['gold'])} · judge {code_span(item['judge'])} · "
-            f"{item['kind'].replace('_', ' ')}"
+            f"{escape(item['kind'].replace('_', ' '))}"
         )
         st.page_link(
             state.page("review"),

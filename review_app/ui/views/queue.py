@@ -12,7 +12,7 @@ from review_app.services.cases import LANES
 from review_app.services.people import list_people
 from review_app.services.queue import assign_cases, informative_queue, next_case, queue_page
 from review_app.ui import common, state
-from review_app.ui.safe import code_span
+from review_app.ui.safe import code_span, error_text, escape
 
 actor = state.actor()
 rubric = common.rubric_page("Queue")
@@ -95,24 +95,27 @@ else:
 
     header = _row()
     for width, title in zip(widths, ("Case", "Lane", "My labels", "First violation"), strict=True):
-        header.caption(title, width=width)
+        header.caption(escape(title), width=width)
     for row in result.rows:
         cells = _row()
         cells.page_link(
-            review_page, label=row.case_id, query_params={"case": row.case_id}, width=widths[0]
+            review_page,
+            label=escape(row.case_id),
+            query_params={"case": row.case_id},
+            width=widths[0],
         )
         cells.markdown(code_span(row.lane or "-"), width=widths[1])
         cells.markdown(
-            f"{row.labeled_turns} / {row.n_assistant_turns}" + (" ✓" if row.completed else ""),
+            f"{row.labeled_turns:d} / {row.n_assistant_turns:d}" + (" ✓" if row.completed else ""),
             width=widths[2],
         )
         # "—", not "-": a lone hyphen is an empty Markdown list item (a stray bullet).
         cells.markdown(
-            "—" if row.first_violation_turn is None else f"turn {row.first_violation_turn}",
+            "—" if row.first_violation_turn is None else f"turn {row.first_violation_turn:d}",
             width=widths[3],
         )
         if why.get(row.case_id):
-            cells.caption(why[row.case_id])
+            cells.caption(escape(why[row.case_id]))
     if result.n_pages > 1:
         st.session_state["queue_page"] = result.page
         # st.pagination has a default, so writing its state (the widget_key pattern)
@@ -127,7 +130,7 @@ else:
             key=pager,
             on_change=lambda: st.session_state.update(queue_page=st.session_state[pager]),
         )
-    st.caption(f"{result.n_matching} matching cases")
+    st.caption(f"{result.n_matching:d} matching cases")
 
 if actor.has_role("policy_owner"):
     with st.expander("Assign cases to reviewers"):
@@ -153,6 +156,6 @@ if actor.has_role("policy_owner"):
                     lane=common.chosen("assign_lane"),
                 )
             except InputError as error:
-                st.error(str(error))
+                st.error(error_text(error))
             else:
-                st.success(report.line())
+                st.success(escape(report.line()))

@@ -19,7 +19,7 @@ from review_app.services.key_events import apply_key_events, parse_key_events
 from review_app.services.labeling import CaseLabels, case_labels
 from review_app.services.queue import next_case
 from review_app.ui import keys, state
-from review_app.ui.safe import code_list, code_span
+from review_app.ui.safe import code_list, code_span, error_text, escape
 
 AVATARS = {
     "user": "user",
@@ -49,9 +49,10 @@ try:
     view: CaseView = state.case_view(case_id)
 except (NotFound, PermissionDenied) as error:
     st.title("Review")
-    st.error(str(error))
+    st.error(error_text(error))
     st.session_state["focus"] = None
     st.stop()
+case_id = view.case_id  # as stored (the address's id went through the id rules)
 
 labelable = [t for t in view.turns if rubric and t.actor == rubric.applies_to]
 labelable_turns = [t.turn for t in labelable]
@@ -164,7 +165,7 @@ st.markdown(f"**Review** · {code_span(case_id)}")
 meta = [
     f"lane {code_span(view.lane or '-')}",
     f"contract {code_span(view.contract_version or 'none')}",
-    f"evaluator v{view.evaluator_version}",
+    f"evaluator v{escape(view.evaluator_version)}",
 ]
 if labels is not None:
     if labels.blind:
@@ -206,7 +207,8 @@ def _finding_marks(turn: TurnView) -> None:
     for finding in turn.harness_findings:
         detail = ""
         if finding["code"] == "request_missing_turns":
-            detail = " · request omits turns " + ", ".join(map(str, finding["missing_turns"]))
+            omitted = ", ".join(escape(t) for t in finding["missing_turns"])
+            detail = f" · request omits turns {omitted}"
         elif "expected" in finding:
             detail = (
                 f" · request {code_span(finding['actual'])}, contract "
@@ -284,7 +286,9 @@ with reference:
             auto_advance=bool(st.session_state["auto_advance"]),
             error=st.session_state["key_notice"],
         )
-        st.page_link(state.page("rubrics"), label=f"Rubric {rubric.ref}: examples and versions")
+        st.page_link(
+            state.page("rubrics"), label=f"Rubric {escape(rubric.ref)}: examples and versions"
+        )
     else:
         st.caption("Nothing to label in this case.")
 
@@ -295,12 +299,12 @@ with transcript:
                 st.divider()
                 st.caption(
                     f"Trusted role transition → {code_span(turn.set_role)} "
-                    f"(system event, turn {turn.turn})"
+                    f"(system event, turn {turn.turn:d})"
                 )
             else:
                 st.warning(
                     f"Ignored role change to {code_span(turn.set_role)} at turn "
-                    f"{turn.turn}: a {code_span(turn.actor)} event is not a trusted "
+                    f"{turn.turn:d}: a {code_span(turn.actor)} event is not a trusted "
                     "transition",
                     icon=":material/gpp_bad:",
                 )

@@ -7,7 +7,7 @@ import streamlit as st
 from review_app.rubrics import diff_rubrics
 from review_app.services.rubric_catalog import has_labels
 from review_app.ui import state
-from review_app.ui.safe import code_span
+from review_app.ui.safe import code_span, escape
 
 catalog = state.catalog()
 st.title("Rubrics")
@@ -44,7 +44,7 @@ definitions, examples, versions = st.tabs(["Labels", "Examples", "Compare versio
 with definitions:
     for label in rubric.labels:
         st.markdown(
-            f"#### {code_span(label.code)} · {label.verdict}"
+            f"#### {code_span(label.code)} · {escape(label.verdict)}"
             + (f" · {code_span(label.dimension)}" if label.dimension else "")
         )
         st.text(label.title)
@@ -61,7 +61,7 @@ with examples:
         if chosen != "(all)" and example.label != chosen:
             continue
         with st.container(border=True):
-            st.caption(f"{code_span(example.label)} · {example.kind}")
+            st.caption(f"{code_span(example.label)} · {escape(example.kind)}")
             st.text(f"Context: {example.context}")
             st.text(f"Reply: {example.reply}")
             st.text(f"Why: {example.why}")
@@ -69,7 +69,7 @@ with examples:
 with versions:
     same_id = [r.ref for r in catalog.versions_of(rubric.id)]
     if len(same_id) < 2:
-        st.info(f"{rubric.id} has a single version so far.")
+        st.info(f"{escape(rubric.id)} has a single version so far.")
     else:
         left, right = st.columns(2)
         if st.session_state["compare_old"] not in same_id:
@@ -87,11 +87,12 @@ with versions:
             st.write("Title changed")
             st.text(f"{diff.title.old} → {diff.title.new}")
         for label in diff.labels_added:
-            st.success(f"Added {code_span(label.code)} ({label.verdict})")
+            st.success(f"Added {code_span(label.code)} ({escape(label.verdict)})")
         for label in diff.labels_removed:
             st.error(f"Removed {code_span(label.code)}")
         for change in diff.labels_changed:
-            st.warning(f"Changed {code_span(change.code)}: {', '.join(change.fields)}")
+            fields = ", ".join(escape(f) for f in change.fields)
+            st.warning(f"Changed {code_span(change.code)}: {fields}")
             for field_change in change.changes:
                 st.text(f"{field_change.field}:\n- {field_change.old}\n+ {field_change.new}")
         if diff.examples_added or diff.examples_removed:
