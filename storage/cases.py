@@ -233,6 +233,47 @@ def list_events(session: Session, *, case_id: str) -> list[Event]:
     return list(session.scalars(query))
 
 
+@dataclass(frozen=True)
+class JudgedEvent:
+    turn: int
+    actor: str
+    text: str | None
+    actions_json: str | None
+    set_role: str | None
+
+
+def judge_transcripts(
+    session: Session, *, case_ids: Sequence[str]
+) -> dict[str, tuple[str | None, list[JudgedEvent]]]:
+    """Per case: its chatbot role and its events in order, as a judge prompt shows them.
+
+    Two queries per chunk of cases, not a case view per case: a judge run prepares
+    thousands of prompts.
+    """
+    result: dict[str, tuple[str | None, list[JudgedEvent]]] = {}
+    for chunk in in_chunks(list(case_ids)):
+        roles = session.execute(
+            select(col(Case.case_id), col(Case.chatbot_role)).where(col(Case.case_id).in_(chunk))
+        ).all()
+        for case_id, role in roles:
+            result[case_id] = (role, [])
+        rows = session.execute(
+            select(
+                col(Event.case_id),
+                col(Event.turn),
+                col(Event.actor),
+                col(Event.text),
+                col(Event.actions_json),
+                col(Event.set_role),
+            )
+            .where(col(Event.case_id).in_(chunk))
+            .order_by(col(Event.case_id), col(Event.seq))
+        ).all()
+        for case_id, turn, actor, text_, actions_json, set_role in rows:
+            result[case_id][1].append(JudgedEvent(turn, actor, text_, actions_json, set_role))
+    return result
+
+
 def get_evaluation(session: Session, *, case_id: str, evaluator_version: str) -> Evaluation | None:
     return session.get(Evaluation, (case_id, evaluator_version))
 

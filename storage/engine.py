@@ -27,6 +27,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.pool import StaticPool
 
 from review_app.errors import DatabaseBusy
+from storage import write_queue
 
 DATABASE_URL_ENV = "REVIEW_APP_DATABASE_URL"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -86,11 +87,19 @@ def _sqlite_engine(url: str, *, busy_timeout_ms: int, **kwargs: Any) -> Engine:
     connect_args = kwargs.pop("connect_args", {})
     connect_args.setdefault("check_same_thread", False)
     connect_args.setdefault("timeout", busy_timeout_ms / 1000)
+    queue_path: Path | None = None
     if in_memory:
         kwargs.setdefault("poolclass", StaticPool)
     elif database:
         Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        if write_queue.write_queue_enabled() and "factory" not in connect_args:
+            queue_path = write_queue.lock_path(database)
+            connect_args["factory"] = write_queue.QueuedConnection
     engine = create_engine(url, connect_args=connect_args, **kwargs)
+    busy_message = (
+        f"the database is busy (another writer held it for more than "
+        f"{busy_timeout_ms / 1000:g} s); this change was not saved, try again"
+    )
 
     @event.listens_for(engine, "connect")
     def _configure(dbapi_connection: Any, _record: Any) -> None:
@@ -110,16 +119,26 @@ def _sqlite_engine(url: str, *, busy_timeout_ms: int, **kwargs: Any) -> Engine:
     @event.listens_for(engine, "begin")
     def _begin(connection: Any) -> None:
         mode = connection.get_execution_options().get(_BEGIN_OPTION, "IMMEDIATE")
-        connection.exec_driver_sql(f"BEGIN {mode}")
+        dbapi_connection = connection.connection.dbapi_connection
+        queued = queue_path is not None and mode == "IMMEDIATE"
+        if queued:
+            # Wait in line (storage/write_queue.py), then take SQLite's lock.
+            try:
+                dbapi_connection.hold_write_lock(queue_path, busy_timeout_ms / 1000)
+            except write_queue.WriteQueueTimeout:
+                raise DatabaseBusy(busy_message) from None
+        try:
+            connection.exec_driver_sql(f"BEGIN {mode}")
+        except BaseException:
+            if queued:
+                dbapi_connection.release_write_lock()
+            raise
 
     @event.listens_for(engine, "handle_error")
     def _busy(context: Any) -> None:
         # SQLite's own words for a lock still held when the busy timeout ran out.
         if _is_busy(context.original_exception):
-            raise DatabaseBusy(
-                f"the database is busy (another writer held it for more than "
-                f"{busy_timeout_ms / 1000:g} s); this change was not saved, try again"
-            )
+            raise DatabaseBusy(busy_message)
 
     return engine
 

@@ -13,7 +13,6 @@ from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.special import expit
 
 from review_app.calibration._common import (
     CALIBRATION_MAP_FORMAT,
@@ -38,6 +37,8 @@ def _isotonic_transform(
 def _platt_transform(
     coef: float, intercept: float, scores: NDArray[np.float64]
 ) -> NDArray[np.float64]:
+    from scipy.special import expit  # scipy only where a map is applied
+
     return np.asarray(expit(coef * scores + intercept), dtype=np.float64)
 
 

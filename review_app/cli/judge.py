@@ -90,11 +90,13 @@ def judge_run(
         str | None, typer.Option("--model", help="Model name (or $REVIEW_APP_JUDGE_MODEL).")
     ] = None,
     base_url: Annotated[
-        str | None,
+        list[str] | None,
         typer.Option(
             "--base-url",
             help="OpenAI-compatible API base, e.g. "
-            "http://127.0.0.1:8080/v1 (or $REVIEW_APP_JUDGE_BASE_URL).",
+            "http://127.0.0.1:8080/v1 (or $REVIEW_APP_JUDGE_BASE_URL). Repeat it for "
+            "several replicas of one model: units go to whichever has a slot free, "
+            "each with its own --concurrency and backoff.",
         ),
     ] = None,
     api_key: Annotated[
@@ -106,7 +108,9 @@ def judge_run(
     ] = None,
     lane: Annotated[str | None, typer.Option("--lane", help="Only cases of this lane.")] = None,
     limit: Annotated[int | None, typer.Option("--limit", help="At most this many cases.")] = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", help="Requests at once.")] = 4,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", help="Requests at once (per endpoint).")
+    ] = 4,
     retries: Annotated[int, typer.Option("--retries", help="Retries per request.")] = 3,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds per request.")] = 120.0,
     max_tokens: Annotated[int, typer.Option("--max-tokens", help="Answer length cap.")] = 300,
@@ -132,16 +136,19 @@ def judge_run(
     engine = open_engine(db)
     chosen = catalog(engine).get(rubric)
     template = find_judge_prompt(default_rubrics_dir(), chosen.id, prompt)
-    settings = EndpointSettings.from_options(
-        base_url=base_url,
-        model=model,
-        api_key=api_key,
-        concurrency=concurrency,
-        retries=retries,
-        timeout=timeout,
-        max_tokens=max_tokens,
-        response_format=response_format,
-    )
+    settings = [
+        EndpointSettings.from_options(
+            base_url=url,
+            model=model,
+            api_key=api_key,
+            concurrency=concurrency,
+            retries=retries,
+            timeout=timeout,
+            max_tokens=max_tokens,
+            response_format=response_format,
+        )
+        for url in (list[str | None](base_url) if base_url else [None])
+    ]
     case_ids = select_case_ids(engine, case_ids=case, lane=lane, limit=limit)
     with unit_progress(f"judging with {template.ref}") as callback:
         summary = run_judge(

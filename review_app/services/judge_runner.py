@@ -10,16 +10,18 @@ would repeat).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 import httpx
+import orjson
 from sqlalchemy import Engine
 from sqlmodel import Session
 
@@ -33,10 +35,10 @@ from review_app.judging import (
 )
 from review_app.rubrics import Rubric
 from review_app.services._case_selection import selected_cases
-from review_app.services.cases import case_view
 from review_app.services.judge_import import find_or_create_run, run_name
 from review_app.services.people import Actor, authorize
 from storage import audit, judging
+from storage import cases as cases_storage
 from storage.engine import read_only
 
 API_KEY_ENV = "REVIEW_APP_JUDGE_API_KEY"
@@ -45,6 +47,8 @@ MODEL_ENV = "REVIEW_APP_JUDGE_MODEL"
 ENDPOINT_ERROR = "endpoint"
 """``error_kind`` of a failed call to the endpoint: the next run of the judge retries it."""
 RESPONSE_FORMATS = ("text", "json_object", "json_object_schema", "json_schema")
+_POOL_SIZE = 8
+"""Connections per HTTP client: an endpoint's slots share clients of at most this many."""
 ANSWER_ERROR = "answer"
 """``error_kind`` of an answer that could not be parsed: kept (at temperature 0 it repeats)."""
 
@@ -161,13 +165,18 @@ def _response_format(kind: str, rubric: Rubric) -> dict[str, Any] | None:
     return None
 
 
-async def _ask(
-    client: httpx.AsyncClient,
-    settings: EndpointSettings,
-    job: _Job,
-    rubric: Rubric,
-    limiter: asyncio.Semaphore,
-) -> _Outcome:
+@dataclass
+class _Attempt:
+    """One request's result: an outcome to keep, or a problem worth another try."""
+
+    outcome: _Outcome | None = None
+    problem: str | None = None
+    retry_after: float | None = None
+
+
+async def _attempt(
+    client: httpx.AsyncClient, settings: EndpointSettings, job: _Job, rubric: Rubric
+) -> _Attempt:
     body: dict[str, Any] = {
         "model": settings.model,
         "messages": job.messages,
@@ -178,66 +187,140 @@ async def _ask(
     if response_format is not None:
         body["response_format"] = response_format
     headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
-    async with limiter:
-        started = time.perf_counter()
-        last_problem = "no attempt"
-        for attempt in range(settings.retries + 1):
-            if attempt:
-                await asyncio.sleep(min(30.0, 0.5 * 2 ** (attempt - 1)) * (1 + random.random()))
-            try:
-                response = await client.post(
-                    f"{settings.base_url}/chat/completions", json=body, headers=headers
-                )
-            except httpx.HTTPError as error:
-                last_problem = f"{type(error).__name__}: {error}"
-                continue
-            if response.status_code == 429 or response.status_code >= 500:
-                last_problem = f"HTTP {response.status_code}"
-                retry_after = response.headers.get("retry-after", "")
-                if retry_after.isdigit() and attempt < settings.retries:
-                    await asyncio.sleep(min(60, int(retry_after)))
-                continue
-            latency = int((time.perf_counter() - started) * 1000)
-            if response.status_code >= 400:
-                return _Outcome(
-                    job,
-                    error=f"HTTP {response.status_code}: {response.text[:300]!r}",
-                    error_kind=ENDPOINT_ERROR,
-                    latency_ms=latency,
-                )
-            try:
-                payload = response.json()
-                content = payload["choices"][0]["message"]["content"] or ""
-                usage = payload.get("usage") or {}
-            except (ValueError, KeyError, IndexError, TypeError, AttributeError, RecursionError):
-                content, usage = None, None
-            if not isinstance(content, str) or not isinstance(usage, dict):
-                return _Outcome(
-                    job,
-                    error="not a chat-completions response",
-                    error_kind=ENDPOINT_ERROR,
-                    latency_ms=latency,
-                )
-            outcome = _Outcome(
-                job,
-                latency_ms=latency,
-                prompt_tokens=_token_count(usage.get("prompt_tokens")),
-                completion_tokens=_token_count(usage.get("completion_tokens")),
-            )
-            try:
-                answer = parse_judge_answer(content, rubric=rubric)
-            except JudgeAnswerError as error:
-                outcome.error = f"{error}; the answer was: {content[:500]!r}"
-                outcome.error_kind = ANSWER_ERROR
-                return outcome
-            outcome.label, outcome.score, outcome.reason = answer.label, answer.score, answer.reason
-            return outcome
-        return _Outcome(
-            job,
-            error=f"{last_problem} after {settings.retries + 1} attempts",
-            error_kind=ENDPOINT_ERROR,
-            latency_ms=int((time.perf_counter() - started) * 1000),
+    try:
+        response = await client.post(
+            f"{settings.base_url}/chat/completions", json=body, headers=headers
         )
+    except httpx.HTTPError as error:
+        return _Attempt(problem=f"{type(error).__name__}: {error}")
+    if response.status_code == 429 or response.status_code >= 500:
+        retry_after = response.headers.get("retry-after", "")
+        return _Attempt(
+            problem=f"HTTP {response.status_code}",
+            retry_after=min(60.0, float(retry_after)) if retry_after.isdigit() else None,
+        )
+    if response.status_code >= 400:
+        return _Attempt(
+            _Outcome(
+                job,
+                error=f"HTTP {response.status_code}: {response.text[:300]!r}",
+                error_kind=ENDPOINT_ERROR,
+            )
+        )
+    try:
+        payload = response.json()
+        content = payload["choices"][0]["message"]["content"] or ""
+        usage = payload.get("usage") or {}
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError, RecursionError):
+        content, usage = None, None
+    if not isinstance(content, str) or not isinstance(usage, dict):
+        return _Attempt(
+            _Outcome(job, error="not a chat-completions response", error_kind=ENDPOINT_ERROR)
+        )
+    outcome = _Outcome(
+        job,
+        prompt_tokens=_token_count(usage.get("prompt_tokens")),
+        completion_tokens=_token_count(usage.get("completion_tokens")),
+    )
+    try:
+        answer = parse_judge_answer(content, rubric=rubric)
+    except JudgeAnswerError as error:
+        outcome.error = f"{error}; the answer was: {content[:500]!r}"
+        outcome.error_kind = ANSWER_ERROR
+        return _Attempt(outcome)
+    outcome.label, outcome.score, outcome.reason = answer.label, answer.score, answer.reason
+    return _Attempt(outcome)
+
+
+def _backoff(failures: int) -> float:
+    """Seconds before another try after ``failures`` failures in a row (with jitter)."""
+    return min(30.0, 0.5 * 2 ** (failures - 1)) * (1 + random.random())
+
+
+@dataclass
+class _Endpoint:
+    """One endpoint's client and health: its own concurrency and its own backoff."""
+
+    settings: EndpointSettings
+    failures_in_a_row: int = 0
+    resting_until: float = 0.0
+
+    async def rest(self) -> None:
+        """Wait while the endpoint backs off (after failures in a row)."""
+        while (delay := self.resting_until - time.monotonic()) > 0:
+            await asyncio.sleep(delay)
+
+    def failed(self, retry_after: float | None) -> None:
+        self.failures_in_a_row += 1
+        # One failure is the unit's own (its retry waits); several in a row are the
+        # endpoint's, and it stops taking units for a while so the others take them.
+        pause = retry_after if retry_after is not None else 0.0
+        if self.failures_in_a_row >= 3:
+            pause = max(pause, _backoff(self.failures_in_a_row - 2))
+        if pause:
+            self.resting_until = max(self.resting_until, time.monotonic() + pause)
+
+    def answered(self) -> None:
+        self.failures_in_a_row = 0
+
+
+@dataclass
+class _Try:
+    job: _Job
+    attempts: int = 0
+    started: float = 0.0
+    problem: str = "no attempt"
+
+
+async def _endpoint_worker(
+    endpoint: _Endpoint,
+    client: httpx.AsyncClient,
+    todo: asyncio.Queue[_Try],
+    done: asyncio.Queue[_Outcome],
+    rubric: Rubric,
+    retries: int,
+) -> None:
+    """One of an endpoint's ``concurrency`` slots: takes the next unit whenever free.
+
+    Units thus go to whichever endpoint has a slot free first (the least loaded
+    relative to its concurrency); a slow endpoint takes fewer, a failing one rests
+    while the others take its share, and a failed unit is tried again, after its
+    backoff, by whichever endpoint is free then.
+    """
+    while True:
+        await endpoint.rest()
+        item = await todo.get()
+        if not item.attempts:
+            item.started = time.perf_counter()
+        result = await _attempt(client, endpoint.settings, item.job, rubric)
+        item.attempts += 1
+        latency = int((time.perf_counter() - item.started) * 1000)
+        if result.outcome is not None:
+            endpoint.answered()
+            result.outcome.latency_ms = latency
+            done.put_nowait(result.outcome)
+            continue
+        assert result.problem is not None
+        item.problem = result.problem
+        if item.attempts > retries:
+            done.put_nowait(
+                _Outcome(
+                    item.job,
+                    error=f"{item.problem} after {item.attempts} attempts",
+                    error_kind=ENDPOINT_ERROR,
+                    latency_ms=latency,
+                )
+            )
+            endpoint.answered()  # a unit out of attempts says nothing more of the endpoint
+            continue
+        endpoint.failed(result.retry_after)
+        wait = result.retry_after if result.retry_after is not None else _backoff(item.attempts)
+        asyncio.get_running_loop().create_task(_try_again(todo, item, wait))
+
+
+async def _try_again(todo: asyncio.Queue[_Try], item: _Try, wait: float) -> None:
+    await asyncio.sleep(wait)
+    todo.put_nowait(item)
 
 
 def _token_count(value: Any) -> int | None:
@@ -265,19 +348,31 @@ def run_judge(
     *,
     rubric: Rubric,
     prompt: JudgePrompt,
-    settings: EndpointSettings,
+    settings: EndpointSettings | Sequence[EndpointSettings],
     case_ids: Sequence[str],
     progress: Callable[[int, int], None] | None = None,
 ) -> JudgeRunSummary:
-    """Judge every labelable turn of ``case_ids``; store verdicts as they come (resumable)."""
+    """Judge every labelable turn of ``case_ids``; store verdicts as they come (resumable).
+
+    ``settings`` may name several endpoints serving the same model (replicas): units
+    are spread over them as their slots free up (:func:`_endpoint_worker`).
+    """
     actor = authorize(engine, actor, "policy_owner")
-    params = {
+    endpoints = [settings] if isinstance(settings, EndpointSettings) else list(settings)
+    if not endpoints:
+        raise InputError("give at least one endpoint", field="--base-url")
+    if len({e.model for e in endpoints}) > 1:
+        raise InputError("every endpoint of one run serves the same model", field="--model")
+    settings = endpoints[0]
+    params: dict[str, Any] = {
         "base_url": settings.base_url,
         "max_tokens": settings.max_tokens,
         "response_format": settings.response_format,
         "temperature": 0,
         "prompt_source": prompt.source,
     }
+    if len(endpoints) > 1:
+        params["base_urls"] = [e.base_url for e in endpoints]
     with Session(engine) as session:
         run = find_or_create_run(
             session,
@@ -309,42 +404,12 @@ def run_judge(
     summary = JudgeRunSummary(
         run_id=run_id, name=name, units=len(units), skipped=len(units) - len(todo)
     )
-    jobs: list[_Job] = []
-    views: dict[str, Any] = {}
-    with Session(read_only(engine)) as session:
-        for case_id, turn in todo:
-            if case_id not in views:
-                views[case_id] = case_view(session, case_id=case_id)
-            view = views[case_id]
-            events = []
-            for event in view.turns:
-                events.append(
-                    {
-                        "turn": event.turn,
-                        "actor": event.actor,
-                        "text": event.text,
-                        "observed_actions": event.actions,
-                        "set_role": event.set_role,
-                    }
-                )
-                if event.turn == turn:
-                    break
-            jobs.append(
-                _Job(
-                    case_id,
-                    turn,
-                    render_prompt(
-                        prompt,
-                        rubric=rubric,
-                        chatbot_role=view.chatbot_role,
-                        events=events,
-                        turn=turn,
-                    ),
-                )
-            )
+    batches = _job_batches(engine, todo, prompt=prompt, rubric=rubric)
     started = time.perf_counter()
-    if jobs:
-        asyncio.run(_run_jobs(engine, run_id, jobs, rubric, settings, summary, progress))
+    if todo:
+        asyncio.run(
+            _run_jobs(engine, run_id, len(todo), batches, rubric, endpoints, summary, progress)
+        )
     summary.seconds = time.perf_counter() - started
     with Session(engine) as session:
         stored = judging.get_run(session, run_id=run_id)
@@ -378,39 +443,153 @@ def run_judge(
     return summary
 
 
+_CASES_PER_BATCH = 200
+
+
+def _job_batches(
+    engine: Engine, units: list[tuple[str, int]], *, prompt: JudgePrompt, rubric: Rubric
+) -> Iterator[list[_Job]]:
+    """The units' prompts, a batch of cases at a time (read and rendered as the run goes)."""
+    by_case: dict[str, list[int]] = {}
+    for case_id, turn in units:
+        by_case.setdefault(case_id, []).append(turn)
+    case_ids = list(by_case)
+    for begin in range(0, len(case_ids), _CASES_PER_BATCH):
+        chunk = case_ids[begin : begin + _CASES_PER_BATCH]
+        with Session(read_only(engine)) as session:
+            transcripts = cases_storage.judge_transcripts(session, case_ids=chunk)
+        jobs: list[_Job] = []
+        for case_id in chunk:
+            if case_id not in transcripts:  # removed since the run started
+                continue
+            chatbot_role, events = transcripts[case_id]
+            wanted = set(by_case[case_id])
+            shown: list[dict[str, Any]] = []
+            for event in events:
+                shown.append(
+                    {
+                        "turn": event.turn,
+                        "actor": event.actor,
+                        "text": event.text,
+                        "observed_actions": orjson.loads(event.actions_json)
+                        if event.actions_json is not None
+                        else [],
+                        "set_role": event.set_role,
+                    }
+                )
+                if event.turn in wanted:  # the transcript up to the judged turn, no further
+                    wanted.discard(event.turn)
+                    messages = render_prompt(
+                        prompt,
+                        rubric=rubric,
+                        chatbot_role=chatbot_role,
+                        events=list(shown),
+                        turn=event.turn,
+                    )
+                    jobs.append(_Job(case_id, event.turn, messages))
+        yield jobs
+
+
 async def _run_jobs(
     engine: Engine,
     run_id: int,
-    jobs: list[_Job],
+    n_jobs: int,
+    batches: Iterator[list[_Job]],
     rubric: Rubric,
-    settings: EndpointSettings,
+    endpoints: Sequence[EndpointSettings],
     summary: JudgeRunSummary,
     progress: Callable[[int, int], None] | None,
 ) -> None:
-    limiter = asyncio.Semaphore(settings.concurrency)
+    todo: asyncio.Queue[_Try] = asyncio.Queue()
+
+    fed: list[int] = []
+
+    async def feed() -> None:
+        # Prompts are read and rendered in a thread, a batch at a time, while the
+        # first batches are already being asked.
+        count = 0
+        while (batch := await asyncio.to_thread(next, batches, None)) is not None:
+            for job in batch:
+                todo.put_nowait(_Try(job))
+            count += len(batch)
+        fed.append(count)
+
+    done: asyncio.Queue[_Outcome] = asyncio.Queue()
+    retries = endpoints[0].retries
     pending: list[_Outcome] = []
-    finished = 0
-    limits = httpx.Limits(max_connections=settings.concurrency)
-    async with httpx.AsyncClient(timeout=settings.timeout, limits=limits) as client:
-        tasks = [asyncio.create_task(_ask(client, settings, job, rubric, limiter)) for job in jobs]
-        for next_done in asyncio.as_completed(tasks):
-            outcome = await next_done
-            pending.append(outcome)
-            finished += 1
-            if outcome.error is None:
-                summary.answered += 1
-            elif outcome.error_kind == ANSWER_ERROR:
-                summary.answer_errors += 1
-            else:
-                summary.endpoint_errors += 1
-            summary.prompt_tokens += outcome.prompt_tokens or 0
-            summary.completion_tokens += outcome.completion_tokens or 0
-            if progress:
-                progress(finished, len(jobs))
-            if len(pending) >= 10:
-                _store(engine, run_id, pending)
-                pending = []
+    tls = httpx.create_ssl_context()  # one for every pool: each costs ~70 ms to load
+    async with contextlib.AsyncExitStack() as stack:
+        workers = []
+        for settings in endpoints:
+            # httpcore's pool scans all its connections for every request: at a
+            # concurrency of 64 that scan costs more than the request. Pools of at
+            # most _POOL_SIZE connections, each slot bound to one, keep it cheap.
+            pools = [
+                await stack.enter_async_context(
+                    httpx.AsyncClient(
+                        timeout=settings.timeout,
+                        verify=tls,
+                        limits=httpx.Limits(
+                            max_connections=_POOL_SIZE, max_keepalive_connections=_POOL_SIZE
+                        ),
+                    )
+                )
+                for _ in range(-(-settings.concurrency // _POOL_SIZE))
+            ]
+            endpoint = _Endpoint(settings)
+            workers += [
+                asyncio.create_task(
+                    _endpoint_worker(
+                        endpoint, pools[slot // _POOL_SIZE], todo, done, rubric, retries
+                    )
+                )
+                for slot in range(settings.concurrency)
+            ]
+        feeder = asyncio.create_task(feed())
+        workers.append(feeder)
+        try:
+            finished = 0
+            while not fed or finished < fed[0]:
+                outcome = await _next_outcome(done, feeder)
+                if outcome is None:
+                    continue
+                finished += 1
+                pending.append(outcome)
+                if outcome.error is None:
+                    summary.answered += 1
+                elif outcome.error_kind == ANSWER_ERROR:
+                    summary.answer_errors += 1
+                else:
+                    summary.endpoint_errors += 1
+                summary.prompt_tokens += outcome.prompt_tokens or 0
+                summary.completion_tokens += outcome.completion_tokens or 0
+                if progress:
+                    progress(finished, fed[0] if fed else n_jobs)
+                if len(pending) >= 10:
+                    # Off the event loop: requests keep flowing while a batch is written.
+                    await asyncio.to_thread(_store, engine, run_id, pending)
+                    pending = []
+        finally:
+            for worker in workers:
+                worker.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
     _store(engine, run_id, pending)
+
+
+async def _next_outcome(
+    done: asyncio.Queue[_Outcome], feeder: asyncio.Task[None]
+) -> _Outcome | None:
+    """The next outcome, or ``None`` when the feeder finished first (its error raised)."""
+    if feeder.done():
+        feeder.result()  # raises what the feeder raised
+        return await done.get()
+    getter = asyncio.ensure_future(done.get())
+    await asyncio.wait({getter, feeder}, return_when=asyncio.FIRST_COMPLETED)
+    if getter.done():
+        return getter.result()
+    getter.cancel()
+    feeder.result()
+    return None
 
 
 def _store(engine: Engine, run_id: int, outcomes: list[_Outcome]) -> None:

@@ -20,11 +20,11 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 from sqlmodel import Session
 
 from review_app.agreement import RatingTable
 from review_app.stats.core import canonical_order
+from review_app.stats.table import factorize
 from storage import labels
 from storage.labels import GroupedLabels, LabelColumns
 
@@ -42,9 +42,8 @@ def _tuple_units_table(columns: LabelColumns) -> RatingTable:
 
 def _sorted_codes(values: Sequence[Any]) -> Numbered:
     """Integer codes numbering the distinct values in sorted order (-1 for None)."""
-    codes, uniques = pd.factorize(np.asarray(values, dtype=object))
-    distinct = np.asarray(uniques, dtype=object).tolist()
-    ranked, ordered = canonical_order(codes.astype(np.int64, copy=False), distinct)
+    codes, distinct = factorize(np.asarray(values, dtype=object))
+    ranked, ordered = canonical_order(codes, distinct)
     return ranked, list(ordered)
 
 

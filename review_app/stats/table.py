@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 
 from review_app.stats.core import canonical_order
 
@@ -30,7 +29,8 @@ def _as_1d(name: str, data: Any) -> np.ndarray:
         if data.ndim != 1:
             raise ValueError(f"{name} must be one-dimensional, got an array of shape {data.shape}")
         return data
-    if isinstance(data, pd.Series | pd.Index):
+    if type(data).__module__.startswith("pandas") and hasattr(data, "to_numpy"):
+        # a pandas Series or Index (pandas is imported only where a table is built)
         return np.asarray(data.to_numpy())
     items = data if isinstance(data, Sequence) and not isinstance(data, str) else list(data)
     if len(items) and isinstance(items[0], tuple):
@@ -47,6 +47,8 @@ def _as_1d(name: str, data: Any) -> np.ndarray:
 
 def factorize(array: np.ndarray) -> tuple[IntArray, list[Any]]:
     """Integer codes (-1 for None/NaN) and the distinct Python values they stand for."""
+    import pandas as pd
+
     codes, uniques = pd.factorize(array, use_na_sentinel=True)
     return codes.astype(np.int64, copy=False), np.asarray(uniques).tolist()
 
@@ -62,6 +64,8 @@ def _encode(array: np.ndarray) -> tuple[IntArray, tuple[Any, ...]]:
             uniques = np.flatnonzero(present) + low
             return code_of_offset[offsets], tuple(uniques.astype(array.dtype).tolist())
     if array.dtype.kind in "biuf":
+        import pandas as pd
+
         codes, uniques = pd.factorize(array, sort=True, use_na_sentinel=True)
         return codes.astype(np.int64, copy=False), tuple(np.asarray(uniques).tolist())
     return canonical_order(*factorize(array))

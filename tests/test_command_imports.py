@@ -1,0 +1,107 @@
+"""Each command imports only what it uses.
+
+A command's start-up is Python's, plus what it imports: scipy costs 0.6-0.8 s, pandas
+0.4 s, scikit-learn and statsmodels more. This test runs each command on the demo
+database in a fresh process and lists the heavy modules loaded when it exits; a
+command may load only those named for it below. A new import that slips a heavy
+module into a command that does not need it fails here, naming the command.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from review_app.services.demo import load_demo
+from review_app.services.people import operator_actor
+from storage.engine import create_database_engine
+from storage.migrations import upgrade_database
+from tests.conftest import DEMO_CASES, cli_test_environment
+
+HEAVY = ("scipy", "pandas", "sklearn", "statsmodels", "streamlit", "altair", "krippendorff")
+
+# What each command may load of HEAVY, and why.
+ALLOWED: dict[tuple[str, ...], frozenset[str]] = {
+    ("--help",): frozenset(),
+    ("inspect", "{case}"): frozenset(),
+    ("cases", "list"): frozenset(),
+    ("cases", "show", "{case_id}"): frozenset(),
+    ("reviewers", "list"): frozenset(),
+    ("rubrics", "list"): frozenset(),
+    ("rubrics", "diff", "role-adherence@1", "role-adherence@1"): frozenset(),
+    ("judge", "runs"): frozenset(),
+    ("audit",): frozenset(),
+    ("labels", "export", "--rubric", "role-adherence@1"): frozenset(),
+    # a rating table is built (pandas factorizes the codes); no test statistic
+    ("agreement", "--rubric", "role-adherence@1", "--json"): frozenset({"pandas"}),
+    ("export", "--rubric", "role-adherence@1", "--out", "{out}"): frozenset({"pandas"}),
+    ("judge", "few-shot", "--rubric", "role-adherence@1"): frozenset({"pandas"}),
+    # the alternative annotator test's t-test and the PPI++ interval need scipy.stats
+    ("judge", "report", "--rubric", "role-adherence@1", "--json"): frozenset({"pandas", "scipy"}),
+    ("judge", "estimate", "--rubric", "role-adherence@1", "--run", "1", "--json"): frozenset(
+        {"pandas", "scipy"}
+    ),
+}
+
+_WHAT_WAS_LOADED = """
+import atexit, json, os, sys
+heavy = {heavy!r}
+atexit.register(lambda: open(os.environ["LOADED_OUT"], "w").write(
+    json.dumps([m for m in heavy if m in sys.modules])))
+sys.argv = ["review-app", *sys.argv[1:]]
+from review_app.__main__ import main
+main()
+"""
+
+
+@pytest.fixture(scope="module")
+def demo_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    url = f"sqlite:///{tmp_path_factory.mktemp('imports') / 'demo.db'}"
+    engine = create_database_engine(url)
+    upgrade_database(engine)
+    load_demo(engine, operator_actor())
+    engine.dispose()
+    return url
+
+
+def loaded(args: list[str], *, url: str, tmp_path: Path) -> tuple[list[str], str]:
+    out = tmp_path / "loaded.json"
+    out.unlink(missing_ok=True)
+    env = cli_test_environment(tmp_path / "home", url)
+    env["LOADED_OUT"] = str(out)
+    completed = subprocess.run(
+        [sys.executable, "-c", _WHAT_WAS_LOADED.format(heavy=HEAVY), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert completed.returncode in (0, 1), completed.stderr  # 1: inspect found a violation
+    return json.loads(out.read_text()), completed.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", list(ALLOWED), ids=lambda c: " ".join(c[:2]))
+def test_a_command_loads_only_the_heavy_modules_it_uses(
+    command: tuple[str, ...], demo_url: str, tmp_path: Path
+) -> None:
+    case = sorted(DEMO_CASES.glob("*.json"))[0]
+    args = [a.format(case=case, case_id=case.stem, out=tmp_path / "export") for a in command]
+    modules, stderr = loaded(args, url=demo_url, tmp_path=tmp_path)
+    unexpected = sorted(set(modules) - ALLOWED[command])
+    assert not unexpected, f"review-app {' '.join(command)} loads {unexpected}: {stderr[-300:]}"
+
+
+def test_the_check_sees_a_heavy_import(demo_url: str, tmp_path: Path) -> None:
+    """The probe is not blind: a command that needs scipy is seen loading it."""
+    modules, _ = loaded(
+        ["judge", "report", "--rubric", "role-adherence@1", "--json"],
+        url=demo_url,
+        tmp_path=tmp_path,
+    )
+    assert "scipy" in modules and "pandas" in modules
