@@ -362,3 +362,28 @@ def refresh_progress(
         ),
         rows=new_rows,
     )
+
+
+def progress_by_reviewer(
+    session: Session, *, rubric_id: str, version: int
+) -> dict[int, tuple[int, int]]:
+    """reviewer id -> ``(assigned cases, completed cases)`` under a rubric version."""
+    query = (
+        select(col(Assignment.reviewer_id), func.count(), func.count(col(Assignment.completed_at)))
+        .where(col(Assignment.rubric_id) == rubric_id, col(Assignment.rubric_version) == version)
+        .group_by(col(Assignment.reviewer_id))
+    )
+    return {int(r): (int(total), int(done)) for r, total, done in session.execute(query)}
+
+
+def cases_without_reviewer(session: Session, *, rubric_id: str, version: int) -> int:
+    """How many stored cases are in nobody's queue under a rubric version."""
+    queued = select(col(Assignment.case_id)).where(
+        col(Assignment.rubric_id) == rubric_id, col(Assignment.rubric_version) == version
+    )
+    query = select(func.count()).select_from(Case).where(col(Case.case_id).not_in(queued))
+    return int(session.execute(query).scalar_one())
+
+
+def case_count(session: Session) -> int:
+    return int(session.execute(select(func.count()).select_from(Case)).scalar_one())

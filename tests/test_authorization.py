@@ -44,6 +44,7 @@ from review_app.services import (
     people,
     queue,
     rubric_catalog,
+    team,
     uploads,
 )
 from review_app.services.demo import DEMO_CASES, DEMO_LABELS, DEMO_VERDICTS, load_demo
@@ -250,6 +251,10 @@ GUARDED: dict[str, tuple[Call, str]] = {
     ),
     "people.reactivate_person": (
         lambda w, a: people.reactivate_person(w.engine, a, name="ana"),
+        "denied",
+    ),
+    "team.team_view": (
+        lambda w, a: team.team_view(w.engine, a, rubric=w.rubric),
         "denied",
     ),
     "queue.assign_cases": (

@@ -39,6 +39,8 @@ from storage import audit, reviewers
 from storage.engine import read_only
 from storage.models import REVIEWER_ROLES, Reviewer
 
+ROLES = REVIEWER_ROLES
+"""The roles, lowest first."""
 ROLE_RANK = {role: rank for rank, role in enumerate(REVIEWER_ROLES)}
 ADMINS_ENV = "REVIEW_APP_ADMINS"
 OPERATOR_NAME = "operator"

@@ -333,6 +333,7 @@ def _build_pages() -> dict[str, st.Page]:
         ("judge", "Judge", ":material/smart_toy:", False),
         ("import", "Import", ":material/upload:", False),
         ("export", "Export", ":material/download:", False),
+        ("team", "Team", ":material/group:", False),
     ]
     return {
         name: st.Page(
