@@ -23,11 +23,18 @@ def assistant_units(session: Session) -> list[tuple[str, int]]:
 
 
 def audited_units(session: Session, *, rubric_id: str, version: int) -> set[tuple[str, int]]:
-    """The units of every audit sample drawn for a rubric version."""
+    """The units of every uniform audit sample drawn for a rubric version.
+
+    Uncertainty samples (``design = 'uncertainty'``) are not uniform and are left out.
+    """
     query = (
         select(col(AuditUnit.case_id), col(AuditUnit.turn))
         .join(AuditSample, col(AuditSample.id) == col(AuditUnit.sample_id))
-        .where(col(AuditSample.rubric_id) == rubric_id, col(AuditSample.rubric_version) == version)
+        .where(
+            col(AuditSample.rubric_id) == rubric_id,
+            col(AuditSample.rubric_version) == version,
+            col(AuditSample.design) == "uniform",
+        )
     )
     return {(case_id, int(turn)) for case_id, turn in session.execute(query)}
 

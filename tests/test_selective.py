@@ -26,9 +26,11 @@ def literal(conf: np.ndarray, wrong: np.ndarray, *, alpha: float, delta: float, 
         if len(kept) < min_units:
             continue
         d = sum(kept)
-        upper = stats.binomtest(d, len(kept)).proportion_ci(
-            confidence_level=1 - 2 * delta, method="exact"
-        ).high
+        upper = (
+            stats.binomtest(d, len(kept))
+            .proportion_ci(confidence_level=1 - 2 * delta, method="exact")
+            .high
+        )
         if upper <= alpha:
             accepted = (t, len(kept), d, upper)
         else:
@@ -38,10 +40,8 @@ def literal(conf: np.ndarray, wrong: np.ndarray, *, alpha: float, delta: float, 
 
 def judge(n: int, rng: np.random.Generator, *, confident_errors: bool) -> tuple[np.ndarray, ...]:
     conf = rng.uniform(0.5, 1.0, size=n).round(3)
-    if confident_errors:
-        p_wrong = np.full(n, 0.15)
-    else:
-        p_wrong = np.clip(2 * (1 - conf) ** 2, 0, 1)  # errors sit at low confidence
+    # Confident errors: 15% everywhere; else errors sit at low confidence.
+    p_wrong = np.full(n, 0.15) if confident_errors else np.clip(2 * (1 - conf) ** 2, 0, 1)
     wrong = rng.random(n) < p_wrong
     return conf, wrong
 
@@ -102,7 +102,7 @@ def test_confidence_is_the_probability_of_the_given_verdict() -> None:
     assert verdict_confidence([0.9, 0.9, 0.2], [True, False, False]).tolist() == pytest.approx(
         [0.9, 0.1, 0.8]
     )
-    with pytest.raises(ValueError, match="^scores must be between 0 and 1$"):
+    with pytest.raises(ValueError, match=r"^scores must be between 0 and 1$"):
         verdict_confidence([1.2], [True])
 
 
@@ -134,9 +134,7 @@ def test_cascade_order_later_judges_see_only_undecided_units() -> None:
     assert first.decides.tolist() == (cheap_conf >= first.certification.threshold).tolist()
     # The second run is certified exactly as alone on the gold the first left open.
     open_gold = gold & ~first.decides & ~np.isnan(strong_conf)
-    alone = certify_threshold(
-        strong_conf[open_gold], strong_wrong[open_gold], alpha=0.1, delta=0.1
-    )
+    alone = certify_threshold(strong_conf[open_gold], strong_wrong[open_gold], alpha=0.1, delta=0.1)
     assert second.certification == alone
     assert not (first.decides & second.decides).any()
     assert not second.decides[:10].any()

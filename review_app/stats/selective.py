@@ -35,9 +35,9 @@ from numpy.typing import ArrayLike
 from scipy import stats
 
 __all__ = [
+    "THRESHOLDS",
     "CascadeStep",
     "Certification",
-    "THRESHOLDS",
     "certify_threshold",
     "clopper_pearson_upper",
     "route_cascade",
