@@ -128,7 +128,7 @@ def test_route_falls_back_loudly_then_certifies_on_the_audit_sample(
     )  # fmt: skip
     assert set(report) == ROUTE_KEYS and all(set(r) == RUN_KEYS for r in report["runs"])
     assert report["gold_source"] == "audit sample"
-    assert not any(w.startswith("WARNING") for w in report["warnings"])
+    assert not any(w.startswith(("WARNING", "--min-units")) for w in report["warnings"])
     # The first run is certified exactly as the core does on the audit gold.
     conf, wrong = world.arrays(0, drawn)
     first = certify_threshold(conf, wrong, alpha=0.15, delta=0.1)
@@ -201,6 +201,22 @@ def test_apply_marks_certified_and_queues_escalated_cases(
     assert len(marked) == len(rows) > 0
     assert set(marked[0]) == {"turn", "label", "run", "confidence", "threshold", "alpha", "delta"}
     assert some_unit is not None
+
+
+def test_warns_when_min_units_cannot_certify(sqlite_database: Database, tmp_path: Path) -> None:
+    world = World(sqlite_database.engine, tmp_path)
+    world.label(world.units[::3], "gold")
+    # 0 of 30 bounds the rate at 1 - 0.1 ** (1 / 30) = 0.074 > 0.05: 45 units are needed.
+    report = route_judges(
+        sqlite_database.engine, OPERATOR, rubric=world.rubric, run_ids=world.run_ids[1:],
+        alpha=0.05, delta=0.1,
+    )  # fmt: skip
+    assert any(w.startswith("--min-units 30 is below 45") for w in report["warnings"])
+    wide = route_judges(
+        sqlite_database.engine, OPERATOR, rubric=world.rubric, run_ids=world.run_ids[1:],
+        alpha=0.05, delta=0.1, min_units=45,
+    )  # fmt: skip
+    assert not any(w.startswith("--min-units") for w in wide["warnings"])
 
 
 def test_route_cli_json_and_bad_input(sqlite_database: Database, tmp_path: Path) -> None:

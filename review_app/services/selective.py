@@ -8,6 +8,7 @@ audit-sample gold is used when there is any, else all gold with a loud warning.
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 from typing import Any
 
@@ -92,6 +93,15 @@ def route_units(
             warnings.append(
                 f"run {run_id} has no scored break / no-break turn verdicts: it decides nothing"
             )
+    # Zero disagreements among n units bound the rate by 1 - delta ** (1 / n): with
+    # fewer units than this, the first tested threshold fails and the sequence stops.
+    needed = math.ceil(math.log(delta) / math.log(1.0 - alpha))
+    if min_units < needed:
+        warnings.append(
+            f"--min-units {min_units} is below {needed}: even with no disagreement, the "
+            f"first threshold tested (about {min_units} units) has an upper bound above "
+            f"{alpha}, which stops the sequence at once; raise --min-units to {needed}"
+        )
     all_units = sorted(set().union(*per_run))
     gold_all = gold_labels(engine, actor, rubric=rubric).labels
     audited = audited_units(engine, actor, rubric=rubric)
