@@ -110,8 +110,7 @@ def _drift(args: argparse.Namespace) -> dict[str, Any]:
     slope = position_slope(positions, breaks, clusters)
     seconds = time.perf_counter() - start
     return {
-        "part": f"drift: {total} turns in {len(lengths)} conversations, "
-        f"{args.resamples} resamples",
+        "part": f"drift: {total} turns in {len(lengths)} conversations, {args.resamples} resamples",
         "seconds": seconds,
         "detail": f"{len(bins)} bins; odds x{slope['odds_ratio']:.3f} per later answer",
     }
