@@ -20,7 +20,7 @@ from review_app.services.judge_import import import_verdicts, list_judge_runs
 from review_app.services.labels_io import import_labels
 from review_app.services.people import Actor, add_person
 from review_app.services.rubric_catalog import sync_rubrics
-from review_app.services.selective import certified_verdicts, route_judges
+from review_app.services.selective import certified_verdicts, coverage_curve, route_judges
 from review_app.stats.selective import certify_threshold
 from storage.models import Assignment, CertifiedVerdict, Reviewer
 from tests.conftest import Database
@@ -245,3 +245,24 @@ def test_route_cli_json_and_bad_input(sqlite_database: Database, tmp_path: Path)
             db=sqlite_database.url, home=tmp_path,
         )  # fmt: skip
         assert failed.returncode == 2 and field in failed.stderr
+
+
+def test_coverage_curve_is_the_route_at_each_alpha(
+    sqlite_database: Database, tmp_path: Path
+) -> None:
+    world = World(sqlite_database.engine, tmp_path)
+    world.label(world.units[::3], "gold")
+    alphas = [0.05, 0.1, 0.15, 0.2, 0.3]
+    curve = coverage_curve(
+        sqlite_database.engine, OPERATOR, rubric=world.rubric, run_ids=world.run_ids[:1],
+        delta=0.1, alphas=alphas, min_units=45,
+    )  # fmt: skip
+    coverages = [p["coverage"] for p in curve["points"]]
+    assert coverages == sorted(coverages)  # one run: a looser alpha never decides less
+    for point in curve["points"]:
+        report = route_judges(
+            sqlite_database.engine, OPERATOR, rubric=world.rubric, run_ids=world.run_ids[:1],
+            alpha=point["alpha"], delta=0.1, min_units=45,
+        )  # fmt: skip
+        assert point["coverage"] == report["coverage"]
+        assert point["thresholds"] == [r["threshold"] for r in report["runs"]]

@@ -9,6 +9,7 @@ audit-sample gold is used when there is any, else all gold with a loud warning.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -60,30 +61,30 @@ def _run_units(columns: Any, mapping: dict[str, str | None]) -> dict[Unit, tuple
     return result
 
 
-def route_units(
-    engine: Engine,
-    actor: Actor,
-    *,
-    rubric: Rubric,
-    run_ids: list[int],
-    alpha: float,
-    delta: float,
-    min_units: int = 30,
-    on: str = "verdict",
-) -> tuple[dict[str, Any], dict[str, Any]]:
-    """The routing report (docs/reference.md, "Judge route JSON") and what --apply needs."""
-    actor = authorize(engine, actor, "policy_owner")
+@dataclass
+class _Inputs:
+    all_units: list[Unit]
+    per_run: list[dict[Unit, tuple[float, str]]]
+    confidences: list[np.ndarray]
+    disagreements: list[np.ndarray]
+    has_gold: np.ndarray
+    gold_source: str
+    warnings: list[str]
+
+
+def _check_runs(run_ids: list[int], on: str) -> None:
     if on not in ON:
         raise InputError(f"must be verdict or code, got {on!r}", field="--on")
     if not run_ids:
         raise InputError("name at least one judge run", field="--runs")
     if len(set(run_ids)) != len(run_ids):
         raise InputError("a run appears twice", field="--runs")
-    for value, name in ((alpha, "--alpha"), (delta, "--delta")):
-        if not 0.0 < value < 1.0:
-            raise InputError(f"must be strictly between 0 and 1, got {value}", field=name)
-    if isinstance(min_units, bool) or min_units < 1:
-        raise InputError(f"must be at least 1, got {min_units}", field="--min-units")
+
+
+def _routing_inputs(
+    engine: Engine, actor: Actor, *, rubric: Rubric, run_ids: list[int], on: str
+) -> _Inputs:
+    """Each run's confidence and disagreement with gold on every unit any run judged."""
     loaded = dict((run.id, columns) for run, columns in _run_verdicts(engine, rubric, run_ids))
     mapping = rubric.break_mapping()
     per_run = [_run_units(loaded[r], mapping) for r in run_ids]
@@ -93,15 +94,6 @@ def route_units(
             warnings.append(
                 f"run {run_id} has no scored break / no-break turn verdicts: it decides nothing"
             )
-    # Zero disagreements among n units bound the rate by 1 - delta ** (1 / n): with
-    # fewer units than this, the first tested threshold fails and the sequence stops.
-    needed = math.ceil(math.log(delta) / math.log(1.0 - alpha))
-    if min_units < needed:
-        warnings.append(
-            f"--min-units {min_units} is below {needed}: even with no disagreement, the "
-            f"first threshold tested (about {min_units} units) has an upper bound above "
-            f"{alpha}, which stops the sequence at once; raise --min-units to {needed}"
-        )
     all_units = sorted(set().union(*per_run))
     gold_all = gold_labels(engine, actor, rubric=rubric).labels
     audited = audited_units(engine, actor, rubric=rubric)
@@ -141,6 +133,50 @@ def route_units(
             wrong[i] = truth[i] is not None and said != truth[i]
         confidences.append(conf)
         disagreements.append(wrong)
+    return _Inputs(all_units, per_run, confidences, disagreements, has_gold, gold_source, warnings)
+
+
+def _min_units_warning(*, alpha: float, delta: float, min_units: int) -> str | None:
+    # Zero disagreements among n units bound the rate by 1 - delta ** (1 / n): with
+    # fewer units than this, the first tested threshold fails and the sequence stops.
+    needed = math.ceil(math.log(delta) / math.log(1.0 - alpha))
+    if min_units >= needed:
+        return None
+    return (
+        f"--min-units {min_units} is below {needed}: even with no disagreement, the "
+        f"first threshold tested (about {min_units} units) has an upper bound above "
+        f"{alpha}, which stops the sequence at once; raise --min-units to {needed}"
+    )
+
+
+def route_units(
+    engine: Engine,
+    actor: Actor,
+    *,
+    rubric: Rubric,
+    run_ids: list[int],
+    alpha: float,
+    delta: float,
+    min_units: int = 30,
+    on: str = "verdict",
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The routing report (docs/reference.md, "Judge route JSON") and what --apply needs."""
+    actor = authorize(engine, actor, "policy_owner")
+    _check_runs(run_ids, on)
+    for value, name in ((alpha, "--alpha"), (delta, "--delta")):
+        if not 0.0 < value < 1.0:
+            raise InputError(f"must be strictly between 0 and 1, got {value}", field=name)
+    if isinstance(min_units, bool) or min_units < 1:
+        raise InputError(f"must be at least 1, got {min_units}", field="--min-units")
+    inputs = _routing_inputs(engine, actor, rubric=rubric, run_ids=run_ids, on=on)
+    warnings = inputs.warnings
+    too_few = _min_units_warning(alpha=alpha, delta=delta, min_units=min_units)
+    if too_few:
+        warnings.append(too_few)
+    all_units, per_run, gold_source = inputs.all_units, inputs.per_run, inputs.gold_source
+    confidences, disagreements, has_gold = (
+        inputs.confidences, inputs.disagreements, inputs.has_gold
+    )  # fmt: skip
     steps = route_cascade(
         confidences, disagreements, has_gold, alpha=alpha, delta=delta, min_units=min_units
     )
@@ -291,6 +327,51 @@ def certified_verdicts(
             "delta": row.delta,
         }
         for unit, row in rows.items()
+    }
+
+
+def coverage_curve(
+    engine: Engine,
+    actor: Actor,
+    *,
+    rubric: Rubric,
+    run_ids: list[int],
+    delta: float,
+    alphas: list[float],
+    min_units: int = 30,
+    on: str = "verdict",
+) -> dict[str, Any]:
+    """Coverage against alpha, the policy owner's dial: ``{"points": [{"alpha",
+    "coverage", "decided_units", "thresholds"}], "gold_source", "judged_units",
+    "warnings"}`` from one load of the verdicts and gold (policy owners)."""
+    actor = authorize(engine, actor, "policy_owner")
+    _check_runs(run_ids, on)
+    if not 0.0 < delta < 1.0:
+        raise InputError(f"must be strictly between 0 and 1, got {delta}", field="--delta")
+    inputs = _routing_inputs(engine, actor, rubric=rubric, run_ids=run_ids, on=on)
+    judged = len(inputs.all_units)
+    points = []
+    for alpha in alphas:
+        if not 0.0 < alpha < 1.0:
+            raise InputError(f"must be strictly between 0 and 1, got {alpha}", field="--alpha")
+        steps = route_cascade(
+            inputs.confidences, inputs.disagreements, inputs.has_gold,
+            alpha=alpha, delta=delta, min_units=min_units,
+        )  # fmt: skip
+        decided = int(sum(int(step.decides.sum()) for step in steps))
+        points.append(
+            {
+                "alpha": alpha,
+                "coverage": decided / judged if judged else None,
+                "decided_units": decided,
+                "thresholds": [step.certification.threshold for step in steps],
+            }
+        )
+    return {
+        "points": points,
+        "gold_source": inputs.gold_source,
+        "judged_units": judged,
+        "warnings": inputs.warnings,
     }
 
 
