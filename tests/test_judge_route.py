@@ -13,6 +13,7 @@ from sqlmodel import Session
 from benchmarks.corpus import generate_corpus
 from review_app.errors import InputError
 from review_app.rubrics import Rubric
+from review_app.services.audit import audit_entries
 from review_app.services.audit_samples import draw_audit_sample
 from review_app.services.export import export_data
 from review_app.services.importing import import_paths
@@ -183,6 +184,8 @@ def test_apply_marks_certified_and_queues_escalated_cases(
         )
     assert report["applied"]["escalated_cases"] == len(escalated_cases) > 0
     assert queued == escalated_cases
+    (entry,) = audit_entries(database.engine, OPERATOR, action="judge_route")
+    assert entry["summary"]["certified"] == len(certified)
     # Applying again replaces, never duplicates.
     route_judges(
         database.engine, OPERATOR, rubric=world.rubric, run_ids=world.run_ids[:1],
