@@ -22,10 +22,13 @@ def assistant_units(session: Session) -> list[tuple[str, int]]:
     return [(case_id, int(turn)) for case_id, turn in session.execute(query)]
 
 
-def audited_units(session: Session, *, rubric_id: str, version: int) -> set[tuple[str, int]]:
-    """The units of every uniform audit sample drawn for a rubric version.
+def audited_units(
+    session: Session, *, rubric_id: str, version: int, design: str | None = "uniform"
+) -> set[tuple[str, int]]:
+    """The units of every audit sample of ``design`` drawn for a rubric version.
 
-    Uncertainty samples (``design = 'uncertainty'``) are not uniform and are left out.
+    By default uniform samples only: uncertainty samples (``design = 'uncertainty'``)
+    are not uniform. ``design=None``: every sample.
     """
     query = (
         select(col(AuditUnit.case_id), col(AuditUnit.turn))
@@ -33,9 +36,10 @@ def audited_units(session: Session, *, rubric_id: str, version: int) -> set[tupl
         .where(
             col(AuditSample.rubric_id) == rubric_id,
             col(AuditSample.rubric_version) == version,
-            col(AuditSample.design) == "uniform",
         )
     )
+    if design is not None:
+        query = query.where(col(AuditSample.design) == design)
     return {(case_id, int(turn)) for case_id, turn in session.execute(query)}
 
 
