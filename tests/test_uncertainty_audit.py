@@ -127,6 +127,11 @@ def test_assign_by_uncertainty_cli(sqlite_database: Database, tmp_path: Path) ->
         "--by-uncertainty", str(run), db=sqlite_database.url, home=tmp_path,
     )  # fmt: skip
     assert missing.returncode == 2 and "--by-uncertainty" in missing.stderr
+    stray = run_review_app(
+        "assign", "--rubric", "role-adherence@1", "--reviewers", "rita", "--mix", "0.2",
+        db=sqlite_database.url, home=tmp_path,
+    )  # fmt: skip
+    assert stray.returncode == 2 and "--mix" in stray.stderr
     text = run_review_app(
         "judge", "estimate", "--rubric", "role-adherence@1", "--run", str(run),
         db=sqlite_database.url, home=tmp_path,

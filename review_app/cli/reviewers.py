@@ -117,6 +117,8 @@ def assign(
     engine = open_engine(db)
     chosen = catalog(engine).get(rubric)
     names = [name.strip() for name in reviewers.split(",") if name.strip()]
+    if by_uncertainty is None and (as_json or mix != 0.5):
+        raise InputError("only with --by-uncertainty RUN", field="--json" if as_json else "--mix")
     if by_uncertainty is not None:
         from review_app.services.audit_samples import draw_uncertainty_sample
 
