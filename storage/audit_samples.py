@@ -22,13 +22,24 @@ def assistant_units(session: Session) -> list[tuple[str, int]]:
     return [(case_id, int(turn)) for case_id, turn in session.execute(query)]
 
 
-def audited_units(session: Session, *, rubric_id: str, version: int) -> set[tuple[str, int]]:
-    """The units of every audit sample drawn for a rubric version."""
+def audited_units(
+    session: Session, *, rubric_id: str, version: int, design: str | None = "uniform"
+) -> set[tuple[str, int]]:
+    """The units of every audit sample of ``design`` drawn for a rubric version.
+
+    By default uniform samples only: uncertainty samples (``design = 'uncertainty'``)
+    are not uniform. ``design=None``: every sample.
+    """
     query = (
         select(col(AuditUnit.case_id), col(AuditUnit.turn))
         .join(AuditSample, col(AuditSample.id) == col(AuditUnit.sample_id))
-        .where(col(AuditSample.rubric_id) == rubric_id, col(AuditSample.rubric_version) == version)
+        .where(
+            col(AuditSample.rubric_id) == rubric_id,
+            col(AuditSample.rubric_version) == version,
+        )
     )
+    if design is not None:
+        query = query.where(col(AuditSample.design) == design)
     return {(case_id, int(turn)) for case_id, turn in session.execute(query)}
 
 
@@ -42,8 +53,14 @@ def insert_audit_sample(
     units: Sequence[tuple[str, int]],
     created_by: int | None,
     now: datetime,
+    design: str = "uniform",
+    run_id: int | None = None,
+    mix: float | None = None,
+    expected_size: float | None = None,
+    probabilities: Sequence[float] | None = None,
 ) -> int:
-    """Record one draw and its units; returns the sample id (the caller commits)."""
+    """Record one draw and its units (with each unit's probability of being drawn, for
+    an uncertainty draw); returns the sample id (the caller commits)."""
     sample = AuditSample(
         rubric_id=rubric_id,
         rubric_version=version,
@@ -52,10 +69,46 @@ def insert_audit_sample(
         population=population,
         created_by=created_by,
         created_at=now,
+        design=design,
+        run_id=run_id,
+        mix=mix,
+        expected_size=expected_size,
     )
     session.add(sample)
     session.flush()
     assert sample.id is not None
-    session.add_all(AuditUnit(sample_id=sample.id, case_id=c, turn=t) for c, t in units)
+    chances = [None] * len(units) if probabilities is None else list(probabilities)
+    session.add_all(
+        AuditUnit(sample_id=sample.id, case_id=c, turn=t, probability=p)
+        for (c, t), p in zip(units, chances, strict=True)
+    )
     session.flush()
     return sample.id
+
+
+def latest_uncertainty_sample(
+    session: Session, *, rubric_id: str, version: int, run_id: int
+) -> tuple[AuditSample, dict[tuple[str, int], float]] | None:
+    """The newest uncertainty draw from run ``run_id``'s scores, with its units'
+    probabilities; None when there is none."""
+    query = (
+        select(AuditSample)
+        .where(
+            col(AuditSample.rubric_id) == rubric_id,
+            col(AuditSample.rubric_version) == version,
+            col(AuditSample.design) == "uncertainty",
+            col(AuditSample.run_id) == run_id,
+        )
+        .order_by(col(AuditSample.id).desc())
+        .limit(1)
+    )
+    sample = session.execute(query).scalars().first()
+    if sample is None:
+        return None
+    units = session.execute(
+        select(col(AuditUnit.case_id), col(AuditUnit.turn), col(AuditUnit.probability)).where(
+            col(AuditUnit.sample_id) == sample.id
+        )
+    )
+    session.expunge(sample)
+    return sample, {(c, int(t)): float(p) for c, t, p in units}

@@ -361,6 +361,13 @@ class AuditSample(SQLModel, table=True):
     population: int
     created_by: int | None = Field(default=None, foreign_key="reviewers.id")
     created_at: datetime = Field(default_factory=utcnow)
+    design: str = Field(default="uniform", max_length=20)
+    """``uniform`` (a uniform draw without replacement) or ``uncertainty`` (each judged
+    turn drawn independently with its own probability, from the judge's scores)."""
+    run_id: int | None = Field(default=None, foreign_key="judge_runs.id")
+    """The judge run whose scores set the probabilities (``uncertainty`` only)."""
+    mix: float | None = None
+    expected_size: float | None = None
 
 
 class AuditUnit(SQLModel, table=True):
@@ -370,3 +377,29 @@ class AuditUnit(SQLModel, table=True):
     sample_id: int = Field(foreign_key="audit_samples.id", primary_key=True)
     case_id: str = Field(foreign_key="cases.case_id", primary_key=True, max_length=200)
     turn: int = Field(primary_key=True)
+    probability: float | None = None
+    """The probability the turn had of being drawn (``uncertainty`` samples)."""
+
+
+# --- certified selective judging -----------------------------------------------
+
+
+class CertifiedVerdict(SQLModel, table=True):
+    """A judge verdict certified by ``judge route --apply``: the judge decides this unit.
+
+    One routing per rubric version is current: applying again replaces its rows.
+    """
+
+    __tablename__ = "certified_verdicts"
+    rubric_id: str = Field(primary_key=True, max_length=100)
+    rubric_version: int = Field(primary_key=True)
+    case_id: str = Field(foreign_key="cases.case_id", primary_key=True, max_length=200)
+    turn: int = Field(primary_key=True)
+    run_id: int = Field(foreign_key="judge_runs.id")
+    label: str = Field(max_length=100)
+    confidence: float
+    threshold: float
+    alpha: float
+    delta: float
+    created_by: int | None = Field(default=None, foreign_key="reviewers.id")
+    created_at: datetime = Field(default_factory=utcnow)

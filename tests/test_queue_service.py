@@ -259,3 +259,28 @@ def test_audit_sample_units_keep_their_place_without_being_passed(
     (case_id,) = [row.case_id for row in page.rows]
     assert why[case_id].audit_turns, "the drawn unit is marked as an audit sample"
     assert "audit sample" in why[case_id].why
+
+
+def test_turns_drawn_by_uncertainty_keep_their_place_too(sqlite_database: Database) -> None:
+    """An uncertainty draw is an audit sample for the queue (not for PPI++)."""
+    from pathlib import Path
+
+    from review_app.services.audit_samples import draw_uncertainty_sample
+    from review_app.services.judge_import import import_verdicts, list_judge_runs
+
+    engine = sqlite_database.engine
+    import_paths(engine, operator_actor(), [DEMO_CASES])
+    add_person(engine, operator_actor(), name="rita", role="reviewer")
+    rubric = sync_rubrics(engine, operator_actor()).get(RUBRIC)
+    verdicts = Path(DEMO_CASES).parent / "judge_verdicts.jsonl"
+    import_verdicts(engine, operator_actor(), verdicts, rubric=rubric)
+    run_id = int(list_judge_runs(engine, operator_actor())[0]["id"])
+    drawn = draw_uncertainty_sample(
+        engine, operator_actor(), rubric=rubric, run_id=run_id, size=2, seed=1,
+        reviewers=["rita"], overlap=1,
+    )  # fmt: skip
+    assert drawn.units
+    rita = sign_in(engine, name="rita", auth_mode="local")
+    page, why = informative_queue(engine, rita, rubric=rubric)
+    marked = {row.case_id for row in page.rows if why[row.case_id].audit_turns}
+    assert marked == {unit["case_id"] for unit in drawn.units}

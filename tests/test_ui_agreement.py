@@ -22,6 +22,7 @@ import storage.engine
 from review_app.services.adjudication import disagreement_queue
 from review_app.services.agreement_reports import agreement_report, confusion_between
 from review_app.services.demo import DEMO_CASES
+from review_app.services.drift import drift_report
 from review_app.services.importing import import_paths
 from review_app.services.labels_io import import_labels
 from review_app.services.people import Actor, operator_actor, sign_in
@@ -109,7 +110,8 @@ def test_dashboard_draws_its_charts_from_the_report(engine: Engine) -> None:
     )
 
     drawn = charts(at)
-    assert len(drawn) == 4  # coefficients, pairwise kappa, labels per reviewer, confusion
+    # coefficients, pairwise kappa, labels per reviewer, confusion, drift by position
+    assert len(drawn) == 5
     assert all(
         spec["$schema"].startswith("https://vega.github.io/schema/vega-lite/") for spec, _ in drawn
     )
@@ -147,6 +149,17 @@ def test_dashboard_draws_its_charts_from_the_report(engine: Engine) -> None:
     shares = drawn[2][1]
     assert {row["reviewer"] for row in shares} == {"ana", "ben", "chloe"}
     assert sum(row["count"] for row in shares) == report["ratings"]
+    drift = drift_report(engine, operator_actor(), rubric=rubric_of(engine), n_resamples=10)
+    gold_rows = [row for row in drawn[4][1] if row["source"] == "gold"]
+    assert [row["rate"] for row in gold_rows] == pytest.approx(
+        [b["rate"] for b in drift["sources"][0]["by_position"]]
+    )
+    assert len(gold_rows) >= 1  # the demo has few gold turns: one pooled bin
+    (drift_table,) = [t.value for t in at.dataframe if "reviewer alpha" in t.value.columns]
+    assert list(drift_table["group"]) == [
+        *(r["bin"] for r in drift["agreement"]["by_position"]),
+        *(r["role"] for r in drift["agreement"]["by_role"]),
+    ]
     confusion = drawn[3][1]
     assert confusion == confusion_between(
         engine, operator_actor(), rubric=rubric_of(engine), reviewer_a="ana", reviewer_b="ben"
@@ -178,7 +191,7 @@ def test_a_policy_owner_signed_in_by_oidc_sees_the_dashboard(
     monkeypatch.setenv("REVIEW_APP_AUTH", "oidc")
     at = open_page("views/agreement.py", user="olivia")
     assert at.title[0].value == "Agreement"
-    assert len(charts(at)) == 4
+    assert len(charts(at)) == 5
     assert not at.error
 
 

@@ -15,10 +15,12 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from review_app.services.drift import drift_report
 from review_app.services.judge_import import import_verdicts, list_judge_runs
 from review_app.services.judge_report import calibration_report, disagreement_explorer
 from review_app.services.people import Actor, operator_actor
 from review_app.services.rubric_catalog import sync_rubrics
+from review_app.services.selective import certified_verdicts, route_judges
 from storage.engine import create_database_engine
 from tests.judge_support import REPO
 from tests.ui_support import app_database, demo_template, plain
@@ -108,11 +110,12 @@ def test_the_page_shows_metrics_charts_runs_and_filters(database_url: str) -> No
     assert headline.startswith("turn break rate ") and ", judge alone would say " in headline
     assert any(plain(w.value).startswith("WARNING: no audit sample") for w in at.warning)
     charts = at.get("vega_lite_chart")
-    assert len(charts) == 2
+    # threshold sweep, reliability, the selective-judging dial and the drift chart
+    assert len(charts) == 4
     assert reliability_points(at) == pytest.approx(service_bins(database_url, V2))
     assert any("Brier" in c.value for c in at.caption)
-    # the metrics, the alt-test per reviewer, the prompt versions side by side
-    assert len(at.dataframe) == 3
+    # the metrics, the alt-test per reviewer, drift agreement, the prompt versions
+    assert len(at.dataframe) == 4
     assert at.selectbox(key="judge_run").value == V2  # the newest run is preselected
     assert at.selectbox(key="judge_run").options == [V1, V2]
     assert len(item_lines(at)) == len(service_view(database_url, V2))
@@ -158,6 +161,62 @@ def test_the_page_shows_metrics_charts_runs_and_filters(database_url: str) -> No
     assert len(item_lines(at)) == len(missed_tone)
     if not missed_tone:
         assert any(c.value == "None." for c in at.caption)
+
+
+def chart_rows(chart: Any) -> list[dict[str, Any]]:
+    """The data rows a chart draws: Streamlit moves shared inline data to Arrow tables."""
+    import pyarrow as pa
+
+    spec = json.loads(chart.proto.spec)
+    tables = [chart.proto.data.data] if chart.proto.data.data else []
+    tables += [named.data.data for named in chart.proto.datasets]
+    rows = [row for table in tables for row in pa.ipc.open_stream(table).read_all().to_pylist()]
+    if not tables:
+        for layer in spec.get("layer", []):
+            rows.extend(layer.get("data", {}).get("values", []))
+    return rows
+
+
+def test_the_selective_judging_dial_and_the_drift_chart(database_url: str) -> None:
+    at = judge_page()
+    engine = create_database_engine(database_url)
+    try:
+        rubric = sync_rubrics(engine, operator_actor()).get(RUBRIC)
+        run_id = next(r["id"] for r in list_judge_runs(engine, operator_actor()) if r["name"] == V2)
+        expected = {
+            alpha: route_judges(
+                engine,
+                operator_actor(),
+                rubric=rubric,
+                run_ids=[run_id],
+                alpha=alpha,
+                delta=0.1,
+            )
+            for alpha in (0.1, 0.3)
+        }
+        drift = drift_report(engine, operator_actor(), rubric=rubric, n_resamples=10)
+    finally:
+        engine.dispose()
+    [dial] = [c for c in at.get("vega_lite_chart") if '"coverage"' in c.proto.spec]
+    points = chart_rows(dial)
+    shown = {p["alpha"]: p["coverage"] for p in points}
+    for alpha, report in expected.items():
+        assert shown[alpha] == pytest.approx(report["coverage"])
+    at.select_slider(key="judge_route_alpha").set_value(0.3).run()
+    assert not at.exception
+    report = expected[0.3]
+    line = next(c.value for c in at.caption if c.value.startswith("At alpha 0.3"))
+    if report["runs"][0]["threshold"] is None:
+        assert "decides nothing" in line
+    else:
+        assert f"decides {report['decided_units']} of {report['judged_units']} turns" in line
+    [chart] = [c for c in at.get("vega_lite_chart") if '"position"' in c.proto.spec]
+    rows = chart_rows(chart)
+    gold_rows = [r for r in rows if r["source"] == "gold"]
+    assert [r["rate"] for r in gold_rows] == pytest.approx(
+        [b["rate"] for b in drift["sources"][0]["by_position"]]
+    )
+    assert {r["source"] for r in rows} == {s["name"] for s in drift["sources"]}
 
 
 def test_the_calibrate_button_reports_too_few_breaks(database_url: str) -> None:
@@ -274,3 +333,45 @@ def test_a_reviewer_sees_only_the_refusal(
     assert not at.file_uploader
     assert not at.selectbox
     assert not at.button or [b.key for b in at.button] == ["sign_out"]
+
+
+def test_certified_verdicts_show_to_policy_owners_on_the_review_page(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = create_database_engine(database_url)
+    try:
+        rubric = sync_rubrics(engine, operator_actor()).get(RUBRIC)
+        run_id = next(r["id"] for r in list_judge_runs(engine, operator_actor()) if r["name"] == V2)
+        report = route_judges(
+            engine, operator_actor(), rubric=rubric, run_ids=[run_id], alpha=0.3, delta=0.2,
+            min_units=8, apply=True, reviewers=["ana"], overlap=3,
+        )  # fmt: skip
+        marks = certified_verdicts(engine, operator_actor(), rubric=rubric)
+    finally:
+        engine.dispose()
+    assert report["decided_units"] == len(marks) > 0
+    (case_id, _turn), mark = sorted(marks.items())[0]
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.run()
+    at.switch_page("views/review.py")
+    at.query_params["case"] = case_id
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    shown = [c.value for c in at.caption if "certified (run" in c.value]
+    expected = sum(1 for c, _ in marks if c == case_id)
+    assert len(shown) == expected
+    assert shown[0].startswith(
+        f"Judge verdict `{mark['label']}` certified (run {run_id}, alpha 0.3"
+    )
+
+    # A reviewer labels blind: the same case shows no certified verdict.
+    monkeypatch.setenv("REVIEW_APP_AUTH", "oidc")
+    reviewer = AppTest.from_file(str(APP), default_timeout=120)
+    reviewer.user = {"is_logged_in": True, "email": "ana", "name": "Ana"}
+    reviewer.run()
+    reviewer.switch_page("views/review.py")
+    reviewer.query_params["case"] = case_id
+    reviewer.run()
+    assert not reviewer.exception
+    assert not [c.value for c in reviewer.caption if "certified" in c.value]
+    assert any(case_id in str(m.value) for m in [*reviewer.markdown, *reviewer.caption])

@@ -35,3 +35,42 @@ def agreement(
         raise fail("--resamples: at least 0")
     report = agreement_report(engine, operator(), rubric=chosen, n_resamples=resamples, seed=seed)
     print_report(report, as_json=as_json, render=render_agreement_text)
+
+
+def drift(
+    rubric: RubricOption,
+    run: Annotated[
+        int | None, typer.Option("--run", help="Only this judge run beside gold (else every run).")
+    ] = None,
+    min_units: Annotated[
+        int, typer.Option("--min-units", help="Pool later answers until each bin has this many.")
+    ] = 30,
+    resamples: Annotated[
+        int, typer.Option("--resamples", help="Conversation-bootstrap resamples.")
+    ] = 1000,
+    seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed (reproducible).")] = 0,
+    as_json: Annotated[
+        bool, typer.Option("--json", help='Print JSON (docs/reference.md, "Drift JSON").')
+    ] = False,
+    db: DbOption = None,
+) -> None:
+    """Where in the conversation the role breaks: by answer position and by role.
+
+    Break rates from gold and from each judge run with conversation-bootstrap
+    intervals, the first-break distribution, the break odds per later answer, and
+    reviewer and judge agreement on the same bins.
+    """
+    from review_app.services.drift import drift_report, render_drift
+
+    engine = open_engine(db)
+    chosen = catalog(engine).for_reports(rubric)
+    report = drift_report(
+        engine,
+        operator(),
+        rubric=chosen,
+        run_id=run,
+        min_units=min_units,
+        n_resamples=resamples,
+        seed=seed,
+    )
+    print_report(report, as_json=as_json, render=render_drift)

@@ -219,6 +219,73 @@ def judge_estimate(
     print_report(estimate, as_json=as_json, render=render_estimate)
 
 
+@judge_app.command("route")
+def judge_route(
+    rubric: RubricOption,
+    runs: Annotated[
+        str,
+        typer.Option("--runs", help="Judge run ids, comma-separated, cheapest first (a cascade)."),
+    ],
+    alpha: Annotated[
+        float, typer.Option("--alpha", help="Most disagreement with gold allowed on decided units.")
+    ],
+    delta: Annotated[
+        float, typer.Option("--delta", help="Chance the guarantee may fail (e.g. 0.1).")
+    ],
+    min_units: Annotated[
+        int, typer.Option("--min-units", help="Skip thresholds keeping fewer gold units.")
+    ] = 30,
+    on: Annotated[
+        str, typer.Option("--on", help="verdict (break / no break) or code: what disagreement is.")
+    ] = "verdict",
+    apply: Annotated[
+        bool,
+        typer.Option(
+            "--apply",
+            help="Mark decided verdicts certified and queue escalated units' cases.",
+        ),
+    ] = False,
+    reviewers: Annotated[
+        str | None, typer.Option("--reviewers", help="With --apply: comma-separated names.")
+    ] = None,
+    overlap: Annotated[int, typer.Option("--overlap", help="Reviewers per queued case.")] = 2,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the routing as JSON.")] = False,
+    db: DbOption = None,
+) -> None:
+    """Certified selective judging: the judge decides where it is provably right enough.
+
+    Thresholds are certified on gold (audit samples when there are any) so that the
+    judge's disagreement on the units it decides is at most ALPHA with probability at
+    least 1 - DELTA; the other units are escalated to reviewers.
+    """
+    from review_app.errors import InputError
+    from review_app.services.selective import render_route, route_judges
+
+    try:
+        run_ids = [int(part) for part in runs.split(",") if part.strip()]
+    except ValueError:
+        raise InputError(
+            f"must be run ids separated by commas, got {runs!r}", field="--runs"
+        ) from None
+    names = [n.strip() for n in (reviewers or "").split(",") if n.strip()]
+    engine = open_engine(db)
+    chosen = catalog(engine).for_reports(rubric)
+    report = route_judges(
+        engine,
+        operator(),
+        rubric=chosen,
+        run_ids=run_ids,
+        alpha=alpha,
+        delta=delta,
+        min_units=min_units,
+        on=on,
+        apply=apply,
+        reviewers=names,
+        overlap=overlap,
+    )
+    print_report(report, as_json=as_json, render=render_route)
+
+
 @judge_app.command("calibrate")
 def judge_calibrate(
     rubric: RubricOption,

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from review_app.cli.output import print_listing, terminal_safe
+from review_app.cli.output import print_json, print_listing, terminal_safe
 from review_app.cli.shared import (
     DbOption,
     JsonOption,
@@ -91,14 +91,57 @@ def assign(
         ),
     ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the audit draw.")] = 0,
+    by_uncertainty: Annotated[
+        int | None,
+        typer.Option(
+            "--by-uncertainty",
+            metavar="RUN",
+            help="With --audit-sample K: draw each turn RUN judged with a probability that "
+            "grows with the judge's uncertainty (about K in all); `judge estimate --run RUN` "
+            "then reports the active estimate.",
+        ),
+    ] = None,
+    mix: Annotated[
+        float,
+        typer.Option("--mix", help="With --by-uncertainty: the uniform share tau (0 to 1)."),
+    ] = 0.5,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="With --by-uncertainty: print the draw as JSON.")
+    ] = False,
     db: DbOption = None,
 ) -> None:
     """Fill reviewers' queues: each case goes to OVERLAP reviewers, load balanced."""
+    from review_app.errors import InputError
     from review_app.services.queue import assign_cases
 
     engine = open_engine(db)
     chosen = catalog(engine).get(rubric)
     names = [name.strip() for name in reviewers.split(",") if name.strip()]
+    if by_uncertainty is None and (as_json or mix != 0.5):
+        raise InputError("only with --by-uncertainty RUN", field="--json" if as_json else "--mix")
+    if by_uncertainty is not None:
+        from review_app.services.audit_samples import draw_uncertainty_sample
+
+        if audit_sample is None:
+            raise InputError(
+                "needs --audit-sample K (the expected number of turns)", field="--by-uncertainty"
+            )
+        sample = draw_uncertainty_sample(
+            engine,
+            operator(),
+            rubric=chosen,
+            run_id=by_uncertainty,
+            size=audit_sample,
+            seed=seed,
+            reviewers=names,
+            mix=mix,
+            overlap=overlap,
+        )
+        if as_json:
+            print_json(sample.to_dict())
+        else:
+            typer.echo(sample.line())
+        return
     if audit_sample is not None:
         from review_app.services.audit_samples import draw_audit_sample
 

@@ -33,6 +33,7 @@ ACTIONS = (
     "person_reactivate",
     "assign",
     "audit_sample",
+    "judge_route",
     "verdicts_import",
     "judge_run",
     "calibration_fit",

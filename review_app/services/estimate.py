@@ -20,11 +20,13 @@ from review_app.errors import InputError
 from review_app.rubrics import Rubric
 from review_app.services._turn_verdicts import TurnVerdicts
 from review_app.services.adjudication import gold_labels
-from review_app.services.audit_samples import audited_units
+from review_app.services.audit_samples import audited_units, scored_turns, uncertainty_sample
 from review_app.services.judge_import import _run_verdicts, run_name
 from review_app.services.people import Actor, authorize
+from review_app.stats.active import active_mean, uniform_width
 from review_app.stats.core import MIN_PROPORTION_UNITS, proportion
 from review_app.stats.ppi import ppi_mean
+from storage.judging import VerdictColumns
 
 LEVELS = ("turn", "conversation")
 NOT_RANDOM = (
@@ -70,6 +72,21 @@ def render_estimate(estimate: dict[str, Any]) -> str:
         )
     elif budget.get("reason"):
         lines.append(f"  budget: {budget['reason']}")
+    active = estimate.get("active")
+    if active:
+        line = f"  uncertainty draw: {_percent(active['value'])}"
+        if active["ci95"]:
+            line += f" [{_percent(active['ci95'][0])}, {_percent(active['ci95'][1])}]"
+        lines.append(
+            line + f" from {active['with_gold']} of {active['drawn']} drawn turns with gold"
+        )
+        widths = budget.get("uncertainty") or {}
+        if widths.get("width") is not None and widths.get("uniform_width") is not None:
+            lines.append(
+                f"  budget: with {widths['labels']} reviewer labels the uncertainty draw's "
+                f"interval is {100 * widths['width']:.1f} points wide; a uniform draw of as "
+                f"many would give about {100 * widths['uniform_width']:.1f}"
+            )
     lines.extend(f"  {warning}" for warning in estimate["warnings"])
     return "\n".join(lines)
 
@@ -133,6 +150,10 @@ def break_rate_estimate(
         gold_used = gold
         warnings.append(NOT_RANDOM)
 
+    active = _active_block(
+        engine, actor, rubric=rubric, run_id=run_id, columns=columns, gold=gold, level=level,
+        warnings=warnings,
+    )  # fmt: skip
     gold_keys = {key: c for u, c in gold_used.items() if (key := verdicts.key(u)) is not None}
     judged: dict[int, int]
     truth: dict[int, int]
@@ -167,6 +188,8 @@ def break_rate_estimate(
         "budget": {"more_audited_units_to_halve_width": None, "reason": None},
         "warnings": warnings,
     }
+    if active is not None:
+        result["active"], result["budget"]["uncertainty"] = active
     if human.ci95 is None and human.reason:
         warnings.append(f"reviewers alone: {human.reason}")
     if len(gold_units) < 2 or not other:
@@ -206,6 +229,85 @@ def break_rate_estimate(
             "uniformly, which is what makes that hold"
         )
     return result
+
+
+def _active_block(
+    engine: Engine,
+    actor: Actor,
+    *,
+    rubric: Rubric,
+    run_id: int,
+    columns: VerdictColumns,
+    gold: dict[tuple[str, int], str | None],
+    level: str,
+    warnings: list[str],
+) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The active estimate from the newest uncertainty draw from this run's scores
+    (:mod:`review_app.stats.active`), and the budget line; None without such a draw."""
+    sample = uncertainty_sample(engine, actor, rubric=rubric, run_id=run_id)
+    if sample is None:
+        return None
+    if level != "turn":
+        warnings.append(
+            "the uncertainty draw gives a turn-level estimate only (run with --level turn)"
+        )
+        return None
+    scored = scored_turns(columns)
+    drawn: dict[tuple[str, int], float] = sample["probabilities"]
+    units = list(scored)
+    index = {u: i for i, u in enumerate(units)}
+    s = np.fromiter(scored.values(), dtype=np.float64, count=len(units))
+    pi = np.ones(len(units))
+    xi = np.zeros(len(units), dtype=bool)
+    y = np.zeros(len(units))
+    waiting: list[tuple[str, int]] = []
+    gone: list[tuple[str, int]] = []
+    for unit, probability in sorted(drawn.items()):
+        i = index.get(unit)
+        if i is None:
+            gone.append(unit)
+            continue
+        pi[i] = probability
+        truth = gold.get(unit)
+        if truth is None:
+            waiting.append(unit)
+            continue
+        xi[i] = True
+        y[i] = float(truth == "break")
+
+    def named(found: list[tuple[str, int]]) -> str:
+        shown = ", ".join(f"{c}:{t}" for c, t in found[:10])
+        return shown + (f" and {len(found) - 10} more" if len(found) > 10 else "")
+
+    if waiting:
+        warnings.append(
+            f"WARNING: {len(waiting)} of {len(drawn)} turns drawn by uncertainty (sample "
+            f"{sample['sample_id']}) have no break / no-break gold yet ({named(waiting)}): "
+            "they count as drawn without a label, which biases the active estimate; label "
+            "and adjudicate them"
+        )
+    if gone:
+        warnings.append(
+            f"WARNING: {len(gone)} drawn turns no longer have a scored verdict in run "
+            f"{run_id} ({named(gone)}): the active estimate leaves them out"
+        )
+    block: dict[str, Any] = {
+        "value": None,
+        "ci95": None,
+        "design": "uncertainty",
+        "drawn": len(drawn),
+        "with_gold": int(xi.sum()),
+    }
+    line: dict[str, Any] = {"labels": int(xi.sum()), "width": None, "uniform_width": None}
+    if len(units) < 2:
+        warnings.append("no active estimate: fewer than 2 judged turns with a score")
+        return block, line
+    estimate = active_mean(s, y, xi, pi)
+    block["value"] = estimate.value
+    block["ci95"] = [max(0.0, estimate.ci95[0]), min(1.0, estimate.ci95[1])]
+    line["width"] = estimate.ci95[1] - estimate.ci95[0]
+    line["uniform_width"] = uniform_width(s, y, xi, pi, labels=int(xi.sum()))
+    return block, line
 
 
 def _conversations(

@@ -23,6 +23,7 @@ from sqlalchemy import Engine
 from sqlmodel import Session
 
 import storage.labels
+import storage.selective
 from review_app.cases import EXPORTER_NAME
 from review_app.errors import InputError
 from review_app.formats import write_deepeval
@@ -136,11 +137,18 @@ def export_data(
     files: dict[str, bytes] = {}
     if format == "fixtures":
         names = fixture_file_names(e.case["case_id"] for e in exports)
+        certified = _certified_by_case(engine, rubric)
+        if certified:
+            summary["certified_judge_verdicts"] = sum(len(v) for v in certified.values())
         for export in exports:
             name = names[export.case["case_id"]]
             document = fixture_document(
                 export, rubric_ref=rubric.ref, break_codes=rubric.break_codes, redact=redact
             )
+            if export.case["case_id"] in certified:
+                # Judge verdicts certified by `judge route --apply` (docs/reference.md,
+                # "Judge route JSON"): decided by the judge, not by reviewers.
+                document["certified_judge_verdicts"] = certified[export.case["case_id"]]
             files[name] = dumps(document).encode("utf-8")
         files[TEST_MODULE_NAME] = pytest_module_text(rubric_ref=rubric.ref).encode("utf-8")
     elif format == "deepeval":
@@ -178,6 +186,27 @@ def export_data(
         )
         session.commit()
     return ExportResult(files, summary)
+
+
+def _certified_by_case(engine: Engine, rubric: Rubric) -> dict[str, list[dict[str, Any]]]:
+    with Session(read_only(engine)) as session:
+        rows = storage.selective.certified_verdicts(
+            session, rubric_id=rubric.id, version=rubric.version
+        )
+    by_case: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for (case_id, turn), row in sorted(rows.items()):
+        by_case[case_id].append(
+            {
+                "turn": turn,
+                "label": row.label,
+                "run": row.run_id,
+                "confidence": row.confidence,
+                "threshold": row.threshold,
+                "alpha": row.alpha,
+                "delta": row.delta,
+            }
+        )
+    return dict(by_case)
 
 
 def _deepeval_expected(export: CaseExport, rubric: Rubric) -> dict[str, Any]:

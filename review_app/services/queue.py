@@ -442,8 +442,9 @@ def informative_queue(
             for case_id in case_ids
         }
         if audit_units is None:
+            # Every drawn turn, uniform or by uncertainty, keeps its place.
             audit_units = audit_samples.audited_units(
-                session, rubric_id=rubric.id, version=rubric.version
+                session, rubric_id=rubric.id, version=rubric.version, design=None
             )
     judge: dict[str, dict[int, list[tuple[str | None, float | None]]]] = {}
     for case_id, turn, _run, label, score in verdicts:

@@ -265,3 +265,76 @@ def version_difference_rows(differences: list[dict[str, Any]]) -> list[dict[str,
             }
         )
     return rows
+
+
+def drift_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """Break rate by answer position per source (gold, each run), for the drift chart."""
+    rows = []
+    for source in report["sources"]:
+        for row in source["by_position"]:
+            ci = row["ci95"] or [None, None]
+            rows.append(
+                {
+                    "source": source["name"],
+                    "position": row["low"],
+                    "bin": row["bin"],
+                    "rate": row["rate"],
+                    "low": ci[0],
+                    "high": ci[1],
+                    "units": row["units"],
+                }
+            )
+    return rows
+
+
+def drift_chart(report: dict[str, Any]) -> alt.LayerChart:
+    """Break rate by answer position with conversation-bootstrap intervals, per source."""
+    rows = drift_rows(report)
+    base = alt.Chart(alt.Data(values=rows)).encode(
+        x=alt.X("position:Q", title="answer position (last bin pools the tail)"),
+        color=alt.Color("source:N"),
+    )
+    line = base.mark_line(point=True).encode(
+        y=alt.Y("rate:Q", title="break rate"),
+        tooltip=["source:N", "bin:N", "rate:Q", "low:Q", "high:Q", "units:Q"],
+    )
+    band = (
+        base.transform_filter("datum.low != null")
+        .mark_errorbar()
+        .encode(y=alt.Y("low:Q"), y2="high:Q")
+    )
+    return cast(alt.LayerChart, alt.layer(band, line))
+
+
+def drift_agreement_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """Reviewer alpha and each run's kappa against gold by position bin and by role."""
+    rows = []
+    for kind, key in (("position", "bin"), ("role", "role")):
+        for row in report["agreement"][f"by_{kind}"]:
+            rows.append(
+                {
+                    "by": kind,
+                    "group": row[key],
+                    "units": row["units"],
+                    "reviewer alpha": row["reviewer_alpha"],
+                    **{f"judge kappa (run {run})": k for run, k in row["judge_kappa"].items()},
+                }
+            )
+    return rows
+
+
+def coverage_chart(curve: dict[str, Any], alpha: float) -> alt.LayerChart:
+    """Coverage (share of turns the judge decides) against alpha, the chosen alpha marked."""
+    rows = [
+        {"alpha": p["alpha"], "coverage": p["coverage"], "chosen": p["alpha"] == alpha}
+        for p in curve["points"]
+        if p["coverage"] is not None
+    ]
+    base = alt.Chart(alt.Data(values=rows)).encode(
+        x=alt.X("alpha:Q", title="alpha: most disagreement with gold allowed"),
+        y=alt.Y("coverage:Q", scale=alt.Scale(domain=[0, 1]), title="share the judge decides"),
+    )
+    layers = [base.mark_line(point=True)]
+    if any(row["chosen"] for row in rows):
+        layers.append(base.transform_filter("datum.chosen").mark_point(size=140, filled=True))
+    return cast(alt.LayerChart, alt.layer(*layers))

@@ -25,11 +25,13 @@ from review_app.services.agreement_reports import (
 )
 from review_app.services.cases import CaseView, case_fingerprint, load_case_view
 from review_app.services.database import database_url, open_database
+from review_app.services.drift import drift_report
 from review_app.services.judge_import import judge_token
 from review_app.services.judge_report import calibration_report
 from review_app.services.people import Actor, authorize, sign_in
 from review_app.services.queue import open_review_work
 from review_app.services.rubric_catalog import RubricCatalog, sync_rubrics
+from review_app.services.selective import coverage_curve
 from review_app.ui import auth
 from review_app.ui.safe import escape
 
@@ -77,6 +79,8 @@ DEFAULTS: dict[str, Any] = {
     "judge_method": "isotonic",
     "judge_kind": "all",
     "judge_label": "all",
+    "judge_route_alpha": 0.1,
+    "judge_route_delta": 0.1,
 }
 
 _GOLD_FORM = ("gold_code", "gold_note", "gold_calibration", "gold_ambiguity")
@@ -310,6 +314,69 @@ def judge_report(ref: str) -> dict[str, Any]:
         label_token(engine(), who, rubric=rubric),
         judge_token(engine(), who, rubric=rubric),
         st.session_state.get("_judge_generation", 0),
+        who,
+    )
+
+
+@st.cache_data(show_spinner="Computing where the role breaks…", max_entries=8)
+def _drift(
+    url: str,
+    ref: str,
+    token: tuple[int, int, int, int],
+    runs_token: tuple[int, str, int, int],
+    generation: int,
+    _who: Actor,
+) -> dict[str, Any]:
+    del token, runs_token, generation  # cache keys only
+    return drift_report(_engine(url), _who, rubric=catalog().for_reports(ref), n_resamples=300)
+
+
+def drift(ref: str) -> dict[str, Any]:
+    """The drift report (gold and every judge run), recomputed when labels or runs change."""
+    rubric = catalog().for_reports(ref)
+    who = actor()
+    return _drift(
+        database_url(),
+        ref,
+        label_token(engine(), who, rubric=rubric),
+        judge_token(engine(), who, rubric=rubric),
+        st.session_state.get("_judge_generation", 0),
+        who,
+    )
+
+
+ROUTE_ALPHAS = (0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3)
+
+
+@st.cache_data(show_spinner="Certifying thresholds…", max_entries=16)
+def _coverage(
+    url: str,
+    ref: str,
+    run_id: int,
+    delta: float,
+    token: tuple[int, int, int, int],
+    runs_token: tuple[int, str, int, int],
+    _who: Actor,
+) -> dict[str, Any]:
+    del token, runs_token  # cache keys only
+    rubric = catalog().for_reports(ref)
+    return coverage_curve(
+        _engine(url), _who, rubric=rubric, run_ids=[run_id], delta=delta,
+        alphas=list(ROUTE_ALPHAS), min_units=30,
+    )  # fmt: skip
+
+
+def coverage(ref: str, run_id: int, delta: float) -> dict[str, Any]:
+    """Coverage against alpha for one run (the judge page's dial)."""
+    rubric = catalog().for_reports(ref)
+    who = actor()
+    return _coverage(
+        database_url(),
+        ref,
+        run_id,
+        delta,
+        label_token(engine(), who, rubric=rubric),
+        judge_token(engine(), who, rubric=rubric),
         who,
     )
 

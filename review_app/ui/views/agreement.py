@@ -87,6 +87,12 @@ if len(data.reviewers) >= 2:
     else:
         st.info("These two reviewers share no labeled turn.")
 
+drift = state.drift(ref)
+if any(source["by_position"] for source in drift["sources"]):
+    st.subheader("Where in the conversation the role breaks")
+    st.altair_chart(charts.drift_chart(drift), width="stretch")
+    st.dataframe(charts.drift_agreement_rows(drift), hide_index=True, key="drift_table")
+
 st.subheader("Disagreements")
 units = state.disagreements(ref)
 if not units:

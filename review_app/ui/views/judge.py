@@ -79,6 +79,43 @@ for warning in estimate["warnings"]:
     if warning.startswith("WARNING"):
         st.warning(escape(warning))
 
+st.subheader("Selective judging: where the judge may decide alone")
+left, right = st.columns(2)
+left.select_slider(
+    "alpha: most disagreement with gold on the turns the judge decides",
+    options=list(state.ROUTE_ALPHAS),
+    key="judge_route_alpha",
+)
+right.select_slider(
+    "delta: chance the guarantee fails", options=[0.01, 0.05, 0.1, 0.2], key="judge_route_delta"
+)
+curve = state.coverage(rubric.ref, run["id"], st.session_state["judge_route_delta"])
+chosen_alpha = st.session_state["judge_route_alpha"]
+point = next(p for p in curve["points"] if p["alpha"] == chosen_alpha)
+if point["thresholds"][0] is None:
+    st.caption(
+        f"At alpha {chosen_alpha} no threshold is certified: the judge decides nothing "
+        f"(gold: {curve['gold_source']})."
+    )
+else:
+    st.caption(
+        f"At alpha {chosen_alpha} the judge decides {point['decided_units']} of "
+        f"{curve['judged_units']} turns ({100 * (point['coverage'] or 0):.1f}%), confidence "
+        f"at least {point['thresholds'][0]:.3f}; the rest go to reviewers "
+        f"(gold: {curve['gold_source']}). Apply with `review-app judge route --apply`."
+    )
+if any(p["coverage"] is not None for p in curve["points"]):
+    st.altair_chart(charts.coverage_chart(curve, chosen_alpha), width="stretch")
+for warning in curve["warnings"]:
+    if warning.startswith("WARNING"):
+        st.warning(warning)
+
+drift = state.drift(rubric.ref)
+if any(source["by_position"] for source in drift["sources"]):
+    st.subheader("Where in the conversation the role breaks")
+    st.altair_chart(charts.drift_chart(drift), width="stretch")
+    st.dataframe(charts.drift_agreement_rows(drift), hide_index=True, key="judge_drift_table")
+
 alt_test = run.get("alt_test") or {}
 verdict = alt_test.get("verdict", "not tested")
 headline = f"{code_span(run['name'])}: may the judge replace a reviewer? {escape(verdict)}"

@@ -18,6 +18,7 @@ from review_app.services.cases import CaseView, TurnView
 from review_app.services.key_events import apply_key_events, parse_key_events
 from review_app.services.labeling import CaseLabels, case_labels
 from review_app.services.queue import next_case
+from review_app.services.selective import certified_verdicts
 from review_app.ui import keys, state
 from review_app.ui.safe import code_list, code_span, error_text, escape
 
@@ -292,6 +293,14 @@ with reference:
     else:
         st.caption("Nothing to label in this case.")
 
+# Policy owners see which judge verdicts `judge route --apply` certified; reviewers
+# label blind and never do.
+certified = (
+    certified_verdicts(state.engine(), actor, rubric=rubric, case_ids=[view.case_id])
+    if rubric is not None and actor.has_role("policy_owner")
+    else {}
+)
+
 with transcript:
     for turn in view.turns:
         if turn.set_role is not None:
@@ -311,3 +320,11 @@ with transcript:
         with st.chat_message(turn.actor, avatar=AVATARS.get(turn.actor)):
             st.text(_turn_text(turn))
             _finding_marks(turn)
+            mark = certified.get((view.case_id, turn.turn))
+            if mark is not None:
+                st.caption(
+                    f"Judge verdict {code_span(mark['label'])} certified (run {mark['run']}, "
+                    f"alpha {mark['alpha']}, delta {mark['delta']}, confidence "
+                    f"{mark['confidence']:.3f} ≥ {mark['threshold']:.3f}): the judge decides "
+                    "this turn"
+                )

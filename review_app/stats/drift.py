@@ -1,0 +1,195 @@
+"""Where in the conversation the role breaks: break rates by answer position and role.
+
+A unit is an assistant turn; its *position* is its ordinal among the conversation's
+assistant turns (1st, 2nd, ... answer). Positions are binned one by one while every
+bin keeps at least ``min_units`` units, the tail pooled into one open bin ("7+")
+(:func:`position_bins`). Break rates per group come with a percentile cluster
+bootstrap interval resampling conversations (Field & Welsh 2007; turns of one
+conversation are not independent). The slope is a logistic regression of break on
+position, ``logit P(break) = b0 + b1 * position``, with cluster-robust (by
+conversation) standard errors (statsmodels GLM, ``cov_type="cluster"``): ``exp(b1)``
+is the factor on the break odds per later answer, its 95% interval
+``exp(b1 +- 1.96 se)``.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from review_app.stats.core import _cluster_draws, percentile_interval
+
+__all__ = [
+    "PositionBin",
+    "bin_of_positions",
+    "first_break_positions",
+    "grouped_rates",
+    "position_bins",
+    "position_slope",
+]
+
+
+@dataclass(frozen=True)
+class PositionBin:
+    """Positions ``low`` .. ``high`` (``high`` None: ``low`` and later)."""
+
+    low: int
+    high: int | None
+
+    @property
+    def label(self) -> str:
+        if self.high is None:
+            return f"{self.low}+"
+        return str(self.low) if self.low == self.high else f"{self.low}-{self.high}"
+
+
+def position_bins(positions: ArrayLike, *, min_units: int = 30) -> list[PositionBin]:
+    """One bin per position from 1 while each has ``min_units`` units, the rest pooled.
+
+    The leading positions with at least ``min_units`` units each get a bin; the later
+    ones are pooled into an open bin; while that pool has fewer than ``min_units``
+    units (but some), the last single bin joins it. When even position 1 has fewer,
+    everything is one open bin "1+". No units: no bins.
+    Raises ``ValueError("min_units must be at least 1, got <m>")`` and
+    ``ValueError("positions must be whole numbers from 1")``.
+    """
+    if isinstance(min_units, bool) or min_units < 1:
+        raise ValueError(f"min_units must be at least 1, got {min_units}")
+    p = np.asarray(positions, dtype=np.int64)
+    if p.size == 0:
+        return []
+    if p.min() < 1:
+        raise ValueError("positions must be whole numbers from 1")
+    counts = np.bincount(p)[1:]  # counts[i]: units at position i + 1
+    singles = 0
+    while singles < counts.size and counts[singles] >= min_units:
+        singles += 1
+    tail = int(counts[singles:].sum())
+    while singles > 0 and 0 < tail < min_units:
+        singles -= 1
+        tail += int(counts[singles])
+    bins = [PositionBin(i + 1, i + 1) for i in range(singles)]
+    if tail or not bins:
+        bins.append(PositionBin(singles + 1, None))
+    return bins
+
+
+def bin_of_positions(positions: ArrayLike, bins: Sequence[PositionBin]) -> np.ndarray:
+    """The bin index of each position (the open bin takes everything from its low)."""
+    p = np.asarray(positions, dtype=np.int64)
+    lows = np.array([b.low for b in bins], dtype=np.int64)
+    return np.searchsorted(lows, p, side="right") - 1
+
+
+def grouped_rates(
+    groups: ArrayLike,
+    breaks: ArrayLike,
+    clusters: ArrayLike,
+    *,
+    n_groups: int,
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> list[dict[str, Any]]:
+    """``[{"units", "breaks", "rate", "ci95"}]`` per group ``0..n_groups-1``.
+
+    ``clusters``: each unit's conversation, coded ``0..C-1``. A resample draws ``C``
+    conversations with replacement; a group's rate in it is its breaks over its units
+    among the drawn conversations (undefined when it has none); the interval is the
+    percentile interval of those rates (none when the rate is undefined in more than
+    half of the resamples, or the group has no unit).
+    """
+    g = np.asarray(groups, dtype=np.int64)
+    y = np.asarray(breaks, dtype=np.float64)
+    c = np.asarray(clusters, dtype=np.int64)
+    if not (g.shape == y.shape == c.shape):
+        raise ValueError("groups, breaks and clusters must have the same length")
+    n_clusters = int(c.max()) + 1 if c.size else 0
+    units = np.zeros((max(n_clusters, 1), n_groups))
+    hits = np.zeros((max(n_clusters, 1), n_groups))
+    np.add.at(units, (c, g), 1.0)
+    np.add.at(hits, (c, g), y)
+    resampled = np.full((n_resamples, n_groups), np.nan)
+    if n_clusters:
+        for start, counts, _ in _cluster_draws(
+            n_clusters, n_resamples=n_resamples, seed=seed, clusters=None
+        ):
+            weights = counts.astype(np.float64)
+            den = weights @ units
+            num = weights @ hits
+            with np.errstate(invalid="ignore", divide="ignore"):
+                resampled[start : start + len(weights)] = np.where(den > 0, num / den, np.nan)
+    result = []
+    for k in range(n_groups):
+        n = int(units[:, k].sum())
+        b = int(hits[:, k].sum())
+        ci = percentile_interval(resampled[:, k])[0] if n else None
+        result.append(
+            {
+                "units": n,
+                "breaks": b,
+                "rate": b / n if n else None,
+                "ci95": None if ci is None else [ci[0], ci[1]],
+            }
+        )
+    return result
+
+
+def first_break_positions(
+    clusters: ArrayLike, positions: ArrayLike, breaks: ArrayLike
+) -> np.ndarray:
+    """Per conversation ``0..C-1``, the position of its first break; 0 when none."""
+    c = np.asarray(clusters, dtype=np.int64)
+    p = np.asarray(positions, dtype=np.int64)
+    y = np.asarray(breaks, dtype=bool)
+    n_clusters = int(c.max()) + 1 if c.size else 0
+    first = np.full(n_clusters, np.iinfo(np.int64).max)
+    np.minimum.at(first, c[y], p[y])
+    return np.where(first == np.iinfo(np.int64).max, 0, first)
+
+
+def position_slope(positions: ArrayLike, breaks: ArrayLike, clusters: ArrayLike) -> dict[str, Any]:
+    """The logistic slope of break on position with a cluster-robust interval.
+
+    ``{"odds_ratio", "ci95", "log_odds", "se", "reason"}``: ``odds_ratio = exp(b1)``,
+    the factor on the odds of a break per later answer. All None with a ``reason``
+    when it cannot be fitted (fewer than 2 positions or 2 conversations, no break,
+    only breaks, or separation).
+    """
+    import statsmodels.api as sm
+
+    p = np.asarray(positions, dtype=np.float64)
+    y = np.asarray(breaks, dtype=np.float64)
+    c = np.asarray(clusters, dtype=np.int64)
+    empty: dict[str, Any] = {"odds_ratio": None, "ci95": None, "log_odds": None, "se": None}
+    if np.unique(p).size < 2 or np.unique(c).size < 2:
+        return {**empty, "reason": "needs units at 2 positions or more, from 2 conversations"}
+    if y.min() == y.max():
+        return {**empty, "reason": "no slope: every unit is a break, or none is"}
+    design = sm.add_constant(p)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            fit = sm.GLM(y, design, family=sm.families.Binomial()).fit(
+                cov_type="cluster", cov_kwds={"groups": c}
+            )
+        except (ValueError, RuntimeError, np.linalg.LinAlgError) as error:
+            return {**empty, "reason": f"no slope: the fit failed ({type(error).__name__})"}
+    slope, se = float(fit.params[1]), float(fit.bse[1])
+    if not (math.isfinite(slope) and math.isfinite(se)):
+        return {**empty, "reason": "no slope: the fit did not converge"}
+    return {
+        "odds_ratio": math.exp(slope),
+        "ci95": [
+            math.exp(slope - 1.959963984540054 * se),
+            math.exp(slope + 1.959963984540054 * se),
+        ],
+        "log_odds": slope,
+        "se": se,
+        "reason": None,
+    }

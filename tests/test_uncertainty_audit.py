@@ -1,0 +1,139 @@
+"""``assign --by-uncertainty`` and the active block of ``judge estimate``, on real databases."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from sqlalchemy import select
+from sqlmodel import Session
+
+from review_app.errors import InputError
+from review_app.services.audit_samples import draw_uncertainty_sample
+from review_app.services.estimate import break_rate_estimate, render_estimate
+from review_app.stats.active import active_mean, uniform_width
+from storage.models import AuditSample, AuditUnit
+from tests.conftest import Database
+from tests.judge_support import run_review_app
+from tests.test_judge_route import OPERATOR, World
+
+SAMPLE_KEYS = {"sample_id", "design", "run", "population", "expected_size", "units"}
+
+
+def literal_draw(world: World, run: int, *, k: int, tau: float, seed: int):
+    units = sorted(world.units)  # every turn the run judged has a score
+    s = np.array([world.judges[run][u][1] for u in units])
+    u = np.minimum(s, 1 - s)
+    b = k / len(units)
+    pi = np.clip((1 - tau) * (b / u.mean()) * u + tau * b, 0, 1)
+    uniforms = np.random.default_rng(seed).random(len(units))
+    return units, s, pi, uniforms < pi
+
+
+def test_draw_is_recorded_with_probabilities_and_estimate_uses_it(
+    database: Database, tmp_path: Path
+) -> None:
+    world = World(database.engine, tmp_path)
+    world.label(world.units[:2], "people")  # creates rita and sam
+    run = world.run_ids[0]
+    sample = draw_uncertainty_sample(
+        database.engine, OPERATOR, rubric=world.rubric, run_id=run, size=120, seed=9,
+        reviewers=["rita", "sam"], mix=0.3,
+    )  # fmt: skip
+    units, s, pi, drawn = literal_draw(world, 0, k=120, tau=0.3, seed=9)
+    want = [
+        {"case_id": units[i][0], "turn": units[i][1], "probability": pytest.approx(pi[i])}
+        for i in np.flatnonzero(drawn)
+    ]
+    document = sample.to_dict()
+    assert set(document) == SAMPLE_KEYS and document["design"] == "uncertainty"
+    assert document["units"] == want
+    assert document["population"] == len(units)
+    assert document["expected_size"] == pytest.approx(pi.sum())
+    with Session(database.engine) as session:
+        stored = session.scalars(select(AuditSample)).one()
+        rows = session.scalars(select(AuditUnit)).all()
+    assert (stored.design, stored.run_id, stored.mix) == ("uncertainty", run, 0.3)
+    assert sorted((r.case_id, r.turn, r.probability) for r in rows) == [
+        (u["case_id"], u["turn"], pytest.approx(u["probability"].expected)) for u in want
+    ]
+
+    # Label all but three drawn turns: the estimate counts them and names them.
+    drawn_units = [units[i] for i in np.flatnonzero(drawn)]
+    world.label(drawn_units[3:], "uncertain")
+    estimate = break_rate_estimate(database.engine, OPERATOR, rubric=world.rubric, run_id=run)
+    active = estimate["active"]
+    assert set(active) == {"value", "ci95", "design", "drawn", "with_gold"}
+    assert active["drawn"] == len(drawn_units)
+    gold_units = set(drawn_units[3:]) | set(world.units[:2])
+    xi = np.array([u in set(drawn_units[3:]) for u in units])
+    y = np.array([float(world.truth[u] != "in_role") for u in units])
+    weights = np.where(drawn, pi, 1.0)
+    reference = active_mean(s, y, xi, weights)
+    assert active["with_gold"] == len(drawn_units) - 3 and len(gold_units) > 0
+    assert active["value"] == pytest.approx(reference.value)
+    assert active["ci95"] == pytest.approx([max(0, reference.ci95[0]), min(1, reference.ci95[1])])
+    waiting = [w for w in estimate["warnings"] if "drawn by uncertainty" in w]
+    assert len(waiting) == 1 and waiting[0].startswith("WARNING: 3 of")
+    assert f"{drawn_units[0][0]}:{drawn_units[0][1]}" in waiting[0]
+    line = estimate["budget"]["uncertainty"]
+    assert line["labels"] == len(drawn_units) - 3
+    assert line["uniform_width"] == pytest.approx(
+        uniform_width(s, y, xi, weights, labels=len(drawn_units) - 3)
+    )
+    assert "a uniform draw of as many would give" in render_estimate(estimate)
+    # The uncertainty draw is not a uniform audit sample: PPI++ still says it has none.
+    assert estimate["gold_source"].startswith("adjudicated")
+
+
+def test_bad_uncertainty_requests(database: Database, tmp_path: Path) -> None:
+    world = World(database.engine, tmp_path)
+    world.label(world.units[:2], "people")
+    for options, field in (
+        ({"size": 0}, "--audit-sample"),
+        ({"size": 10**6}, "--audit-sample"),
+        ({"size": 10, "mix": 1.5}, "--mix"),
+    ):
+        with pytest.raises(InputError) as error:
+            draw_uncertainty_sample(
+                database.engine, OPERATOR, rubric=world.rubric, run_id=world.run_ids[0],
+                seed=1, reviewers=["rita"], **options,
+            )  # fmt: skip
+        assert error.value.field == field
+    with Session(database.engine) as session:
+        assert session.scalars(select(AuditSample)).all() == []
+
+
+def test_assign_by_uncertainty_cli(sqlite_database: Database, tmp_path: Path) -> None:
+    world = World(sqlite_database.engine, tmp_path)
+    world.label(world.units[:2], "people")
+    run = world.run_ids[1]
+    done = run_review_app(
+        "assign", "--rubric", "role-adherence@1", "--reviewers", "rita,sam",
+        "--audit-sample", "50", "--seed", "3", "--by-uncertainty", str(run), "--json",
+        db=sqlite_database.url, home=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert set(document) == SAMPLE_KEYS and document["run"] == run
+    units, _, _, drawn = literal_draw(world, 1, k=50, tau=0.5, seed=3)
+    assert [(u["case_id"], u["turn"]) for u in document["units"]] == [
+        units[i] for i in np.flatnonzero(drawn)
+    ]
+    missing = run_review_app(
+        "assign", "--rubric", "role-adherence@1", "--reviewers", "rita",
+        "--by-uncertainty", str(run), db=sqlite_database.url, home=tmp_path,
+    )  # fmt: skip
+    assert missing.returncode == 2 and "--by-uncertainty" in missing.stderr
+    stray = run_review_app(
+        "assign", "--rubric", "role-adherence@1", "--reviewers", "rita", "--mix", "0.2",
+        db=sqlite_database.url, home=tmp_path,
+    )  # fmt: skip
+    assert stray.returncode == 2 and "--mix" in stray.stderr
+    text = run_review_app(
+        "judge", "estimate", "--rubric", "role-adherence@1", "--run", str(run),
+        db=sqlite_database.url, home=tmp_path,
+    )  # fmt: skip
+    assert text.returncode == 0 and "uncertainty draw:" in text.stdout
