@@ -32,6 +32,7 @@ from review_app.services import (
     backup,
     cases,
     demo,
+    drift,
     estimate,
     export,
     importing,
@@ -44,6 +45,7 @@ from review_app.services import (
     people,
     queue,
     rubric_catalog,
+    selective,
     team,
     uploads,
 )
@@ -83,6 +85,44 @@ Call = Callable[[World, Actor], Any]
 GUARDED: dict[str, tuple[Call, str]] = {
     "audit_samples.audited_units": (
         lambda w, a: audit_samples.audited_units(w.engine, a, rubric=w.rubric),
+        "denied",
+    ),
+    "audit_samples.draw_uncertainty_sample": (
+        lambda w, a: audit_samples.draw_uncertainty_sample(
+            w.engine, a, rubric=w.rubric, run_id=w.run_id, size=1, seed=0, reviewers=["ana"]
+        ),
+        "denied",
+    ),
+    "audit_samples.uncertainty_sample": (
+        lambda w, a: audit_samples.uncertainty_sample(
+            w.engine, a, rubric=w.rubric, run_id=w.run_id
+        ),
+        "denied",
+    ),
+    "drift.drift_report": (
+        lambda w, a: drift.drift_report(w.engine, a, rubric=w.rubric, n_resamples=10),
+        "denied",
+    ),
+    "selective.route_units": (
+        lambda w, a: selective.route_units(
+            w.engine, a, rubric=w.rubric, run_ids=[w.run_id], alpha=0.1, delta=0.1
+        ),
+        "denied",
+    ),
+    "selective.route_judges": (
+        lambda w, a: selective.route_judges(
+            w.engine, a, rubric=w.rubric, run_ids=[w.run_id], alpha=0.1, delta=0.1
+        ),
+        "denied",
+    ),
+    "selective.certified_verdicts": (
+        lambda w, a: selective.certified_verdicts(w.engine, a, rubric=w.rubric),
+        "denied",
+    ),
+    "selective.coverage_curve": (
+        lambda w, a: selective.coverage_curve(
+            w.engine, a, rubric=w.rubric, run_ids=[w.run_id], delta=0.1, alphas=[0.1]
+        ),
         "denied",
     ),
     "audit_samples.draw_audit_sample": (
@@ -345,6 +385,9 @@ EXEMPT: dict[str, str] = {
     "audit.parse_since": "pure: parses a timestamp",
     "estimate.estimate_headline": "pure: formats an estimate the caller computed",
     "estimate.render_estimate": "pure: formats an estimate the caller computed",
+    "drift.render_drift": "pure: formats a report the caller computed",
+    "selective.render_route": "pure: formats a report the caller computed",
+    "audit_samples.scored_turns": "pure: scores from verdict columns the caller read",
     "render.render_alt_test": "pure: formats a report the caller computed",
     "case_rows.prepare_case": "pure: builds one case's rows in memory",
     "people.assignable_people": "takes an open Session: checks names for authorized assigners",

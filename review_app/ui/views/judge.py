@@ -94,21 +94,21 @@ chosen_alpha = st.session_state["judge_route_alpha"]
 point = next(p for p in curve["points"] if p["alpha"] == chosen_alpha)
 if point["thresholds"][0] is None:
     st.caption(
-        f"At alpha {chosen_alpha} no threshold is certified: the judge decides nothing "
-        f"(gold: {curve['gold_source']})."
+        f"At alpha {chosen_alpha:g} no threshold is certified: the judge decides nothing "
+        f"(gold: {escape(curve['gold_source'])})."
     )
 else:
     st.caption(
-        f"At alpha {chosen_alpha} the judge decides {point['decided_units']} of "
-        f"{curve['judged_units']} turns ({100 * (point['coverage'] or 0):.1f}%), confidence "
+        f"At alpha {chosen_alpha:g} the judge decides {point['decided_units']:d} of "
+        f"{curve['judged_units']:d} turns ({100 * (point['coverage'] or 0):.1f}%), confidence "
         f"at least {point['thresholds'][0]:.3f}; the rest go to reviewers "
-        f"(gold: {curve['gold_source']}). Apply with `review-app judge route --apply`."
+        f"(gold: {escape(curve['gold_source'])}). Apply with `review-app judge route --apply`."
     )
 if any(p["coverage"] is not None for p in curve["points"]):
     st.altair_chart(charts.coverage_chart(curve, chosen_alpha), width="stretch")
 for warning in curve["warnings"]:
     if warning.startswith("WARNING"):
-        st.warning(warning)
+        st.warning(escape(warning))
 
 drift = state.drift(rubric.ref)
 if any(source["by_position"] for source in drift["sources"]):

@@ -323,8 +323,8 @@ with transcript:
             mark = certified.get((view.case_id, turn.turn))
             if mark is not None:
                 st.caption(
-                    f"Judge verdict {code_span(mark['label'])} certified (run {mark['run']}, "
-                    f"alpha {mark['alpha']}, delta {mark['delta']}, confidence "
+                    f"Judge verdict {code_span(mark['label'])} certified (run {mark['run']:d}, "
+                    f"alpha {mark['alpha']:g}, delta {mark['delta']:g}, confidence "
                     f"{mark['confidence']:.3f} ≥ {mark['threshold']:.3f}): the judge decides "
                     "this turn"
                 )
