@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import streamlit as st
 
+from review_app.errors import InputError
 from review_app.rubrics import diff_rubrics
 from review_app.services.rubric_catalog import has_labels
 from review_app.ui import state
-from review_app.ui.safe import code_span
+from review_app.ui.safe import code_list, code_span
 
 catalog = state.catalog()
 st.title("Rubrics")
@@ -80,7 +81,12 @@ with versions:
         right.selectbox("Newer", same_id, key="compare_new")
         old = catalog.get(st.session_state["compare_old"])
         new = catalog.get(st.session_state["compare_new"])
-        diff = diff_rubrics(old, new)
+        try:
+            diff = diff_rubrics(old, new)
+        except InputError as error:
+            st.error("The newer version's mapping is inconsistent")
+            st.text(str(error))
+            st.stop()
         if diff.is_empty:
             st.success("No differences.")
         if diff.title:
@@ -98,3 +104,17 @@ with versions:
             st.caption(
                 f"Examples: {len(diff.examples_added)} added, {len(diff.examples_removed)} removed"
             )
+        if diff.mapping is not None:
+            st.subheader("Mapping")
+            st.caption(
+                "How each label of the newer version relates to the older codes: same and "
+                "reworded are carried when publishing; narrowed, widened, split and merged "
+                'go to re-review (docs/reference.md, "Rubric versions: mapping and carry-over").'
+            )
+            for origin in diff.mapping.origins:
+                said = origin.change or "open: the file must say change:"
+                source = f" ← {code_list(origin.from_codes)}" if origin.from_codes else ""
+                derived = " (derived)" if origin.derived and origin.change else ""
+                st.markdown(f"- {code_span(origin.code)}{source}: {said}{derived}")
+            for code in diff.mapping.unaccounted():
+                st.error(f"{code_span(code)} of {code_span(old.ref)} is unaccounted for")
