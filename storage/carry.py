@@ -375,3 +375,16 @@ def carried_units(session: Session, *, table: str, rubric_id: str, version: int)
             {"rid": rubric_id, "v": version},
         ).scalar_one()
     )
+
+
+def carried_verdicts(session: Session, *, run_id: int) -> int:
+    """How many verdicts of a judge run were carried from the previous rubric version."""
+    return int(
+        session.execute(
+            text(
+                "SELECT count(*) FROM judge_verdicts WHERE run_id = :run "
+                "AND carried_from_id IS NOT NULL"
+            ),
+            {"run": run_id},
+        ).scalar_one()
+    )

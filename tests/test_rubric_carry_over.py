@@ -299,3 +299,47 @@ def sqlite_database_two(tmp_path: Path) -> Database:
     engine = create_database_engine(url)
     upgrade_database(engine)
     return Database("sqlite", url, engine)
+
+
+def _alpha(rows: list[tuple[str, int, str, str]], units: set[tuple[str, int]]) -> float:
+    """Krippendorff's nominal alpha from the ``krippendorff`` package (an independent check)."""
+    import krippendorff
+    import numpy as np
+
+    unit_list = sorted(units)
+    codes = sorted({code for *_, code in rows})
+    matrix = np.full((len(REVIEWERS), len(unit_list)), np.nan)
+    for case_id, turn, reviewer, code in rows:
+        if (case_id, turn) in units:
+            matrix[REVIEWERS.index(reviewer), unit_list.index((case_id, turn))] = codes.index(code)
+    return float(krippendorff.alpha(reliability_data=matrix, level_of_measurement="nominal"))
+
+
+def test_reports_count_carried_units_and_set_versions_side_by_side(world: World) -> None:
+    from review_app.services.agreement_reports import agreement_report
+    from review_app.services.judge_report import calibration_report
+
+    engine, op = world.db.engine, operator_actor()
+    publish = publish_rubric(engine, op, catalog=world.catalog(), ref="carry@2")
+    catalog = world.catalog()
+    v1, v2 = catalog.get("carry@1"), catalog.get("carry@2")
+    report = agreement_report(engine, op, rubric=v2, previous=v1, n_resamples=0)
+    kept = [r for r in world.rows if r[3] != "persona_break"]
+    carried_units = {(c, t) for c, t, _, _ in kept}
+    assert report["ratings"] == len(kept) == sum(publish.carried.values())
+    assert report["carried_units"] == len(carried_units)
+    versions = report["versions"]
+    assert versions["units"] == len(carried_units)
+    old, new = versions["compared"]
+    assert (old["rubric"], new["rubric"]) == ("carry@1", "carry@2")
+    assert new["krippendorff_alpha"]["value"] == pytest.approx(_alpha(kept, carried_units))
+    assert old["krippendorff_alpha"]["value"] == pytest.approx(_alpha(world.rows, carried_units))
+    assert agreement_report(engine, op, rubric=v1, n_resamples=0)["versions"] is None
+
+    judged = calibration_report(engine, op, rubric=v2, n_resamples=0)
+    (run,) = judged["runs"]
+    assert run["carried_verdicts"] == run["verdicts"] == sum(publish.judge_carried.values())
+    assert judged["carried_units"] == {
+        "labels": len(carried_units),
+        "gold_labels": sum(publish.gold_carried.values()),
+    }

@@ -66,6 +66,16 @@ def test_admin_publishes_and_the_reviewer_sees_the_re_review(
     assert f"re-review tone_break                   {len(rows)}" in lines
     assert "role-adherence@2: carried" in lines
 
+    # the agreement page sets the two versions side by side on their common units
+    at.switch_page("views/agreement.py")
+    run(at)
+    at.selectbox(key="agreement_rubric").set_value("role-adherence@2")
+    run(at)
+    assert any("units both have" in h.value for h in at.subheader), [h.value for h in at.subheader]
+    (table,) = [t.value for t in at.dataframe if "version" in t.value.columns]
+    assert list(table["version"]) == ["role-adherence@1", "role-adherence@2"]
+    assert any("hold labels carried from the version before" in c.value for c in at.caption)
+
     # a reviewer who gave tone_break sees their units, with both definitions
     who = rows[0]["reviewer"]
     monkeypatch.setenv("REVIEW_APP_LOCAL_USER", who)
@@ -84,3 +94,39 @@ def test_admin_publishes_and_the_reviewer_sees_the_re_review(
     texts = [t.value for t in at.text]
     assert any(t.startswith("tone_break (role-adherence@1): ") for t in texts)
     assert "tone_voice (role-adherence@2): Speaks in a voice the persona does not have." in texts
+
+
+def test_rubric_ambiguity_notes_are_listed_under_their_code(
+    db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from review_app.rubrics import load_rubric_file
+    from review_app.services.adjudication import record_gold
+    from review_app.services.people import operator_actor
+    from storage.engine import shared_engine
+
+    engine = shared_engine(db_url)
+    with DEMO_LABELS.open(encoding="utf-8") as handle:
+        row = next(r for r in csv.DictReader(handle) if r["label"] == "scope_break")
+    note = "**where does scope end?** <b>x</b>"
+    record_gold(
+        engine,
+        operator_actor(),
+        rubric=load_rubric_file(V1_FILE),
+        case_id=row["case_id"],
+        turn=int(row["turn"]),
+        code="scope_break",
+        rubric_ambiguity=note,
+    )
+    at = run(AppTest.from_file(str(APP), default_timeout=60))
+    at.switch_page("views/rubrics.py")
+    run(at)
+    at.selectbox(key="_w_rubric_ref").set_value("role-adherence@1")
+    run(at)
+    labels_tab = at.tabs[0]
+    texts = [t.value for t in labels_tab.text]
+    assert note in texts  # literal text, never Markdown
+    captions = [c.value for c in labels_tab.caption]
+    assert f"Ambiguity noted at `{row['case_id']}` turn {row['turn']}" in captions
+    # listed under scope_break: after its heading, before the next label's
+    headings = [m.value for m in labels_tab.markdown]
+    assert "#### `scope_break` · fail · `scope`" in headings

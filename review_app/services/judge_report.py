@@ -24,7 +24,7 @@ from review_app.services.cases import case_view
 from review_app.services.judge_import import _run_verdicts, run_name
 from review_app.services.people import Actor, authorize
 from review_app.stats.alt_test import DEFAULT_EPSILON, alt_test
-from storage import audit, judging
+from storage import audit, carry, judging
 from storage.engine import read_only
 from storage.models import JudgeRun
 
@@ -68,6 +68,7 @@ def calibration_report(
         "gold": gold.counts(),
         "reviewers": sorted(by_reviewer),
         "runs": [],
+        "carried_units": _carried_units(engine, rubric),
     }
     judged_by_run: dict[str, dict[tuple[str, int], str]] = {}
     for run, stored in runs:
@@ -85,6 +86,8 @@ def calibration_report(
             "turn_verdicts": verdicts.n_turn,
             "conversation_verdicts": len(stored.ids) - verdicts.n_turn,
             "errors": sum(1 for error in stored.errors if error),
+            "carried_from_run": run.carried_from_run_id,
+            "carried_verdicts": _carried_verdicts(engine, run.id),
         }
         entry["alt_test"] = alt_test(
             by_reviewer, judged, epsilon=epsilon, break_codes=break_codes, baseline=True
@@ -141,6 +144,24 @@ def calibration_report(
             cluster_of=_conversation_of,
         ).to_dict()
     return report
+
+
+def _carried_units(engine: Engine, rubric: Rubric) -> dict[str, int]:
+    """Units whose reviewer labels / gold label were carried from the version before."""
+    with Session(read_only(engine)) as session:
+        return {
+            table: carry.carried_units(
+                session, table=table, rubric_id=rubric.id, version=rubric.version
+            )
+            for table in ("labels", "gold_labels")
+        }
+
+
+def _carried_verdicts(engine: Engine, run_id: int | None) -> int:
+    if run_id is None:
+        return 0
+    with Session(read_only(engine)) as session:
+        return carry.carried_verdicts(session, run_id=run_id)
 
 
 def _conversation_of(unit: tuple[str, int]) -> str:

@@ -148,6 +148,7 @@ with versions:
                         st.error("Not published")
                         st.text(str(error))
                     else:
+                        state.forget_catalog()
                         st.success("Published")
                         st.text("\n".join(report.lines()))
         history = carry_history(state.engine(), actor, rubric_id=rubric.id)
