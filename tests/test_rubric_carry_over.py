@@ -90,7 +90,7 @@ def _build(db: Database, tmp_path: Path, *, v2: str = V2) -> World:
             code=code,
             rubric_ambiguity="persona vs scope unclear" if code == "persona_break" else None,
         )
-    verdicts = [(c, t, V1_CODES[i % 6]) for i, (c, t) in enumerate(units[:15])]
+    verdicts = [(c, t, V1_CODES[(i + i // 4) % 6]) for i, (c, t) in enumerate(units[:15])]
     verdict_file = tmp_path / "verdicts.jsonl"
     verdict_file.write_text(
         "".join(
@@ -336,10 +336,37 @@ def test_reports_count_carried_units_and_set_versions_side_by_side(world: World)
     assert old["krippendorff_alpha"]["value"] == pytest.approx(_alpha(world.rows, carried_units))
     assert agreement_report(engine, op, rubric=v1, n_resamples=0)["versions"] is None
 
-    judged = calibration_report(engine, op, rubric=v2, n_resamples=0)
+    judged = calibration_report(engine, op, rubric=v2, n_resamples=0, previous=v1)
     (run,) = judged["runs"]
     assert run["carried_verdicts"] == run["verdicts"] == sum(publish.judge_carried.values())
     assert judged["carried_units"] == {
         "labels": len(carried_units),
         "gold_labels": sum(publish.gold_carried.values()),
     }
+    # judge kappa against each version's gold, side by side on the units gold has in both
+    from sklearn.metrics import cohen_kappa_score
+
+    side = judged["rubric_versions"]
+    common = {unit for unit, code in world.gold.items() if code != "persona_break"}
+    assert side["units"] == len(common)
+    for compared, ref in zip(side["compared"], ("carry@1", "carry@2"), strict=True):
+        # version 2's run holds only the carried verdicts (persona_break was split)
+        verdict_of = {
+            (c, t): code
+            for c, t, code in world.verdicts
+            if ref == "carry@1" or code != "persona_break"
+        }
+        shared = sorted(
+            unit
+            for unit in common
+            if unit in verdict_of and "cannot_judge" not in (world.gold[unit], verdict_of[unit])
+        )
+        expected = cohen_kappa_score(
+            [world.gold[u] for u in shared], [verdict_of[u] for u in shared]
+        )
+        assert compared["rubric"] == ref
+        (figures,) = compared["runs"].values()
+        assert figures["n_compared"] == len(shared)
+        assert figures["kappa"]["value"] == pytest.approx(expected)
+    assert 0 < expected < 1
+    assert calibration_report(engine, op, rubric=v1, n_resamples=0)["rubric_versions"] is None

@@ -76,6 +76,18 @@ def test_admin_publishes_and_the_reviewer_sees_the_re_review(
     assert list(table["version"]) == ["role-adherence@1", "role-adherence@2"]
     assert any("hold labels carried from the version before" in c.value for c in at.caption)
 
+    # the judge page sets the judge's kappa under both versions side by side
+    at.switch_page("views/judge.py")
+    run(at)
+    at.selectbox(key="_w_rubric_ref").set_value("role-adherence@2")
+    run(at)
+    assert any("versions side by side" in h.value for h in at.subheader), [
+        h.value for h in at.subheader
+    ]
+    (judged,) = [t.value for t in at.dataframe if "units compared" in t.value.columns]
+    assert set(judged["version"]) == {"role-adherence@1", "role-adherence@2"}
+    assert any(c.value.startswith("Carried from the version before") for c in at.caption)
+
     # a reviewer who gave tone_break sees their units, with both definitions
     who = rows[0]["reviewer"]
     monkeypatch.setenv("REVIEW_APP_LOCAL_USER", who)

@@ -38,8 +38,12 @@ def calibration_report(
     n_resamples: int = 1000,
     seed: int = 0,
     epsilon: float = DEFAULT_EPSILON,
+    previous: Rubric | None = None,
 ) -> dict[str, Any]:
     """How far each judge run agrees with humans, where it fails, and how to trust its scores.
+
+    With ``previous`` (version N-1), ``rubric_versions`` sets each version's judge
+    runs' kappa against that version's gold side by side, on the units with gold in both.
 
     Per run: ``alt_test`` (may the judge replace a reviewer? the headline, needs no
     gold), ``like_for_like`` (judge and reviewers on the same units against the same
@@ -143,7 +147,47 @@ def calibration_report(
             seed=seed,
             cluster_of=_conversation_of,
         ).to_dict()
+    report["rubric_versions"] = (
+        _judge_versions_side_by_side(engine, actor, [(previous, None), (rubric, runs)])
+        if previous is not None
+        else None
+    )
     return report
+
+
+def _judge_versions_side_by_side(
+    engine: Engine, actor: Actor, versions: list[tuple[Rubric, Any]]
+) -> dict[str, Any]:
+    """Each version's judge runs: Cohen's kappa against that version's gold, on the units
+    with gold in every version (no bootstrap)."""
+    golds = [
+        {unit: g.code for unit, g in gold_labels(engine, actor, rubric=rubric).labels.items()}
+        for rubric, _ in versions
+    ]
+    common = set(golds[0])
+    for gold in golds[1:]:
+        common &= set(gold)
+    compared = []
+    for (rubric, runs), gold in zip(versions, golds, strict=True):
+        reference = {unit: code for unit, code in gold.items() if unit in common}
+        kappas: dict[str, Any] = {}
+        for run, stored in runs if runs is not None else _run_verdicts(engine, rubric, None):
+            judged = {
+                unit: code for unit, code in TurnVerdicts(stored).coded().items() if unit in common
+            }
+            result = calibration.compare_to_reference(
+                reference=reference,
+                judged=judged,
+                break_mapping=rubric.break_mapping(),
+                ignore_codes=tuple(rubric.abstain_codes),
+                n_resamples=0,
+            )
+            kappas[run_name(run)] = {
+                "kappa": result.kappa.to_dict(),
+                "n_compared": result.n_compared,
+            }
+        compared.append({"rubric": rubric.ref, "runs": kappas})
+    return {"units": len(common), "compared": compared}
 
 
 def _carried_units(engine: Engine, rubric: Rubric) -> dict[str, int]:

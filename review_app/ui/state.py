@@ -300,8 +300,10 @@ def _judge_report(
     _who: Actor,
 ) -> dict[str, Any]:
     del token, runs_token, generation  # cache keys only
+    known = catalog()
+    rubric = known.for_reports(ref)
     return calibration_report(
-        _engine(url), _who, rubric=catalog().for_reports(ref), n_resamples=500
+        _engine(url), _who, rubric=rubric, n_resamples=500, previous=known.previous_of(rubric)
     )
 
 
