@@ -370,3 +370,8 @@ def test_reports_count_carried_units_and_set_versions_side_by_side(world: World)
         assert figures["kappa"]["value"] == pytest.approx(expected)
     assert 0 < expected < 1
     assert calibration_report(engine, op, rubric=v1, n_resamples=0)["rubric_versions"] is None
+
+
+def test_the_first_version_has_nothing_to_carry(world: World) -> None:
+    with pytest.raises(InputError, match="carry@1 is the first version: there is nothing to carry"):
+        publish_rubric(world.db.engine, operator_actor(), catalog=world.catalog(), ref="carry@1")

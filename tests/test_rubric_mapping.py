@@ -123,3 +123,40 @@ def test_from_and_change_do_not_change_the_identity_of_a_file_without_them() -> 
     annotated = parse_rubric_text(V2)
     assert annotated.labels[1].to_dict()["from"] == ["persona_break"]
     assert rubric_from_dict(annotated.to_dict()) == annotated
+
+
+def test_merged_narrowed_and_widened_codes_go_to_re_review(tmp_path: Path) -> None:
+    text = (
+        V2.replace(
+            "    from: [scope_break]\n    change: reworded\n",
+            "    from: [scope_break, authority_break]\n    change: merged\n",
+        )
+        .replace(
+            "  - {code: authority_break, verdict: fail, title: Authority, "
+            "definition: Forbidden action.}\n",
+            "",
+        )
+        .replace(
+            "  - {code: tone_break, verdict: fail, title: Tone, definition: Wrong register.}",
+            "  - {code: tone_break, verdict: fail, title: Tone, definition: Wrong voice.,"
+            " from: [tone_break], change: widened}",
+        )
+        .replace(
+            "  - {code: cannot_judge, verdict: abstain, title: Cannot judge, "
+            "definition: Evidence missing.}",
+            "  - {code: cannot_judge, verdict: abstain, title: Cannot judge, "
+            "definition: Evidence missing entirely., from: [cannot_judge], change: narrowed}",
+        )
+    )
+    v1, v2 = _pair(tmp_path, text)
+    mapping = map_rubrics(v1, v2)
+    assert {code: mapping.fate(code) for code in v1.codes} == {
+        "in_role": "same",
+        "persona_break": "split",
+        "scope_break": "merged",
+        "authority_break": "merged",
+        "tone_break": "widened",
+        "cannot_judge": "narrowed",
+    }
+    assert mapping.carried() == {"in_role": "in_role"}
+    mapping.check_publishable({code: 1 for code in v1.codes})
