@@ -151,7 +151,11 @@ with versions:
                         state.forget_catalog()
                         st.success("Published")
                         st.text("\n".join(report.lines()))
-        history = carry_history(state.engine(), actor, rubric_id=rubric.id)
+        history = (
+            carry_history(state.engine(), actor, rubric_id=rubric.id)
+            if actor.has_role("policy_owner")
+            else []
+        )
         if history:
             st.subheader("Publications")
             for record in history:
