@@ -142,3 +142,16 @@ def test_rubric_ambiguity_notes_are_listed_under_their_code(
     # listed under scope_break: after its heading, before the next label's
     headings = [m.value for m in labels_tab.markdown]
     assert "#### `scope_break` · fail · `scope`" in headings
+
+
+def test_only_admins_see_the_publish_button(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from review_app.services.people import add_person, operator_actor
+    from storage.engine import shared_engine
+
+    add_person(shared_engine(db_url), operator_actor(), name="olga", role="policy_owner")
+    monkeypatch.setenv("REVIEW_APP_LOCAL_USER", "olga")
+    at = run(AppTest.from_file(str(APP), default_timeout=60))
+    at.switch_page("views/rubrics.py")
+    run(at)
+    assert "- `tone_voice` ← `tone_break`: split" in [m.value for m in at.tabs[2].markdown]
+    assert not [b for b in at.button if b.key == "rubric_publish"]

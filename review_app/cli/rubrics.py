@@ -43,7 +43,8 @@ def rubrics_diff(
     new: Annotated[str, typer.Argument(metavar="ID@V")],
     db: DbOption = None,
 ) -> None:
-    """What changed between two rubric versions (JSON)."""
+    """What changed between two rubric versions (JSON); for consecutive versions also the
+    mapping: how each newer label relates to the older codes (from:, change:)."""
     from review_app.rubrics import diff_rubrics
 
     known = catalog(open_engine(db))
