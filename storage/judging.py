@@ -27,6 +27,26 @@ def find_run(
     return session.scalars(query).first()
 
 
+def first_run_of_prompt(
+    session: Session, *, judge: str, prompt_version: str, rubric_id: str
+) -> JudgeRun | None:
+    """The earliest run of a prompt version against any version of the rubric, carried
+    twins (copies made by a publication) left out: it says which version the prompt
+    was written for."""
+    query = (
+        select(JudgeRun)
+        .where(
+            col(JudgeRun.judge) == judge,
+            col(JudgeRun.prompt_version) == prompt_version,
+            col(JudgeRun.rubric_id) == rubric_id,
+            col(JudgeRun.carried_from_run_id).is_(None),
+        )
+        .order_by(col(JudgeRun.id))
+        .limit(1)
+    )
+    return session.scalars(query).first()
+
+
 def create_run(session: Session, **fields: Any) -> JudgeRun:
     run = JudgeRun(**fields)
     session.add(run)

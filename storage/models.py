@@ -209,6 +209,8 @@ class Label(LabelBase, table=True):
             "turn",
             "reviewer_id",
         ),
+        # A label is carried into the next rubric version at most once.
+        Index("ux_labels_carried_from", "carried_from_id", unique=True),
     )
     id: int | None = Field(default=None, primary_key=True)
     reviewer_id: int = Field(foreign_key="reviewers.id")
@@ -218,6 +220,11 @@ class Label(LabelBase, table=True):
     stale: bool = Field(default=False, sa_column_kwargs={"server_default": false()})
     """Set when ``import --replace`` changed the turn under the label: it stopped being
     current and its reviewer is asked to label the turn again."""
+    carried_from_id: int | None = None
+    """The label of the previous rubric version this row was carried from (``labels.id``)."""
+    carry_id: int | None = None
+    """The publication that carried it (``rubric_carries.id``: from which version, when,
+    by whom)."""
 
 
 class LabelEvent(SQLModel, table=True):
@@ -250,6 +257,7 @@ class GoldLabel(SQLModel, table=True):
         Index("ix_gold_rubric_case_turn", "rubric_id", "rubric_version", "case_id", "turn"),
         # One current gold label per unit, enforced by the database.
         _one_current_row("ux_gold_current_unit", "rubric_id", "rubric_version", "case_id", "turn"),
+        Index("ux_gold_carried_from", "carried_from_id", unique=True),
     )
     id: int | None = Field(default=None, primary_key=True)
     case_id: str = Field(foreign_key="cases.case_id", max_length=200)
@@ -265,6 +273,9 @@ class GoldLabel(SQLModel, table=True):
     created_at: datetime = Field(default_factory=utcnow)
     stale: bool = Field(default=False, sa_column_kwargs={"server_default": false()})
     """Set when ``import --replace`` changed the turn under the gold label."""
+    carried_from_id: int | None = None
+    """The gold label of the previous rubric version it was carried from."""
+    carry_id: int | None = None
 
 
 # --- LLM judge runs --------------------------------------------------------------
@@ -284,6 +295,7 @@ class JudgeRun(SQLModel, table=True):
             "rubric_version",
             unique=True,
         ),
+        Index("ux_judge_runs_carried_from", "carried_from_run_id", unique=True),
     )
     id: int | None = Field(default=None, primary_key=True)
     judge: str = Field(max_length=200)
@@ -299,13 +311,19 @@ class JudgeRun(SQLModel, table=True):
     calibration_json: str | None = Field(default=None, sa_column=Column(Text))
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
+    carried_from_run_id: int | None = None
+    """The run of the previous rubric version whose verdicts this run carries."""
+    carry_id: int | None = None
 
 
 class JudgeVerdict(SQLModel, table=True):
     """The judge's answer on one turn (``turn`` set) or a whole conversation (``turn`` null)."""
 
     __tablename__ = "judge_verdicts"
-    __table_args__ = (Index("ix_judge_verdicts_run_case", "run_id", "case_id", "turn"),)
+    __table_args__ = (
+        Index("ix_judge_verdicts_run_case", "run_id", "case_id", "turn"),
+        Index("ux_judge_verdicts_carried_from", "carried_from_id", unique=True),
+    )
     id: int | None = Field(default=None, primary_key=True)
     run_id: int = Field(foreign_key="judge_runs.id")
     case_id: str = Field(foreign_key="cases.case_id", max_length=200)
@@ -320,6 +338,51 @@ class JudgeVerdict(SQLModel, table=True):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     created_at: datetime = Field(default_factory=utcnow)
+    carried_from_id: int | None = None
+    """The verdict of the previous rubric version's run it was carried from."""
+
+
+# --- rubric carry-over -------------------------------------------------------
+
+
+class RubricCarry(SQLModel, table=True):
+    """One publication of a rubric version: what it carried from the version before.
+
+    Carried rows (labels, gold labels, judge runs and verdicts) point here with
+    ``carry_id``; ``summary_json`` holds the counts (docs/reference.md, "Rubric versions:
+    mapping and carry-over")."""
+
+    __tablename__ = "rubric_carries"
+    __table_args__ = (Index("ix_rubric_carries_rubric", "rubric_id", "to_version"),)
+    id: int | None = Field(default=None, primary_key=True)
+    rubric_id: str = Field(max_length=100)
+    from_version: int
+    to_version: int
+    actor: str = Field(max_length=200)
+    at: datetime = Field(default_factory=utcnow)
+    summary_json: str = Field(sa_column=Column(Text, nullable=False))
+
+
+class ReReview(SQLModel, table=True):
+    """A unit a reviewer labeled under version N with a code whose meaning changed
+    (narrowed, widened, split or merged): they are asked to label it again under N+1."""
+
+    __tablename__ = "re_reviews"
+    __table_args__ = (
+        # An old label is queued once, however often the version is published.
+        Index("ux_re_reviews_old_label", "old_label_id", unique=True),
+        Index("ix_re_reviews_reviewer", "reviewer_id", "rubric_id", "rubric_version"),
+    )
+    id: int | None = Field(default=None, primary_key=True)
+    carry_id: int = Field(foreign_key="rubric_carries.id")
+    reviewer_id: int = Field(foreign_key="reviewers.id")
+    rubric_id: str = Field(max_length=100)
+    rubric_version: int
+    """The new version the unit is to be labeled under."""
+    case_id: str = Field(foreign_key="cases.case_id", max_length=200)
+    turn: int
+    old_label_id: int = Field(foreign_key="labels.id")
+    old_code: str = Field(max_length=100)
 
 
 # --- audit log -------------------------------------------------------------

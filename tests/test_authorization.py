@@ -44,6 +44,7 @@ from review_app.services import (
     labels_io,
     people,
     queue,
+    rubric_carry,
     rubric_catalog,
     selective,
     team,
@@ -322,6 +323,22 @@ GUARDED: dict[str, tuple[Call, str]] = {
         "own",
     ),
     "queue.queue_page": (lambda w, a: queue.queue_page(w.engine, a, rubric=w.rubric), "own"),
+    "rubric_carry.publish_rubric": (
+        lambda w, a: rubric_carry.publish_rubric(
+            w.engine, a, catalog=rubric_catalog.sync_rubrics(w.engine, operator()), ref=RUBRIC
+        ),
+        "denied",
+    ),
+    "rubric_carry.carry_history": (
+        lambda w, a: rubric_carry.carry_history(w.engine, a, rubric_id=w.rubric.id),
+        "denied",
+    ),
+    "rubric_carry.re_review_queue": (
+        lambda w, a: rubric_carry.re_review_queue(
+            w.engine, a, catalog=rubric_catalog.sync_rubrics(w.engine, operator()), rubric=w.rubric
+        ),
+        "own",
+    ),
     "rubric_catalog.has_labels": (
         lambda w, a: rubric_catalog.has_labels(w.engine, a, w.rubric),
         "own",
@@ -377,6 +394,8 @@ EXEMPT: dict[str, str] = {
     "adjudication.gold_counts": "pure: counts over a rating table the caller read",
     "adjudication.gold_set_from_table": "pure: over a rating table the caller read",
     "agreement_reports.report_from_table": "pure: coefficients over a table the caller read",
+    "agreement_reports.versions_side_by_side": "pure: coefficients over tables the caller read",
+    "rubric_carry.mapping_for": "pure: the mapping between rubric versions the caller has",
     "audit.audit_line": "pure: formats an entry the caller read",
     "_case_selection.selected_cases": "case ids by lane (metadata), for authorized services",
     "_file_import.file_sha256": "pure: hashes a local file",
@@ -515,6 +534,8 @@ def test_a_reviewer_who_has_labeled_nothing(world: World, name: str) -> None:
         assert result.blind and result.others is None and result.other_reviewers == []
     elif name == "queue.queue_page":
         assert result.rows == [] and result.assigned == 0
+    elif name == "rubric_carry.re_review_queue":
+        assert result == []  # only one's own units, and a newcomer has none
 
 
 def test_the_operator_and_a_policy_owner_pass_every_read(world: World) -> None:

@@ -141,8 +141,18 @@ def test_judge_report_as_json_and_as_text(demo_cli: Cli) -> None:
     result = demo_cli("judge", "report", "--rubric", RUBRIC, "--json", "--resamples", "100")
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
-    assert set(report) == {"rubric", "gold", "reviewers", "runs", "versions"}
+    assert set(report) == {
+        "rubric",
+        "gold",
+        "reviewers",
+        "runs",
+        "versions",
+        "carried_units",
+        "rubric_versions",
+    }
     assert report["rubric"] == RUBRIC
+    assert report["carried_units"] == {"labels": 0, "gold_labels": 0}
+    assert report["rubric_versions"] is None  # version 1 has no version before it
     assert report["reviewers"] == ["ana", "ben", "chloe"]
     assert report["gold"]["with_gold"] > 0
     assert [run["name"] for run in report["runs"]] == [run["name"] for run in demo_cli.runs()]

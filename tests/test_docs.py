@@ -19,6 +19,7 @@ REFERENCE_SECTIONS = (
     "Cases",
     "Findings",
     "Rubric files",
+    "Rubric versions: mapping and carry-over",
     "Label CSV",
     "Judge verdicts",
     "Exit codes",

@@ -30,10 +30,18 @@ def agreement(
     from review_app.services.render import render_agreement_text
 
     engine = open_engine(db)
-    chosen = catalog(engine).for_reports(rubric)
+    known = catalog(engine)
+    chosen = known.for_reports(rubric)
     if resamples < 0:
         raise fail("--resamples: at least 0")
-    report = agreement_report(engine, operator(), rubric=chosen, n_resamples=resamples, seed=seed)
+    report = agreement_report(
+        engine,
+        operator(),
+        rubric=chosen,
+        n_resamples=resamples,
+        seed=seed,
+        previous=known.previous_of(chosen),
+    )
     print_report(report, as_json=as_json, render=render_agreement_text)
 
 

@@ -187,7 +187,8 @@ def judge_report(
     from review_app.services.render import render_judge_report
 
     engine = open_engine(db)
-    chosen = catalog(engine).for_reports(rubric)
+    known = catalog(engine)
+    chosen = known.for_reports(rubric)
     report = calibration_report(
         engine,
         operator(),
@@ -196,6 +197,7 @@ def judge_report(
         n_resamples=resamples,
         seed=seed,
         epsilon=epsilon,
+        previous=known.previous_of(chosen),
     )
     print_report(report, as_json=as_json, render=render_judge_report)
 

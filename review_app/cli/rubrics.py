@@ -7,9 +7,11 @@ from typing import Annotated
 import typer
 
 from review_app.cli.output import print_json, print_listing
-from review_app.cli.shared import DbOption, JsonOption, catalog, open_engine
+from review_app.cli.shared import DbOption, JsonOption, catalog, open_engine, operator
 
-rubrics_app = typer.Typer(help="Rubric versions: list them, compare two.", no_args_is_help=True)
+rubrics_app = typer.Typer(
+    help="Rubric versions: list them, compare two, publish the next.", no_args_is_help=True
+)
 
 
 @rubrics_app.command("list")
@@ -41,8 +43,28 @@ def rubrics_diff(
     new: Annotated[str, typer.Argument(metavar="ID@V")],
     db: DbOption = None,
 ) -> None:
-    """What changed between two rubric versions (JSON)."""
+    """What changed between two rubric versions (JSON); for consecutive versions also the
+    mapping: how each newer label relates to the older codes (from:, change:)."""
     from review_app.rubrics import diff_rubrics
 
     known = catalog(open_engine(db))
     print_json(diff_rubrics(known.for_reports(old), known.for_reports(new)).to_dict())
+
+
+@rubrics_app.command("publish")
+def rubrics_publish(
+    ref: Annotated[str, typer.Argument(metavar="ID@V")],
+    as_json: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """Publish version V: carry labels, gold and judge verdicts of V-1 whose code kept its
+    meaning (same, reworded); queue the others for their reviewers to label again."""
+    from review_app.services.rubric_carry import publish_rubric
+
+    engine = open_engine(db)
+    report = publish_rubric(engine, operator(), catalog=catalog(engine), ref=ref)
+    if as_json:
+        print_json(report.to_dict())
+    else:
+        for line in report.lines():
+            typer.echo(line)

@@ -23,15 +23,24 @@ Rubric references accept ``role-adherence@1`` and, because the files are named
 
 Split by concern: :mod:`.model` (the rubric, its identity and references),
 :mod:`.parsing` (reading and validating a file), :mod:`.catalog` (the rubrics
-directory), :mod:`.diff` (what changed between versions).
+directory), :mod:`.diff` (what changed between versions), :mod:`.mapping` (how the
+labels of version N+1 relate to the codes of version N).
 
 This package reads files and nothing else: no storage, no user interface.
 """
 
 from review_app.rubrics.catalog import default_rubrics_dir, get_rubric, load_rubrics
 from review_app.rubrics.diff import FieldChange, LabelChange, RubricDiff, diff_rubrics
+from review_app.rubrics.mapping import (
+    CARRIED_CHANGES,
+    RE_REVIEW_CHANGES,
+    LabelOrigin,
+    RubricMapping,
+    map_rubrics,
+)
 from review_app.rubrics.model import (
     APPLIES_TO,
+    CHANGES,
     EXAMPLE_KINDS,
     VERDICTS,
     Rubric,
@@ -43,19 +52,25 @@ from review_app.rubrics.parsing import load_rubric_file, parse_rubric_text, rubr
 
 __all__ = [
     "APPLIES_TO",
+    "CARRIED_CHANGES",
+    "CHANGES",
     "EXAMPLE_KINDS",
+    "RE_REVIEW_CHANGES",
     "VERDICTS",
     "FieldChange",
     "LabelChange",
+    "LabelOrigin",
     "Rubric",
     "RubricDiff",
     "RubricExample",
     "RubricLabel",
+    "RubricMapping",
     "default_rubrics_dir",
     "diff_rubrics",
     "get_rubric",
     "load_rubric_file",
     "load_rubrics",
+    "map_rubrics",
     "parse_rubric_ref",
     "parse_rubric_text",
     "rubric_from_dict",

@@ -6,6 +6,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+from review_app.rubrics.mapping import RubricMapping, map_rubrics
 from review_app.rubrics.model import Rubric, RubricExample, RubricLabel
 
 
@@ -56,6 +57,9 @@ class RubricDiff:
     examples_added: tuple[RubricExample, ...]
     examples_removed: tuple[RubricExample, ...]
     examples_reordered: bool
+    mapping: RubricMapping | None = None
+    """For consecutive versions of one rubric: how each newer label relates to the older
+    codes (:mod:`review_app.rubrics.mapping`); ``None`` otherwise."""
 
     @property
     def is_empty(self) -> bool:
@@ -90,6 +94,7 @@ class RubricDiff:
             "examples_added": [example.to_dict() for example in self.examples_added],
             "examples_removed": [example.to_dict() for example in self.examples_removed],
             "examples_reordered": self.examples_reordered,
+            "mapping": self.mapping.to_dict() if self.mapping is not None else None,
         }
 
 
@@ -110,7 +115,11 @@ def _multiset_difference(
 
 
 def diff_rubrics(old: Rubric, new: Rubric) -> RubricDiff:
-    """Differences between two rubric versions, in the order of the newer file."""
+    """Differences between two rubric versions, in the order of the newer file.
+
+    For consecutive versions of one rubric the diff carries the mapping too; a ``from``
+    naming a code the older version lacks raises :class:`~review_app.errors.InputError`.
+    """
     old_labels = {label.code: label for label in old.labels}
     new_labels = {label.code: label for label in new.labels}
 
@@ -151,4 +160,7 @@ def diff_rubrics(old: Rubric, new: Rubric) -> RubricDiff:
         examples_added=examples_added,
         examples_removed=examples_removed,
         examples_reordered=kept_old != kept_new,
+        mapping=(
+            map_rubrics(old, new) if new.id == old.id and new.version == old.version + 1 else None
+        ),
     )

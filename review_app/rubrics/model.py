@@ -19,6 +19,8 @@ from review_app.stats.codes import break_mapping_from_verdicts
 VERDICTS: tuple[str, ...] = ("pass", "fail", "borderline", "abstain")
 EXAMPLE_KINDS: tuple[str, ...] = ("pass", "fail", "borderline")
 APPLIES_TO: tuple[str, ...] = ("assistant", "user", "system", "tool")
+CHANGES: tuple[str, ...] = ("same", "reworded", "narrowed", "widened", "split", "merged", "new")
+"""How a label of version N+1 relates to the codes of version N it names in ``from``."""
 
 _ID_PATTERN = re.compile(r"[a-z0-9][a-z0-9-]*")
 _REF_PATTERN = re.compile(r"(?P<id>[^@\s]+)@(?P<v>v?)(?P<version>[0-9]+)")
@@ -34,9 +36,13 @@ class RubricLabel:
     definition: str
     dimension: str | None = None
     guidance: str | None = None
+    from_codes: tuple[str, ...] | None = None
+    """``from:`` in the file: the codes of the previous version this label comes from."""
+    change: str | None = None
+    """``change:`` in the file: one of :data:`CHANGES`, or ``None`` when the file is silent."""
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "code": self.code,
             "verdict": self.verdict,
             "title": self.title,
@@ -44,6 +50,12 @@ class RubricLabel:
             "dimension": self.dimension,
             "guidance": self.guidance,
         }
+        # Only when written: a file without them keeps the identity it always had.
+        if self.from_codes is not None:
+            data["from"] = list(self.from_codes)
+        if self.change is not None:
+            data["change"] = self.change
+        return data
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from review_app.errors import InputError
 from review_app.rubrics.model import (
     _ID_PATTERN,
     APPLIES_TO,
+    CHANGES,
     EXAMPLE_KINDS,
     VERDICTS,
     Rubric,
@@ -32,7 +33,16 @@ _FILE_NAME_PATTERN = re.compile(r"v([1-9][0-9]{0,9})\.yaml")
 
 _TOP_KEYS = ("id", "version", "title", "applies_to", "labels", "examples")
 _TOP_REQUIRED = ("id", "version", "title", "labels")
-_LABEL_KEYS = ("code", "verdict", "title", "definition", "dimension", "guidance")
+_LABEL_KEYS = (
+    "code",
+    "verdict",
+    "title",
+    "definition",
+    "dimension",
+    "guidance",
+    "from",
+    "change",
+)
 _LABEL_REQUIRED = ("code", "verdict", "title", "definition")
 _EXAMPLE_KEYS = ("label", "kind", "context", "reply", "why")
 
@@ -263,7 +273,7 @@ class _Validator:
         if "applies_to" in top:
             applies_to = self.choice(top["applies_to"], "applies_to", APPLIES_TO, "actor")
 
-        labels = self._labels(top["labels"])
+        labels = self._labels(top["labels"], version=version)
         examples = self._examples(top.get("examples", []), {label.code for label in labels})
 
         return Rubric(
@@ -284,7 +294,57 @@ class _Validator:
             source=self.source,
         )
 
-    def _labels(self, value: Any) -> tuple[RubricLabel, ...]:
+    def _origin(
+        self, item: Mapping[str, Any], path: str, *, version: int
+    ) -> tuple[tuple[str, ...] | None, str | None]:
+        """``from`` and ``change`` of one label, checked against each other (not yet
+        against the previous version: :func:`review_app.rubrics.mapping.map_rubrics`)."""
+        from_codes: tuple[str, ...] | None = None
+        if "from" in item:
+            raw = item["from"]
+            field = f"{path}.from"
+            if version == 1:
+                raise self.error("version 1 has no previous version to come from", field)
+            if not isinstance(raw, list):
+                raise self.error(
+                    f"expected a list of codes of version {version - 1}, e.g. [in_role], "
+                    f"got {_describe(raw)}",
+                    field,
+                )
+            codes: list[str] = []
+            for index, entry in enumerate(raw):
+                code = self.text(entry, f"{field}[{index}]")
+                if code in codes:
+                    raise self.error(f'"{code}" is named twice', f"{field}[{index}]")
+                codes.append(code)
+            from_codes = tuple(codes)
+        change: str | None = None
+        if "change" in item:
+            change = self.choice(item["change"], f"{path}.change", CHANGES, "change")
+        if from_codes is not None and change is None:
+            raise self.error(
+                f"says where it comes from but not how it changed; add change: "
+                f"one of {', '.join(CHANGES[:-1])}",
+                f"{path}.change",
+                at_key=False,
+            )
+        if change == "new" and from_codes:
+            raise self.error("a new label comes from no earlier code; drop from", f"{path}.from")
+        if change is not None and change != "new" and not from_codes:
+            raise self.error(
+                f"change: {change} needs from: [<codes of version {version - 1}>]",
+                f"{path}.change",
+            )
+        single = ("same", "reworded", "narrowed", "widened", "split")
+        if change in single and from_codes and len(from_codes) != 1:
+            raise self.error(
+                f"change: {change} comes from exactly one code, got {len(from_codes)} "
+                "(several codes becoming one is change: merged)",
+                f"{path}.from",
+            )
+        return from_codes, change
+
+    def _labels(self, value: Any, *, version: int) -> tuple[RubricLabel, ...]:
         if not isinstance(value, list):
             raise self.error(f"expected a list of labels, got {_describe(value)}", "labels")
         if not value:
@@ -309,6 +369,7 @@ class _Validator:
                     f"{path}.code",
                 )
             first_index[code] = index
+            from_codes, change = self._origin(item, path, version=version)
             labels.append(
                 RubricLabel(
                     code=code,
@@ -317,6 +378,8 @@ class _Validator:
                     definition=self.text(item["definition"], f"{path}.definition"),
                     dimension=self.optional_text(item, "dimension", path),
                     guidance=self.optional_text(item, "guidance", path),
+                    from_codes=from_codes,
+                    change=change,
                 )
             )
         if not any(label.verdict == "pass" for label in labels):
@@ -385,7 +448,7 @@ def rubric_from_dict(data: Mapping[str, Any], *, source: str = "<rubric>") -> Ru
             {
                 key: value
                 for key, value in label.items()
-                if not (key in ("dimension", "guidance") and value is None)
+                if not (key in ("dimension", "guidance", "from", "change") and value is None)
             }
             if isinstance(label, dict)
             else label

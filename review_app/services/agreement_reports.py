@@ -23,7 +23,7 @@ from review_app.rubrics import Rubric
 from review_app.services.adjudication import gold_counts
 from review_app.services.label_table import load_rating_table, rating_table
 from review_app.services.people import Actor, authorize
-from storage import labels
+from storage import carry, labels
 from storage.engine import read_only
 from storage.labels import LabelColumns
 
@@ -38,6 +38,7 @@ __all__ = [
     "load_rating_table",
     "rating_table",
     "report_from_table",
+    "versions_side_by_side",
 ]
 
 
@@ -56,18 +57,82 @@ def label_token(engine: Engine, actor: Actor, *, rubric: Rubric) -> tuple[int, i
 
 
 def agreement_report(
-    engine: Engine, actor: Actor, *, rubric: Rubric, n_resamples: int = 1000, seed: int = 0
+    engine: Engine,
+    actor: Actor,
+    *,
+    rubric: Rubric,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    previous: Rubric | None = None,
 ) -> dict[str, Any]:
-    """The figures of docs/reference.md, "Agreement JSON", for a rubric version (no NaN)."""
+    """The figures of docs/reference.md, "Agreement JSON", for a rubric version (no NaN).
+
+    ``carried_units`` counts the units with a label carried from the version before;
+    with ``previous`` (version N-1) ``versions`` compares both versions on the units
+    both have (else it is null).
+    """
     authorize(engine, actor, "policy_owner")
     with Session(read_only(engine)) as session:
         table = load_rating_table(session, rubric_id=rubric.id, version=rubric.version)
         adjudicated = storage.gold.current_gold(
             session, rubric_id=rubric.id, version=rubric.version
         )
-    return report_from_table(
+        carried = carry.carried_units(
+            session, table="labels", rubric_id=rubric.id, version=rubric.version
+        )
+        older = (
+            load_rating_table(session, rubric_id=previous.id, version=previous.version)
+            if previous is not None
+            else None
+        )
+    report = report_from_table(
         table, rubric=rubric, adjudicated=adjudicated, n_resamples=n_resamples, seed=seed
     )
+    report["carried_units"] = carried
+    report["versions"] = (
+        versions_side_by_side([(previous, older), (rubric, table)])
+        if previous is not None and older is not None
+        else None
+    )
+    return report
+
+
+SIDE_BY_SIDE = ("percent_agreement", "krippendorff_alpha", "fleiss_kappa", "gwet_ac1")
+
+
+def _restricted(table: RatingTable, keep: Collection[Any]) -> RatingTable:
+    """The ratings of ``table`` on the units in ``keep`` only."""
+    kept = np.array([unit in keep for unit in table.units], dtype=bool)
+    mask = kept[table.unit_idx] if table.n_units else np.zeros(0, dtype=bool)
+    return RatingTable.from_records(
+        (table.units[u], table.raters[r], table.values[v])
+        for u, r, v in zip(
+            table.unit_idx[mask].tolist(),
+            table.rater_idx[mask].tolist(),
+            table.value_idx[mask].tolist(),
+            strict=True,
+        )
+    )
+
+
+def versions_side_by_side(tables: list[tuple[Rubric, RatingTable]]) -> dict[str, Any]:
+    """Each version's coefficients on the units every one of ``tables`` has labels on
+    (no bootstrap): did the rewrite make reviewers agree more on the same turns?"""
+    common: set[Any] = set(tables[0][1].units)
+    for _, table in tables[1:]:
+        common &= set(table.units)
+    compared = []
+    for rubric, table in tables:
+        summary = agreement_summary(
+            _restricted(table, common),
+            break_mapping=rubric.break_mapping(),
+            verdict_mapping=rubric.verdict_mapping(),
+            conversation_of=lambda unit: unit[0],
+            turn_of=lambda unit: unit[1],
+            n_resamples=0,
+        )
+        compared.append({"rubric": rubric.ref, **{key: summary[key] for key in SIDE_BY_SIDE}})
+    return {"units": len(common), "compared": compared}
 
 
 def report_from_table(
@@ -103,7 +168,12 @@ class DashboardData:
 
 
 def dashboard_data(
-    engine: Engine, actor: Actor, *, rubric: Rubric, n_resamples: int = 500
+    engine: Engine,
+    actor: Actor,
+    *,
+    rubric: Rubric,
+    n_resamples: int = 500,
+    previous: Rubric | None = None,
 ) -> DashboardData:
     authorize(engine, actor, "policy_owner")
     with Session(read_only(engine)) as session:
@@ -111,8 +181,22 @@ def dashboard_data(
         adjudicated = storage.gold.current_gold(
             session, rubric_id=rubric.id, version=rubric.version
         )
+        carried = carry.carried_units(
+            session, table="labels", rubric_id=rubric.id, version=rubric.version
+        )
+        older = (
+            load_rating_table(session, rubric_id=previous.id, version=previous.version)
+            if previous is not None
+            else None
+        )
     report = report_from_table(
         table, rubric=rubric, adjudicated=adjudicated, n_resamples=n_resamples
+    )
+    report["carried_units"] = carried
+    report["versions"] = (
+        versions_side_by_side([(previous, older), (rubric, table)])
+        if previous is not None and older is not None
+        else None
     )
     n_values = max(table.n_values, 1)
     counts = np.bincount(

@@ -26,6 +26,7 @@ ACTIONS = (
     "cases_import",
     "cases_replace",
     "rubric_publish",
+    "rubric_carry",
     "export",
     "person_add",
     "role_change",

@@ -24,7 +24,7 @@ from review_app.services.cases import case_view
 from review_app.services.judge_import import _run_verdicts, run_name
 from review_app.services.people import Actor, authorize
 from review_app.stats.alt_test import DEFAULT_EPSILON, alt_test
-from storage import audit, judging
+from storage import audit, carry, judging
 from storage.engine import read_only
 from storage.models import JudgeRun
 
@@ -38,8 +38,12 @@ def calibration_report(
     n_resamples: int = 1000,
     seed: int = 0,
     epsilon: float = DEFAULT_EPSILON,
+    previous: Rubric | None = None,
 ) -> dict[str, Any]:
     """How far each judge run agrees with humans, where it fails, and how to trust its scores.
+
+    With ``previous`` (version N-1), ``rubric_versions`` sets each version's judge
+    runs' kappa against that version's gold side by side, on the units with gold in both.
 
     Per run: ``alt_test`` (may the judge replace a reviewer? the headline, needs no
     gold), ``like_for_like`` (judge and reviewers on the same units against the same
@@ -68,6 +72,7 @@ def calibration_report(
         "gold": gold.counts(),
         "reviewers": sorted(by_reviewer),
         "runs": [],
+        "carried_units": _carried_units(engine, rubric),
     }
     judged_by_run: dict[str, dict[tuple[str, int], str]] = {}
     for run, stored in runs:
@@ -85,6 +90,8 @@ def calibration_report(
             "turn_verdicts": verdicts.n_turn,
             "conversation_verdicts": len(stored.ids) - verdicts.n_turn,
             "errors": sum(1 for error in stored.errors if error),
+            "carried_from_run": run.carried_from_run_id,
+            "carried_verdicts": _carried_verdicts(engine, run.id),
         }
         entry["alt_test"] = alt_test(
             by_reviewer, judged, epsilon=epsilon, break_codes=break_codes, baseline=True
@@ -140,7 +147,65 @@ def calibration_report(
             seed=seed,
             cluster_of=_conversation_of,
         ).to_dict()
+    report["rubric_versions"] = (
+        _judge_versions_side_by_side(engine, actor, [(previous, None), (rubric, runs)])
+        if previous is not None
+        else None
+    )
     return report
+
+
+def _judge_versions_side_by_side(
+    engine: Engine, actor: Actor, versions: list[tuple[Rubric, Any]]
+) -> dict[str, Any]:
+    """Each version's judge runs: Cohen's kappa against that version's gold, on the units
+    with gold in every version (no bootstrap)."""
+    golds = [
+        {unit: g.code for unit, g in gold_labels(engine, actor, rubric=rubric).labels.items()}
+        for rubric, _ in versions
+    ]
+    common = set(golds[0])
+    for gold in golds[1:]:
+        common &= set(gold)
+    compared = []
+    for (rubric, runs), gold in zip(versions, golds, strict=True):
+        reference = {unit: code for unit, code in gold.items() if unit in common}
+        kappas: dict[str, Any] = {}
+        for run, stored in runs if runs is not None else _run_verdicts(engine, rubric, None):
+            judged = {
+                unit: code for unit, code in TurnVerdicts(stored).coded().items() if unit in common
+            }
+            result = calibration.compare_to_reference(
+                reference=reference,
+                judged=judged,
+                break_mapping=rubric.break_mapping(),
+                ignore_codes=tuple(rubric.abstain_codes),
+                n_resamples=0,
+            )
+            kappas[run_name(run)] = {
+                "kappa": result.kappa.to_dict(),
+                "n_compared": result.n_compared,
+            }
+        compared.append({"rubric": rubric.ref, "runs": kappas})
+    return {"units": len(common), "compared": compared}
+
+
+def _carried_units(engine: Engine, rubric: Rubric) -> dict[str, int]:
+    """Units whose reviewer labels / gold label were carried from the version before."""
+    with Session(read_only(engine)) as session:
+        return {
+            table: carry.carried_units(
+                session, table=table, rubric_id=rubric.id, version=rubric.version
+            )
+            for table in ("labels", "gold_labels")
+        }
+
+
+def _carried_verdicts(engine: Engine, run_id: int | None) -> int:
+    if run_id is None:
+        return 0
+    with Session(read_only(engine)) as session:
+        return carry.carried_verdicts(session, run_id=run_id)
 
 
 def _conversation_of(unit: tuple[str, int]) -> str:

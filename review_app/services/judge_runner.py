@@ -374,6 +374,18 @@ def run_judge(
     if len(endpoints) > 1:
         params["base_urls"] = [e.base_url for e in endpoints]
     with Session(engine) as session:
+        written_for = judging.first_run_of_prompt(
+            session, judge=prompt.judge, prompt_version=prompt.version, rubric_id=rubric.id
+        )
+        if written_for is not None and written_for.rubric_version != rubric.version:
+            # docs/reference.md, "Rubric versions: mapping and carry-over": a prompt is
+            # written for the rubric version of its first run.
+            raise InputError(
+                f"{prompt.ref} was written for {rubric.id}@{written_for.rubric_version} (its "
+                f"first run, {written_for.id}); it is not reused for {rubric.ref}: save it "
+                f"as a new prompt version (it may copy the text) and run that",
+                field="--prompt",
+            )
         run = find_or_create_run(
             session,
             rubric=rubric,

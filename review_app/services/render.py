@@ -125,6 +125,24 @@ def render_agreement_text(report: dict[str, Any]) -> str:
     method = (report.get("bootstrap") or {}).get("method")
     if method and report.get("alpha_ci95"):
         out.append(f"alpha's interval: {method}")
+    if report.get("carried_units"):
+        out.append(f"{report['carried_units']} units hold labels carried from the version before")
+    versions = report.get("versions")
+    if versions:
+        out.append(f"versions side by side, on the {versions['units']} units both have")
+        for compared in versions["compared"]:
+            out.append(
+                _coefficient_line(
+                    f"{compared['rubric']} alpha", compared["krippendorff_alpha"], indent=2
+                )
+            )
+            out.append(
+                _coefficient_line(
+                    f"{compared['rubric']} percent agreement",
+                    compared["percent_agreement"],
+                    indent=2,
+                )
+            )
     if report["cohen_kappa"]:
         out.append("Cohen's kappa, per pair of reviewers")
         for pair, coefficient in sorted(report["cohen_kappa"].items()):

@@ -61,6 +61,15 @@ class RubricCatalog:
             return self.stored[canonical]
         return self.get(canonical)
 
+    def previous_of(self, rubric: Rubric) -> Rubric | None:
+        """Version N-1 of ``rubric`` as labels knew it, or None (version 1, or unknown)."""
+        if rubric.version == 1:
+            return None
+        try:
+            return self.for_reports(f"{rubric.id}@{rubric.version - 1}")
+        except (InputError, NotFound):
+            return None
+
     def versions_of(self, rubric_id: str) -> list[Rubric]:
         return sorted(
             (r for r in self.usable.values() if r.id == rubric_id), key=lambda r: r.version

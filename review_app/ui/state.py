@@ -146,6 +146,11 @@ def catalog() -> RubricCatalog:
     return _catalog(database_url(), str(root), _rubric_signature(root), who)
 
 
+def forget_catalog() -> None:
+    """After a publication: the next page reads which versions have labels afresh."""
+    _catalog.clear()
+
+
 _CASE_VIEWS: OrderedDict[tuple[str, str, str], CaseView] = OrderedDict()
 _CASE_VIEWS_LOCK = threading.Lock()
 _CASE_VIEWS_MAX = 64
@@ -243,7 +248,9 @@ def rubric_selector() -> Rubric | None:
 @st.cache_data(show_spinner="Computing agreement…", max_entries=16)
 def _dashboard(url: str, ref: str, token: tuple[int, int, int, int], _who: Actor) -> DashboardData:
     del token  # cache key only: labels are append-only, so a new label changes it
-    return dashboard_data(_engine(url), _who, rubric=catalog().for_reports(ref))
+    known = catalog()
+    rubric = known.for_reports(ref)
+    return dashboard_data(_engine(url), _who, rubric=rubric, previous=known.previous_of(rubric))
 
 
 def dashboard(ref: str) -> DashboardData:
@@ -298,8 +305,10 @@ def _judge_report(
     _who: Actor,
 ) -> dict[str, Any]:
     del token, runs_token, generation  # cache keys only
+    known = catalog()
+    rubric = known.for_reports(ref)
     return calibration_report(
-        _engine(url), _who, rubric=catalog().for_reports(ref), n_resamples=500
+        _engine(url), _who, rubric=rubric, n_resamples=500, previous=known.previous_of(rubric)
     )
 
 

@@ -33,6 +33,34 @@ st.caption(
 for warning in report["warnings"]:
     st.warning(escape(warning))
 
+if report.get("carried_units"):
+    st.caption(
+        f"{report['carried_units']} of these units hold labels carried from the version "
+        "before (same or reworded codes)."
+    )
+versions = report.get("versions")
+if versions:
+    st.subheader(f"Versions side by side, on the {versions['units']} units both have")
+    st.dataframe(
+        [
+            {
+                "version": compared["rubric"],
+                **{
+                    name.replace("_", " "): compared[name]["value"]
+                    for name in (
+                        "percent_agreement",
+                        "krippendorff_alpha",
+                        "fleiss_kappa",
+                        "gwet_ac1",
+                    )
+                },
+            }
+            for compared in versions["compared"]
+        ],
+        hide_index=True,
+        key="agreement_versions_table",
+    )
+
 rows = charts.coefficient_rows(reports)
 st.subheader("Coefficients by rubric version")
 st.altair_chart(charts.coefficients_chart(rows), width="stretch")

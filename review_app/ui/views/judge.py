@@ -55,6 +55,29 @@ st.caption(
     f"{gold['unanimous']:d} unanimous); without gold: {gold['in_disagreement']:d} in "
     f"disagreement, {gold['single_rater']:d} with one reviewer."
 )
+carried = report.get("carried_units") or {}
+if carried.get("labels") or carried.get("gold_labels"):
+    st.caption(
+        f"Carried from the version before: reviewer labels on {carried['labels']} units, "
+        f"gold on {carried['gold_labels']} units."
+    )
+side = report.get("rubric_versions")
+if side and any(compared["runs"] for compared in side["compared"]):
+    st.subheader(f"Judge kappa against gold, versions side by side ({side['units']} units)")
+    st.dataframe(
+        [
+            {
+                "version": compared["rubric"],
+                "run": name,
+                "kappa": figures["kappa"]["value"],
+                "units compared": figures["n_compared"],
+            }
+            for compared in side["compared"]
+            for name, figures in compared["runs"].items()
+        ],
+        hide_index=True,
+        key="judge_versions_table",
+    )
 if not report["runs"]:
     st.info(
         "No judge runs for this rubric version yet: import verdicts above, or run "

@@ -11,8 +11,9 @@ from review_app.errors import InputError
 from review_app.services.cases import LANES
 from review_app.services.people import list_people
 from review_app.services.queue import assign_cases, informative_queue, next_case, queue_page
+from review_app.services.rubric_carry import re_review_queue
 from review_app.ui import common, state
-from review_app.ui.safe import code_span, error_text, escape
+from review_app.ui.safe import code_list, code_span, error_text, escape
 
 actor = state.actor()
 rubric = common.rubric_page("Queue")
@@ -131,6 +132,32 @@ else:
             on_change=lambda: st.session_state.update(queue_page=st.session_state[pager]),
         )
     st.caption(f"{result.n_matching:d} matching cases")
+
+re_review = [
+    item
+    for item in re_review_queue(state.engine(), actor, catalog=state.catalog(), rubric=rubric)
+    if not item.done
+]
+if re_review:
+    with st.expander(f"Re-review: {len(re_review)} turns whose label's meaning changed"):
+        st.caption(
+            "You labeled these turns under the previous version with a code that was "
+            "narrowed, widened, split or merged; label them again under "
+            f"{code_span(rubric.ref)} (the review page shows both definitions)."
+        )
+        for item in re_review[:50]:
+            cells = st.container(horizontal=True, gap="small", vertical_alignment="center")
+            cells.page_link(
+                state.page("review"),
+                label=f"{item.case_id} turn {item.turn}",
+                query_params={"case": item.case_id},
+                width=380,
+            )
+            cells.markdown(
+                f"was {code_span(item.old_code)} → {code_list(item.new_codes)}", width=360
+            )
+        if len(re_review) > 50:
+            st.caption(f"… and {len(re_review) - 50} more")
 
 if actor.has_role("policy_owner"):
     with st.expander("Assign cases to reviewers"):

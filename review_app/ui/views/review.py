@@ -19,6 +19,7 @@ from review_app.services.key_events import apply_key_events, parse_key_events
 from review_app.services.labeling import CaseLabels, case_labels
 from review_app.services.queue import next_case
 from review_app.services.selective import certified_verdicts
+from review_app.services.rubric_carry import re_review_queue
 from review_app.ui import keys, state
 from review_app.ui.safe import code_list, code_span, error_text, escape
 
@@ -290,6 +291,19 @@ with reference:
         st.page_link(
             state.page("rubrics"), label=f"Rubric {escape(rubric.ref)}: examples and versions"
         )
+        for item in re_review_queue(
+            state.engine(), actor, catalog=state.catalog(), rubric=rubric, case_id=case_id
+        ):
+            with st.container(border=True):
+                st.caption(
+                    f"Re-review turn {item.turn:d}"
+                    + (" (done)" if item.done else "")
+                    + f": you labeled it {code_span(item.old_code)} under "
+                    f"{code_span(item.old_ref)}, whose meaning changed"
+                )
+                st.text(f"{item.old_code} ({item.old_ref}): {item.old_definition}")
+                for code in item.new_codes:
+                    st.text(f"{code} ({rubric.ref}): {rubric.label(code).definition}")
     else:
         st.caption("Nothing to label in this case.")
 

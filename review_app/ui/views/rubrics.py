@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import streamlit as st
 
+from review_app.errors import InputError
 from review_app.rubrics import diff_rubrics
+from review_app.services.adjudication import ambiguity_notes
+from review_app.services.rubric_carry import carry_history, publish_rubric
 from review_app.services.rubric_catalog import has_labels
 from review_app.ui import state
-from review_app.ui.safe import code_span, escape
+from review_app.ui.safe import code_list, code_span, escape
 
 catalog = state.catalog()
 st.title("Rubrics")
@@ -40,8 +43,19 @@ st.caption(
 )
 st.text(rubric.title)
 
+actor = state.actor()
+notes_by_code: dict[str, list[dict[str, object]]] = {}
+if actor.has_role("policy_owner"):
+    for note in ambiguity_notes(state.engine(), actor, rubric=rubric):
+        notes_by_code.setdefault(str(note["gold"]), []).append(note)
+
 definitions, examples, versions = st.tabs(["Labels", "Examples", "Compare versions"])
 with definitions:
+    if notes_by_code:
+        st.caption(
+            "Rubric ambiguity notes from adjudication are listed under the gold code they "
+            "were written with: the input for the next version."
+        )
     for label in rubric.labels:
         st.markdown(
             f"#### {code_span(label.code)} · {escape(label.verdict)}"
@@ -52,6 +66,9 @@ with definitions:
         if label.guidance:
             st.caption("Guidance")
             st.text(label.guidance)
+        for note in notes_by_code.get(label.code, []):
+            st.caption(f"Ambiguity noted at {code_span(note['case_id'])} turn {note['turn']}")
+            st.text(str(note["note"]))
 
 with examples:
     codes = ["(all)", *rubric.codes]
@@ -80,7 +97,12 @@ with versions:
         right.selectbox("Newer", same_id, key="compare_new")
         old = catalog.get(st.session_state["compare_old"])
         new = catalog.get(st.session_state["compare_new"])
-        diff = diff_rubrics(old, new)
+        try:
+            diff = diff_rubrics(old, new)
+        except InputError as error:
+            st.error("The newer version's mapping is inconsistent")
+            st.text(str(error))
+            st.stop()
         if diff.is_empty:
             st.success("No differences.")
         if diff.title:
@@ -99,3 +121,48 @@ with versions:
             st.caption(
                 f"Examples: {len(diff.examples_added)} added, {len(diff.examples_removed)} removed"
             )
+        if diff.mapping is not None:
+            st.subheader("Mapping")
+            st.caption(
+                "How each label of the newer version relates to the older codes: same and "
+                "reworded are carried when publishing; narrowed, widened, split and merged "
+                'go to re-review (docs/reference.md, "Rubric versions: mapping and carry-over").'
+            )
+            for origin in diff.mapping.origins:
+                said = origin.change or "open: the file must say change:"
+                source = f" ← {code_list(origin.from_codes)}" if origin.from_codes else ""
+                derived = " (derived)" if origin.derived and origin.change else ""
+                st.markdown(f"- {code_span(origin.code)}{source}: {said}{derived}")
+            for code in diff.mapping.unaccounted():
+                st.error(f"{code_span(code)} of {code_span(old.ref)} is unaccounted for")
+            if actor.has_role("admin") and new.version == old.version + 1:
+                st.caption(
+                    f"Publishing {code_span(new.ref)} carries the labels, gold labels and judge "
+                    f"verdicts of {code_span(old.ref)} whose code is same or reworded, and "
+                    "queues the others for the reviewers who gave them. It can be repeated: "
+                    "nothing is carried twice."
+                )
+                if st.button(f"Publish {new.ref}", key="rubric_publish"):
+                    try:
+                        report = publish_rubric(state.engine(), actor, catalog=catalog, ref=new.ref)
+                    except InputError as error:
+                        st.error("Not published")
+                        st.text(str(error))
+                    else:
+                        state.forget_catalog()
+                        st.success("Published")
+                        st.text("\n".join(report.lines()))
+        history = (
+            carry_history(state.engine(), actor, rubric_id=rubric.id)
+            if actor.has_role("policy_owner")
+            else []
+        )
+        if history:
+            st.subheader("Publications")
+            for record in history:
+                carried = sum(record.summary.get("carried", {}).values())
+                st.caption(
+                    f"{code_span(record.to_ref)} from {code_span(record.from_ref)} · "
+                    f"{code_span(record.actor)} · {record.at} · {carried} labels carried, "
+                    f"{record.summary.get('re_review_units', 0)} units to re-review"
+                )
