@@ -35,12 +35,12 @@ for warning in report["warnings"]:
 
 if report.get("carried_units"):
     st.caption(
-        f"{report['carried_units']} of these units hold labels carried from the version "
+        f"{report['carried_units']:d} of these units hold labels carried from the version "
         "before (same or reworded codes)."
     )
 versions = report.get("versions")
 if versions:
-    st.subheader(f"Versions side by side, on the {versions['units']} units both have")
+    st.subheader(f"Versions side by side, on the {versions['units']:d} units both have")
     st.dataframe(
         [
             {

@@ -58,12 +58,12 @@ st.caption(
 carried = report.get("carried_units") or {}
 if carried.get("labels") or carried.get("gold_labels"):
     st.caption(
-        f"Carried from the version before: reviewer labels on {carried['labels']} units, "
-        f"gold on {carried['gold_labels']} units."
+        f"Carried from the version before: reviewer labels on {carried['labels']:d} units, "
+        f"gold on {carried['gold_labels']:d} units."
     )
 side = report.get("rubric_versions")
 if side and any(compared["runs"] for compared in side["compared"]):
-    st.subheader(f"Judge kappa against gold, versions side by side ({side['units']} units)")
+    st.subheader(f"Judge kappa against gold, versions side by side ({side['units']:d} units)")
     st.dataframe(
         [
             {

@@ -149,7 +149,7 @@ if re_review:
             cells = st.container(horizontal=True, gap="small", vertical_alignment="center")
             cells.page_link(
                 state.page("review"),
-                label=f"{item.case_id} turn {item.turn}",
+                label=f"{escape(item.case_id)} turn {item.turn:d}",
                 query_params={"case": item.case_id},
                 width=380,
             )
@@ -157,7 +157,7 @@ if re_review:
                 f"was {code_span(item.old_code)} → {code_list(item.new_codes)}", width=360
             )
         if len(re_review) > 50:
-            st.caption(f"… and {len(re_review) - 50} more")
+            st.caption(f"… and {len(re_review) - 50:d} more")
 
 if actor.has_role("policy_owner"):
     with st.expander("Assign cases to reviewers"):

@@ -67,7 +67,9 @@ with definitions:
             st.caption("Guidance")
             st.text(label.guidance)
         for note in notes_by_code.get(label.code, []):
-            st.caption(f"Ambiguity noted at {code_span(note['case_id'])} turn {note['turn']}")
+            st.caption(
+                f"Ambiguity noted at {code_span(note['case_id'])} turn {escape(str(note['turn']))}"
+            )
             st.text(str(note["note"]))
 
 with examples:
@@ -132,7 +134,7 @@ with versions:
                 said = origin.change or "open: the file must say change:"
                 source = f" ← {code_list(origin.from_codes)}" if origin.from_codes else ""
                 derived = " (derived)" if origin.derived and origin.change else ""
-                st.markdown(f"- {code_span(origin.code)}{source}: {said}{derived}")
+                st.markdown(f"- {code_span(origin.code)}{source}: {escape(said)}{derived}")
             for code in diff.mapping.unaccounted():
                 st.error(f"{code_span(code)} of {code_span(old.ref)} is unaccounted for")
             if actor.has_role("admin") and new.version == old.version + 1:
@@ -142,7 +144,7 @@ with versions:
                     "queues the others for the reviewers who gave them. It can be repeated: "
                     "nothing is carried twice."
                 )
-                if st.button(f"Publish {new.ref}", key="rubric_publish"):
+                if st.button(f"Publish {escape(new.ref)}", key="rubric_publish"):
                     try:
                         report = publish_rubric(state.engine(), actor, catalog=catalog, ref=new.ref)
                     except InputError as error:
@@ -163,6 +165,7 @@ with versions:
                 carried = sum(record.summary.get("carried", {}).values())
                 st.caption(
                     f"{code_span(record.to_ref)} from {code_span(record.from_ref)} · "
-                    f"{code_span(record.actor)} · {record.at} · {carried} labels carried, "
-                    f"{record.summary.get('re_review_units', 0)} units to re-review"
+                    f"{code_span(record.actor)} · {escape(str(record.at))} · "
+                    f"{carried:d} labels carried, "
+                    f"{int(record.summary.get('re_review_units', 0)):d} units to re-review"
                 )
