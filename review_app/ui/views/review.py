@@ -108,7 +108,13 @@ def _apply_keys() -> None:
 def _open_next_case(rerun: bool = True) -> None:
     if rubric is None:
         return
-    following = next_case(state.engine(), actor, rubric=rubric, after=case_id)
+    following = next_case(
+        state.engine(),
+        actor,
+        rubric=rubric,
+        after=case_id,
+        order=st.session_state["queue_order"],  # the order the queue page shows
+    )
     if following is None:
         st.session_state["key_notice"] = "No unfinished case left in your queue."
         return
