@@ -73,6 +73,7 @@ DEFAULTS: dict[str, Any] = {
     "export_ready": None,
     "judge_score_means": "break",
     "judge_run": None,
+    "judge_newest_run": None,  # the highest run id the judge page has shown
     "judge_method": "isotonic",
     "judge_kind": "all",
     "judge_label": "all",
