@@ -18,6 +18,7 @@ from review_app.services.cases import CaseView, TurnView
 from review_app.services.key_events import apply_key_events, parse_key_events
 from review_app.services.labeling import CaseLabels, case_labels
 from review_app.services.queue import next_case
+from review_app.services.render import SHORT_HASH_CHARS
 from review_app.ui import keys, state
 from review_app.ui.safe import code_list, code_span
 
@@ -178,6 +179,10 @@ if labels is not None:
     elif labels.other_reviewers:
         meta.append("you have labeled every turn: others' labels are shown")
 st.caption(" · ".join(meta))
+st.caption(
+    "Marks: red = role violation · yellow = invalid fixture · blue box = missing context · "
+    "blue outline = the focused turn (your keys label it)"
+)
 if view.diagnostic:
     st.code(view.diagnostic, language=None, wrap_lines=True)
 if view.chatbot_role:
@@ -213,6 +218,13 @@ def _finding_marks(turn: TurnView) -> None:
         detail = ""
         if finding["code"] == "request_missing_turns":
             detail = " · request omits turns " + ", ".join(map(str, finding["missing_turns"]))
+        elif finding["code"] == "role_instruction_mismatch":
+            # Two hashes of 64 characters say nothing more than their first 12.
+            detail = (
+                " · the request carried another role instruction than the contract's "
+                f"(hash {code_span(str(finding['actual'])[:SHORT_HASH_CHARS])}, contract "
+                f"{code_span(str(finding['expected'])[:SHORT_HASH_CHARS])})"
+            )
         elif "expected" in finding:
             detail = (
                 f" · request {code_span(finding['actual'])}, contract "
@@ -235,9 +247,15 @@ def _label_line(turn: TurnView) -> str | None:
     mine = labels.mine.get(turn.turn)
     history = labels.my_history.get(turn.turn, [])
     line = f"Your label: {mine.code if mine else '—'}"
-    earlier = [h for h in history if not h.current]
-    if earlier:
-        line += " (was " + " → ".join(h.code for h in earlier) + ")"
+    # Only changes of code: a rationale added to the same code is no "was".
+    codes: list[str] = []
+    for h in history:
+        if not codes or codes[-1] != h.code:
+            codes.append(h.code)
+    if mine is not None and codes and codes[-1] == mine.code:
+        codes.pop()
+    if codes:
+        line += " (was " + " → ".join(codes) + ")"
     if turn.turn in labels.needs_relabeling:
         line += " · NEEDS RELABELING: the conversation changed since you labeled it"
     if labels.others is not None:
