@@ -158,11 +158,11 @@ def find_judge_prompt(
                     f"{judge!r} is not a judge name (letters, digits, - and _)", field="--judge"
                 )
             return replace(loaded, judge=judge)
-        known = {p.judge for p in prompts}
-        if candidate.resolve().parent.parent.name != "judges" and loaded.judge not in known:
+        judges = {p.judge for p in prompts}
+        if candidate.resolve().parent.parent.name != "judges" and loaded.judge not in judges:
             raise InputError(
                 f"{ref} is in a folder named {loaded.judge!r}, which is not a judge of "
-                f"{rubric_id} (known: {', '.join(sorted(known)) or 'none'}); give "
+                f"{rubric_id} (known: {', '.join(sorted(judges)) or 'none'}); give "
                 f"--judge NAME to name its runs NAME@{loaded.version}",
                 field="--judge",
             )

@@ -176,9 +176,7 @@ def next_case(
         ids = [row.case_id for row in ranked.rows]
         start = ids.index(after) + 1 if after in ids else 0
         done = {row.case_id for row in ranked.rows if row.completed}
-        return next(
-            (c for c in ids[start:] + ids[:start] if c not in done and c != after), None
-        )
+        return next((c for c in ids[start:] + ids[:start] if c not in done and c != after), None)
     if order != "oldest":
         raise ValueError(f"unknown queue order {order!r}")
     with Session(read_only(engine)) as session:
