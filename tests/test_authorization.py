@@ -341,6 +341,8 @@ EXEMPT: dict[str, str] = {
     "estimate.estimate_headline": "pure: formats an estimate the caller computed",
     "estimate.render_estimate": "pure: formats an estimate the caller computed",
     "render.render_alt_test": "pure: formats a report the caller computed",
+    "render.harness_detail": "pure: words for a finding of a view the caller loaded",
+    "export.export_file_name": "pure: a file name from the page's choices",
     "case_rows.prepare_case": "pure: builds one case's rows in memory",
     "people.assignable_people": "takes an open Session: checks names for authorized assigners",
     "cases.case_view": "takes an open Session: a building block of authorized services",
