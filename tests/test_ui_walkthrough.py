@@ -142,6 +142,14 @@ def test_next_case_service_in_informative_order_skips_finished_cases(engine: Eng
     assert next_case(engine, lee, rubric=v1, after=last, order="informative") == ordered[0]
     with pytest.raises(ValueError, match="unknown queue order"):
         next_case(engine, lee, rubric=v1, after=None, order="newest")
+    # Finished, the top case is never next again: from it, N opens the top open case.
+    top = ordered[0]
+    view = load_case_view(engine, lee, case_id=top)
+    for turn in [t.turn for t in view.turns if t.actor == v1.applies_to]:
+        record_label(engine, lee, case_id=top, turn=turn, rubric=v1, code="in_role")
+    still_open = _informative_open_cases(engine, lee)
+    assert top not in still_open
+    assert next_case(engine, lee, rubric=v1, after=top, order="informative") == still_open[0]
 
 
 # --- 4. the same label again stores nothing; the label line says only what changed ------

@@ -172,11 +172,14 @@ def next_case(
     if actor.reviewer_id is None:
         return None
     if order == "informative":
-        ranked, _ = informative_queue(engine, actor, rubric=rubric, page_size=10**9)
-        ids = [row.case_id for row in ranked.rows]
+        # Unfinished cases only (as the queue lists them with "not yet labeled by me"):
+        # a finished ``after`` is not among them, and the most informative one is next.
+        ranked, _ = informative_queue(
+            engine, actor, rubric=rubric, only_unlabeled=True, page_size=10**9
+        )
+        ids = [row.case_id for row in ranked.rows if not row.completed]
         start = ids.index(after) + 1 if after in ids else 0
-        done = {row.case_id for row in ranked.rows if row.completed}
-        return next((c for c in ids[start:] + ids[:start] if c not in done and c != after), None)
+        return next((c for c in ids[start:] + ids[:start] if c != after), None)
     if order != "oldest":
         raise ValueError(f"unknown queue order {order!r}")
     with Session(read_only(engine)) as session:
