@@ -31,7 +31,7 @@ import math
 import re
 import string
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +41,7 @@ from review_app.errors import InputError
 from review_app.rubrics import Rubric
 
 PROMPT_FILE = re.compile(r"v(?P<version>[1-9][0-9]{0,9})\.txt")
+JUDGE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
 PLACEHOLDERS = frozenset(
     {
         "rubric_ref",
@@ -137,12 +138,35 @@ def judge_prompts(rubrics_dir: Path, rubric_id: str) -> list[JudgePrompt]:
     return sorted(prompts, key=lambda p: (p.judge, int(p.version[1:])))
 
 
-def find_judge_prompt(rubrics_dir: Path, rubric_id: str, ref: str) -> JudgePrompt:
-    """``judge@vN`` among the rubric's prompts, or a path to a template file."""
+def find_judge_prompt(
+    rubrics_dir: Path, rubric_id: str, ref: str, *, judge: str | None = None
+) -> JudgePrompt:
+    """``judge@vN`` among the rubric's prompts, or a path to a template file.
+
+    A template is named ``<judge>@v<N>``: ``judge`` when given, else its folder's name
+    when that folder is a judge's (``judges/<judge>/`` or the name of one of the
+    rubric's judges); any other folder (``prompts/v3.txt``) is no judge's name, and the
+    template is refused until ``judge`` names it.
+    """
+    prompts = judge_prompts(rubrics_dir, rubric_id)
     candidate = Path(ref)
     if candidate.suffix == ".txt" and candidate.exists():
-        return load_judge_prompt(candidate)
-    prompts = judge_prompts(rubrics_dir, rubric_id)
+        loaded = load_judge_prompt(candidate)
+        if judge is not None:
+            if not JUDGE_NAME.fullmatch(judge):
+                raise InputError(
+                    f"{judge!r} is not a judge name (letters, digits, - and _)", field="--judge"
+                )
+            return replace(loaded, judge=judge)
+        judges = {p.judge for p in prompts}
+        if candidate.resolve().parent.parent.name != "judges" and loaded.judge not in judges:
+            raise InputError(
+                f"{ref} is in a folder named {loaded.judge!r}, which is not a judge of "
+                f"{rubric_id} (known: {', '.join(sorted(judges)) or 'none'}); give "
+                f"--judge NAME to name its runs NAME@{loaded.version}",
+                field="--judge",
+            )
+        return loaded
     for prompt in prompts:
         if prompt.ref == ref:
             return prompt

@@ -75,6 +75,18 @@ def add_label(
     return int(session.execute(statement).scalar_one())
 
 
+def current_label(
+    session: Session, *, case_id: str, turn: int, reviewer_id: int, rubric_id: str, version: int
+) -> tuple[int, str, str | None] | None:
+    """The reviewer's current label on the unit: (label id, code, rationale), or ``None``."""
+    unit = current_of_unit(Label, rubric_id=rubric_id, version=version, case_id=case_id, turn=turn)
+    query = select(col(Label.id), col(Label.code), col(Label.rationale)).where(
+        *unit, col(Label.reviewer_id) == reviewer_id
+    )
+    found = session.execute(query).first()
+    return None if found is None else (int(found[0]), str(found[1]), found[2])
+
+
 def count_current_labeled_turns(
     session: Session, *, case_id: str, reviewer_id: int, rubric_id: str, version: int
 ) -> int:

@@ -408,6 +408,8 @@ EXEMPT: dict[str, str] = {
     "selective.render_route": "pure: formats a report the caller computed",
     "audit_samples.scored_turns": "pure: scores from verdict columns the caller read",
     "render.render_alt_test": "pure: formats a report the caller computed",
+    "render.harness_detail": "pure: words for a finding of a view the caller loaded",
+    "export.export_file_name": "pure: a file name from the page's choices",
     "case_rows.prepare_case": "pure: builds one case's rows in memory",
     "people.assignable_people": "takes an open Session: checks names for authorized assigners",
     "cases.case_view": "takes an open Session: a building block of authorized services",

@@ -137,7 +137,7 @@ def test_export_page_prepares_a_zip_that_is_the_export(
     run(at)
     assert texts(at.success) == ["2 files: 3 cases"]
     ready = at.session_state["export_ready"]
-    assert ready["name"] == "role-adherence-v1-csv.zip"
+    assert ready["name"] == "role-adherence-v1-csv-lane-violation-redacted.zip"
     redacted = export_data(
         engine, operator_actor(), rubric=rubric, format="csv", lane="violation", redact=True
     )

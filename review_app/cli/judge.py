@@ -86,6 +86,14 @@ def judge_run(
         str,
         typer.Option("--prompt", help="judge@vN from rubrics/<id>/judges/, or a template path."),
     ],
+    judge: Annotated[
+        str | None,
+        typer.Option(
+            "--judge",
+            help="The judge's name for a template path (its runs are named NAME@vN); "
+            "default: the template's folder when it is a judge's folder.",
+        ),
+    ] = None,
     model: Annotated[
         str | None, typer.Option("--model", help="Model name (or $REVIEW_APP_JUDGE_MODEL).")
     ] = None,
@@ -135,7 +143,7 @@ def judge_run(
 
     engine = open_engine(db)
     chosen = catalog(engine).get(rubric)
-    template = find_judge_prompt(default_rubrics_dir(), chosen.id, prompt)
+    template = find_judge_prompt(default_rubrics_dir(), chosen.id, prompt, judge=judge)
     settings = [
         EndpointSettings.from_options(
             base_url=url,

@@ -78,6 +78,17 @@ class ExportResult:
         return f"{len(self.files)} files: {self.manifest['cases_exported']} cases"
 
 
+def export_file_name(rubric: Rubric, *, format: str, lane: str | None, redact: bool) -> str:
+    """The download's name: what it holds, so two exports of other choices never share
+    one (``role-adherence-v1-csv-lane-violation-redacted.zip``)."""
+    parts = [f"{rubric.id}-v{rubric.version}", format]
+    if lane is not None:
+        parts.append(f"lane-{lane}")
+    if redact:
+        parts.append("redacted")
+    return "-".join(parts) + ".zip"
+
+
 def _views(engine: Engine, *, lane: str | None, case_ids: Sequence[str] | None) -> list[CaseView]:
     check_lane(lane)
     with Session(read_only(engine)) as session:

@@ -41,6 +41,8 @@ class SavedLabel:
     code: str
     labeled_turns: int
     total_turns: int
+    changed: bool = True
+    """False when the unit already had this label and rationale (nothing was stored)."""
 
 
 def _clean_rationale(rationale: str | None) -> str | None:
@@ -67,6 +69,9 @@ def record_label(
     event: tuple[str, int] | None = None,
 ) -> SavedLabel:
     """Store the actor's label for one turn (a new row; the previous one stops counting).
+
+    The same code and rationale as the actor's current label stores nothing (no history
+    row, no audit entry) and returns with ``changed=False``.
 
     ``event`` is the review page's key press ``(client_id, seq)``: stored with the label
     in one transaction, and :class:`AlreadyApplied` is raised when it was stored before.
@@ -106,14 +111,39 @@ def record_label(
             session, reviewer_id=reviewer_id, client_id=event[0], seq=event[1]
         ):
             raise AlreadyApplied(f"key press {event[1]} of {event[0]} is stored already")
-        before = audit.current_label_code(
+        total = sum(1 for actor_name in actors.values() if actor_name == rubric.applies_to)
+        current = labels.current_label(
             session,
-            rubric_id=rubric.id,
-            version=rubric.version,
             case_id=case_id,
             turn=turn,
             reviewer_id=reviewer_id,
+            rubric_id=rubric.id,
+            version=rubric.version,
         )
+        if current is not None and current[1:] == (code, text):
+            # The same label and rationale again (a key pressed twice on a labeled turn):
+            # nothing changes, so no new history row; the press is still recorded once.
+            if event is not None:
+                labels.add_label_event(
+                    session,
+                    reviewer_id=reviewer_id,
+                    client_id=event[0],
+                    seq=event[1],
+                    case_id=case_id,
+                    turn=turn,
+                    label_id=current[0],
+                )
+            labeled = labels.count_current_labeled_turns(
+                session,
+                case_id=case_id,
+                reviewer_id=reviewer_id,
+                rubric_id=rubric.id,
+                version=rubric.version,
+            )
+            unchanged = SavedLabel(current[0], case_id, turn, code, labeled, total, changed=False)
+            session.commit()
+            return unchanged
+        before = None if current is None else current[1]
         label_id = labels.add_label(
             session,
             case_id=case_id,
@@ -141,7 +171,6 @@ def record_label(
             rubric_id=rubric.id,
             version=rubric.version,
         )
-        total = sum(1 for actor_name in actors.values() if actor_name == rubric.applies_to)
         assignments.record_progress(
             session,
             assignment_id=assignment_id,

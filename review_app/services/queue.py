@@ -157,11 +157,31 @@ def open_review_work(engine: Engine, actor: Actor, *, rubric: Rubric) -> int:
     return result.assigned - result.completed
 
 
-def next_case(engine: Engine, actor: Actor, *, rubric: Rubric, after: str | None) -> str | None:
-    """The next unfinished case in the actor's queue after ``after`` (wrapping round)."""
+def next_case(
+    engine: Engine,
+    actor: Actor,
+    *,
+    rubric: Rubric,
+    after: str | None,
+    order: str = "oldest",
+) -> str | None:
+    """The next unfinished case in the actor's queue after ``after`` (wrapping round), in
+    the queue's ``order``: ``"oldest"`` (by case id) or ``"informative"`` (the order of
+    :func:`informative_queue`)."""
     actor = authorize(engine, actor, "reviewer")
     if actor.reviewer_id is None:
         return None
+    if order == "informative":
+        # Unfinished cases only (as the queue lists them with "not yet labeled by me"):
+        # a finished ``after`` is not among them, and the most informative one is next.
+        ranked, _ = informative_queue(
+            engine, actor, rubric=rubric, only_unlabeled=True, page_size=10**9
+        )
+        ids = [row.case_id for row in ranked.rows if not row.completed]
+        start = ids.index(after) + 1 if after in ids else 0
+        return next((c for c in ids[start:] + ids[:start] if c != after), None)
+    if order != "oldest":
+        raise ValueError(f"unknown queue order {order!r}")
     with Session(read_only(engine)) as session:
         return assignments.next_queued_case(
             session,

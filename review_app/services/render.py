@@ -15,6 +15,25 @@ def case_view_dict(view: CaseView) -> dict[str, Any]:
     return data
 
 
+SHORT_HASH_CHARS = 12
+
+
+def harness_detail(finding: dict[str, Any]) -> str:
+    """What a missing-context finding says, in one plain sentence (hashes shortened to
+    their first 12 characters; the JSON keeps them whole)."""
+    if finding["code"] == "request_missing_turns":
+        return f"request omits turns {', '.join(map(str, finding['missing_turns']))}"
+    if finding["code"] == "role_instruction_mismatch":
+        return (
+            "the request carried another role instruction than the contract's (hash "
+            f"{str(finding['actual'])[:SHORT_HASH_CHARS]}, contract "
+            f"{str(finding['expected'])[:SHORT_HASH_CHARS]})"
+        )
+    if "expected" in finding:
+        return f"request has {finding['actual']}, contract has {finding['expected']}"
+    return ""
+
+
 def _finding_lines(turn: TurnView) -> list[str]:
     lines = []
     for v in turn.violations:
@@ -25,12 +44,7 @@ def _finding_lines(turn: TurnView) -> list[str]:
     for e in turn.fixture_errors:
         lines.append(f"!! invalid fixture {e['code']}: {e.get('message', '')}".rstrip(": "))
     for h in turn.harness_findings:
-        detail = ""
-        if h["code"] == "request_missing_turns":
-            detail = f"request omits turns {', '.join(map(str, h['missing_turns']))}"
-        elif "expected" in h:
-            detail = f"request has {h['actual']}, contract has {h['expected']}"
-        lines.append(f"?? missing context {h['code']}: {detail}")
+        lines.append(f"?? missing context {h['code']}: {harness_detail(h)}")
     if turn.role_change_claim:
         lines.append(
             "-- the user asks for a different role in text; ignored (only system events "

@@ -43,8 +43,10 @@ with one_role_read():
 
     st.session_state["_actor"] = signed_in
     navigation = st.navigation(state.pages())
-    if navigation.url_path == "review":
-        keys.early_keys()  # first on the page: label keys pressed while it loads are kept
+    if navigation.url_path in ("review", "queue", ""):  # "": the root shows the queue
+        # First on the page: label keys pressed while the review page loads (or right
+        # after N on the queue) are kept.
+        keys.early_keys()
 
     with st.sidebar:
         if signed_in.auth_mode == "local":

@@ -76,6 +76,7 @@ DEFAULTS: dict[str, Any] = {
     "export_ready": None,
     "judge_score_means": "break",
     "judge_run": None,
+    "judge_newest_run": None,  # the highest run id the judge page has shown
     "judge_method": "isotonic",
     "judge_kind": "all",
     "judge_label": "all",
@@ -401,22 +402,32 @@ def page(name: str) -> st.Page:
 
 def _build_pages() -> dict[str, st.Page]:
     spec = [
-        ("queue", "Queue", ":material/inbox:", True),
-        ("review", "Review", ":material/forum:", False),
-        ("rubrics", "Rubrics", ":material/menu_book:", False),
-        ("agreement", "Agreement", ":material/analytics:", False),
-        ("adjudicate", "Adjudicate", ":material/gavel:", False),
-        ("judge", "Judge", ":material/smart_toy:", False),
-        ("import", "Import", ":material/upload:", False),
-        ("export", "Export", ":material/download:", False),
-        ("team", "Team", ":material/group:", False),
+        ("queue", "Queue", ":material/inbox:"),
+        ("review", "Review", ":material/forum:"),
+        ("rubrics", "Rubrics", ":material/menu_book:"),
+        ("agreement", "Agreement", ":material/analytics:"),
+        ("adjudicate", "Adjudicate", ":material/gavel:"),
+        ("judge", "Judge", ":material/smart_toy:"),
+        ("import", "Import", ":material/upload:"),
+        ("export", "Export", ":material/download:"),
+        ("team", "Team", ":material/group:"),
     ]
-    return {
-        name: st.Page(
-            str(PAGES_DIR / f"{name}.py"), title=title, icon=icon, url_path=name, default=default
-        )
-        for name, title, icon, default in spec
+    pages = {
+        name: st.Page(str(PAGES_DIR / f"{name}.py"), title=title, icon=icon, url_path=name)
+        for name, title, icon in spec
     }
+    # The app's root shows the queue too. Streamlit serves its default page only at the
+    # root (``/queue`` would be "Page not found"), so the default is a hidden second
+    # page on the queue's script and every page in the README opens by its address.
+    pages["home"] = st.Page(
+        str(PAGES_DIR / "queue.py"),
+        title="Queue",
+        icon=":material/inbox:",
+        url_path="home",
+        default=True,
+        visibility="hidden",
+    )
+    return pages
 
 
 PAGES: dict[str, st.Page] = {}

@@ -6,7 +6,7 @@ import streamlit as st
 
 from review_app.errors import InputError
 from review_app.services.cases import LANES
-from review_app.services.export import EXPORT_FORMATS, export_data
+from review_app.services.export import EXPORT_FORMATS, export_data, export_file_name
 from review_app.services.uploads import zip_export
 from review_app.ui import common, state
 from review_app.ui.safe import error_text, escape
@@ -22,6 +22,14 @@ st.selectbox(
 )
 st.selectbox("Cases", ["all", *LANES], key="export_lane")
 st.checkbox("Redact transcript text (keep events and labels)", key="export_redact")
+# What a prepared file was made from: a download is offered only while the choices on
+# the page are still these (the file would otherwise be another export than they say).
+choices = {
+    "rubric": rubric.ref,
+    "format": st.session_state["export_format"],
+    "lane": st.session_state["export_lane"],
+    "redact": bool(st.session_state["export_redact"]),
+}
 if st.button("Prepare export", key="export_prepare", type="primary"):
     try:
         result = export_data(
@@ -36,12 +44,21 @@ if st.button("Prepare export", key="export_prepare", type="primary"):
         st.error(error_text(error))
     else:
         st.session_state["export_ready"] = {
-            "name": f"{rubric.id}-v{rubric.version}-{st.session_state['export_format']}.zip",
+            "choices": choices,
+            "name": export_file_name(
+                rubric,
+                format=choices["format"],
+                lane=common.chosen("export_lane"),
+                redact=choices["redact"],
+            ),
             "zip": zip_export(state.engine(), state.actor(), result),
             "manifest": result.files["manifest.json"],
             "summary": result.line(),
         }
 ready = st.session_state["export_ready"]
+if ready and ready.get("choices") != choices:
+    st.session_state["export_ready"] = ready = None
+    st.info("The choices changed since the last export was prepared: prepare it again.")
 if ready:
     st.success(escape(ready["summary"]))
     st.download_button(

@@ -86,8 +86,13 @@ if not report["runs"]:
     st.stop()
 
 names = [run["name"] for run in report["runs"]]
-if st.session_state["judge_run"] not in names:
-    st.session_state["judge_run"] = names[-1]
+newest = max(report["runs"], key=lambda r: r["id"])
+seen = st.session_state["judge_newest_run"]
+if st.session_state["judge_run"] not in names or (seen is not None and newest["id"] > seen):
+    # A run stored since the last look (here, by the command line or another session)
+    # is the one to read.
+    st.session_state["judge_run"] = newest["name"]
+st.session_state["judge_newest_run"] = newest["id"]
 st.selectbox("Judge run", names, key="judge_run")
 run = next(r for r in report["runs"] if r["name"] == st.session_state["judge_run"])
 

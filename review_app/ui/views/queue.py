@@ -70,7 +70,9 @@ st.progress(
     text=f"{result.completed} of {result.assigned} assigned cases labeled under {rubric.ref}",
 )
 
-following = next_case(state.engine(), actor, rubric=rubric, after=None)
+following = next_case(
+    state.engine(), actor, rubric=rubric, after=None, order=st.session_state["queue_order"]
+)
 if following is not None:
     opener = st.container(horizontal=True, gap="small", vertical_alignment="center")
     if opener.button("Open my next case (N)", key="queue_open_next", shortcut="N", type="primary"):

@@ -20,6 +20,7 @@ from review_app.services.labeling import CaseLabels, case_labels
 from review_app.services.queue import next_case
 from review_app.services.rubric_carry import re_review_queue
 from review_app.services.selective import certified_verdicts
+from review_app.services.render import SHORT_HASH_CHARS
 from review_app.ui import keys, state
 from review_app.ui.safe import code_list, code_span, error_text, escape
 
@@ -111,7 +112,13 @@ def _apply_keys() -> None:
 def _open_next_case(rerun: bool = True) -> None:
     if rubric is None:
         return
-    following = next_case(state.engine(), actor, rubric=rubric, after=case_id)
+    following = next_case(
+        state.engine(),
+        actor,
+        rubric=rubric,
+        after=case_id,
+        order=st.session_state["queue_order"],  # the order the queue page shows
+    )
     if following is None:
         st.session_state["key_notice"] = "No unfinished case left in your queue."
         return
@@ -175,6 +182,10 @@ if labels is not None:
     elif labels.other_reviewers:
         meta.append("you have labeled every turn: others' labels are shown")
 st.caption(" · ".join(meta))
+st.caption(
+    "Marks: red = role violation · yellow = invalid fixture · blue box = missing context · "
+    "blue outline = the focused turn (your keys label it)"
+)
 if view.diagnostic:
     st.code(view.diagnostic, language=None, wrap_lines=True)
 if view.chatbot_role:
@@ -211,6 +222,13 @@ def _finding_marks(turn: TurnView) -> None:
         if finding["code"] == "request_missing_turns":
             omitted = ", ".join(escape(t) for t in finding["missing_turns"])
             detail = f" · request omits turns {omitted}"
+        elif finding["code"] == "role_instruction_mismatch":
+            # Two hashes of 64 characters say nothing more than their first 12.
+            detail = (
+                " · the request carried another role instruction than the contract's "
+                f"(hash {code_span(str(finding['actual'])[:SHORT_HASH_CHARS])}, contract "
+                f"{code_span(str(finding['expected'])[:SHORT_HASH_CHARS])})"
+            )
         elif "expected" in finding:
             detail = (
                 f" · request {code_span(finding['actual'])}, contract "
@@ -233,9 +251,15 @@ def _label_line(turn: TurnView) -> str | None:
     mine = labels.mine.get(turn.turn)
     history = labels.my_history.get(turn.turn, [])
     line = f"Your label: {mine.code if mine else '—'}"
-    earlier = [h for h in history if not h.current]
-    if earlier:
-        line += " (was " + " → ".join(h.code for h in earlier) + ")"
+    # Only changes of code: a rationale added to the same code is no "was".
+    codes: list[str] = []
+    for h in history:
+        if not codes or codes[-1] != h.code:
+            codes.append(h.code)
+    if mine is not None and codes and codes[-1] == mine.code:
+        codes.pop()
+    if codes:
+        line += " (was " + " → ".join(codes) + ")"
     if turn.turn in labels.needs_relabeling:
         line += " · NEEDS RELABELING: the conversation changed since you labeled it"
     if labels.others is not None:
