@@ -27,6 +27,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.pool import StaticPool
 
 from review_app.errors import DatabaseBusy
+from storage.backup import restore_running
 
 DATABASE_URL_ENV = "REVIEW_APP_DATABASE_URL"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -107,10 +108,21 @@ def _sqlite_engine(url: str, *, busy_timeout_ms: int, **kwargs: Any) -> Engine:
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
 
+    restored = None if in_memory or not database else Path(database).expanduser()
+
     @event.listens_for(engine, "begin")
     def _begin(connection: Any) -> None:
         mode = connection.get_execution_options().get(_BEGIN_OPTION, "IMMEDIATE")
         connection.exec_driver_sql(f"BEGIN {mode}")
+        # A writer holding the lock checks that no restore runs: ``restore`` waits for
+        # the writers in flight, then copies the database aside and overwrites it, and
+        # a save between those steps would be in neither (see storage/backup.py).
+        if mode == "IMMEDIATE" and restored is not None and restore_running(restored):
+            connection.exec_driver_sql("ROLLBACK")
+            raise DatabaseBusy(
+                "the database is being restored from a backup; this change was not saved, "
+                "try again when the restore is done"
+            )
 
     @event.listens_for(engine, "handle_error")
     def _busy(context: Any) -> None:
