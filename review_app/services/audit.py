@@ -28,6 +28,7 @@ ACTIONS = (
     "rubric_publish",
     "export",
     "person_add",
+    "person_signin_create",
     "role_change",
     "person_deactivate",
     "person_reactivate",
@@ -36,6 +37,8 @@ ACTIONS = (
     "verdicts_import",
     "judge_run",
     "calibration_fit",
+    "backup",
+    "restore",
 )
 
 
