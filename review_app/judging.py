@@ -86,6 +86,12 @@ def load_judge_prompt(path: Path) -> JudgePrompt:
     if match is None:
         raise InputError("a judge prompt file is named v<N>.txt", source=source)
     try:
+        if path.stat().st_size > input_policy.MAX_RUBRIC_FILE_BYTES:
+            raise InputError(
+                f"the file is larger than {input_policy.MAX_RUBRIC_FILE_BYTES // 1024} KB; "
+                "a judge prompt is a short text",
+                source=source,
+            )
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise InputError(f"cannot be read as UTF-8 text ({error})", source=source) from None
