@@ -5,7 +5,9 @@ code is an error naming the line, and nothing from that file is stored. A row th
 repeats the reviewer's current label (same code and rationale) changes nothing, so
 importing a file twice is harmless; a different label supersedes the current one
 (labels are append-only). Reviewers named in the file who do not exist yet are
-created as reviewers, which only an admin may do when sign-in is on. A ``.jsonl``
+created as reviewers, which only an admin may do when sign-in is on. A reviewer
+importing their own labels may name only cases in their queue or labeled by them
+(policy owners and admins importing for others are not limited by queues). A ``.jsonl``
 file (one object per line, the same keys) is read too, including the label data of
 ``review-app export --format jsonl`` (its context keys are ignored).
 
