@@ -56,6 +56,10 @@ MAX_JSON_DEPTH = 1024
 TURN_MIN, TURN_MAX = -(2**31), 2**31 - 1
 """Turns (and rubric versions) are 32-bit integer columns."""
 MAX_RUBRIC_VERSION = 2**31 - 1
+MAX_RUBRIC_FILE_BYTES = 1024 * 1024
+"""A rubric file (YAML) or a judge prompt file: read whole, so bounded."""
+MAX_YAML_DEPTH = 32
+"""Nesting of a rubric file's mappings and lists (a rubric needs 4)."""
 
 
 # --- text ---------------------------------------------------------------------------------

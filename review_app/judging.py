@@ -87,6 +87,12 @@ def load_judge_prompt(path: Path) -> JudgePrompt:
     if match is None:
         raise InputError("a judge prompt file is named v<N>.txt", source=source)
     try:
+        if path.stat().st_size > input_policy.MAX_RUBRIC_FILE_BYTES:
+            raise InputError(
+                f"the file is larger than {input_policy.MAX_RUBRIC_FILE_BYTES // 1024} KB; "
+                "a judge prompt is a short text",
+                source=source,
+            )
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise InputError(f"cannot be read as UTF-8 text ({error})", source=source) from None
@@ -379,6 +385,7 @@ def read_verdict_file(
         )
     source = str(path)
     records = []
+    from_csv = path.suffix.lower() == ".csv"  # CSV cells are text; JSON has numbers
     for line, row in _verdict_rows(path):
 
         def fail(message: str, field: str, line: int = line) -> InputError:
@@ -415,6 +422,13 @@ def read_verdict_file(
             raise fail(f"{label!r} is not a code of {rubric.ref}", "label")
         score_value = row.get("score")
         score: float | None = None
+        if score_value is not None and not from_csv and isinstance(score_value, str):
+            # JSON has numbers: "0.5" in quotes is a text, as the reference says
+            raise fail(
+                f"score {score_value[:20]!r} is a text; write a number from 0 to 1 "
+                "(without quotes)",
+                "score",
+            )
         if score_value is not None:
             try:
                 score = float(score_value) if not isinstance(score_value, bool) else math.nan

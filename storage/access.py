@@ -7,6 +7,7 @@ from typing import Any
 from sqlalchemy import false
 from sqlmodel import Session, col, select
 
+from storage.bulk import in_chunks
 from storage.models import Assignment, Case, Label, RubricVersion
 
 
@@ -66,3 +67,16 @@ def _reviewer_rows_on_case(
         )
         .exists()
     )
+
+
+def reviewer_case_ids(session: Session, *, reviewer_id: int, case_ids: list[str]) -> set[str]:
+    """Those of ``case_ids`` in the reviewer's queue (any rubric) or carrying their labels."""
+    found: set[str] = set()
+    wanted = sorted(set(case_ids))
+    for table in (Assignment, Label):
+        for chunk in in_chunks(wanted):
+            query = select(col(table.case_id)).where(
+                col(table.reviewer_id) == reviewer_id, col(table.case_id).in_(chunk)
+            )
+            found.update(session.scalars(query.distinct()))
+    return found

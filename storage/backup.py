@@ -13,9 +13,12 @@ says which commands to run for a URL.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shlex
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -106,24 +109,78 @@ def backup_sqlite(source: Path, target: Path) -> BackupResult:
     return BackupResult(target, target.stat().st_size, pages)
 
 
+def restore_marker(database: Path) -> Path:
+    """The file a running restore of ``database`` holds locked (``<database>.restoring``)."""
+    return database.with_name(database.name + ".restoring")
+
+
+def restore_running(database: Path) -> bool:
+    """Whether a restore into ``database`` runs now: its marker exists and is locked (a
+    marker left by a restore that crashed is not locked, and does not count)."""
+    try:
+        descriptor = os.open(restore_marker(database), os.O_RDONLY)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return False
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(descriptor)
+    return False
+
+
+@contextmanager
+def _restoring(database: Path) -> Iterator[None]:
+    """Hold ``database``'s restore marker locked for the block (one restore at a time)."""
+    marker = restore_marker(database)
+    descriptor = os.open(marker, os.O_CREAT | os.O_RDWR, 0o600)
+    try:
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise BackupError(f"{database}: another restore into it is running") from None
+        try:
+            yield
+        finally:
+            marker.unlink(missing_ok=True)
+    finally:
+        os.close(descriptor)
+
+
 def restore_sqlite(backup: Path, target: Path) -> Path:
     """Copy ``backup`` into the database ``target``; returns where the previous content
-    was saved (``<target>.before-restore``)."""
+    was saved (``<target>.before-restore``).
+
+    No save is lost: while this runs, every transaction that may write to ``target``
+    through this app's engines is refused with "a restore is running" (see
+    :func:`restore_running`); the ones already running are waited for (their write lock
+    is taken and given back once) before the current content is copied aside, so each
+    acknowledged save is either in that copy or was refused."""
     _check(backup)
     saved = target.with_name(target.name + ".before-restore")
-    if target.exists():
-        backup_sqlite(target, saved)
-    else:
-        target.parent.mkdir(parents=True, exist_ok=True)
-    source = sqlite3.connect(f"file:{backup}?mode=ro", uri=True)
-    try:
-        live = _connect(target)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with _restoring(target):
+        if target.exists():
+            live = _connect(target)
+            try:
+                live.isolation_level = None
+                live.execute("BEGIN IMMEDIATE")  # waits for the saves in flight
+                live.execute("ROLLBACK")
+            finally:
+                live.close()
+            backup_sqlite(target, saved)
+        source = sqlite3.connect(f"file:{backup}?mode=ro", uri=True)
         try:
-            source.backup(live)
+            live = _connect(target)
+            try:
+                source.backup(live)
+            finally:
+                live.close()
         finally:
-            live.close()
-    finally:
-        source.close()
+            source.close()
     return saved
 
 

@@ -28,6 +28,7 @@ from sqlalchemy.pool import StaticPool
 
 from review_app.errors import DatabaseBusy
 from storage import write_queue
+from storage.backup import restore_running
 
 DATABASE_URL_ENV = "REVIEW_APP_DATABASE_URL"
 SQLITE_BUSY_TIMEOUT_MS = 30_000
@@ -116,6 +117,8 @@ def _sqlite_engine(url: str, *, busy_timeout_ms: int, **kwargs: Any) -> Engine:
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
 
+    restored = None if in_memory or not database else Path(database).expanduser()
+
     @event.listens_for(engine, "begin")
     def _begin(connection: Any) -> None:
         mode = connection.get_execution_options().get(_BEGIN_OPTION, "IMMEDIATE")
@@ -133,6 +136,17 @@ def _sqlite_engine(url: str, *, busy_timeout_ms: int, **kwargs: Any) -> Engine:
             if queued:
                 dbapi_connection.release_write_lock()
             raise
+        # A writer holding the lock checks that no restore runs: ``restore`` waits for
+        # the writers in flight, then copies the database aside and overwrites it, and
+        # a save between those steps would be in neither (see storage/backup.py).
+        if mode == "IMMEDIATE" and restored is not None and restore_running(restored):
+            connection.exec_driver_sql("ROLLBACK")
+            if queued:
+                dbapi_connection.release_write_lock()
+            raise DatabaseBusy(
+                "the database is being restored from a backup; this change was not saved, "
+                "try again when the restore is done"
+            )
 
     @event.listens_for(engine, "handle_error")
     def _busy(context: Any) -> None:

@@ -45,13 +45,21 @@ def ensure_reviewer(
     session: Session, *, name: str, role: str = "reviewer", display_name: str | None = None
 ) -> Reviewer:
     """The reviewer called ``name``, created with ``role`` if there is none (race-safe)."""
+    return ensure_reviewer_created(session, name=name, role=role, display_name=display_name)[0]
+
+
+def ensure_reviewer_created(
+    session: Session, *, name: str, role: str = "reviewer", display_name: str | None = None
+) -> tuple[Reviewer, bool]:
+    """:func:`ensure_reviewer`, and whether this call created the row (of two racing
+    first sign-ins, exactly one did)."""
     statement = insert_ignoring_conflicts(session.connection(), Reviewer, keys=["name"]).values(
         name=name, role=role, display_name=display_name, active=True, created_at=utcnow()
     )
-    session.execute(statement)
+    created = session.execute(statement.returning(col(Reviewer.id))).first() is not None
     reviewer = get_reviewer_by_name(session, name=name)
     assert reviewer is not None
-    return reviewer
+    return reviewer, created
 
 
 def list_reviewers(session: Session, *, active_only: bool = True) -> list[Reviewer]:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from sqlalchemy import Engine
 
+from review_app.rubrics import Rubric
 from review_app.services.people import Actor, add_person, operator_actor, sign_in
+from review_app.services.queue import assign_cases
 
 
 def operator() -> Actor:
@@ -17,3 +19,15 @@ def signed_in(engine: Engine, name: str, *, role: str | None = None) -> Actor:
     if role is not None:
         add_person(engine, operator_actor(), name=name, role=role)
     return sign_in(engine, name=name, auth_mode="oidc")
+
+
+def assign(engine: Engine, rubric: Rubric, name: str, *case_ids: str) -> None:
+    """Put the cases in ``name``'s queue (as the operator): a reviewer labels only those."""
+    assign_cases(
+        engine,
+        operator_actor(),
+        rubric=rubric,
+        reviewers=[name],
+        overlap=1_000,
+        case_ids=list(case_ids),
+    )

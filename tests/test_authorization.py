@@ -259,13 +259,13 @@ GUARDED: dict[str, tuple[Call, str]] = {
     ),
     "labeling.case_labels": (
         lambda w, a: labeling.case_labels(w.engine, a, case_id=CASE, rubric=w.rubric),
-        "blind",
+        "denied",  # a case outside the reviewer's queue (the others see it "blind")
     ),
     "labeling.record_label": (
         lambda w, a: labeling.record_label(
             w.engine, a, case_id=CASE, turn=2, rubric=w.rubric, code="in_role"
         ),
-        "own",
+        "denied",  # a case outside the reviewer's queue
     ),
     "labels_io.export_labels_csv": (
         lambda w, a: labels_io.export_labels_csv(w.engine, a, rubric=w.rubric, history=True),
@@ -413,7 +413,9 @@ EXEMPT: dict[str, str] = {
     "case_rows.prepare_case": "pure: builds one case's rows in memory",
     "people.assignable_people": "takes an open Session: checks names for authorized assigners",
     "cases.case_view": "takes an open Session: a building block of authorized services",
+    "cases.check_case_access": "checks an actor it is given against a row the caller read",
     "cases.check_lane": "pure: validates a lane name",
+    "cases.not_in_queue": "pure: builds the refusal for a case outside a reviewer's queue",
     "cases.claims_role_change": "pure: a regular expression over text",
     "cases.list_cases": "case metadata only (ids, lanes, findings), no labels",
     "export.write_export": "writes an ExportResult that export_data authorized",
@@ -532,9 +534,7 @@ def test_a_reviewer_who_has_labeled_nothing(world: World, name: str) -> None:
             call(world, newcomer)
         return
     result = call(world, newcomer)
-    if expected == "blind":
-        assert result.blind and result.others is None and result.other_reviewers == []
-    elif name == "queue.queue_page":
+    if name == "queue.queue_page":
         assert result.rows == [] and result.assigned == 0
     elif name == "rubric_carry.re_review_queue":
         assert result == []  # only one's own units, and a newcomer has none
@@ -565,6 +565,9 @@ def test_a_reviewer_opens_only_cases_in_their_queue_or_labeled_by_them(world: Wo
         case_ids=[CASE],
     )
     assert cases.load_case_view(world.engine, rita, case_id=CASE).case_id == CASE
+    # in her queue, nothing labeled yet: blind to the others' labels
+    mine = labeling.case_labels(world.engine, rita, case_id=CASE, rubric=world.rubric)
+    assert mine.blind and mine.others is None and mine.other_reviewers == []
     other = "support-clean-late-parcel"
     with pytest.raises(PermissionDenied):
         cases.case_fingerprint(world.engine, rita, case_id=other)

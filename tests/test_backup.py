@@ -12,6 +12,7 @@ from review_app.services.demo import load_demo
 from review_app.services.labeling import record_label
 from review_app.services.people import Actor, sign_in
 from review_app.services.rubric_catalog import sync_rubrics
+from tests.actors import assign
 from tests.conftest import Database
 
 CASE = "support-clean-late-parcel"
@@ -30,6 +31,7 @@ def test_backup_and_restore_round_trip(sqlite_database: Database, run_cli, tmp_p
     load_demo(engine, Actor.operator())
     rubric = sync_rubrics(engine, Actor.operator()).get("role-adherence@1")
     rita = sign_in(engine, name="rita", auth_mode="local")
+    assign(engine, rubric, "rita", CASE)
     record_label(engine, rita, case_id=CASE, turn=2, rubric=rubric, code="in_role")
     before = _labels(sqlite_database)
     target = tmp_path / "backups" / "review.backup"

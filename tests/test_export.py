@@ -52,6 +52,7 @@ from review_app.services.rubric_catalog import sync_rubrics
 from review_app.services.uploads import zip_export
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
+from tests.actors import assign
 from tests.builders import BREAK_CODES
 from tests.conftest import REPO, Database, postgres_schema
 
@@ -682,6 +683,7 @@ def test_csv_cells_that_a_spreadsheet_would_run_are_neutralised(
     rubric = sync_rubrics(database.engine, operator_actor()).get(RUBRIC)
     formula = '=HYPERLINK("http://x")'
     rater = sign_in(database.engine, name="@rater", auth_mode="oidc")
+    assign(database.engine, rubric, "@rater", "csv-injection")
     record_label(
         database.engine,
         rater,

@@ -31,6 +31,7 @@ from review_app.services.labeling import record_label
 from review_app.services.labels_io import import_labels
 from review_app.services.people import Actor, add_person, sign_in
 from review_app.services.rubric_catalog import sync_rubrics
+from tests.actors import assign
 from tests.conftest import DEMO_CASES, REPO, CliResult, Database
 
 RUBRIC = "role-adherence@1"
@@ -400,6 +401,7 @@ def test_a_typed_rationale_with_control_characters_is_refused(
 def test_tab_and_newlines_are_fine_in_a_rationale(database: Database, rubric: Any) -> None:
     seed(database)
     ana = sign_in(database.engine, name="ana", auth_mode="local")
+    assign(database.engine, rubric, "ana", CASE_ID)
     saved = record_label(
         database.engine,
         ana,

@@ -29,6 +29,7 @@ from review_app.services.people import Actor, add_person, deactivate_person, set
 from review_app.services.rubric_catalog import sync_rubrics
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
+from tests.actors import assign
 from tests.conftest import DEMO_CASES, Database, postgres_schema
 
 RUBRIC = "role-adherence@1"
@@ -69,6 +70,7 @@ def _scalar(database: Database, sql: str, **params: Any) -> Any:
 def test_two_tabs_saving_one_turn_leave_one_current_label(database: Database) -> None:
     rubric = _setup(database)
     ana = sign_in(database.engine, name="ana", auth_mode="local")
+    assign(database.engine, rubric, "ana", CASE)
     # a first label, so the races below are about labels (the assignment exists)
     record_label(database.engine, ana, case_id=CASE, turn=2, rubric=rubric, code="in_role")
     rows = 1
@@ -141,6 +143,9 @@ def test_a_first_save_on_an_unassigned_case_from_two_tabs(database: Database) ->
         )
 
     for round_ in range(ROUNDS):
+        # a policy owner may label any case (a reviewer only those in their queue): the
+        # first save creates the assignment
+        add_person(database.engine, Actor.operator(), name=f"r{round_}", role="policy_owner")
         reviewer = sign_in(database.engine, name=f"r{round_}", auth_mode="local")
         results = _race(save(reviewer, 2), save(reviewer, 4))
         assert not [r for r in results if isinstance(r, Exception)], results
@@ -163,6 +168,7 @@ def test_the_database_refuses_a_second_current_label(database: Database) -> None
     """The invariant holds even for a writer that skips the service (raw SQL)."""
     rubric = _setup(database)
     ana = sign_in(database.engine, name="ana", auth_mode="local")
+    assign(database.engine, rubric, "ana", CASE)
     record_label(database.engine, ana, case_id=CASE, turn=2, rubric=rubric, code="in_role")
     insert = (
         "INSERT INTO labels (case_id, turn, reviewer_id, rubric_id, rubric_version, code, "
@@ -272,6 +278,7 @@ def test_a_label_csv_import_racing_a_save_leaves_one_current_label(
     rubric = _setup(database)
     catalog = sync_rubrics(database.engine, Actor.operator())
     ana = sign_in(database.engine, name="ana", auth_mode="local")
+    assign(database.engine, rubric, "ana", CASE)
     record_label(database.engine, ana, case_id=CASE, turn=2, rubric=rubric, code="in_role")
     rows = 1
     for round_ in range(ROUNDS):

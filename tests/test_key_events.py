@@ -29,6 +29,7 @@ from review_app.services.rubric_catalog import sync_rubrics
 from storage import labels, reviewers
 from storage.engine import create_database_engine
 from storage.models import Label, LabelEvent
+from tests.actors import assign
 from tests.conftest import Database, write_lock
 
 RUBRIC = "role-adherence@1"
@@ -39,7 +40,9 @@ def _setup(database: Database) -> tuple[Actor, object]:
     load_demo(database.engine, operator_actor())
     add_person(database.engine, Actor.operator(), name="rita", role="reviewer")
     rita = sign_in(database.engine, name="rita", auth_mode="local")
-    return rita, sync_rubrics(database.engine, operator_actor()).get(RUBRIC)
+    rubric = sync_rubrics(database.engine, operator_actor()).get(RUBRIC)
+    assign(database.engine, rubric, "rita", CASE)
+    return rita, rubric
 
 
 def _rows(database: Database) -> list[tuple[int, str, str | None]]:

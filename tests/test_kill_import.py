@@ -34,6 +34,7 @@ from review_app.services.importing import import_paths
 from review_app.services.labeling import record_label
 from review_app.services.people import Actor, sign_in
 from review_app.services.rubric_catalog import sync_rubrics
+from tests.actors import assign
 from tests.conftest import Database, cli_environment
 
 N_CASES = 300
@@ -199,6 +200,7 @@ def test_a_label_save_killed_before_its_commit_leaves_one_current_label_and_exac
             ),
             {"p": PREFIX + "%"},
         ).one()
+    assign(database.engine, rubric, "ana", case_id)
     record_label(database.engine, ana, case_id=case_id, turn=first, rubric=rubric, code="in_role")
 
     for turn in (first, second):  # a relabel, then a first label on another turn

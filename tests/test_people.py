@@ -24,7 +24,7 @@ from review_app.services.people import (
 )
 from review_app.services.queue import assign_cases, queue_page
 from review_app.services.rubric_catalog import sync_rubrics
-from tests.actors import operator, signed_in
+from tests.actors import assign, operator, signed_in
 from tests.conftest import DEMO_CASES, Database
 
 RUBRIC = "role-adherence@1"
@@ -46,6 +46,7 @@ def test_a_deactivated_reviewer_is_refused_at_once_and_reactivation_restores(
     engine = database.engine
     rubric = _setup(database)
     rita = signed_in(engine, "rita", role="reviewer")
+    assign(engine, rubric, "rita", CASE)
     record_label(engine, rita, case_id=CASE, turn=2, rubric=rubric, code="in_role")
     assert queue_page(engine, rita, rubric=rubric).assigned == 1
 

@@ -188,6 +188,9 @@ def test_informative_queue_puts_borderline_cases_first(sqlite_database: Database
     sam = sign_in(engine, name="sam", auth_mode="local")
     tess = sign_in(engine, name="tess", auth_mode="local")
     # two other reviewers disagree on a sibling turn of the violation case
+    assign_cases(
+        engine, operator, rubric=rubric, reviewers=["sam", "tess"], overlap=3, case_ids=[queue[2]]
+    )
     record_label(engine, sam, case_id=queue[2], turn=2, rubric=rubric, code="in_role")
     record_label(engine, tess, case_id=queue[2], turn=2, rubric=rubric, code="tone_break")
 

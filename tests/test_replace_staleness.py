@@ -17,6 +17,7 @@ from review_app.services.labeling import case_labels, record_label
 from review_app.services.people import Actor, sign_in
 from review_app.services.queue import queue_page
 from review_app.services.rubric_catalog import sync_rubrics
+from tests.actors import assign
 from tests.conftest import Database
 
 RUBRIC = "role-adherence@1"
@@ -44,6 +45,7 @@ def _import(database: Database, tmp_path: Path, case: dict[str, Any], name: str)
 def _label_both(database: Database, rubric: Rubric, tmp_path: Path) -> Actor:
     _import(database, tmp_path, _case(FOUR_EVENTS), "first")
     ana = sign_in(database.engine, name="ana", auth_mode="local")
+    assign(database.engine, rubric, "ana", CASE)
     for turn, code in ((2, "in_role"), (4, "scope_break")):
         record_label(database.engine, ana, case_id=CASE, turn=turn, rubric=rubric, code=code)
     return ana

@@ -19,18 +19,37 @@ import csv
 import io
 import re
 
-FORMULA_TRIGGERS = ("=", "+", "-", "@", "\t", "\r")
+FORMULA_TRIGGERS = (
+    "=",
+    "+",
+    "-",
+    "@",
+    "\t",
+    "\r",
+    # full-width and small forms, which some spreadsheets (CJK locales) read as the same
+    "\uff1d",  # ＝
+    "\uff0b",  # ＋
+    "\uff0d",  # －
+    "\uff20",  # ＠
+    "\ufe66",  # ﹦
+    "\ufe62",  # ﹢
+    "\ufe63",  # ﹣
+    "\ufe6b",  # ﹫
+)
 _TRIGGER = "[" + re.escape("".join(FORMULA_TRIGGERS)) + "]"
-_NEEDS_QUOTE = re.compile("'*" + _TRIGGER)
-_NEUTRALISED = re.compile("'+" + _TRIGGER)
+# Spreadsheets skip leading blanks before a formula: spaces, no-break spaces, line
+# breaks (any Unicode whitespace) in front of a trigger count as the trigger.
+_NEEDS_QUOTE = re.compile(r"'*\s*" + _TRIGGER)
+_NEUTRALISED = re.compile(r"'+\s*" + _TRIGGER)
 
 
 def neutralise_cell(value: str) -> str:
     """``value`` made safe to open in a spreadsheet.
 
-    A cell beginning with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return (or
-    with single quotes followed by one of them) is prefixed with a single quote;
-    any other cell is returned unchanged.
+    A cell beginning with ``=``, ``+``, ``-``, ``@`` (or their full-width forms such
+    as ``＝``), a tab or a carriage return, possibly after whitespace (spaces, no-break
+    spaces, line breaks) and single quotes, is prefixed with a single quote; any other
+    cell is returned unchanged.
     """
     if _NEEDS_QUOTE.match(value):
         return "'" + value

@@ -112,9 +112,44 @@ def _index_nodes(node: yaml.Node, path: str, locations: _Locations, source: str)
             _index_nodes(item, f"{path}[{index}]", locations, source)
 
 
+def _too_deep(event: yaml.Event, source: str, field: str | None) -> InputError:
+    return InputError(
+        f"nested more than {input_policy.MAX_YAML_DEPTH} levels deep (a rubric needs 4)",
+        source=source,
+        line=event.start_mark.line + 1 if event.start_mark else None,
+        field=field,
+    )
+
+
 def _read_yaml(text: str, source: str) -> tuple[Any, _Locations]:
+    if len(text) > input_policy.MAX_RUBRIC_FILE_BYTES:
+        raise InputError(
+            f"the file is larger than {input_policy.MAX_RUBRIC_FILE_BYTES // 1024} KB; "
+            "a rubric is a short text",
+            source=source,
+        )
+    # The events are read one by one (no recursion) and the nesting checked before
+    # anything recursive (composing, indexing, constructing) sees the document.
+    depth = 0
+    top_key: str | None = None
+    expect_top_key = top_is_mapping = False
     try:
         for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(event, yaml.MappingStartEvent | yaml.SequenceStartEvent):
+                depth += 1
+                if depth > input_policy.MAX_YAML_DEPTH:
+                    raise _too_deep(event, source, top_key)
+                if depth == 1:
+                    top_is_mapping = expect_top_key = isinstance(event, yaml.MappingStartEvent)
+                continue
+            if isinstance(event, yaml.MappingEndEvent | yaml.SequenceEndEvent):
+                depth -= 1
+                expect_top_key = depth == 1 and top_is_mapping
+                continue
+            if depth == 1 and top_is_mapping and isinstance(event, yaml.ScalarEvent):
+                if expect_top_key:
+                    top_key = event.value
+                expect_top_key = not expect_top_key
             if isinstance(event, yaml.AliasEvent):
                 # Aliases would make one value appear under several fields (and can nest
                 # exponentially); a rubric spells every value out where it applies.
@@ -482,6 +517,12 @@ def load_rubric_file(path: str | os.PathLike[str]) -> Rubric:
             source=source,
         )
     try:
+        if file_path.stat().st_size > input_policy.MAX_RUBRIC_FILE_BYTES:
+            raise InputError(
+                f"the file is larger than {input_policy.MAX_RUBRIC_FILE_BYTES // 1024} KB; "
+                "a rubric is a short text",
+                source=source,
+            )
         raw = file_path.read_bytes()
     except OSError as error:
         raise InputError(

@@ -29,6 +29,7 @@ ACTIONS = (
     "rubric_carry",
     "export",
     "person_add",
+    "person_signin_create",
     "role_change",
     "person_deactivate",
     "person_reactivate",
@@ -38,6 +39,8 @@ ACTIONS = (
     "verdicts_import",
     "judge_run",
     "calibration_fit",
+    "backup",
+    "restore",
 )
 
 

@@ -12,10 +12,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+from sqlmodel import Session
 
 from review_app.errors import InputError
 from review_app.services.people import Actor, authorize
-from storage import backup
+from storage import audit, backup
 from storage.engine import create_database_engine, database_url
 
 
@@ -42,17 +45,44 @@ def _admin_database(actor: Actor, db: str | None) -> Iterator[str]:
         raise InputError(str(error)) from None
 
 
+def _record(url: str, actor: Actor, *, action: str, path: Path, summary: dict[str, Any]) -> None:
+    """One audit entry for a backup or a restore, in the database at ``url`` (after a
+    restore: the restored one, which the log then says where it came from)."""
+    engine = create_database_engine(url)
+    try:
+        with Session(engine) as session:
+            audit.add_entry(
+                session,
+                actor=actor.name,
+                action=action,
+                object_type="file",
+                object_key=str(path),
+                summary=summary,
+            )
+            session.commit()
+    finally:
+        engine.dispose()
+
+
 def backup_database(actor: Actor, *, db: str | None, path: Path) -> BackupOutcome:
     with _admin_database(actor, db) as url:
         source = backup.sqlite_path(url)
         if source is None:
             dump, restore = backup.postgres_commands(url, str(path))
+            _record(url, actor, action="backup", path=path, summary={"done": False})
             return BackupOutcome(
                 False,
                 "PostgreSQL is backed up with its own tools; run\n"
                 f"  {dump}\nand to restore\n  {restore}",
             )
         result = backup.backup_sqlite(source, path)
+        _record(
+            url,
+            actor,
+            action="backup",
+            path=path,
+            summary={"done": True, "pages": result.pages, "bytes": result.bytes},
+        )
     return BackupOutcome(
         True, f"backed up {source} to {result.path} ({result.pages} pages, {result.bytes} bytes)"
     )
@@ -63,9 +93,17 @@ def restore_database(actor: Actor, *, db: str | None, path: Path) -> BackupOutco
         target = backup.sqlite_path(url)
         if target is None:
             _, restore = backup.postgres_commands(url, str(path))
+            _record(url, actor, action="restore", path=path, summary={"done": False})
             return BackupOutcome(
                 False, f"PostgreSQL is restored with its own tools; run\n  {restore}"
             )
         saved = backup.restore_sqlite(path, target)
+        _record(
+            url,
+            actor,
+            action="restore",
+            path=path,
+            summary={"done": True, "before_restore": str(saved) if saved.exists() else None},
+        )
     kept = f"; its previous content is in {saved}" if saved.exists() else ""
     return BackupOutcome(True, f"restored {path} into {target}{kept}")

@@ -198,9 +198,32 @@ def checked_case_id(case_id: object) -> str:
         raise NotFound(f"no case {shown!r} in the database") from None
 
 
+def not_in_queue(actor: Actor, case_id: str) -> PermissionDenied:
+    """The one refusal a reviewer gets for a case that is not theirs, whether or not it
+    exists: a reviewer cannot tell the ids of other people's cases from made-up ones."""
+    return PermissionDenied(f"case {case_id!r} is not in {actor.name}'s queue")
+
+
+def check_case_access(
+    actor: Actor, found: tuple[str, bool] | None, *, case_id: str
+) -> tuple[str, bool]:
+    """Refuse unless ``found`` (:func:`storage.access.case_hash_and_access` for the
+    actor) lets the actor at the case: a policy owner or admin any stored case
+    (``NotFound`` for a missing one), a reviewer only the cases assigned to them or
+    that they have labeled (the same ``PermissionDenied`` for a missing case)."""
+    if actor.has_role("policy_owner"):
+        if found is None:
+            raise NotFound(f"no case {case_id!r} in the database")
+        return found
+    if found is None or not found[1]:
+        raise not_in_queue(actor, case_id)
+    return found
+
+
 def may_open_case(engine: Engine, actor: Actor, *, case_id: str) -> Actor:
     """Refuse unless the actor may open the case: a policy owner or admin any case, a
-    reviewer the cases assigned to them or that they have labeled. Returns the actor
+    reviewer the cases assigned to them or that they have labeled (a case that does not
+    exist gets a reviewer the same answer as one that is not theirs). Returns the actor
     with its current role. Raises ``PermissionDenied``."""
     actor = authorize(engine, actor, "reviewer")
     if actor.has_role("policy_owner"):
@@ -209,10 +232,7 @@ def may_open_case(engine: Engine, actor: Actor, *, case_id: str) -> Actor:
     case_id = checked_case_id(case_id)
     with Session(read_only(engine)) as session:
         found = access.case_hash_and_access(session, case_id=case_id, reviewer_id=actor.reviewer_id)
-    if found is None:
-        raise NotFound(f"no case {case_id!r} in the database")
-    if not found[1]:
-        raise PermissionDenied(f"case {case_id!r} is not in {actor.name}'s queue")
+    check_case_access(actor, found, case_id=case_id)
     return actor
 
 
@@ -235,11 +255,7 @@ def case_fingerprint(engine: Engine, actor: Actor, *, case_id: str) -> str:
     case_id = checked_case_id(case_id)
     with Session(read_only(engine)) as session:
         found = access.case_hash_and_access(session, case_id=case_id, reviewer_id=actor.reviewer_id)
-    if found is None:
-        raise NotFound(f"no case {case_id!r} in the database")
-    content_hash, in_queue = found
-    if not actor.has_role("policy_owner") and not in_queue:
-        raise PermissionDenied(f"case {case_id!r} is not in {actor.name}'s queue")
+    content_hash, _ = check_case_access(actor, found, case_id=case_id)
     return f"{content_hash}:{EVALUATOR_VERSION}"
 
 

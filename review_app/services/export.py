@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -315,7 +316,7 @@ def _earlier_manifest(out_dir: Path) -> dict[str, Any] | None:
     is not ours: it must not make the directory's files ours to delete.
     """
     path = out_dir / MANIFEST_NAME
-    if not path.is_file():
+    if path.is_symlink() or not path.is_file():
         return None
     try:
         value = json.loads(path.read_bytes())
@@ -333,19 +334,36 @@ def _files_of(manifest: dict[str, Any], out_dir: Path) -> list[Path]:
     """The files an earlier export wrote (its manifest lists them)."""
     names = manifest.get("files")
     if not isinstance(names, list):
-        # A manifest without a file list: the kinds of file an export writes.
-        return [
-            p
-            for p in out_dir.iterdir()
-            if p.is_file() and p.suffix in (".json", ".jsonl", ".csv", ".py")
-        ]
+        # A manifest without a file list (earlier versions): it names no file, so none
+        # is deleted; the new export's files replace those of the same name.
+        return []
     found = []
     for name in names:
         if isinstance(name, str) and name == Path(name).name and name not in ("", ".", ".."):
             path = out_dir / name
-            if path.is_file():
-                found.append(path)
+            if path.is_symlink() or path.is_file():
+                found.append(path)  # unlinking a link removes the link, not its target
     return found
+
+
+def _refuse_links(out_dir: Path, names: list[str]) -> None:
+    """Refuse before anything is changed when a file the export writes is a symbolic
+    link (writing through it would write outside ``--out``)."""
+    for name in [*names, MANIFEST_NAME]:
+        if (out_dir / name).is_symlink():
+            raise InputError(
+                f"{name} is a symbolic link; the export never writes through links "
+                "(remove it or choose another directory)",
+                source=str(out_dir),
+            )
+
+
+def _write_new(target: Path, data: bytes) -> None:
+    """Write ``data`` to ``target`` without following a link there (``O_NOFOLLOW``)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0)
+    descriptor = os.open(target, flags, 0o644)
+    with os.fdopen(descriptor, "wb") as handle:
+        handle.write(data)
 
 
 def write_export(result: ExportResult, out_dir: Path) -> list[Path]:
@@ -359,6 +377,7 @@ def write_export(result: ExportResult, out_dir: Path) -> list[Path]:
         raise InputError("not a directory; choose an empty or new directory", source=str(out_dir))
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
+        _refuse_links(out_dir, sorted(result.files))
         if any(out_dir.iterdir()):
             previous = _earlier_manifest(out_dir)
             if previous is None:
@@ -373,7 +392,7 @@ def write_export(result: ExportResult, out_dir: Path) -> list[Path]:
         written = []
         for name, data in sorted(result.files.items()):
             target = out_dir / name
-            target.write_bytes(data)
+            _write_new(target, data)
             written.append(target)
     except OSError as error:
         raise InputError(

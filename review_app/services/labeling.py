@@ -16,13 +16,12 @@ from sqlalchemy import Engine
 from sqlmodel import Session
 
 from review_app import input_policy
-from review_app.errors import InputError, NotFound
+from review_app.errors import InputError
 from review_app.rubrics import Rubric
-from review_app.services.cases import checked_case_id
+from review_app.services.cases import check_case_access, checked_case_id
 from review_app.services.people import Actor, authorize, require_reviewer_id
 from review_app.services.queue import forget_progress
-from storage import assignments, audit, cases, labels
-from storage.cases import get_case
+from storage import access, assignments, audit, cases, labels
 from storage.engine import read_only
 from storage.labels import LabelRow
 
@@ -85,8 +84,14 @@ def record_label(
         )
     text = _clean_rationale(rationale)
     with Session(engine) as session:
-        if get_case(session, case_id=case_id) is None:
-            raise NotFound(f"no case {case_id!r} in the database")
+        # Before anything about the case is told (its turns, which are user events): a
+        # reviewer saves only on cases in their queue or labeled by them, and one that
+        # does not exist gets them the same answer as one that is not theirs.
+        check_case_access(
+            actor,
+            access.case_hash_and_access(session, case_id=case_id, reviewer_id=reviewer_id),
+            case_id=case_id,
+        )
         actors = cases.event_actors_by_turn(session, case_id=case_id)
         if turn not in actors:
             raise InputError(f"case {case_id} has no turn {turn}", field="turn")
@@ -217,9 +222,21 @@ class CaseLabels:
 
 
 def case_labels(engine: Engine, actor: Actor, *, case_id: str, rubric: Rubric) -> CaseLabels:
+    """The actor's labels on the case and, once they labeled every turn, the others'.
+
+    A reviewer asks only about cases in their queue or labeled by them (the same
+    ``PermissionDenied`` for one that is not theirs and one that does not exist)."""
     actor = authorize(engine, actor, "reviewer")
     case_id = checked_case_id(case_id)
     with Session(read_only(engine)) as session:
+        if not actor.has_role("policy_owner"):
+            check_case_access(
+                actor,
+                access.case_hash_and_access(
+                    session, case_id=case_id, reviewer_id=actor.reviewer_id
+                ),
+                case_id=case_id,
+            )
         # The turns and the actor's labels (history too) in one query.
         labelable: set[int] = set()
         mine: dict[int, LabelRow] = {}

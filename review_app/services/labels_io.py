@@ -5,7 +5,9 @@ code is an error naming the line, and nothing from that file is stored. A row th
 repeats the reviewer's current label (same code and rationale) changes nothing, so
 importing a file twice is harmless; a different label supersedes the current one
 (labels are append-only). Reviewers named in the file who do not exist yet are
-created as reviewers, which only an admin may do when sign-in is on. A ``.jsonl``
+created as reviewers, which only an admin may do when sign-in is on. A reviewer
+importing their own labels may name only cases in their queue or labeled by them
+(policy owners and admins importing for others are not limited by queues). A ``.jsonl``
 file (one object per line, the same keys) is read too, including the label data of
 ``review-app export --format jsonl`` (its context keys are ignored).
 
@@ -33,12 +35,13 @@ from review_app.errors import InputError, PermissionDenied
 from review_app.formats.csv_safety import csv_text, neutralise_cell, restore_cell
 from review_app.rubrics import Rubric, parse_rubric_ref
 from review_app.services._file_import import file_sha256, record_error, with_stored_turns
+from review_app.services.cases import not_in_queue
 from review_app.services.export import LABEL_EXPORT_COLUMNS
 from review_app.services.labeling import MAX_RATIONALE_CHARS
 from review_app.services.people import Actor, authorize, check_reviewer_name, display_of
 from review_app.services.queue import forget_progress
 from review_app.services.rubric_catalog import RubricCatalog
-from storage import assignments, audit, labels, reviewers
+from storage import access, assignments, audit, labels, reviewers
 
 LABEL_COLUMNS = ("case_id", "turn", "reviewer", "label", "rubric", "rationale")
 REQUIRED_COLUMNS = ("case_id", "turn", "reviewer", "label", "rubric")
@@ -240,6 +243,23 @@ def import_labels(
     summary = LabelImportSummary(rows=len(records))
     now = datetime.now(UTC)
     with Session(engine) as session:
+        if not actor.has_role("policy_owner"):
+            # A reviewer's own file: only cases in their queue or labeled by them, and a
+            # case that does not exist gets the same answer as one that is not theirs.
+            assert actor.reviewer_id is not None
+            theirs = access.reviewer_case_ids(
+                session,
+                reviewer_id=actor.reviewer_id,
+                case_ids=[r.case_id for r in records],
+            )
+            for record in records:
+                if record.case_id not in theirs:
+                    raise record_error(
+                        str(not_in_queue(actor, record.case_id)),
+                        source=source,
+                        record=record,
+                        field="case_id",
+                    )
         for record, turns in with_stored_turns(session, records, source=source):
             event_actor = turns.get(record.turn)
             wanted = applies_to[(record.rubric_id, record.rubric_version)]

@@ -264,9 +264,19 @@ def sign_in(
     with Session(engine) as session:
         # INSERT ... ON CONFLICT DO NOTHING: a first sign-in from two tabs at once
         # gives both the one reviewer row instead of an IntegrityError to one of them.
-        reviewer = reviewers.ensure_reviewer(
+        reviewer, created = reviewers.ensure_reviewer_created(
             session, name=name, role=role, display_name=display_name
         )
+        if created:
+            # a person who did not exist before, possibly an admin (REVIEW_APP_ADMINS)
+            audit.add_entry(
+                session,
+                actor=name,
+                action="person_signin_create",
+                object_type="reviewer",
+                object_key=name,
+                summary={"role": role, "auth_mode": auth_mode, "configured_admin": role == "admin"},
+            )
         signed_in = _actor(reviewer, auth_mode)
         session.commit()
     return signed_in

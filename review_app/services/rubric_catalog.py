@@ -51,6 +51,12 @@ class RubricCatalog:
             return self.usable[canonical]
         if canonical in self.refused:
             raise InputError(self.refused[canonical], field="rubric")
+        for key, why in self.refused.items():
+            # a file that could not be read at all is listed by its path: its own error
+            # (file, line, field) answers for the version it would have been
+            path = Path(key)
+            if path.parent.name == rubric_id and path.name == f"v{version}.yaml":
+                raise InputError(why)
         raise NotFound(f"no rubric {canonical}; available: {', '.join(self.refs) or 'none'}")
 
     def for_reports(self, ref: str) -> Rubric:
