@@ -32,6 +32,7 @@ from review_app.services.queue import assign_cases, informative_queue, next_case
 from review_app.services.render import render_case_text
 from review_app.services.uploads import zip_export
 from storage.engine import shared_engine
+from tests.actors import assign
 from tests.test_ui_apptest import (
     Keys,
     actor,
@@ -159,6 +160,7 @@ def test_the_same_label_again_stores_no_history_row(engine: Engine) -> None:
     lee = actor(engine, "lee")
     v1 = rubric(engine)
     case_id = "support-clean-late-parcel"
+    assign(engine, v1, "lee", case_id)  # a reviewer labels only cases in their queue
     first = record_label(engine, lee, case_id=case_id, turn=2, rubric=v1, code="in_role")
     again = record_label(engine, lee, case_id=case_id, turn=2, rubric=v1, code="in_role")
     assert (first.changed, again.changed) == (True, False)

@@ -7,7 +7,8 @@ bin keeps at least ``min_units`` units, the tail pooled into one open bin ("7+")
 bootstrap interval resampling conversations (Field & Welsh 2007; turns of one
 conversation are not independent). The slope is a logistic regression of break on
 position, ``logit P(break) = b0 + b1 * position``, with cluster-robust (by
-conversation) standard errors (statsmodels GLM, ``cov_type="cluster"``): ``exp(b1)``
+conversation) standard errors (the sandwich statsmodels' GLM computes for
+``cov_type="cluster"``, checked against it in the tests): ``exp(b1)``
 is the factor on the break odds per later answer, its 95% interval
 ``exp(b1 +- 1.96 se)``.
 """
@@ -15,7 +16,6 @@ is the factor on the break odds per later answer, its 95% interval
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -153,6 +153,56 @@ def first_break_positions(
     return np.where(first == np.iinfo(np.int64).max, 0, first)
 
 
+def _logistic_cluster_fit(
+    x: np.ndarray, y: np.ndarray, clusters: np.ndarray, *, max_iter: int = 100
+) -> tuple[float, float] | None:
+    """Slope and its cluster-robust standard error of ``logit P(y) = b0 + b1 x``.
+
+    Newton-Raphson (IRLS) for the maximum-likelihood fit; then the sandwich
+    ``V = c (X'WX)^-1 (sum_g s_g s_g') (X'WX)^-1`` with ``s_g = X_g'(y_g - mu_g)`` the
+    score of cluster ``g`` and ``c = G/(G-1) (N-1)/(N-K)``, the small-sample
+    correction statsmodels applies for ``cov_type="cluster"`` (tests check against
+    ``statsmodels.GLM(...).fit(cov_type="cluster")``). ``None`` when the fit does not
+    converge (separation drives the slope to infinity).
+    """
+    design = np.column_stack([np.ones_like(x), x])
+    beta = np.zeros(2)
+    for _ in range(max_iter):
+        eta = np.clip(design @ beta, -30.0, 30.0)
+        mu = 1.0 / (1.0 + np.exp(-eta))
+        weights = mu * (1.0 - mu)
+        information = design.T @ (design * weights[:, None])
+        try:
+            step = np.linalg.solve(information, design.T @ (y - mu))
+        except np.linalg.LinAlgError:
+            return None
+        beta = beta + step
+        if np.max(np.abs(step)) < 1e-10:
+            break
+    else:
+        return None
+    if not np.all(np.isfinite(beta)) or np.max(np.abs(beta)) > 25:
+        return None
+    eta = design @ beta
+    mu = 1.0 / (1.0 + np.exp(-eta))
+    information = design.T @ (design * (mu * (1.0 - mu))[:, None])
+    try:
+        bread = np.linalg.inv(information)
+    except np.linalg.LinAlgError:
+        return None
+    _, codes = np.unique(clusters, return_inverse=True)
+    n_groups = int(codes.max()) + 1
+    scores = np.zeros((n_groups, 2))
+    np.add.at(scores, codes, design * (y - mu)[:, None])
+    n, k = design.shape
+    correction = n_groups / (n_groups - 1) * (n - 1) / (n - k)
+    covariance = correction * bread @ (scores.T @ scores) @ bread
+    variance = float(covariance[1, 1])
+    if not (variance > 0 and math.isfinite(variance)):
+        return None
+    return float(beta[1]), math.sqrt(variance)
+
+
 def position_slope(positions: ArrayLike, breaks: ArrayLike, clusters: ArrayLike) -> dict[str, Any]:
     """The logistic slope of break on position with a cluster-robust interval.
 
@@ -161,8 +211,6 @@ def position_slope(positions: ArrayLike, breaks: ArrayLike, clusters: ArrayLike)
     when it cannot be fitted (fewer than 2 positions or 2 conversations, no break,
     only breaks, or separation).
     """
-    import statsmodels.api as sm
-
     p = np.asarray(positions, dtype=np.float64)
     y = np.asarray(breaks, dtype=np.float64)
     c = np.asarray(clusters, dtype=np.int64)
@@ -171,16 +219,10 @@ def position_slope(positions: ArrayLike, breaks: ArrayLike, clusters: ArrayLike)
         return {**empty, "reason": "needs units at 2 positions or more, from 2 conversations"}
     if y.min() == y.max():
         return {**empty, "reason": "no slope: every unit is a break, or none is"}
-    design = sm.add_constant(p)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        try:
-            fit = sm.GLM(y, design, family=sm.families.Binomial()).fit(
-                cov_type="cluster", cov_kwds={"groups": c}
-            )
-        except (ValueError, RuntimeError, np.linalg.LinAlgError) as error:
-            return {**empty, "reason": f"no slope: the fit failed ({type(error).__name__})"}
-    slope, se = float(fit.params[1]), float(fit.bse[1])
+    fitted = _logistic_cluster_fit(p, y, c)
+    if fitted is None:
+        return {**empty, "reason": "no slope: the fit did not converge"}
+    slope, se = fitted
     if not (math.isfinite(slope) and math.isfinite(se)):
         return {**empty, "reason": "no slope: the fit did not converge"}
     return {
