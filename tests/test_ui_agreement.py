@@ -495,12 +495,13 @@ def test_the_judges_verdict_stands_beside_the_reviewers_labels(engine: Engine) -
         ).scalar_one()
     at = open_page("views/adjudicate.py", case=case_id, turn=str(turn))
     page_text = [m.value for m in at.markdown]
-    assert f"judge: `{demo[1]['label']}` · score {demo[1]['score']:.2f}" in page_text
-    assert "`chloe`: `borderline`" in page_text, "beside the reviewers' labels"
-    (run_line,) = [plain(c.value) for c in at.caption if "judge run" in c.value]
+    assert f"judge: `{demo[1]['label']}` · score {demo[1]['score']:.2f} · run {v2_run}" in page_text
+    labels = page_text[page_text.index(f"judge: `{demo[1]['label']}` · score 0.24 · run 2") - 1]
+    assert labels == "**Labels** · `ana`: `in_role` · `ben`: `in_role` · `chloe`: `borderline`"
+    (run_line,) = [plain(c.value) for c in at.caption if "from run" in c.value]
     assert run_line == (
-        f"newest judge run with a verdict on this unit: run {v2_run} "
-        "(`role-judge` prompt `v2`, model `gemma-3-270m-it`)"
+        f"The judge's verdict is from run {v2_run} (`role-judge` prompt `v2`, model "
+        f"`gemma-3-270m-it`), the newest run of {RUBRIC} with a verdict on this unit."
     )
     assert demo[1]["reason"] in [t.value for t in at.text]
 
@@ -517,9 +518,9 @@ def test_the_judges_verdict_stands_beside_the_reviewers_labels(engine: Engine) -
         [(case_id, turn, None, None, None, "timeout", "endpoint", None, None, None)],
     )
     at = open_page("views/adjudicate.py", case=case_id, turn=str(turn))
-    assert "judge: `scope_break` · score 0.91" in [m.value for m in at.markdown]
+    assert f"judge: `scope_break` · score 0.91 · run {newer}" in [m.value for m in at.markdown]
     assert any(
-        plain(c.value).startswith(f"newest judge run with a verdict on this unit: run {newer} ")
+        plain(c.value).startswith(f"The judge's verdict is from run {newer} ")
         and "prompt `v4`" in plain(c.value)
         for c in at.caption
     )

@@ -21,6 +21,7 @@ from review_app.ui.safe import code_span, error_text, escape
 
 LISTED_UNITS = 200  # a page of thousands of rows of links would stall the browser
 AUDIT_ENTRIES = 50
+LONG_TURN_CHARS = 700  # a longer decided turn scrolls in a box of its own
 
 actor = common.policy_owner("Adjudication is for policy owners.")
 rubric = common.rubric_page("Adjudicate")
@@ -117,7 +118,9 @@ def _turn_message(event: TurnView, *, focused: bool) -> None:
             f"turn {event.turn:d} · {code_span(event.actor)} · role "
             f"{code_span(event.active_role or '-')}{marker}"
         )
-        if event.text:
+        if event.text and focused and len(event.text) > LONG_TURN_CHARS:
+            st.container(height=320).text(event.text)  # the choices stay on the first screen
+        elif event.text:
             st.text(event.text)
         if event.actions:
             st.caption("actions: " + ", ".join(code_span(a) for a in event.actions))
@@ -169,12 +172,15 @@ def _choose(code: str) -> None:
 
 
 place = queue_place(state.disagreements(rubric.ref), case_id=case_id, turn=turn)
-st.caption(escape(place.sentence()))
-st.subheader(f"{escape(case_id)} · turn {turn:d}")
+chosen = st.session_state["gold_code"]
+if chosen not in rubric.codes:
+    chosen = st.session_state["gold_code"] = None  # the policy owner chooses
 
-transcript, decision = st.columns([1, 1])
+# Compact, for a laptop screen: the turn being decided on the left, the labels and the
+# choices on the right, both on the first screen; everything else below.
+transcript, decision = st.columns([4, 5])
 with transcript:
-    # The turn being decided first; the conversation around it below.
+    st.subheader(f"{escape(case_id)} · turn {turn:d}")
     _turn_message(detail.focus, focused=True)
     with st.expander(f"The conversation around turn {turn:d}"):
         for event in detail.context:
@@ -187,18 +193,15 @@ with transcript:
         st.code(detail.diagnostic, language=None)
 
 with decision:
-    st.markdown("**Labels**")
-    for row in detail.labels:
-        st.markdown(f"{code_span(row.reviewer)}: {code_span(row.code)}")
-    if detail.judge is not None:
-        verdict = detail.judge
+    st.caption(escape(place.sentence()))
+    st.markdown(
+        "**Labels** · "
+        + " · ".join(f"{code_span(row.reviewer)}: {code_span(row.code)}" for row in detail.labels)
+    )
+    verdict = detail.judge
+    if verdict is not None:
         score = f" · score {verdict.score:.2f}" if verdict.score is not None else ""
-        st.markdown(f"judge: {code_span(verdict.label)}{score}")
-        st.caption(
-            f"newest judge run with a verdict on this unit: run {verdict.run_id:d} "
-            f"({code_span(verdict.judge)} prompt {code_span(verdict.prompt_version)}, "
-            f"model {code_span(verdict.model)})"
-        )
+        st.markdown(f"judge: {code_span(verdict.label)}{score} · run {verdict.run_id:d}")
     else:
         st.caption("No judge run has a verdict on this unit.")
     if detail.gold:
@@ -206,17 +209,14 @@ with decision:
             f"Gold: {code_span(detail.gold.code)} by "
             f"{code_span(detail.gold.adjudicator or 'operator')}"
         )
-        if detail.gold.note:
-            st.text(detail.gold.note)
-
-    st.markdown("**Gold label** · keys 1-9 choose, Enter records")
-    chosen = st.session_state["gold_code"]
-    if chosen not in rubric.codes:
-        chosen = st.session_state["gold_code"] = None  # the policy owner chooses
+    st.markdown(
+        "**Gold label** · keys 1-9 choose, Enter records · "
+        + (f"chosen: {code_span(chosen)}" if chosen else "none chosen yet")
+    )
     picks = st.container(horizontal=True, gap="small")
     for number, label in enumerate(rubric.labels, start=1):
         picks.button(
-            f"{number:d} {escape(label.code)}" if number <= 9 else escape(label.code),
+            escape(label.code),
             key=f"gold_pick_{label.code}",
             shortcut=str(number) if number <= 9 else None,
             type="primary" if label.code == chosen else "secondary",
@@ -224,7 +224,6 @@ with decision:
             on_click=_choose,
             args=(label.code,),
         )
-    st.caption(f"Chosen: {code_span(chosen)}" if chosen else "No label chosen yet.")
     st.button(
         "Record gold label",
         key="gold_submit",
@@ -233,6 +232,16 @@ with decision:
         disabled=chosen is None,
         on_click=_submit_gold,
     )
+    if verdict is not None:
+        st.caption(
+            f"The judge's verdict is from run {verdict.run_id:d} "
+            f"({code_span(verdict.judge)} prompt {code_span(verdict.prompt_version)}, "
+            f"model {code_span(verdict.model)}), the newest run of {escape(rubric.ref)} "
+            "with a verdict on this unit."
+        )
+    if detail.gold and detail.gold.note:
+        st.caption("Gold note")
+        st.text(detail.gold.note)
     rationales = [(code_span(r.reviewer), r.rationale) for r in detail.labels if r.rationale]
     if detail.judge is not None and detail.judge.reason:
         rationales.append((f"judge (run {detail.judge.run_id:d})", detail.judge.reason))
