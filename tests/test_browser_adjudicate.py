@@ -120,16 +120,26 @@ def test_keys_alone_record_a_gold_label_on_the_first_screen(server: Server, tab:
     tab.wait_for_selector(IDLE, timeout=30_000)
     tab.keyboard.press("Enter")
 
-    def stored() -> tuple[str, str] | None:
+    def stored(case_id: str, turn: int) -> tuple[str, str] | None:
         gold = gold_labels(server.engine, Actor.operator(), rubric=rubric).labels.get(
-            (first.case_id, first.turn)
+            (case_id, turn)
         )
         return (gold.code, gold.source) if gold else None
 
-    until_equal(stored, (chosen, "adjudicated"))
+    until_equal(lambda: stored(first.case_id, first.turn), (chosen, "adjudicated"))
     tab.get_by_role("heading", name=f"{second.case_id} · turn {second.turn}").wait_for(
         timeout=30_000
     )
+    tab.wait_for_selector(IDLE, timeout=30_000)
+
+    # The next unit follows, and takes keys at once too.
+    tab.keyboard.press("3")
+    tab.locator(f".st-key-gold_pick_{rubric.labels[2].code} button[kind='primary']").first.wait_for(
+        timeout=30_000
+    )
+    tab.wait_for_selector(IDLE, timeout=30_000)
+    tab.keyboard.press("Enter")
+    until_equal(lambda: stored(second.case_id, second.turn), (rubric.labels[2].code, "adjudicated"))
 
 
 def test_the_queues_unit_names_are_not_cut_off(server: Server, tab: Any) -> None:
