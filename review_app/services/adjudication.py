@@ -236,7 +236,8 @@ def next_open_unit(
     (``None``: no other unit is open)."""
     others = [u for u in units if not u.adjudicated and (u.case_id, u.turn) != (case_id, turn)]
     later = [u for u in others if (u.case_id, u.turn) > (case_id, turn)]
-    return (later or others or [None])[0]
+    chosen = later or others
+    return chosen[0] if chosen else None
 
 
 def _clean(text: str | None, field_name: str) -> str | None:

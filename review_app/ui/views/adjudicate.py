@@ -242,14 +242,16 @@ with decision:
     if detail.gold and detail.gold.note:
         st.caption("Gold note")
         st.text(detail.gold.note)
-    rationales = [(code_span(r.reviewer), r.rationale) for r in detail.labels if r.rationale]
-    if detail.judge is not None and detail.judge.reason:
-        rationales.append((f"judge (run {detail.judge.run_id:d})", detail.judge.reason))
-    if rationales:
+    rationales = [row for row in detail.labels if row.rationale]
+    judge_reason = verdict.reason if verdict is not None else None
+    if rationales or judge_reason:
         st.markdown("**Rationales**")
-        for who, why in rationales:
-            st.caption(who)
-            st.text(why)
+    for row in rationales:
+        st.caption(code_span(row.reviewer))
+        st.text(row.rationale)
+    if verdict is not None and judge_reason:
+        st.caption(f"judge (run {verdict.run_id:d})")
+        st.text(judge_reason)
     if detail.history:
         with st.expander(f"{len(detail.history)} earlier labels (replaced)"):
             for row in detail.history:
