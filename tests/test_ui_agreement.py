@@ -536,3 +536,32 @@ def test_a_unit_no_judge_run_saw_says_so(engine: Engine) -> None:
         session.commit()
     at = open_page("views/adjudicate.py")
     assert "No judge run has a verdict on this unit." in [plain(c.value) for c in at.caption]
+
+
+def test_recording_the_last_open_unit_says_nothing_is_left(engine: Engine) -> None:
+    from review_app.services.adjudication import record_gold
+
+    rubric = rubric_of(engine)
+    queue = disagreement_queue(engine, Actor.operator(), rubric=rubric)
+    for unit in queue[:-1]:
+        record_gold(
+            engine,
+            Actor.operator(),
+            rubric=rubric,
+            case_id=unit.case_id,
+            turn=unit.turn,
+            code="in_role",
+        )
+    at = open_page("views/adjudicate.py")
+    last = queue[-1]
+    assert plain(at.subheader[0].value) == f"{last.case_id} · turn {last.turn}"
+    assert "Unit 1 of 1 open" in [plain(c.value) for c in at.caption]
+    at.button(key="gold_pick_borderline").click().run()
+    at.button(key="gold_submit").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.query_params == {}
+    assert not at.subheader
+    assert [plain(s.value) for s in at.success] == [
+        "Nothing to adjudicate: every disagreement has a gold label."
+    ]
+    assert f"0 open units under {RUBRIC}" in [plain(c.value) for c in at.caption]

@@ -56,8 +56,6 @@ def _queue_section() -> None:
     units = state.disagreements(rubric.ref, include_adjudicated=st.session_state["adjudicate_all"])
     open_units = sum(1 for unit in units if not unit.adjudicated)
     st.caption(f"{open_units:d} open units under {escape(rubric.ref)}")
-    if not units:
-        st.success("Nothing to adjudicate.")
     for unit in units[:LISTED_UNITS]:
         cells = st.columns([7, 4, 3, 2])
         cells[0].page_link(
