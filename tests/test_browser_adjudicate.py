@@ -145,7 +145,7 @@ def test_keys_alone_record_a_gold_label_on_the_first_screen(server: Server, tab:
 def test_the_queues_unit_names_are_not_cut_off(server: Server, tab: Any) -> None:
     tab.goto(f"{server.url}/adjudicate")
     tab.wait_for_selector(IDLE, timeout=30_000)
-    tab.get_by_text("Disagreement queue").first.click()
+    tab.get_by_text("Show the disagreement queue").first.click()
     links = tab.locator('[data-testid="stPageLink-NavLink"]')
     links.nth(19).wait_for(timeout=30_000)  # 26 open units in the demo, one row each
     tab.wait_for_selector(IDLE, timeout=30_000)

@@ -214,6 +214,7 @@ def gold_rows(engine: Engine) -> list[tuple[str, int, str, str | None, bool, str
 
 def test_the_adjudication_queue_lists_open_units(engine: Engine) -> None:
     at = open_page("views/adjudicate.py")
+    at.toggle(key="adjudicate_show_queue").set_value(True).run()
     assert at.title[0].value == "Adjudicate"
     assert any(plain(c.value) == f"27 open units under {RUBRIC}" for c in at.caption)
     queue = disagreement_queue(engine, Actor.operator(), rubric=rubric_of(engine))
@@ -275,6 +276,7 @@ def test_adjudicating_a_unit_records_gold_and_moves_to_the_next_one(engine: Engi
     assert at.session_state["gold_code"] is None, "nothing chosen on the next unit either"
 
     # The queue below the unit counts one open unit fewer.
+    at.toggle(key="adjudicate_show_queue").set_value(True).run()
     assert any(plain(c.value) == f"26 open units under {RUBRIC}" for c in at.caption)
 
 
@@ -311,6 +313,7 @@ def test_a_settled_unit_shows_its_gold_label(engine: Engine) -> None:
     assert any("Gold: `tone_break` by `root`" in s.value for s in again.success)
     assert again.session_state["gold_code"] is None, "a new decision starts unchosen"
     listing = open_page("views/adjudicate.py")
+    listing.toggle(key="adjudicate_show_queue").set_value(True).run()
     assert any(plain(c.value) == f"26 open units under {RUBRIC}" for c in listing.caption)
     listing.toggle(key="adjudicate_all").set_value(True).run()
     settled = [link for link in links(listing) if f"case={case_id}&turn={turn}" == link[2]]
@@ -373,6 +376,7 @@ def test_a_long_queue_lists_its_first_units_only(engine: Engine, tmp_path: Path)
     )
     import_labels(engine, Actor.operator(), labels, catalog=sync_rubrics(engine, operator_actor()))
     at = open_page("views/adjudicate.py")
+    at.toggle(key="adjudicate_show_queue").set_value(True).run()
     assert any(plain(c.value) == f"{27 + 240} open units under {RUBRIC}" for c in at.caption)
     assert len([link for link in links(at) if link[2]]) == 200
     assert any(c.value.startswith("… and 67 more.") for c in at.caption)

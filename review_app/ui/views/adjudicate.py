@@ -261,5 +261,10 @@ with decision:
     st.checkbox("Calibration item (use it to calibrate the LLM judge)", key="gold_calibration")
     st.text_area("Rubric ambiguity to fix in the next version (optional)", key="gold_ambiguity")
 
-with st.expander(f"Disagreement queue · {place.open_units:d} open units"):
+# Drawn only when asked for: every key reruns the page, and the queue's rows cost a
+# run about as much as the rest of the page.
+st.toggle(
+    f"Show the disagreement queue ({place.open_units:d} open units)", key="adjudicate_show_queue"
+)
+if st.session_state["adjudicate_show_queue"]:
     _queue_section()
