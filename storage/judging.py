@@ -264,3 +264,46 @@ def assistant_units(
         )
         units.extend((row[0], row[1]) for row in session.execute(query))
     return units
+
+
+@dataclass(frozen=True, slots=True)
+class UnitVerdict:
+    """The judge's verdict on one unit, with the run it came from."""
+
+    run_id: int
+    judge: str
+    prompt_version: str
+    model: str
+    label: str
+    score: float | None
+    reason: str | None
+
+
+def newest_unit_verdict(
+    session: Session, *, rubric_id: str, version: int, case_id: str, turn: int
+) -> UnitVerdict | None:
+    """The verdict on ``(case_id, turn)`` of the newest run of the rubric version that
+    has one (a label, not an error); newest by creation time, then id."""
+    query = (
+        select(
+            col(JudgeRun.id),
+            col(JudgeRun.judge),
+            col(JudgeRun.prompt_version),
+            col(JudgeRun.model),
+            col(JudgeVerdict.label),
+            col(JudgeVerdict.score),
+            col(JudgeVerdict.reason),
+        )
+        .join(JudgeRun, col(JudgeRun.id) == col(JudgeVerdict.run_id))
+        .where(
+            col(JudgeRun.rubric_id) == rubric_id,
+            col(JudgeRun.rubric_version) == version,
+            col(JudgeVerdict.case_id) == case_id,
+            col(JudgeVerdict.turn) == turn,
+            col(JudgeVerdict.label).is_not(None),
+        )
+        .order_by(col(JudgeRun.created_at).desc(), col(JudgeRun.id).desc())
+        .limit(1)
+    )
+    row = session.execute(query).first()
+    return UnitVerdict(*row) if row is not None else None

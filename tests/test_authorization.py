@@ -393,6 +393,9 @@ GUARDED: dict[str, tuple[Call, str]] = {
 EXEMPT: dict[str, str] = {
     "adjudication.gold_counts": "pure: counts over a rating table the caller read",
     "adjudication.gold_set_from_table": "pure: over a rating table the caller read",
+    "adjudication.first_open_unit": "pure: over a disagreement queue the caller read",
+    "adjudication.next_open_unit": "pure: over a disagreement queue the caller read",
+    "adjudication.queue_place": "pure: over a disagreement queue the caller read",
     "agreement_reports.report_from_table": "pure: coefficients over a table the caller read",
     "agreement_reports.versions_side_by_side": "pure: coefficients over tables the caller read",
     "rubric_carry.mapping_for": "pure: the mapping between rubric versions the caller has",

@@ -29,7 +29,7 @@ from review_app.services.people import Actor, operator_actor, sign_in
 from review_app.services.queue import assign_cases, open_review_work
 from review_app.services.rubric_catalog import sync_rubrics
 from storage.engine import create_database_engine
-from storage.models import GoldLabel
+from storage.models import GoldLabel, JudgeRun
 from tests.conftest import write_lock
 from tests.ui_support import app_database, demo_template, plain
 
@@ -214,6 +214,7 @@ def gold_rows(engine: Engine) -> list[tuple[str, int, str, str | None, bool, str
 
 def test_the_adjudication_queue_lists_open_units(engine: Engine) -> None:
     at = open_page("views/adjudicate.py")
+    at.toggle(key="adjudicate_show_queue").set_value(True).run()
     assert at.title[0].value == "Adjudicate"
     assert any(plain(c.value) == f"27 open units under {RUBRIC}" for c in at.caption)
     queue = disagreement_queue(engine, Actor.operator(), rubric=rubric_of(engine))
@@ -266,7 +267,7 @@ def test_adjudicating_a_unit_records_gold_and_moves_to_the_next_one(engine: Engi
     ]
     remaining = disagreement_queue(engine, Actor.operator(), rubric=rubric_of(engine))
     assert len(remaining) == 26 and (case_id, turn) not in {(u.case_id, u.turn) for u in remaining}
-    following = remaining[0]
+    following = next(u for u in remaining if (u.case_id, u.turn) > (case_id, turn))
     assert at.query_params == {"case": following.case_id, "turn": str(following.turn)}
     assert plain(at.subheader[0].value) == f"{following.case_id} · turn {following.turn}"
     # The form starts afresh for the next unit.
@@ -274,8 +275,8 @@ def test_adjudicating_a_unit_records_gold_and_moves_to_the_next_one(engine: Engi
     assert at.checkbox(key="gold_calibration").value is False
     assert at.session_state["gold_code"] is None, "nothing chosen on the next unit either"
 
-    at.button(key="adjudicate_back").click().run()
-    assert at.query_params == {}
+    # The queue below the unit counts one open unit fewer.
+    at.toggle(key="adjudicate_show_queue").set_value(True).run()
     assert any(plain(c.value) == f"26 open units under {RUBRIC}" for c in at.caption)
 
 
@@ -312,6 +313,7 @@ def test_a_settled_unit_shows_its_gold_label(engine: Engine) -> None:
     assert any("Gold: `tone_break` by `root`" in s.value for s in again.success)
     assert again.session_state["gold_code"] is None, "a new decision starts unchosen"
     listing = open_page("views/adjudicate.py")
+    listing.toggle(key="adjudicate_show_queue").set_value(True).run()
     assert any(plain(c.value) == f"26 open units under {RUBRIC}" for c in listing.caption)
     listing.toggle(key="adjudicate_all").set_value(True).run()
     settled = [link for link in links(listing) if f"case={case_id}&turn={turn}" == link[2]]
@@ -374,6 +376,7 @@ def test_a_long_queue_lists_its_first_units_only(engine: Engine, tmp_path: Path)
     )
     import_labels(engine, Actor.operator(), labels, catalog=sync_rubrics(engine, operator_actor()))
     at = open_page("views/adjudicate.py")
+    at.toggle(key="adjudicate_show_queue").set_value(True).run()
     assert any(plain(c.value) == f"{27 + 240} open units under {RUBRIC}" for c in at.caption)
     assert len([link for link in links(at) if link[2]]) == 200
     assert any(c.value.startswith("… and 67 more.") for c in at.caption)
@@ -420,3 +423,149 @@ def test_someone_with_open_review_work_is_warned_before_seeing_labels(
     dashboard = open_page("views/agreement.py", user="olivia")
     dashboard.selectbox(key="agreement_rubric").set_value(RUBRIC).run()
     assert notice in [plain(w.value) for w in dashboard.warning], "about the version shown"
+
+
+# --- adjudication at reviewer speed (issue 21) ---------------------------------------------------
+
+
+def test_the_page_opens_on_the_first_open_unit_by_itself(engine: Engine) -> None:
+    queue = disagreement_queue(engine, Actor.operator(), rubric=rubric_of(engine))
+    first = queue[0]
+    at = open_page("views/adjudicate.py")  # no unit in the address, no click
+    assert plain(at.subheader[0].value) == f"{first.case_id} · turn {first.turn}"
+    assert at.query_params == {"case": first.case_id, "turn": str(first.turn)}
+    assert [b.key for b in at.button if b.key.startswith("gold_pick_")], "the choices are up"
+    at.button(key="gold_pick_in_role").click().run()
+    at.button(key="gold_submit").click().run()
+    assert [(row[0], row[1], row[2]) for row in gold_rows(engine)] == [
+        (first.case_id, first.turn, "in_role")
+    ]
+    # The next open page load opens the next open unit, not the settled one.
+    again = open_page("views/adjudicate.py")
+    assert plain(again.subheader[0].value) == f"{queue[1].case_id} · turn {queue[1].turn}"
+
+
+def test_the_page_says_where_the_unit_stands_in_the_queue(engine: Engine) -> None:
+    queue = disagreement_queue(engine, Actor.operator(), rubric=rubric_of(engine))
+    at = open_page("views/adjudicate.py")
+    assert "Unit 1 of 27 open" in [plain(c.value) for c in at.caption]
+    third = queue[2]
+    at = open_page("views/adjudicate.py", case=third.case_id, turn=str(third.turn))
+    assert "Unit 3 of 27 open" in [plain(c.value) for c in at.caption]
+    at.button(key="gold_pick_borderline").click().run()
+    at.button(key="gold_submit").click().run()
+    # Recorded: the next open unit was the 4th and is now the 3rd of 26.
+    assert plain(at.subheader[0].value) == f"{queue[3].case_id} · turn {queue[3].turn}"
+    assert "Unit 3 of 26 open" in [plain(c.value) for c in at.caption]
+    settled = open_page("views/adjudicate.py", case=third.case_id, turn=str(third.turn))
+    assert "This unit is settled · 26 open units left" in [plain(c.value) for c in settled.caption]
+
+
+def _judge_run(engine: Engine, prompt_version: str, rows: list[tuple[Any, ...]]) -> int:
+    from datetime import UTC, datetime
+
+    import storage.judging
+
+    with Session(engine) as session:
+        run = storage.judging.create_run(
+            session,
+            judge="role-judge",
+            prompt_version=prompt_version,
+            model="gemma-3-270m-it",
+            rubric_id="role-adherence",
+            rubric_version=1,
+        )
+        assert run.id is not None
+        storage.judging.replace_verdicts(session, run_id=run.id, rows=rows, now=datetime.now(UTC))
+        session.commit()
+        return run.id
+
+
+def test_the_judges_verdict_stands_beside_the_reviewers_labels(engine: Engine) -> None:
+    case_id, turn = "support-delayed-refund-violation", 10
+    # The demo judged the unit twice (prompts v1 and v2); v2's run is the newer.
+    demo = [
+        json.loads(line)
+        for line in (DEMO_CASES.parent / "judge_verdicts.jsonl")
+        .read_text(encoding="utf-8")
+        .splitlines()
+        if f'"case_id": "{case_id}", "turn": {turn},' in line
+    ]
+    assert [d["prompt_version"] for d in demo] == ["v1", "v2"]
+    assert demo[0]["label"] != demo[1]["label"]
+    with Session(engine) as session:
+        v2_run = session.execute(
+            select(col(JudgeRun.id)).where(col(JudgeRun.prompt_version) == "v2")
+        ).scalar_one()
+    at = open_page("views/adjudicate.py", case=case_id, turn=str(turn))
+    page_text = [m.value for m in at.markdown]
+    assert f"judge: `{demo[1]['label']}` · score {demo[1]['score']:.2f} · run {v2_run}" in page_text
+    labels = page_text[page_text.index(f"judge: `{demo[1]['label']}` · score 0.24 · run 2") - 1]
+    assert labels == "**Labels** · `ana`: `in_role` · `ben`: `in_role` · `chloe`: `borderline`"
+    (run_line,) = [plain(c.value) for c in at.caption if "from run" in c.value]
+    assert run_line == (
+        f"The judge's verdict is from run {v2_run} (`role-judge` prompt `v2`, model "
+        f"`gemma-3-270m-it`), the newest run of {RUBRIC} with a verdict on this unit."
+    )
+    assert demo[1]["reason"] in [t.value for t in at.text]
+
+    # A newer run with a verdict on the unit wins; a newer one still, that only failed
+    # on it (no label), does not.
+    newer = _judge_run(
+        engine,
+        "v4",
+        [(case_id, turn, "scope_break", 0.91, "Promises a refund.", None, None, 5, 1, 1)],
+    )
+    _judge_run(
+        engine,
+        "v5",
+        [(case_id, turn, None, None, None, "timeout", "endpoint", None, None, None)],
+    )
+    at = open_page("views/adjudicate.py", case=case_id, turn=str(turn))
+    assert f"judge: `scope_break` · score 0.91 · run {newer}" in [m.value for m in at.markdown]
+    assert any(
+        plain(c.value).startswith(f"The judge's verdict is from run {newer} ")
+        and "prompt `v4`" in plain(c.value)
+        for c in at.caption
+    )
+
+
+def test_a_unit_no_judge_run_saw_says_so(engine: Engine) -> None:
+    from sqlalchemy import delete
+
+    from storage.models import JudgeVerdict
+
+    with Session(engine) as session:
+        session.execute(delete(JudgeVerdict))
+        session.commit()
+    at = open_page("views/adjudicate.py")
+    assert "No judge run has a verdict on this unit." in [plain(c.value) for c in at.caption]
+
+
+def test_recording_the_last_open_unit_says_nothing_is_left(engine: Engine) -> None:
+    from review_app.services.adjudication import record_gold
+
+    rubric = rubric_of(engine)
+    queue = disagreement_queue(engine, Actor.operator(), rubric=rubric)
+    for unit in queue[:-1]:
+        record_gold(
+            engine,
+            Actor.operator(),
+            rubric=rubric,
+            case_id=unit.case_id,
+            turn=unit.turn,
+            code="in_role",
+        )
+    at = open_page("views/adjudicate.py")
+    last = queue[-1]
+    assert plain(at.subheader[0].value) == f"{last.case_id} · turn {last.turn}"
+    assert "Unit 1 of 1 open" in [plain(c.value) for c in at.caption]
+    at.button(key="gold_pick_borderline").click().run()
+    at.button(key="gold_submit").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.query_params == {}
+    assert not at.subheader
+    assert [plain(s.value) for s in at.success] == [
+        "Nothing to adjudicate: every disagreement has a gold label."
+    ]
+    assert f"0 open units under {RUBRIC}" in [plain(c.value) for c in at.caption]

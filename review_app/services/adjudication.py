@@ -26,6 +26,7 @@ from sqlalchemy import Engine
 from sqlmodel import Session
 
 import storage.gold
+import storage.judging
 import storage.labels
 from review_app import input_policy
 from review_app.agreement import RatingTable
@@ -38,6 +39,7 @@ from review_app.services.label_table import load_rating_table
 from review_app.services.people import Actor, authorize
 from storage import audit, cases
 from storage.engine import read_only
+from storage.judging import UnitVerdict
 from storage.labels import LabelRow
 from storage.models import GoldLabel
 
@@ -137,6 +139,9 @@ class UnitDetail:
     history: list[LabelRow]
     """Earlier labels that were replaced."""
     gold_history: list[GoldRecord] = field(default_factory=list)
+    judge: UnitVerdict | None = None
+    """The judge's verdict on the unit from the newest run of the rubric version that
+    has one (``None``: no run judged it)."""
 
     @property
     def gold(self) -> GoldRecord | None:
@@ -165,6 +170,9 @@ def unit_detail(
         gold_rows = storage.gold.gold_history(
             session, rubric_id=rubric.id, version=rubric.version, case_id=case_id, turn=turn
         )
+        judge = storage.judging.newest_unit_verdict(
+            session, rubric_id=rubric.id, version=rubric.version, case_id=case_id, turn=turn
+        )
     unit_rows = [row for row in rows if row.turn == turn]
     return UnitDetail(
         case_id=case_id,
@@ -188,7 +196,48 @@ def unit_detail(
             )
             for g, name in gold_rows
         ],
+        judge=judge,
     )
+
+
+@dataclass(frozen=True)
+class QueuePlace:
+    """Where a unit stands in the open disagreement queue."""
+
+    position: int | None
+    """1-based position among the open units (``None``: the unit is not open)."""
+    open_units: int
+
+    def sentence(self) -> str:
+        if self.position is None:
+            return f"This unit is settled · {self.open_units:d} open units left"
+        return f"Unit {self.position:d} of {self.open_units:d} open"
+
+
+def queue_place(units: list[DisagreementUnit], *, case_id: str, turn: int) -> QueuePlace:
+    """The place of ``(case_id, turn)`` among the open units of a disagreement queue."""
+    open_units = [(u.case_id, u.turn) for u in units if not u.adjudicated]
+    try:
+        position: int | None = open_units.index((case_id, turn)) + 1
+    except ValueError:
+        position = None
+    return QueuePlace(position, len(open_units))
+
+
+def first_open_unit(units: list[DisagreementUnit]) -> DisagreementUnit | None:
+    """The first unit of the queue without a gold label."""
+    return next((u for u in units if not u.adjudicated), None)
+
+
+def next_open_unit(
+    units: list[DisagreementUnit], *, case_id: str, turn: int
+) -> DisagreementUnit | None:
+    """The open unit after ``(case_id, turn)`` in queue order, else the first open one
+    (``None``: no other unit is open)."""
+    others = [u for u in units if not u.adjudicated and (u.case_id, u.turn) != (case_id, turn)]
+    later = [u for u in others if (u.case_id, u.turn) > (case_id, turn)]
+    chosen = later or others
+    return chosen[0] if chosen else None
 
 
 def _clean(text: str | None, field_name: str) -> str | None:

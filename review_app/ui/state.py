@@ -62,6 +62,7 @@ DEFAULTS: dict[str, Any] = {
     "confusion_a": None,
     "confusion_b": None,
     "adjudicate_all": False,
+    "adjudicate_show_queue": False,  # the queue below the unit (drawn only when asked for)
     "adjudicate_unit": None,  # {"case", "turn"}: the unit open on the adjudicate page
     "gold_unit": None,  # the unit the gold form's values belong to
     "gold_code": None,

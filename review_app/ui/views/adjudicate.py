@@ -6,13 +6,22 @@ import streamlit as st
 
 from review_app.errors import DatabaseBusy, InputError, NotFound
 from review_app.input_policy import parse_turn_text
-from review_app.services.adjudication import ambiguity_notes, record_gold, unit_detail
+from review_app.services.adjudication import (
+    ambiguity_notes,
+    first_open_unit,
+    next_open_unit,
+    queue_place,
+    record_gold,
+    unit_detail,
+)
 from review_app.services.audit import audit_entries, audit_line
+from review_app.services.cases import TurnView
 from review_app.ui import common, state
 from review_app.ui.safe import code_span, error_text, escape
 
 LISTED_UNITS = 200  # a page of thousands of rows of links would stall the browser
 AUDIT_ENTRIES = 50
+LONG_TURN_CHARS = 700  # a longer decided turn scrolls in a box of its own
 
 actor = common.policy_owner("Adjudication is for policy owners.")
 rubric = common.rubric_page("Adjudicate")
@@ -32,14 +41,31 @@ elif st.session_state["adjudicate_unit"]:
 
 address_turn = parse_turn_text(turn_text) if turn_text else None
 if not case_id or address_turn is None:
+    # No unit asked for: open the first open one by itself (no click to start).
+    first = first_open_unit(state.disagreements(rubric.ref))
+    if first is not None:
+        case_id, address_turn = first.case_id, first.turn
+        st.session_state["adjudicate_unit"] = {"case": case_id, "turn": address_turn}
+        st.query_params.update({"case": case_id, "turn": str(address_turn)})
+
+
+def _queue_section() -> None:
+    """The disagreement queue, the noted ambiguities and the audit log (below the unit)."""
+    assert rubric is not None
     st.toggle("Include settled units", key="adjudicate_all")
     units = state.disagreements(rubric.ref, include_adjudicated=st.session_state["adjudicate_all"])
     open_units = sum(1 for unit in units if not unit.adjudicated)
     st.caption(f"{open_units:d} open units under {escape(rubric.ref)}")
-    if not units:
-        st.success("Nothing to adjudicate.")
     for unit in units[:LISTED_UNITS]:
-        cells = common.disagreement_row(unit, [4, 3, 2, 2])
+        cells = st.columns([7, 4, 3, 2])
+        cells[0].page_link(
+            state.page("adjudicate"),
+            label=f"{escape(unit.case_id)} · turn {unit.turn:d}",
+            query_params={"case": unit.case_id, "turn": str(unit.turn)},
+            width="stretch",
+        )
+        cells[1].markdown(", ".join(code_span(code) for code in unit.codes))
+        cells[2].caption(", ".join(escape(kind.replace("_", " ")) for kind in unit.kinds))
         cells[3].markdown(f"gold {code_span(unit.gold_code)}" if unit.gold_code else "open")
     if len(units) > LISTED_UNITS:
         st.caption(
@@ -62,6 +88,11 @@ if not case_id or address_turn is None:
             st.caption("None yet.")
         else:
             st.text("\n".join(audit_line(entry) for entry in entries))  # plain text
+
+
+if not case_id or address_turn is None:
+    st.success("Nothing to adjudicate: every disagreement has a gold label.")
+    _queue_section()
     st.stop()
 
 turn = address_turn
@@ -75,6 +106,31 @@ except NotFound as error:
     st.error(error_text(error))
     st.stop()
 case_id = detail.case_id  # as stored (the address's id went through the id rules)
+
+
+def _turn_message(event: TurnView, *, focused: bool) -> None:
+    """One event of the transcript: who, which role, the text, actions and findings."""
+    with st.chat_message(event.actor):
+        marker = " · **this turn**" if focused else ""
+        st.caption(
+            f"turn {event.turn:d} · {code_span(event.actor)} · role "
+            f"{code_span(event.active_role or '-')}{marker}"
+        )
+        if event.text and focused and len(event.text) > LONG_TURN_CHARS:
+            st.container(height=320).text(event.text)  # the choices stay on the first screen
+        elif event.text:
+            st.text(event.text)
+        if event.actions:
+            st.caption("actions: " + ", ".join(code_span(a) for a in event.actions))
+        for violation in event.violations:
+            st.error(
+                f"Violation: {code_span(violation['action'])} outside role "
+                f"{code_span(violation['active_role'])}"
+            )
+        for fixture_error in event.fixture_errors:
+            st.warning(f"Invalid fixture {code_span(fixture_error['code'])}")
+        for finding in event.harness_findings:
+            st.info(f"Missing context {code_span(finding['code'])}")
 
 
 def _submit_gold() -> None:
@@ -100,11 +156,8 @@ def _submit_gold() -> None:
         return
     state.reset_gold_form()
     state.flash(f"Gold label recorded for {case_id} turn {turn}.")
-    remaining = [
-        u for u in state.disagreements(rubric.ref) if (u.case_id, u.turn) != (case_id, turn)
-    ]
-    if remaining:
-        following = remaining[0]
+    following = next_open_unit(state.disagreements(rubric.ref), case_id=case_id, turn=turn)
+    if following is not None:
         st.query_params.update({"case": following.case_id, "turn": str(following.turn)})
         st.session_state["adjudicate_unit"] = {"case": following.case_id, "turn": following.turn}
     else:
@@ -112,73 +165,52 @@ def _submit_gold() -> None:
         st.session_state["adjudicate_unit"] = None
 
 
-def _back_to_queue() -> None:
-    st.session_state["adjudicate_unit"] = None
-    st.query_params.clear()
-
-
 def _choose(code: str) -> None:
     st.session_state["gold_code"] = code
 
 
-st.subheader(f"{escape(case_id)} · turn {turn:d}")
-st.button("Back to the disagreement queue", key="adjudicate_back", on_click=_back_to_queue)
-if detail.diagnostic:
-    st.code(detail.diagnostic, language=None)
-if detail.chatbot_role:
-    st.caption("Role given to the assistant")
-    st.text(detail.chatbot_role)
+place = queue_place(state.disagreements(rubric.ref), case_id=case_id, turn=turn)
+chosen = st.session_state["gold_code"]
+if chosen not in rubric.codes:
+    chosen = st.session_state["gold_code"] = None  # the policy owner chooses
 
-transcript, decision = st.columns([3, 2])
+# Compact, for a laptop screen: the turn being decided on the left, the labels and the
+# choices on the right, both on the first screen; everything else below.
+transcript, decision = st.columns([4, 5])
 with transcript:
-    for event in detail.context:
-        with st.chat_message(event.actor):
-            marker = " · **this turn**" if event.turn == turn else ""
-            st.caption(
-                f"turn {event.turn:d} · {code_span(event.actor)} · role "
-                f"{code_span(event.active_role or '-')}{marker}"
-            )
-            if event.text:
-                st.text(event.text)
-            if event.actions:
-                st.caption("actions: " + ", ".join(code_span(a) for a in event.actions))
-            for violation in event.violations:
-                st.error(
-                    f"Violation: {code_span(violation['action'])} outside role "
-                    f"{code_span(violation['active_role'])}"
-                )
-            for fixture_error in event.fixture_errors:
-                st.warning(f"Invalid fixture {code_span(fixture_error['code'])}")
-            for finding in event.harness_findings:
-                st.info(f"Missing context {code_span(finding['code'])}")
+    st.subheader(f"{escape(case_id)} · turn {turn:d}")
+    _turn_message(detail.focus, focused=True)
+    with st.expander(f"The conversation around turn {turn:d}"):
+        for event in detail.context:
+            if event.turn != turn:
+                _turn_message(event, focused=False)
+    if detail.chatbot_role:
+        with st.expander("Role given to the assistant"):
+            st.text(detail.chatbot_role)
+    if detail.diagnostic:
+        st.code(detail.diagnostic, language=None)
 
 with decision:
-    st.markdown("**Reviewers' labels**")
-    for row in detail.labels:
-        with st.container(border=True):
-            st.markdown(f"{code_span(row.reviewer)}: {code_span(row.code)}")
-            if row.rationale:
-                st.text(row.rationale)
-    if detail.history:
-        with st.expander(f"{len(detail.history)} earlier labels (replaced)"):
-            for row in detail.history:
-                st.caption(f"{code_span(row.reviewer)} had {code_span(row.code)}")
-    involved = sorted({row.code for row in detail.labels})
-    for code in involved:
-        with st.expander(f"Definition of {escape(code)}"):
-            st.text(rubric.label(code).definition)
+    st.caption(escape(place.sentence()))
+    st.markdown(
+        "**Labels** · "
+        + " · ".join(f"{code_span(row.reviewer)}: {code_span(row.code)}" for row in detail.labels)
+    )
+    verdict = detail.judge
+    if verdict is not None:
+        score = f" · score {verdict.score:.2f}" if verdict.score is not None else ""
+        st.markdown(f"judge: {code_span(verdict.label)}{score} · run {verdict.run_id:d}")
+    else:
+        st.caption("No judge run has a verdict on this unit.")
     if detail.gold:
         st.success(
             f"Gold: {code_span(detail.gold.code)} by "
             f"{code_span(detail.gold.adjudicator or 'operator')}"
         )
-        if detail.gold.note:
-            st.text(detail.gold.note)
-
-    st.markdown("**Gold label** · keys 1-9 choose, Enter records")
-    chosen = st.session_state["gold_code"]
-    if chosen not in rubric.codes:
-        chosen = st.session_state["gold_code"] = None  # the policy owner chooses
+    st.markdown(
+        "**Gold label** · keys 1-9 choose, Enter records · "
+        + (f"chosen: {code_span(chosen)}" if chosen else "none chosen yet")
+    )
     picks = st.container(horizontal=True, gap="small")
     for number, label in enumerate(rubric.labels, start=1):
         picks.button(
@@ -190,10 +222,6 @@ with decision:
             on_click=_choose,
             args=(label.code,),
         )
-    st.caption(f"Chosen: {code_span(chosen)}" if chosen else "No label chosen yet.")
-    st.text_area("Note", key="gold_note")
-    st.checkbox("Calibration item (use it to calibrate the LLM judge)", key="gold_calibration")
-    st.text_area("Rubric ambiguity to fix in the next version (optional)", key="gold_ambiguity")
     st.button(
         "Record gold label",
         key="gold_submit",
@@ -202,3 +230,41 @@ with decision:
         disabled=chosen is None,
         on_click=_submit_gold,
     )
+    if verdict is not None:
+        st.caption(
+            f"The judge's verdict is from run {verdict.run_id:d} "
+            f"({code_span(verdict.judge)} prompt {code_span(verdict.prompt_version)}, "
+            f"model {code_span(verdict.model)}), the newest run of {escape(rubric.ref)} "
+            "with a verdict on this unit."
+        )
+    if detail.gold and detail.gold.note:
+        st.caption("Gold note")
+        st.text(detail.gold.note)
+    rationales = [row for row in detail.labels if row.rationale]
+    judge_reason = verdict.reason if verdict is not None else None
+    if rationales or judge_reason:
+        st.markdown("**Rationales**")
+    for row in rationales:
+        st.caption(code_span(row.reviewer))
+        st.text(row.rationale)
+    if verdict is not None and judge_reason:
+        st.caption(f"judge (run {verdict.run_id:d})")
+        st.text(judge_reason)
+    if detail.history:
+        with st.expander(f"{len(detail.history)} earlier labels (replaced)"):
+            for row in detail.history:
+                st.caption(f"{code_span(row.reviewer)} had {code_span(row.code)}")
+    for code in sorted({row.code for row in detail.labels}):
+        with st.expander(f"Definition of {escape(code)}"):
+            st.text(rubric.label(code).definition)
+    st.text_area("Note", key="gold_note")
+    st.checkbox("Calibration item (use it to calibrate the LLM judge)", key="gold_calibration")
+    st.text_area("Rubric ambiguity to fix in the next version (optional)", key="gold_ambiguity")
+
+# Drawn only when asked for: every key reruns the page, and the queue's rows cost a
+# run about as much as the rest of the page.
+st.toggle(
+    f"Show the disagreement queue ({place.open_units:d} open units)", key="adjudicate_show_queue"
+)
+if st.session_state["adjudicate_show_queue"]:
+    _queue_section()
