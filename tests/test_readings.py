@@ -233,3 +233,18 @@ def test_inconclusive_points_to_the_like_for_like_kappas() -> None:
             "judge with the second": "not enough data (3 units)",
         }
     ]
+
+
+def test_the_weakest_pair_is_named_in_words() -> None:
+    assert readings.weakest_pair_sentence({"ana|rita": coefficient(0.1, 3)}) is None
+    sentence = readings.weakest_pair_sentence(
+        {
+            "ana|ben": coefficient(0.53, 111, [0.35, 0.75]),
+            "ben|chloe": coefficient(0.23, 111, [0.15, 0.31]),
+            "ana|rita": coefficient(-0.4, 3),  # too few turns: never the weakest
+        }
+    )
+    assert sentence == (
+        "ben and chloe agree least: kappa 0.23 [0.15, 0.31], fairly; choose them below to "
+        "see the codes they label differently."
+    )

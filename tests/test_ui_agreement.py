@@ -224,6 +224,9 @@ def test_the_dashboard_reads_alpha_in_one_sentence_and_groups_its_cautions(
         "reviewers agree on codes only fairly; the confusion below shows which codes"
         in (sentences[0])
     )
+    assert any(
+        plain(m.value).startswith("ben and chloe agree least: kappa 0.2") for m in at.markdown
+    )
     # No yellow flood: the cautions sit in one collapsed list, in plain words.
     assert not [w for w in at.warning if "queue" not in w.value]
     (cautions,) = [e for e in at.expander if e.label.startswith("Cautions")]

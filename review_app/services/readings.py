@@ -127,6 +127,24 @@ def _pair_names(pair: str) -> tuple[str, str]:
     return first, second
 
 
+def weakest_pair_sentence(cohen: dict[str, dict[str, Any]]) -> str | None:
+    """The pair of reviewers who agree least, in words (``None``: no pair with enough data).
+
+    Among pairs resting on at least :data:`MIN_UNITS` shared turns, the lowest kappa;
+    its word from :func:`band`.
+    """
+    shown = [(pair, c) for pair, c in cohen.items() if enough(c)]
+    if not shown:
+        return None
+    pair, coefficient = min(shown, key=lambda item: (item[1]["value"], item[0]))
+    first, second = _pair_names(pair)
+    return (
+        f"{first} and {second} agree least: kappa {figure_text(coefficient)}, "
+        f"{band(coefficient['value']).removeprefix('only ')}; choose them below to see the "
+        "codes they label differently."
+    )
+
+
 def agreement_warnings(report: dict[str, Any]) -> list[str]:
     """The agreement report's cautions in words a person uses (no internal names)."""
     out = []

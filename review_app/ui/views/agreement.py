@@ -78,6 +78,9 @@ with left:
             hide_index=True,
             key="pairwise_kappa_table",
         )
+        weakest = readings.weakest_pair_sentence(report["cohen_kappa"])
+        if weakest:
+            st.markdown(escape(weakest))
         caption = charts.interval_caption(report)
         if caption:
             st.caption(escape(caption))
