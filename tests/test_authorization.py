@@ -422,6 +422,7 @@ EXEMPT: dict[str, str] = {
     "readings.kappa_sentence": "pure: words for a figure the caller computed",
     "readings.like_for_like_rows": "pure: words for a figure the caller computed",
     "readings.percent": "pure: words for a figure the caller computed",
+    "readings.weakest_pair_sentence": "pure: words for a figure the caller computed",
     "render.harness_detail": "pure: words for a finding of a view the caller loaded",
     "export.export_file_name": "pure: a file name from the page's choices",
     "case_rows.prepare_case": "pure: builds one case's rows in memory",
