@@ -71,7 +71,7 @@ if side and any(compared["runs"] for compared in side["compared"]):
             {
                 "version": compared["rubric"],
                 "run": name,
-                "kappa": figures["kappa"]["value"],
+                "kappa": readings.figure_text(figures["kappa"]),
                 "units compared": figures["n_compared"],
             }
             for compared in side["compared"]
