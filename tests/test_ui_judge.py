@@ -302,6 +302,7 @@ def test_the_decision_card_says_what_the_command_prints(database_url: str) -> No
         r"0\.0000000",
         "field --",
         "fit_calibration_map",
+        "WARNING:",
         r"\w\|\w",
     ):
         assert not [t for t in texts if re.search(internal, t)], internal

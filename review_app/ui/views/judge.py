@@ -149,8 +149,9 @@ else:
 if any(p["coverage"] is not None for p in curve["points"]):
     st.altair_chart(charts.coverage_chart(curve, chosen_alpha), width="stretch")
 for warning in curve["warnings"]:
-    if warning.startswith("WARNING"):
-        st.warning(escape(warning))
+    if warning.startswith("WARNING: "):
+        text = warning.removeprefix("WARNING: ")
+        st.warning(escape(text[:1].upper() + text[1:]))
 
 drift = state.drift(rubric.ref)
 if any(source["by_position"] for source in drift["sources"]):
