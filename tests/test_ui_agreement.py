@@ -8,6 +8,7 @@ with a seeded ``st.user`` signs in an existing reviewer or policy owner.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -135,11 +136,12 @@ def test_dashboard_draws_its_charts_from_the_report(engine: Engine) -> None:
     with_intervals = agreement_report(
         engine, operator_actor(), rubric=rubric_of(engine), n_resamples=500
     )
-    (pair_table,) = [t.value for t in at.dataframe if "pair" in t.value.columns]
+    (pair_table,) = [t.value for t in at.dataframe if "reviewers" in t.value.columns]
     for row in pair_table.to_dict("records"):
-        coefficient = with_intervals["cohen_kappa"][row["pair"].replace(" · ", "|")]
-        assert row["kappa"] == pytest.approx(coefficient["value"])
-        assert [row["low"], row["high"]] == pytest.approx(coefficient["ci95"])
+        coefficient = with_intervals["cohen_kappa"][row["reviewers"].replace(" and ", "|")]
+        assert row["kappa"] == f"{coefficient['value']:.2f}"
+        low, high = coefficient["ci95"]
+        assert row["95% interval"] == f"[{low:.2f}, {high:.2f}]"
     assert len(pair_table) == 3
     assert any(
         plain(c.value)
@@ -193,6 +195,94 @@ def test_a_policy_owner_signed_in_by_oidc_sees_the_dashboard(
     assert at.title[0].value == "Agreement"
     assert len(charts(at)) == 5
     assert not at.error
+
+
+def page_texts(at: AppTest) -> list[str]:
+    """Every text the page shows: headings, alerts, captions, Markdown, expander labels,
+    and every cell and column name of every table."""
+    texts = [
+        str(e.value)
+        for kind in ("title", "subheader", "markdown", "caption", "warning", "info", "error")
+        for e in getattr(at, kind)
+    ]
+    texts += [e.label for e in at.expander]
+    for table in at.dataframe:
+        texts += [str(c) for c in table.value.columns]
+        texts += [str(v) for v in table.value.astype(str).to_numpy().ravel()]
+    return texts
+
+
+def test_the_dashboard_reads_alpha_in_one_sentence_and_groups_its_cautions(
+    engine: Engine,
+) -> None:
+    at = open_page("views/agreement.py")
+    report = agreement_report(engine, operator_actor(), rubric=rubric_of(engine))
+    sentences = [plain(h.value) for h in at.subheader if h.value.startswith("alpha ")]
+    assert len(sentences) == 1
+    assert sentences[0].startswith(f"alpha {report['krippendorff_alpha']['value']:.2f} [")
+    assert (
+        "reviewers agree on codes only fairly; the confusion below shows which codes"
+        in (sentences[0])
+    )
+    assert any(
+        plain(m.value).startswith("ben and chloe agree least: kappa 0.2") for m in at.markdown
+    )
+    # No yellow flood: the cautions sit in one collapsed list, in plain words.
+    assert not [w for w in at.warning if "queue" not in w.value]
+    (cautions,) = [e for e in at.expander if e.label.startswith("Cautions")]
+    assert [plain(m.value) for m in cautions.markdown] == [
+        "- 17 conversations were read by two reviewers, fewer than 30: agreement on whether "
+        "and where a conversation breaks is not reported."
+    ]
+    # The charts come before the cautions.
+    labels = [str(getattr(e, "label", getattr(e, "value", ""))) for e in at.main]
+    assert labels.index(cautions.label) > labels.index("Coefficients by rubric version")
+
+
+def test_a_part_way_reviewer_shows_not_enough_data_and_no_internal_text(
+    engine: Engine, tmp_path: Path
+) -> None:
+    labels = tmp_path / "rita.csv"
+    labels.write_text(
+        "case_id,turn,reviewer,label,rubric,rationale\n"
+        + "".join(
+            f"support-delayed-refund-violation,{turn},rita,{code},{RUBRIC},\n"
+            for turn, code in ((2, "in_role"), (4, "in_role"), (6, "tone_break"))
+        ),
+        encoding="utf-8",
+    )
+    catalog = sync_rubrics(engine, operator_actor())
+    import_labels(engine, Actor.operator(), labels, catalog=catalog)
+    report = agreement_report(engine, operator_actor(), rubric=rubric_of(engine))
+    assert report["fleiss_kappa"]["n_units"] == 3  # Fleiss' kappa from three units
+    assert report["fleiss_kappa"]["value"] is not None
+    assert "cohen_kappa ana|rita: fewer than 30 pairable units" in report["warnings"]
+
+    at = open_page("views/agreement.py")
+    (cautions,) = [e for e in at.expander if e.label.startswith("Cautions")]
+    shown = [plain(m.value) for m in cautions.markdown]
+    assert "- ana and rita share 3 turns, fewer than 30: their kappa is not shown." in shown
+    assert (
+        "- Fleiss' kappa rests on 3 turns with two reviewers, fewer than 30: it is not shown."
+        in shown
+    )
+    assert not [w for w in at.warning if "queue" not in w.value], "no warning outside the list"
+    # Not plotted: neither in the coefficient chart nor as a coloured pair cell.
+    drawn = charts(at)
+    assert "Fleiss' kappa" not in {row["coefficient"] for row in drawn[0][1]}
+    rita = [r for r in drawn[1][1] if "rita" in (r["reviewer_a"], r["reviewer_b"])]
+    assert rita and all(r["kappa"] is None and r["text"] == "—" for r in rita)
+    # Written out instead, in the tables.
+    (table,) = [t.value for t in at.dataframe if "coefficient" in t.value.columns]
+    (fleiss,) = table[table["coefficient"] == "Fleiss' kappa"].to_dict("records")
+    assert fleiss["value"] == "not enough data (3 units)"
+    assert fleiss["95% interval"] == "—"
+    (pairs,) = [t.value for t in at.dataframe if "reviewers" in t.value.columns]
+    (ana_rita,) = pairs[pairs["reviewers"] == "ana and rita"].to_dict("records")
+    assert ana_rita["kappa"] == "not enough data (3 units)"
+    texts = page_texts(at)
+    for internal in (r"\bNone\b", r"\bnan\b", "cohen_kappa", "fleiss_kappa", "pairable", r"\|"):
+        assert not [t for t in texts if re.search(internal, t)], internal
 
 
 # --- adjudication ------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ the person an admin; a reviewer signs in through OIDC (``AppTest.user``).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from review_app.services.drift import drift_report
+from review_app.services.estimate import break_rate_estimate, render_estimate
 from review_app.services.judge_import import import_verdicts, list_judge_runs
 from review_app.services.judge_report import calibration_report, disagreement_explorer
 from review_app.services.people import Actor, operator_actor
@@ -99,23 +101,27 @@ def test_the_page_shows_metrics_charts_runs_and_filters(database_url: str) -> No
     at = judge_page()
     assert [t.value for t in at.title] == ["Judge calibration"]
     assert at.caption[0].value.startswith("Gold labels: 84 units (0 adjudicated, 84 unanimous)")
-    table = at.dataframe[0].value
-    assert list(table["run"]) == [V1, V2]
-    assert list(table["gold units"]) == [84, 84]
+    tests = table(at, "replaces a reviewer?")
+    assert list(tests["run"]) == [V1, V2]
+    assert list(tests["gold turns"]) == [84, 84]
     # The headline is the alternative annotator test, never a "human level" claim.
-    assert all(str(v).startswith("inconclusive") for v in table["alt-test"])
+    assert list(tests["replaces a reviewer?"]) == ["inconclusive", "inconclusive"]
     assert any("leaving out one reviewer at a time" in c.value for c in at.caption)
-    # The policy owner's headline: the break rate by PPI++, beside the judge alone.
+    # The policy owner's headline: the break rate by PPI++, beside reviewers and judge alone.
     [headline] = [plain(h.value) for h in at.subheader if "break rate" in h.value]
-    assert headline.startswith("turn break rate ") and ", judge alone would say " in headline
-    assert any(plain(w.value).startswith("WARNING: no audit sample") for w in at.warning)
+    assert re.fullmatch(
+        r"Turn break rate \d+\.\d% \[\d+\.\d%, \d+\.\d%\] \(judge corrected by gold\); "
+        r"reviewers alone say \d+\.\d% \[\d+\.\d%, \d+\.\d%\], the judge alone \d+\.\d%\.",
+        headline,
+    ), headline
     charts = at.get("vega_lite_chart")
     # threshold sweep, reliability, the selective-judging dial and the drift chart
     assert len(charts) == 4
     assert reliability_points(at) == pytest.approx(service_bins(database_url, V2))
     assert any("Brier" in c.value for c in at.caption)
-    # the metrics, the alt-test per reviewer, drift agreement, the prompt versions
-    assert len(at.dataframe) == 4
+    # the test and the metrics per run, like-for-like kappas, the alt-test per reviewer,
+    # drift agreement, the prompt versions
+    assert len(at.dataframe) == 6
     assert at.selectbox(key="judge_run").value == V2  # the newest run is preselected
     assert at.selectbox(key="judge_run").options == [V1, V2]
     assert len(item_lines(at)) == len(service_view(database_url, V2))
@@ -223,7 +229,104 @@ def test_the_calibrate_button_reports_too_few_breaks(database_url: str) -> None:
     at = judge_page()
     at.button(key="judge_calibrate").click().run()
     assert not at.exception
-    assert any("cannot calibrate run 2" in e.value for e in at.error)
+    assert [plain(e.value) for e in at.error] == [
+        "Not enough gold to calibrate this judge's scores: it takes at least 5 scored turns "
+        "with gold that break and 5 that stay in role; there are 1 and 83. Adjudicate more "
+        "disagreements or an audit sample, then try again."
+    ]
+    assert not [e for e in at.error if "field --" in e.value or "fit_calibration_map" in e.value]
+
+
+def table(at: AppTest, column: str) -> Any:
+    """The one table on the page with ``column``."""
+    (found,) = [t.value for t in at.dataframe if column in t.value.columns]
+    return found
+
+
+def page_texts(at: AppTest) -> list[str]:
+    """Every text the page shows, table cells and column names included."""
+    texts = [
+        str(e.value)
+        for kind in ("title", "subheader", "markdown", "caption", "warning", "info", "error")
+        for e in getattr(at, kind)
+    ]
+    texts += [*(e.label for e in at.expander), *(s.value for s in at.success)]
+    for table in at.dataframe:
+        texts += [str(c) for c in table.value.columns]
+        texts += [str(v) for v in table.value.astype(str).to_numpy().ravel()]
+    return texts
+
+
+def test_the_decision_card_says_what_the_command_prints(database_url: str) -> None:
+    engine = create_database_engine(database_url)
+    try:
+        rubric = sync_rubrics(engine, operator_actor()).get(RUBRIC)
+        run_id = next(
+            r["id"]
+            for r in list_judge_runs(engine, operator_actor(), rubric=rubric)
+            if r["name"] == V2
+        )
+        estimate = break_rate_estimate(engine, operator_actor(), rubric=rubric, run_id=run_id)
+    finally:
+        engine.dispose()
+    printed = render_estimate(estimate).splitlines()
+    at = judge_page()
+    texts = [plain(t) for t in page_texts(at)]
+    # The reviewers-alone rate and the budget, as `review-app judge estimate` prints them.
+    (alone,) = [line.strip() for line in printed if line.strip().startswith("reviewers alone:")]
+    [headline] = [plain(h.value) for h in at.subheader if "break rate" in h.value]
+    assert f"reviewers alone say {alone.removeprefix('reviewers alone: ')}," in headline
+    (budget,) = [line.strip() for line in printed if line.strip().startswith("budget: about")]
+    assert f"Budget: {budget.removeprefix('budget: ')}." in texts
+    assert (
+        "The gold is not a random sample, so this interval is not valid yet: draw an audit "
+        "sample and adjudicate it before acting on the turn break rate." in texts
+    )
+    assert any(t.startswith("Judge kappa against gold ") for t in texts)
+    # "Inconclusive" points to like-for-like kappas that the page shows.
+    (verdict,) = [plain(w.value) for w in at.warning if "Inconclusive" in w.value]
+    assert "Read the like-for-like kappas below" in verdict
+    like = table(at, "kappa between them")
+    assert list(like["reviewers"]) == ["ana and ben", "ana and chloe", "ben and chloe"]
+    assert all(
+        re.fullmatch(r"-?\d\.\d\d \[-?\d\.\d\d, -?\d\.\d\d\]", v)
+        for v in like["kappa between them"]
+    )
+    # p-values for reading; the exact ones stay in the JSON.
+    per_reviewer = table(at, "judge wins")
+    assert list(per_reviewer["p-value"]) == ["p < 0.001"] * 3
+    assert all(re.fullmatch(r"\d\.\d\d", v) for v in table(at, "break kappa")["kappa"])
+    for internal in (
+        r"\bNone\b",
+        r"\bnan\b",
+        r"0\.0000000",
+        "field --",
+        "fit_calibration_map",
+        "WARNING:",
+        r"\w\|\w",
+    ):
+        assert not [t for t in texts if re.search(internal, t)], internal
+
+
+def test_p_values_are_rounded_for_reading() -> None:
+    from review_app.ui.charts import alt_test_rows
+
+    rows = alt_test_rows(
+        {
+            "reviewers": [
+                {
+                    "reviewer": r,
+                    "units": 9,
+                    "p_value": p,
+                    "rejected": p < 0.05,
+                    "advantage_probability": 0.5,
+                }
+                for r, p in (("a", 6e-15), ("b", 0.0012345), ("c", 0.049876), ("d", 1.0))
+            ],
+            "skipped": [{"reviewer": "e", "units": 2, "reason": "too few units"}],
+        }
+    )
+    assert [r["p-value"] for r in rows] == ["p < 0.001", "p = 0.00123", "p = 0.0499", "p = 1", "—"]
 
 
 def test_uploading_verdicts_adds_a_run_and_a_bad_file_stores_nothing(database_url: str) -> None:
@@ -317,8 +420,9 @@ def test_runs_stored_elsewhere_appear_on_the_next_rerun(database_url: str, tmp_p
         engine.dispose()
     at.selectbox(key="judge_run").set_value("elsewhere@v1/m").run()
     assert not at.exception
-    [row] = [r for _, r in at.dataframe[0].value.iterrows() if r["run"] == "elsewhere@v1/m"]
-    assert row["recall (TPR)"] == 0
+    metrics = table(at, "recall")
+    [row] = [r for _, r in metrics.iterrows() if r["run"] == "elsewhere@v1/m"]
+    assert row["recall"] == "0.00"
 
 
 def test_a_reviewer_sees_only_the_refusal(

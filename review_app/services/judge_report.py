@@ -302,6 +302,26 @@ def _disagreements(
     return found
 
 
+class NotEnoughGold(InputError):
+    """Too few gold turns of one class to fit a calibration map.
+
+    ``str(error)`` keeps the option and the numbers for the command line; ``sentence``
+    says the same in plain words for a page.
+    """
+
+    def __init__(self, run_id: int, *, cv: int, breaks: int, clean: int) -> None:
+        super().__init__(
+            f"cannot calibrate run {run_id}: needs at least {cv} units of each class for "
+            f"cv={cv}, got {breaks} break and {clean} no-break units",
+            field="--run",
+        )
+        self.sentence = (
+            f"Not enough gold to calibrate this judge's scores: it takes at least {cv} scored "
+            f"turns with gold that break and {cv} that stay in role; there are {breaks} and "
+            f"{clean}. Adjudicate more disagreements or an audit sample, then try again."
+        )
+
+
 def fit_run_calibration(
     engine: Engine,
     actor: Actor,
@@ -320,6 +340,9 @@ def fit_run_calibration(
     gold_codes = {unit: g.code for unit, g in gold.labels.items()}
     [(_, columns)] = _run_verdicts(engine, rubric, [run_id])
     y_true, scores = _binary_pairs(TurnVerdicts(columns), gold_codes, rubric.break_mapping())
+    breaks = int(sum(1 for y in y_true if y))
+    if min(breaks, len(y_true) - breaks) < cv:
+        raise NotEnoughGold(run_id, cv=cv, breaks=breaks, clean=len(y_true) - breaks)
     try:
         fitted = calibration.fit_calibration_map(
             y_true=y_true,

@@ -6,42 +6,50 @@ from typing import Any, cast
 
 import altair as alt
 
-COEFFICIENT_NAMES = {
-    "percent_agreement": "percent agreement",
-    "krippendorff_alpha": "alpha (codes)",
-    "alpha_break": "alpha (break / no break)",
-    "alpha_verdict": "alpha (verdict)",
-    "fleiss_kappa": "Fleiss' kappa",
-    "gwet_ac1": "Gwet's AC1",
-}
+from review_app.services import readings
+
+COEFFICIENT_NAMES = readings.NAMES
 
 
 def coefficient_rows(reports: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per (rubric version, coefficient) with its interval where there is one."""
+    """One row per (rubric version, coefficient) resting on enough units, for the chart.
+
+    A coefficient on fewer than ``readings.MIN_UNITS`` units is not plotted: the table
+    (:func:`coefficient_table_rows`) says "not enough data (n units)" instead.
+    """
     rows = []
     for ref, report in reports.items():
         for key, name in COEFFICIENT_NAMES.items():
             coefficient = report[key]
+            if not readings.enough(coefficient):
+                continue
+            ci = coefficient.get("ci95")
             rows.append(
                 {
                     "rubric": ref,
                     "coefficient": name,
-                    "value": coefficient.get("value"),
-                    **_interval_columns(coefficient),
+                    "value": coefficient["value"],
+                    "low": ci[0] if ci else None,
+                    "high": ci[1] if ci else None,
+                    "units": coefficient.get("n_units"),
                 }
             )
     return rows
 
 
-def _interval_columns(coefficient: dict[str, Any]) -> dict[str, Any]:
-    """A coefficient's interval, units and note as table columns (``None``: no interval)."""
-    ci = coefficient.get("ci95")
-    return {
-        "low": ci[0] if ci else None,
-        "high": ci[1] if ci else None,
-        "units": coefficient.get("n_units"),
-        "note": coefficient.get("reason") or coefficient.get("warning") or "",
-    }
+def coefficient_table_rows(reports: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per (rubric version, coefficient) as text: value, interval, units."""
+    return [
+        {
+            "rubric": ref,
+            "coefficient": name,
+            "value": readings.figure_text({**report[key], "ci95": None}),
+            "95% interval": readings.interval_text(report[key]),
+            "units": report[key].get("n_units"),
+        }
+        for ref, report in reports.items()
+        for key, name in COEFFICIENT_NAMES.items()
+    ]
 
 
 def coefficients_chart(rows: list[dict[str, Any]]) -> alt.LayerChart:
@@ -78,12 +86,13 @@ def coefficients_chart(rows: list[dict[str, Any]]) -> alt.LayerChart:
 
 
 def pairwise_kappa_rows(cohen: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per pair of reviewers: kappa, its interval where there is one, and a note."""
+    """One row per pair of reviewers: kappa, its interval, its units (as text)."""
     return [
         {
-            "pair": pair.replace("|", " · "),
-            "kappa": coefficient.get("value"),
-            **_interval_columns(coefficient),
+            "reviewers": " and ".join(pair.split("|", 1)),
+            "kappa": readings.figure_text({**coefficient, "ci95": None}),
+            "95% interval": readings.interval_text(coefficient),
+            "units": coefficient.get("n_units"),
         }
         for pair, coefficient in cohen.items()
     ]
@@ -101,14 +110,15 @@ def pairwise_kappa_chart(cohen: dict[str, dict[str, Any]]) -> alt.LayerChart:
     rows = []
     for pair, coefficient in cohen.items():
         first, second = pair.split("|", 1)
-        value = coefficient.get("value")
+        # Too few shared turns: an empty cell, never a colour (readings.enough).
+        value = coefficient.get("value") if readings.enough(coefficient) else None
         for a, b in ((first, second), (second, first)):
             rows.append(
                 {
                     "reviewer_a": a,
                     "reviewer_b": b,
                     "kappa": value,
-                    **_interval_columns(coefficient),
+                    "units": coefficient.get("n_units"),
                     "text": "—" if value is None else f"{value:.2f}",
                 }
             )
@@ -117,7 +127,7 @@ def pairwise_kappa_chart(cohen: dict[str, dict[str, Any]]) -> alt.LayerChart:
     )
     cells = base.mark_rect().encode(
         color=alt.Color("kappa:Q", scale=alt.Scale(domain=[-0.2, 1], scheme="blues")),
-        tooltip=["reviewer_a:N", "reviewer_b:N", "kappa:Q", "low:Q", "high:Q", "units:Q"],
+        tooltip=["reviewer_a:N", "reviewer_b:N", "kappa:Q", "units:Q"],
     )
     return cast(alt.LayerChart, alt.layer(cells, base.mark_text().encode(text="text:N")))
 
@@ -146,44 +156,64 @@ def confusion_chart(rows: list[dict[str, Any]], reviewer_a: str, reviewer_b: str
     return cast(alt.LayerChart, alt.layer(cells, base.mark_text().encode(text="count:Q")))
 
 
-def judge_metric_rows(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per judge run: the alternative annotator test and its agreement with gold."""
+def _rounded(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}"
+
+
+def judge_test_rows(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per judge run: may it replace a reviewer (the alternative annotator test)."""
     rows = []
     for run in runs:
-        vs_gold = run.get("vs_gold") or {}
         alt_test = run.get("alt_test") or {}
-
-        def value(key: str, source: dict[str, Any] = vs_gold) -> float | None:
-            return (source.get(key) or {}).get("value")
-
+        verdict = str(alt_test.get("verdict") or "not tested")
         rows.append(
             {
                 "run": run["name"],
-                "alt-test": alt_test.get("verdict"),
-                "winning rate": alt_test.get("winning_rate"),
-                "advantage probability": alt_test.get("advantage_probability"),
-                "gold units": (vs_gold.get("kappa") or {}).get("n"),
-                "kappa vs gold": value("kappa"),
-                "break kappa": value("break_kappa"),
-                "precision": value("precision"),
-                "recall (TPR)": value("recall"),
-                "F1": value("f1"),
-                "TNR": value("tnr"),
+                "replaces a reviewer?": verdict.split(":", 1)[0],
+                "winning rate": _rounded(alt_test.get("winning_rate")),
+                "advantage": _rounded(alt_test.get("advantage_probability")),
+                "gold turns": ((run.get("vs_gold") or {}).get("kappa") or {}).get("n"),
                 "errors": run.get("errors"),
             }
         )
     return rows
 
 
+def judge_metric_rows(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per judge run: its agreement with gold, rounded for reading."""
+    rows = []
+    for run in runs:
+        vs_gold = run.get("vs_gold") or {}
+
+        def value(key: str, vs_gold: dict[str, Any] = vs_gold) -> str:
+            return _rounded((vs_gold.get(key) or {}).get("value"))
+
+        rows.append(
+            {
+                "run": run["name"],
+                "kappa": value("kappa"),
+                "break kappa": value("break_kappa"),
+                "precision": value("precision"),
+                "recall": value("recall"),
+                "F1": value("f1"),
+                "TNR": value("tnr"),
+            }
+        )
+    return rows
+
+
 def alt_test_rows(alt_test: dict[str, Any]) -> list[dict[str, Any]]:
-    """The alternative annotator test per reviewer: tested ones, then skipped ones."""
+    """The alternative annotator test per reviewer: tested ones, then skipped ones.
+
+    p-values are rounded for reading (``p < 0.001``); the exact ones are in the JSON.
+    """
     rows: list[dict[str, Any]] = [
         {
             "reviewer": row["reviewer"],
             "units": row["units"],
-            "p-value": row["p_value"],
-            "judge wins (rejected)": row["rejected"],
-            "advantage probability": row["advantage_probability"],
+            "p-value": readings.format_p(row["p_value"]),
+            "judge wins": "yes" if row["rejected"] else "no",
+            "advantage": _rounded(row["advantage_probability"]),
             "note": "",
         }
         for row in alt_test.get("reviewers", [])
@@ -192,9 +222,9 @@ def alt_test_rows(alt_test: dict[str, Any]) -> list[dict[str, Any]]:
         {
             "reviewer": row["reviewer"],
             "units": row["units"],
-            "p-value": None,
-            "judge wins (rejected)": None,
-            "advantage probability": None,
+            "p-value": "—",
+            "judge wins": "—",
+            "advantage": "—",
             "note": row["reason"],
         }
         for row in alt_test.get("skipped", [])
@@ -260,7 +290,7 @@ def version_difference_rows(differences: list[dict[str, Any]]) -> list[dict[str,
             {
                 "case_id": str(case_id),
                 "turn": int(turn),
-                "gold": item.get("reference"),
+                "gold": item.get("reference") or "—",
                 **{str(name): code for name, code in sorted(item["codes"].items())},
             }
         )
@@ -306,18 +336,29 @@ def drift_chart(report: dict[str, Any]) -> alt.LayerChart:
     return cast(alt.LayerChart, alt.layer(band, line))
 
 
+def _group_figure(value: float | None, units: int) -> str:
+    """A coefficient of one group as text: too few units or none is never a number."""
+    if units < readings.MIN_UNITS:
+        return "not enough data"
+    return "—" if value is None else f"{value:.2f}"
+
+
 def drift_agreement_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
     """Reviewer alpha and each run's kappa against gold by position bin and by role."""
     rows = []
     for kind, key in (("position", "bin"), ("role", "role")):
         for row in report["agreement"][f"by_{kind}"]:
+            units = row["units"]
             rows.append(
                 {
                     "by": kind,
                     "group": row[key],
-                    "units": row["units"],
-                    "reviewer alpha": row["reviewer_alpha"],
-                    **{f"judge kappa (run {run})": k for run, k in row["judge_kappa"].items()},
+                    "units": units,
+                    "reviewer alpha": _group_figure(row["reviewer_alpha"], units),
+                    **{
+                        f"judge kappa (run {run})": _group_figure(k, units)
+                        for run, k in row["judge_kappa"].items()
+                    },
                 }
             )
     return rows

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from review_app.services import readings
 from review_app.ui import charts, common, state
 from review_app.ui.safe import escape
 
@@ -30,8 +31,7 @@ st.caption(
     f"· adjudicated: {gold['adjudicated']:d} units · unanimous: {gold['unanimous']:d} units · "
     f"{gold['in_disagreement']:d} in disagreement · {gold['single_rater']:d} with one reviewer"
 )
-for warning in report["warnings"]:
-    st.warning(escape(warning))
+st.subheader(escape(readings.alpha_sentence(report)))
 
 if report.get("carried_units"):
     st.caption(
@@ -46,7 +46,7 @@ if versions:
             {
                 "version": compared["rubric"],
                 **{
-                    name.replace("_", " "): compared[name]["value"]
+                    name.replace("_", " "): readings.figure_text(compared[name])
                     for name in (
                         "percent_agreement",
                         "krippendorff_alpha",
@@ -63,24 +63,29 @@ if versions:
 
 rows = charts.coefficient_rows(reports)
 st.subheader("Coefficients by rubric version")
-st.altair_chart(charts.coefficients_chart(rows), width="stretch")
-st.dataframe(rows, hide_index=True, key="agreement_table")
+if rows:
+    st.altair_chart(charts.coefficients_chart(rows), width="stretch")
+with st.expander("Every coefficient, with its interval and units"):
+    st.dataframe(charts.coefficient_table_rows(reports), hide_index=True, key="agreement_table")
 
 left, right = st.columns(2)
 with left:
     st.subheader("Cohen's kappa per pair")
-    if report["cohen_kappa"]:
+    if any(readings.enough(c) for c in report["cohen_kappa"].values()):
         st.altair_chart(charts.pairwise_kappa_chart(report["cohen_kappa"]), width="stretch")
         st.dataframe(
             charts.pairwise_kappa_rows(report["cohen_kappa"]),
             hide_index=True,
             key="pairwise_kappa_table",
         )
+        weakest = readings.weakest_pair_sentence(report["cohen_kappa"])
+        if weakest:
+            st.markdown(escape(weakest))
         caption = charts.interval_caption(report)
         if caption:
             st.caption(escape(caption))
     else:
-        st.info("Needs two reviewers with shared turns.")
+        st.info(f"Not enough data: no two reviewers share {readings.MIN_UNITS:d} labeled turns.")
 with right:
     st.subheader("Labels per reviewer")
     st.altair_chart(charts.distribution_chart(data.distribution), width="stretch")
@@ -88,7 +93,7 @@ with right:
 st.subheader("Per label (one-vs-rest alpha)")
 st.dataframe(
     [
-        {"label": code, "alpha": c["value"], "units": c["n_units"], "note": c["reason"] or ""}
+        {"label": code, "alpha": readings.figure_text(c), "units": c["n_units"]}
         for code, c in sorted(report["per_label"].items())
     ],
     hide_index=True,
@@ -120,6 +125,12 @@ if any(source["by_position"] for source in drift["sources"]):
     st.subheader("Where in the conversation the role breaks")
     st.altair_chart(charts.drift_chart(drift), width="stretch")
     st.dataframe(charts.drift_agreement_rows(drift), hide_index=True, key="drift_table")
+
+cautions = readings.agreement_warnings(report)
+if cautions:
+    with st.expander(f"Cautions ({len(cautions):d})", expanded=False):
+        for caution in cautions:
+            st.markdown(f"- {escape(caution)}")
 
 st.subheader("Disagreements")
 units = state.disagreements(ref)

@@ -7,8 +7,10 @@ import json
 import streamlit as st
 
 from review_app.errors import InputError, PermissionDenied
-from review_app.services.estimate import break_rate_estimate, estimate_headline
+from review_app.services import readings
+from review_app.services.estimate import break_rate_estimate
 from review_app.services.judge_report import (
+    NotEnoughGold,
     disagreement_explorer,
     few_shot_material,
     fit_run_calibration,
@@ -16,7 +18,7 @@ from review_app.services.judge_report import (
 from review_app.services.render import ALT_TEST_SENTENCE
 from review_app.services.uploads import import_verdict_upload
 from review_app.ui import charts, common, state
-from review_app.ui.safe import code_span, error_text, escape
+from review_app.ui.safe import code_span, escape
 
 actor = common.policy_owner("Judge calibration is for policy owners.")
 rubric = common.rubric_page("Judge calibration")
@@ -69,7 +71,7 @@ if side and any(compared["runs"] for compared in side["compared"]):
             {
                 "version": compared["rubric"],
                 "run": name,
-                "kappa": figures["kappa"]["value"],
+                "kappa": readings.figure_text(figures["kappa"]),
                 "units compared": figures["n_compared"],
             }
             for compared in side["compared"]
@@ -96,16 +98,28 @@ st.session_state["judge_newest_run"] = newest["id"]
 st.selectbox("Judge run", names, key="judge_run")
 run = next(r for r in report["runs"] if r["name"] == st.session_state["judge_run"])
 
-st.dataframe(charts.judge_metric_rows(report["runs"]), hide_index=True, key="judge_table")
 estimate = break_rate_estimate(engine, actor, rubric=rubric, run_id=run["id"])
-st.subheader(escape(estimate_headline(estimate)))
-st.caption(
-    f"PPI++ from {estimate['n_judged']:d} judged turns and {estimate['n_gold']:d} with gold "
-    f"({escape(estimate['gold_source'])})."
-)
-for warning in estimate["warnings"]:
-    if warning.startswith("WARNING"):
-        st.warning(escape(warning))
+vs_gold = run.get("vs_gold") or {}
+with st.container(border=True):
+    st.subheader(escape(readings.estimate_sentence(estimate)))
+    next_step = readings.estimate_next_step(estimate)
+    if next_step:
+        st.markdown(escape(next_step))
+    budget = readings.budget_sentence(estimate)
+    if budget:
+        st.caption(escape(budget))
+    st.markdown(escape(readings.kappa_sentence(vs_gold.get("kappa"), who="Judge kappa")))
+with st.expander("How this estimate is made"):
+    st.caption(
+        f"PPI++ from {estimate['n_judged']:d} judged turns and {estimate['n_gold']:d} with "
+        f"gold ({escape(estimate['gold_source'])})."
+    )
+    for warning in estimate["warnings"]:
+        st.caption(escape(warning.removeprefix("WARNING: ")))
+
+st.subheader("Judge runs")
+st.dataframe(charts.judge_test_rows(report["runs"]), hide_index=True, key="judge_tests")
+st.dataframe(charts.judge_metric_rows(report["runs"]), hide_index=True, key="judge_table")
 
 st.subheader("Selective judging: where the judge may decide alone")
 left, right = st.columns(2)
@@ -135,8 +149,9 @@ else:
 if any(p["coverage"] is not None for p in curve["points"]):
     st.altair_chart(charts.coverage_chart(curve, chosen_alpha), width="stretch")
 for warning in curve["warnings"]:
-    if warning.startswith("WARNING"):
-        st.warning(escape(warning))
+    if warning.startswith("WARNING: "):
+        text = warning.removeprefix("WARNING: ")
+        st.warning(escape(text[:1].upper() + text[1:]))
 
 drift = state.drift(rubric.ref)
 if any(source["by_position"] for source in drift["sources"]):
@@ -145,25 +160,29 @@ if any(source["by_position"] for source in drift["sources"]):
     st.dataframe(charts.drift_agreement_rows(drift), hide_index=True, key="judge_drift_table")
 
 alt_test = run.get("alt_test") or {}
-verdict = alt_test.get("verdict", "not tested")
-headline = f"{code_span(run['name'])}: may the judge replace a reviewer? {escape(verdict)}"
-if alt_test.get("winning_rate") is not None:
-    headline += (
-        f" (winning rate {alt_test['winning_rate']:.2f}, advantage probability "
-        f"{alt_test['advantage_probability']:.2f}, epsilon {alt_test['epsilon']:.2f})"
-    )
+verdict = str(alt_test.get("verdict", "not tested"))
+st.subheader("May the judge replace a reviewer?")
+headline = f"{code_span(run['name'])}: {escape(readings.alt_test_sentence(alt_test))}"
 if verdict == "passed":
     st.success(headline)
 elif verdict == "failed":
     st.error(headline)
 else:
     st.warning(headline)
-st.caption(escape(ALT_TEST_SENTENCE))
-if alt_test.get("reason"):
-    st.caption(escape(alt_test["reason"]))
-st.dataframe(charts.alt_test_rows(alt_test), hide_index=True, key="judge_alt_test")
-for warning in (run.get("vs_gold") or {}).get("warnings", []):
-    st.warning(escape(warning))
+like_rows = readings.like_for_like_rows(run.get("like_for_like") or {})
+if like_rows:
+    st.caption("Like-for-like kappas: the judge and two reviewers on the same turns.")
+    st.dataframe(like_rows, hide_index=True, key="judge_like_for_like")
+with st.expander("The test in detail"):
+    st.caption(escape(ALT_TEST_SENTENCE))
+    if alt_test.get("winning_rate") is not None:
+        st.caption(
+            f"Winning rate {alt_test['winning_rate']:.2f}, advantage probability "
+            f"{alt_test['advantage_probability']:.2f}, epsilon {alt_test['epsilon']:.2f}."
+        )
+    st.dataframe(charts.alt_test_rows(alt_test), hide_index=True, key="judge_alt_test")
+    for warning in vs_gold.get("warnings", []):
+        st.caption(escape(warning))
 
 scores = run.get("scores")
 if scores:
@@ -191,8 +210,10 @@ if scores:
                 run_id=run["id"],
                 method=st.session_state["judge_method"],
             )
+        except NotEnoughGold as error:
+            st.error(escape(error.sentence))
         except InputError as error:
-            st.error(error_text(error))
+            st.error("No calibration map was stored: " + escape(error.message))
         else:
             state.refresh_judge()
             st.success(
