@@ -47,11 +47,10 @@ import sys
 import krippendorff
 import pandas as pd
 labels = pd.read_csv(sys.argv[1], usecols=["case_id", "turn", "reviewer", "label"])
-matrix = labels.pivot(index="reviewer", columns=["case_id", "turn"], values="label")
-codes = matrix.apply(lambda column: pd.Categorical(column, categories=sorted(
-    labels["label"].unique())).codes).astype(float)
-codes[codes < 0] = float("nan")
-print(krippendorff.alpha(reliability_data=codes.to_numpy(), level_of_measurement="nominal"))
+labels["code"], _ = pd.factorize(labels["label"], sort=True)
+matrix = labels.pivot(index="reviewer", columns=["case_id", "turn"], values="code")
+print(krippendorff.alpha(reliability_data=matrix.to_numpy(dtype=float),
+                         level_of_measurement="nominal"))
 """
 
 
