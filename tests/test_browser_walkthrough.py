@@ -141,11 +141,13 @@ def test_a_label_key_right_after_n_on_the_review_page_labels_the_next_case(
 def test_a_label_key_right_after_n_on_the_queue_labels_the_case_it_opens(
     server: Server, tab: Any
 ) -> None:
-    tab.goto(f"{server.url}/queue")
-    _settled(tab)
     opens = _following(server, None)
     before = _labels(server, opens)
     first_open = next(t for t in _assistant_turns(server, opens) if t not in before)
+    tab.goto(f"{server.url}/queue")
+    # As soon as the page's first message is in, before the button may be drawn: the
+    # key still opens the case (CI once pressed N between the two and lost it).
+    tab.wait_for_function("() => window.__reviewKeyBuffer !== undefined", timeout=30_000)
     tab.keyboard.press("N")
     tab.keyboard.press("2")  # within the 0.3 s the page change takes
     tab.wait_for_url(f"**/review?case={opens}")
