@@ -118,7 +118,7 @@ with st.container(border=True, key="judge_decision"):
     if card.next_step is not None:
         st.markdown(escape(card.next_step))
         with st.form("judge_audit_form", border=False):
-            audit_columns = st.columns([1, 3, 1, 1], vertical_alignment="bottom")
+            audit_columns = st.columns([1, 2.4, 1, 1.6], vertical_alignment="bottom")
             audit_columns[0].number_input(
                 "Turns to draw", min_value=1, value=card.audit_turns, key="judge_audit_size"
             )
