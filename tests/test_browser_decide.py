@@ -66,7 +66,9 @@ def browser(url: str) -> Iterator[Any]:
         yield launched
 
 
-@pytest.mark.parametrize(("page", "sentence"), [("agreement", "alpha "), ("judge", "break rate")])
+@pytest.mark.parametrize(
+    ("page", "sentence"), [("agreement", "alpha "), ("judge", "replace a reviewer")]
+)
 def test_the_decision_pages_fit_1280_pixels(
     url: str, browser: Any, page: str, sentence: str
 ) -> None:

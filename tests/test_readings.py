@@ -8,6 +8,7 @@ import pytest
 
 from review_app.services import readings
 from review_app.services.estimate import NOT_RANDOM
+from review_app.services.readings import FIRST_AUDIT_TURNS, decision_card
 
 
 def coefficient(value: float | None, n: int, ci: list[float] | None = None) -> dict[str, Any]:
@@ -148,15 +149,10 @@ def estimate(**more: Any) -> dict[str, Any]:
     }
 
 
-def test_the_break_rate_sentence_the_next_step_and_the_budget() -> None:
+def test_the_break_rate_sentence_and_the_budget() -> None:
     assert readings.estimate_sentence(estimate()) == (
         "Turn break rate 2.2% [0.0%, 4.5%] (judge corrected by gold); reviewers alone say "
         "1.2% [0.2%, 6.4%], the judge alone 11.0%."
-    )
-    assert readings.estimate_next_step(estimate()) is None
-    assert readings.estimate_next_step(estimate(warnings=[NOT_RANDOM])) == (
-        "The gold is not a random sample, so this interval is not valid yet: draw an audit "
-        "sample and adjudicate it before acting on the turn break rate."
     )
     assert readings.budget_sentence(estimate()) == (
         "Budget: about 315 more audited turns would halve the interval's width."
@@ -248,3 +244,40 @@ def test_the_weakest_pair_is_named_in_words() -> None:
         "ben and chloe agree least: kappa 0.23 [0.15, 0.31], fairly; choose them below to "
         "see the codes they label differently."
     )
+
+
+def _estimate(*, random_gold: bool, more: int | None = None) -> dict[str, Any]:
+    return {
+        "level": "turn",
+        "n_judged": 500,
+        "n_gold": 84,
+        "gold_source": "an audit sample" if random_gold else "adjudicated and unanimous gold",
+        "budget": {"more_audited_units_to_halve_width": more, "reason": None},
+        "warnings": [] if random_gold else [NOT_RANDOM],
+    }
+
+
+def test_the_decision_card_answers_in_plain_words() -> None:
+    passed = decision_card(
+        alt_test={"verdict": "passed", "units": 84}, estimate=_estimate(random_gold=True)
+    )
+    assert passed.verdict == "passed"
+    assert passed.answer.startswith("Yes: the judge agrees with reviewers on 84 turns")
+    assert passed.rests_on == (
+        "The break rate rests on 500 judged turns and 84 with gold from an audit sample."
+    )
+    assert passed.next_step is None and passed.audit_turns is None
+    failed = decision_card(
+        alt_test={"verdict": "failed"}, estimate=_estimate(random_gold=True, more=120)
+    )
+    assert failed.verdict == "failed" and failed.answer.startswith("No: ")
+    assert failed.audit_turns == 120
+    assert failed.next_step == (
+        "Next: draw 120 more audited turns and assign them, to halve the interval's width."
+    )
+    untested = decision_card(alt_test={}, estimate=_estimate(random_gold=False, more=40))
+    assert untested.verdict == "open"
+    assert untested.answer == "Not yet: Not tested: too few turns with several reviewers."
+    assert untested.rests_on.endswith(": its interval is not valid yet.")
+    # Gold that is no random sample asks for a first audit sample, whatever the budget says.
+    assert untested.audit_turns == FIRST_AUDIT_TURNS == 100

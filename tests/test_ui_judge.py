@@ -108,7 +108,7 @@ def test_the_page_shows_metrics_charts_runs_and_filters(database_url: str) -> No
     assert list(tests["replaces a reviewer?"]) == ["inconclusive", "inconclusive"]
     assert any("leaving out one reviewer at a time" in c.value for c in at.caption)
     # The policy owner's headline: the break rate by PPI++, beside reviewers and judge alone.
-    [headline] = [plain(h.value) for h in at.subheader if "break rate" in h.value]
+    [headline] = [plain(m.value) for m in at.markdown if "break rate" in m.value]
     assert re.fullmatch(
         r"Turn break rate \d+\.\d% \[\d+\.\d%, \d+\.\d%\] \(judge corrected by gold\); "
         r"reviewers alone say \d+\.\d% \[\d+\.\d%, \d+\.\d%\], the judge alone \d+\.\d%\.",
@@ -274,13 +274,18 @@ def test_the_decision_card_says_what_the_command_prints(database_url: str) -> No
     texts = [plain(t) for t in page_texts(at)]
     # The reviewers-alone rate and the budget, as `review-app judge estimate` prints them.
     (alone,) = [line.strip() for line in printed if line.strip().startswith("reviewers alone:")]
-    [headline] = [plain(h.value) for h in at.subheader if "break rate" in h.value]
+    [headline] = [t for t in texts if "break rate" in t and "reviewers alone say" in t]
     assert f"reviewers alone say {alone.removeprefix('reviewers alone: ')}," in headline
     (budget,) = [line.strip() for line in printed if line.strip().startswith("budget: about")]
     assert f"Budget: {budget.removeprefix('budget: ')}." in texts
     assert (
-        "The gold is not a random sample, so this interval is not valid yet: draw an audit "
-        "sample and adjudicate it before acting on the turn break rate." in texts
+        f"The break rate rests on {estimate['n_judged']} judged turns and "
+        f"{estimate['n_gold']} with gold from adjudicated and unanimous gold (not a random "
+        "sample): its interval is not valid yet." in texts
+    )
+    assert (
+        "Next: draw an audit sample of 100 turns at random and assign it to reviewers; once "
+        "it is labeled and adjudicated, the interval is valid." in texts
     )
     assert any(t.startswith("Judge kappa against gold ") for t in texts)
     # "Inconclusive" points to like-for-like kappas that the page shows.
@@ -479,3 +484,36 @@ def test_certified_verdicts_show_to_policy_owners_on_the_review_page(
     assert not reviewer.exception
     assert not [c.value for c in reviewer.caption if "certified" in c.value]
     assert any(case_id in str(m.value) for m in [*reviewer.markdown, *reviewer.caption])
+
+
+def test_the_decision_card_heads_the_page_and_draws_the_audit_sample_it_asks_for(
+    database_url: str,
+) -> None:
+    at = judge_page()
+    assert plain(at.subheader[0].value) == "May this judge replace a reviewer?"
+    (answer,) = [plain(w.value) for w in at.warning if "Not yet" in w.value]
+    assert answer.startswith(f"`{V2}`: Not yet: ")
+    assert "Inconclusive" in answer
+    assert at.number_input(key="judge_audit_size").value == 100
+    at.multiselect(key="judge_audit_reviewers").set_value(["ana", "ben"])
+    at.number_input(key="judge_audit_size").set_value(20)
+    at.button(key="judge_audit").click()
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    engine = create_database_engine(database_url)
+    try:
+        rubric = sync_rubrics(engine, operator_actor()).get(RUBRIC)
+        run_id = next(
+            r["id"]
+            for r in list_judge_runs(engine, operator_actor(), rubric=rubric)
+            if r["name"] == V2
+        )
+        estimate = break_rate_estimate(engine, operator_actor(), rubric=rubric, run_id=run_id)
+    finally:
+        engine.dispose()
+    # The draw is stored: the estimate now waits on its 20 audited turns.
+    assert any("of 20 audited turns have no gold yet" in w for w in estimate["warnings"]), estimate[
+        "warnings"
+    ]
+    flashed = [plain(e.value) for kind in ("success", "info", "toast") for e in getattr(at, kind)]
+    assert any("20" in text for text in flashed), flashed

@@ -11,6 +11,7 @@ fewer than :data:`MIN_UNITS` units (``SMALL_SAMPLE_UNITS`` of the agreement core
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from review_app.agreement.coefficients import SMALL_SAMPLE_UNITS
@@ -209,16 +210,6 @@ def estimate_sentence(estimate: dict[str, Any]) -> str:
     )
 
 
-def estimate_next_step(estimate: dict[str, Any]) -> str | None:
-    """What to do before acting on the rate (``None`` when its gold is an audit sample)."""
-    if NOT_RANDOM not in estimate.get("warnings", []):
-        return None
-    return (
-        "The gold is not a random sample, so this interval is not valid yet: draw an audit "
-        f"sample and adjudicate it before acting on the {estimate['level']} break rate."
-    )
-
-
 def budget_sentence(estimate: dict[str, Any]) -> str | None:
     """The budget line ``review-app judge estimate`` prints, as a sentence."""
     budget = estimate.get("budget") or {}
@@ -300,3 +291,66 @@ def like_for_like_rows(like: dict[str, Any]) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+FIRST_AUDIT_TURNS = 100
+"""A first audit sample's size: a proportion from 100 random turns is within about 10
+points of the truth at worst (1.96 * sqrt(0.25 / 100) = 0.098)."""
+
+
+@dataclass(frozen=True)
+class DecisionCard:
+    """The judge page's heading card: the answer, what it rests on, and the next step."""
+
+    verdict: str  # "passed", "failed" or "open"
+    answer: str
+    rests_on: str
+    next_step: str | None
+    audit_turns: int | None  # the audit sample to draw next, or None when none is asked for
+
+
+def decision_card(*, alt_test: dict[str, Any], estimate: dict[str, Any]) -> DecisionCard:
+    """May this judge replace a reviewer? In plain words, from the alternative annotator
+    test (Calderon et al. 2025), with what the break-rate estimate rests on and the
+    audit sample that would make it trustworthy (its size from the budget line)."""
+    verdict = str(alt_test.get("verdict") or "not tested")
+    tested = alt_test.get("units")
+    on_turns = f" on {tested:d} turns" if isinstance(tested, int) else ""
+    if verdict == "passed":
+        answer = (
+            f"Yes: the judge agrees with reviewers{on_turns} at least as well as they agree "
+            "with each other, so it may label in their place."
+        )
+        state = "passed"
+    elif verdict == "failed":
+        answer = (
+            f"No: reviewers agree with each other better than the judge agrees with "
+            f"them{on_turns}; keep reviewers labeling, and try another prompt version."
+        )
+        state = "failed"
+    else:
+        answer = "Not yet: " + alt_test_sentence(alt_test)
+        state = "open"
+    n_gold, n_judged = int(estimate.get("n_gold") or 0), int(estimate.get("n_judged") or 0)
+    random_gold = NOT_RANDOM not in estimate.get("warnings", [])
+    rests_on = (
+        f"The break rate rests on {n_judged:d} judged {estimate.get('level', 'turn')}s and "
+        f"{n_gold:d} with gold from {estimate.get('gold_source', 'no gold')}"
+        + ("." if random_gold else ": its interval is not valid yet.")
+    )
+    more = (estimate.get("budget") or {}).get("more_audited_units_to_halve_width")
+    if not random_gold:
+        audit_turns: int | None = FIRST_AUDIT_TURNS
+        next_step = (
+            f"Next: draw an audit sample of {FIRST_AUDIT_TURNS:d} turns at random and assign "
+            "it to reviewers; once it is labeled and adjudicated, the interval is valid."
+        )
+    elif isinstance(more, int) and more > 0:
+        audit_turns = more
+        next_step = (
+            f"Next: draw {more:d} more audited turns and assign them, to halve the "
+            "interval's width."
+        )
+    else:
+        audit_turns, next_step = None, None
+    return DecisionCard(state, answer, rests_on, next_step, audit_turns)

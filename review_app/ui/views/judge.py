@@ -8,6 +8,7 @@ import streamlit as st
 
 from review_app.errors import InputError, PermissionDenied
 from review_app.services import readings
+from review_app.services.audit_samples import draw_audit_sample
 from review_app.services.estimate import break_rate_estimate
 from review_app.services.judge_report import (
     NotEnoughGold,
@@ -15,6 +16,7 @@ from review_app.services.judge_report import (
     few_shot_material,
     fit_run_calibration,
 )
+from review_app.services.people import list_people
 from review_app.services.render import ALT_TEST_SENTENCE
 from review_app.services.uploads import import_verdict_upload
 from review_app.ui import charts, common, state
@@ -100,15 +102,52 @@ run = next(r for r in report["runs"] if r["name"] == st.session_state["judge_run
 
 estimate = break_rate_estimate(engine, actor, rubric=rubric, run_id=run["id"])
 vs_gold = run.get("vs_gold") or {}
-with st.container(border=True):
-    st.subheader(escape(readings.estimate_sentence(estimate)))
-    next_step = readings.estimate_next_step(estimate)
-    if next_step:
-        st.markdown(escape(next_step))
+alt_test = run.get("alt_test") or {}
+card = readings.decision_card(alt_test=alt_test, estimate=estimate)
+with st.container(border=True, key="judge_decision"):
+    st.subheader("May this judge replace a reviewer?")
+    {"passed": st.success, "failed": st.error}.get(card.verdict, st.warning)(
+        f"{code_span(run['name'])}: {escape(card.answer)}"
+    )
+    st.markdown(escape(readings.estimate_sentence(estimate)))
+    st.caption(escape(card.rests_on))
     budget = readings.budget_sentence(estimate)
     if budget:
         st.caption(escape(budget))
     st.markdown(escape(readings.kappa_sentence(vs_gold.get("kappa"), who="Judge kappa")))
+    if card.next_step is not None:
+        st.markdown(escape(card.next_step))
+        with st.form("judge_audit_form", border=False):
+            audit_columns = st.columns([1, 2.4, 1, 1.6], vertical_alignment="bottom")
+            audit_columns[0].number_input(
+                "Turns to draw", min_value=1, value=card.audit_turns, key="judge_audit_size"
+            )
+            audit_columns[1].multiselect(
+                "Reviewers", [p.name for p in list_people(engine)], key="judge_audit_reviewers"
+            )
+            audit_columns[2].number_input(
+                "Overlap", min_value=1, value=2, key="judge_audit_overlap"
+            )
+            drawn = audit_columns[3].form_submit_button(
+                "Draw and assign", key="judge_audit", type="primary"
+            )
+        if drawn:
+            try:
+                audit = draw_audit_sample(
+                    engine,
+                    actor,
+                    rubric=rubric,
+                    size=int(st.session_state["judge_audit_size"]),
+                    seed=0,
+                    reviewers=list(st.session_state["judge_audit_reviewers"]),
+                    overlap=int(st.session_state["judge_audit_overlap"]),
+                )
+            except (InputError, PermissionDenied) as error:
+                st.error("Nothing was drawn.")
+                st.text(str(error))
+            else:
+                state.flash(audit.line())
+                st.rerun()
 with st.expander("How this estimate is made"):
     st.caption(
         f"PPI++ from {estimate['n_judged']:d} judged turns and {estimate['n_gold']:d} with "
@@ -159,16 +198,8 @@ if any(source["by_position"] for source in drift["sources"]):
     st.altair_chart(charts.drift_chart(drift), width="stretch")
     st.dataframe(charts.drift_agreement_rows(drift), hide_index=True, key="judge_drift_table")
 
-alt_test = run.get("alt_test") or {}
-verdict = str(alt_test.get("verdict", "not tested"))
-st.subheader("May the judge replace a reviewer?")
-headline = f"{code_span(run['name'])}: {escape(readings.alt_test_sentence(alt_test))}"
-if verdict == "passed":
-    st.success(headline)
-elif verdict == "failed":
-    st.error(headline)
-else:
-    st.warning(headline)
+st.subheader("The alternative annotator test")
+st.markdown(f"{code_span(run['name'])}: {escape(readings.alt_test_sentence(alt_test))}")
 like_rows = readings.like_for_like_rows(run.get("like_for_like") or {})
 if like_rows:
     st.caption("Like-for-like kappas: the judge and two reviewers on the same turns.")
