@@ -36,6 +36,7 @@ from review_app.judging import (
 from review_app.rubrics import Rubric
 from review_app.services._case_selection import selected_cases
 from review_app.services.judge_import import find_or_create_run, run_name
+from review_app.services.judge_prompts import store_for_run
 from review_app.services.people import Actor, authorize
 from storage import audit, judging
 from storage import cases as cases_storage
@@ -386,6 +387,9 @@ def run_judge(
                 f"as a new prompt version (it may copy the text) and run that",
                 field="--prompt",
             )
+        # The run uses a stored prompt version (docs/reference.md, "Judge prompt
+        # versions"): stored now when it is new, refused when its name means another text.
+        store_for_run(session, prompt=prompt, rubric=rubric, actor_name=actor.name)
         run = find_or_create_run(
             session,
             rubric=rubric,
