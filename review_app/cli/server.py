@@ -20,6 +20,7 @@ def _serve(db: str | None, port: int, host: str) -> None:
     app_path = Path(__file__).resolve().parents[1] / "ui" / "app.py"
     env = dict(os.environ)
     env["REVIEW_APP_DATABASE_URL"] = database_url(db)
+    env["REVIEW_APP_JOB_WORKER"] = "1"  # each server process runs a background-job worker
     command = [
         sys.executable,
         "-m",

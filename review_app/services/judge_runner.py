@@ -355,12 +355,14 @@ def run_judge(
     case_ids: Sequence[str],
     progress: Callable[[int, int], None] | None = None,
     stop: Callable[[], bool] | None = None,
+    counted: Callable[[int, int], None] | None = None,
 ) -> JudgeRunSummary:
     """Judge every labelable turn of ``case_ids``; store verdicts as they come (resumable).
 
     ``stop``, when given, is asked a few times a second; once it answers true no more
     units are sent, the answers received are stored and the run is left ``partial``
-    (a background job's Stop; the next run of the same judge resumes).
+    (a background job's Stop; the next run of the same judge resumes). ``counted``,
+    when given, hears (units, units already answered) before the first request.
     ``settings`` may name several endpoints serving the same model (replicas): units
     are spread over them as their slots free up (:func:`_endpoint_worker`).
     """
@@ -423,6 +425,8 @@ def run_judge(
     summary = JudgeRunSummary(
         run_id=run_id, name=name, units=len(units), skipped=len(units) - len(todo)
     )
+    if counted is not None:
+        counted(summary.units, summary.skipped)
     batches = _job_batches(engine, todo, prompt=prompt, rubric=rubric)
     started = time.perf_counter()
     if todo:
@@ -449,8 +453,7 @@ def run_judge(
             # From what is stored, not from this pass alone: a pass over some of the
             # cases must not call a run complete while other units still wait for retry.
             status="partial"
-            if summary.stopped
-            or judging.count_errors(session, run_id=run_id, kind=ENDPOINT_ERROR)
+            if summary.stopped or judging.count_errors(session, run_id=run_id, kind=ENDPOINT_ERROR)
             else "complete",
         )
         audit.add_entry(
