@@ -441,7 +441,7 @@ _process_worker: dict[str, threading.Thread] = {}
 _process_worker_lock = threading.Lock()
 
 
-def start_process_worker(engine: Engine, *, url: str) -> bool:
+def start_process_worker(engine: Engine, *, url: str, lease_seconds: float = LEASE_SECONDS) -> bool:
     """Start this process's worker thread for the database at ``url`` once (a daemon
     thread: it lives as long as the server process, across page reruns and reloads).
     Whether it was started by this call."""
@@ -450,17 +450,24 @@ def start_process_worker(engine: Engine, *, url: str) -> bool:
         if thread is not None and thread.is_alive():
             return False
         thread = threading.Thread(
-            target=_worker_forever, args=(engine,), name="review-app-jobs", daemon=True
+            target=_worker_forever,
+            args=(engine, lease_seconds),
+            name="review-app-jobs",
+            daemon=True,
         )
         _process_worker[url] = thread
         thread.start()
         return True
 
 
-def _worker_forever(engine: Engine) -> None:
+def _worker_forever(engine: Engine, lease_seconds: float) -> None:
     while True:
         try:
-            run_worker(engine)
+            run_worker(
+                engine,
+                lease_seconds=lease_seconds,
+                poll_seconds=min(POLL_SECONDS, lease_seconds / 3),
+            )
         except Exception:  # a lost database connection: wait, then poll again
             log.exception("the job worker stopped; restarting it")
             time.sleep(POLL_SECONDS * 5)

@@ -6,7 +6,6 @@ Every session-state key the app uses is declared in :data:`DEFAULTS` and set by
 
 from __future__ import annotations
 
-import os
 import threading
 from collections import OrderedDict
 from pathlib import Path
@@ -125,20 +124,7 @@ def _engine(url: str) -> Engine:
 def engine() -> Engine:
     # open_database keeps one engine per URL already; called directly, a page's several
     # calls skip the cache's argument hashing.
-    url = database_url()
-    opened = open_database(url)
-    if os.environ.get(JOB_WORKER_ENV) == "1" and url not in _workers_started:
-        # ``review-app serve``: one job worker thread per server process, started by the
-        # first page run; it outlives reruns, reloads and sessions (services/jobs.py).
-        from review_app.services.jobs import start_process_worker
-
-        start_process_worker(opened, url=url)
-        _workers_started.add(url)
-    return opened
-
-
-JOB_WORKER_ENV = "REVIEW_APP_JOB_WORKER"
-_workers_started: set[str] = set()
+    return open_database(database_url())
 
 
 def _rubric_signature(root: Path) -> tuple[tuple[str, float], ...]:
