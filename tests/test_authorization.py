@@ -33,9 +33,11 @@ from review_app.services import (
     cases,
     demo,
     drift,
+    endpoints,
     estimate,
     export,
     importing,
+    jobs,
     judge_import,
     judge_report,
     judge_runner,
@@ -251,6 +253,16 @@ GUARDED: dict[str, tuple[Call, str]] = {
         lambda w, a: judge_import.list_judge_runs(w.engine, a, rubric=w.rubric),
         "denied",
     ),
+    "endpoints.list_endpoints": (lambda w, a: endpoints.list_endpoints(w.engine, a), "denied"),
+    "jobs.start_judge_job": (
+        lambda w, a: jobs.start_judge_job(
+            w.engine, a, rubric=RUBRIC, prompt="role-judge@v1", endpoint="nowhere"
+        ),
+        "denied",
+    ),
+    "jobs.job_status": (lambda w, a: jobs.job_status(w.engine, a, job_id=1), "denied"),
+    "jobs.list_jobs": (lambda w, a: jobs.list_jobs(w.engine, a), "denied"),
+    "jobs.stop_job": (lambda w, a: jobs.stop_job(w.engine, a, job_id=1), "denied"),
     "judge_runner.run_judge": (
         lambda w, a: judge_runner.run_judge(
             w.engine, a, rubric=w.rubric, prompt=None, settings=None, case_ids=[]
@@ -471,6 +483,17 @@ EXEMPT: dict[str, str] = {
     "render.render_case_text": "pure: formats a view the caller loaded",
     "render.render_judge_report": "pure: formats a report the caller computed",
     "uploads.uploaded_file": "a temporary file for an upload",
+    "endpoints.parse_endpoints": "no data: parses the admin's endpoints file",
+    "endpoints.configured_endpoints": "no data: the admin's endpoints (services never echo keys)",
+    "endpoints.find_endpoint": "no data: one configured endpoint, for authorized runs",
+    "endpoints.endpoint_settings": "no data: an endpoint's settings for authorized runs",
+    "endpoints.ensure_local_server": "no data: starts the bundled model's server",
+    "jobs.worker_name": "no data: this worker's lease owner name",
+    "jobs.run_worker": "the worker: runs each job as the person who started it, authorized "
+    "again by the job's services",
+    "jobs.start_process_worker": "starts this process's worker thread (run_worker)",
+    "people.actor_for_job": "issues the actor of a stored job's creator to the worker; "
+    "authorize still checks their current role",
 }
 
 # Exempt functions that nevertheless reach the database, each for the reason above.
@@ -486,6 +509,9 @@ EXEMPT_WITH_DATABASE = {
     "people.assignable_people",
     "people.list_people",
     "people.sign_in",
+    "jobs.run_worker",
+    "jobs.start_process_worker",
+    "people.actor_for_job",
 }
 
 

@@ -94,6 +94,23 @@ def judge_run(
             "default: the template's folder when it is a judge's folder.",
         ),
     ] = None,
+    endpoint: Annotated[
+        str | None,
+        typer.Option(
+            "--endpoint",
+            metavar="NAME",
+            help="An endpoint of $REVIEW_APP_JUDGE_ENDPOINTS by name (its URL, model, key, "
+            "response format and concurrency), or 'local' for the bundled model.",
+        ),
+    ] = None,
+    background: Annotated[
+        bool,
+        typer.Option(
+            "--background",
+            help="Queue the run as a background job (needs --endpoint) and print its id; "
+            "a worker runs it (review-app serve, or review-app jobs work).",
+        ),
+    ] = False,
     model: Annotated[
         str | None, typer.Option("--model", help="Model name (or $REVIEW_APP_JUDGE_MODEL).")
     ] = None,
@@ -137,26 +154,63 @@ def judge_run(
     Verdicts are stored as they arrive; running the same judge, prompt version and
     model again resumes where it stopped. Unparseable answers are stored as errors.
     """
+    from review_app.errors import InputError
     from review_app.judging import find_judge_prompt
     from review_app.rubrics import default_rubrics_dir
     from review_app.services.judge_runner import EndpointSettings, run_judge, select_case_ids
 
+    if endpoint is not None and (base_url or model or api_key):
+        raise InputError(
+            "give --endpoint NAME or --base-url/--model/--api-key, not both", field="--endpoint"
+        )
     engine = open_engine(db)
-    chosen = catalog(engine).get(rubric)
-    template = find_judge_prompt(default_rubrics_dir(), chosen.id, prompt, judge=judge)
-    settings = [
-        EndpointSettings.from_options(
-            base_url=url,
-            model=model,
-            api_key=api_key,
-            concurrency=concurrency,
+    if background:
+        if endpoint is None:
+            raise InputError(
+                "--background runs on a named endpoint (keys stay in the endpoints file): "
+                "give --endpoint NAME",
+                field="--background",
+            )
+        from review_app.services.jobs import start_judge_job
+
+        job = start_judge_job(
+            engine,
+            operator(),
+            rubric=rubric,
+            prompt=prompt,
+            judge=judge,
+            endpoint=endpoint,
+            case_ids=case,
+            lane=lane,
+            limit=limit,
             retries=retries,
             timeout=timeout,
             max_tokens=max_tokens,
-            response_format=response_format,
         )
-        for url in (list[str | None](base_url) if base_url else [None])
-    ]
+        typer.echo(f"job {job.id} queued: review-app jobs  (stop: review-app jobs stop {job.id})")
+        return
+    chosen = catalog(engine).get(rubric)
+    template = find_judge_prompt(default_rubrics_dir(), chosen.id, prompt, judge=judge)
+    if endpoint is not None:
+        from review_app.services.endpoints import endpoint_settings
+
+        settings = endpoint_settings(
+            endpoint, retries=retries, timeout=timeout, max_tokens=max_tokens
+        )
+    else:
+        settings = [
+            EndpointSettings.from_options(
+                base_url=url,
+                model=model,
+                api_key=api_key,
+                concurrency=concurrency,
+                retries=retries,
+                timeout=timeout,
+                max_tokens=max_tokens,
+                response_format=response_format,
+            )
+            for url in (list[str | None](base_url) if base_url else [None])
+        ]
     case_ids = select_case_ids(engine, case_ids=case, lane=lane, limit=limit)
     with unit_progress(f"judging with {template.ref}") as callback:
         summary = run_judge(
@@ -169,6 +223,24 @@ def judge_run(
             progress=callback,
         )
     typer.echo(summary.line())
+
+
+@judge_app.command("endpoints")
+def judge_endpoints(as_json: JsonOption = False, db: DbOption = None) -> None:
+    """The judge endpoints of $REVIEW_APP_JUDGE_ENDPOINTS by name (never their keys)."""
+    from review_app.services.endpoints import list_endpoints
+
+    engine = open_engine(db)
+    found = list_endpoints(engine, operator())
+    print_listing(
+        found,
+        as_json=as_json,
+        line=lambda e: terminal_safe(
+            f"{e['name']:<16} {e['model']:<28} {', '.join(e['hosts'])}  "
+            f"(concurrency {e['concurrency']}, {e['response_format']})"
+        ),
+        empty="no judge endpoints (set REVIEW_APP_JUDGE_ENDPOINTS to a TOML file)",
+    )
 
 
 @judge_app.command("report")

@@ -105,6 +105,8 @@ class JudgeRunSummary:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
+    stopped: bool = False
+    """Stopped on request before every unit was asked (a later run resumes)."""
 
     def line(self) -> str:
         rate = self.answered / self.seconds if self.seconds else 0.0
@@ -113,6 +115,7 @@ class JudgeRunSummary:
             f"answered {self.answered}, unparseable answers {self.answer_errors}, endpoint "
             f"failures {self.endpoint_errors}; {self.seconds:.1f} s ({rate:.2f} units/s), "
             f"tokens {self.prompt_tokens} in / {self.completion_tokens} out"
+            + ("; stopped on request" if self.stopped else "")
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -352,9 +355,15 @@ def run_judge(
     settings: EndpointSettings | Sequence[EndpointSettings],
     case_ids: Sequence[str],
     progress: Callable[[int, int], None] | None = None,
+    stop: Callable[[], bool] | None = None,
+    counted: Callable[[int, int], None] | None = None,
 ) -> JudgeRunSummary:
     """Judge every labelable turn of ``case_ids``; store verdicts as they come (resumable).
 
+    ``stop``, when given, is asked a few times a second; once it answers true no more
+    units are sent, the answers received are stored and the run is left ``partial``
+    (a background job's Stop; the next run of the same judge resumes). ``counted``,
+    when given, hears (units, units already answered) before the first request.
     ``settings`` may name several endpoints serving the same model (replicas): units
     are spread over them as their slots free up (:func:`_endpoint_worker`).
     """
@@ -420,11 +429,15 @@ def run_judge(
     summary = JudgeRunSummary(
         run_id=run_id, name=name, units=len(units), skipped=len(units) - len(todo)
     )
+    if counted is not None:
+        counted(summary.units, summary.skipped)
     batches = _job_batches(engine, todo, prompt=prompt, rubric=rubric)
     started = time.perf_counter()
     if todo:
         asyncio.run(
-            _run_jobs(engine, run_id, len(todo), batches, rubric, endpoints, summary, progress)
+            _run_jobs(
+                engine, run_id, len(todo), batches, rubric, endpoints, summary, progress, stop
+            )
         )
     summary.seconds = time.perf_counter() - started
     with Session(engine) as session:
@@ -444,7 +457,7 @@ def run_judge(
             # From what is stored, not from this pass alone: a pass over some of the
             # cases must not call a run complete while other units still wait for retry.
             status="partial"
-            if judging.count_errors(session, run_id=run_id, kind=ENDPOINT_ERROR)
+            if summary.stopped or judging.count_errors(session, run_id=run_id, kind=ENDPOINT_ERROR)
             else "complete",
         )
         audit.add_entry(
@@ -515,6 +528,7 @@ async def _run_jobs(
     endpoints: Sequence[EndpointSettings],
     summary: JudgeRunSummary,
     progress: Callable[[int, int], None] | None,
+    stop: Callable[[], bool] | None = None,
 ) -> None:
     todo: asyncio.Queue[_Try] = asyncio.Queue()
 
@@ -566,7 +580,10 @@ async def _run_jobs(
         try:
             finished = 0
             while not fed or finished < fed[0]:
-                outcome = await _next_outcome(done, feeder)
+                if stop is not None and stop():
+                    summary.stopped = True
+                    break
+                outcome = await _next_outcome(done, feeder, None if stop is None else 0.2)
                 if outcome is None:
                     continue
                 finished += 1
@@ -593,18 +610,25 @@ async def _run_jobs(
 
 
 async def _next_outcome(
-    done: asyncio.Queue[_Outcome], feeder: asyncio.Task[None]
+    done: asyncio.Queue[_Outcome], feeder: asyncio.Task[None], timeout: float | None = None
 ) -> _Outcome | None:
-    """The next outcome, or ``None`` when the feeder finished first (its error raised)."""
+    """The next outcome, or ``None`` when the feeder finished first (its error raised)
+    or ``timeout`` seconds passed without one."""
     if feeder.done():
         feeder.result()  # raises what the feeder raised
-        return await done.get()
+        if timeout is None:
+            return await done.get()
+        try:
+            return await asyncio.wait_for(done.get(), timeout)
+        except TimeoutError:
+            return None
     getter = asyncio.ensure_future(done.get())
-    await asyncio.wait({getter, feeder}, return_when=asyncio.FIRST_COMPLETED)
+    await asyncio.wait({getter, feeder}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
     if getter.done():
         return getter.result()
     getter.cancel()
-    feeder.result()
+    if feeder.done():
+        feeder.result()
     return None
 
 
