@@ -1,7 +1,7 @@
 """Background jobs: judge runs executed by a worker off the page, with a lease
 
 Revision ID: 0016
-Revises: 0014
+Revises: 0015
 Create Date: 2026-12-02
 
 One row per job: its kind, parameters (no secrets), who started it, status, progress,
@@ -17,7 +17,7 @@ from alembic import op
 
 
 revision = '0016'
-down_revision = '0014'
+down_revision = '0015'
 branch_labels = None
 depends_on = None
 
