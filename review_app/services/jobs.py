@@ -188,15 +188,13 @@ def _prompt_source(given: str) -> str:
 def _resolve(
     engine: Engine, actor: Actor, *, rubric: str, prompt: str, judge: str | None
 ) -> tuple[Any, Any]:
-    """The rubric version and the judge prompt a job names (read again when it runs)."""
-    from review_app.judging import find_judge_prompt
-    from review_app.rubrics import default_rubrics_dir
+    """The rubric version and the judge prompt a job names (read again when it runs): a
+    stored ``judge@vN`` (made in the page or from a file) or a template file's path."""
+    from review_app.services.judge_prompts import prompt_for_run
     from review_app.services.rubric_catalog import sync_rubrics
 
     chosen = sync_rubrics(engine, actor).get(rubric)
-    template = find_judge_prompt(
-        default_rubrics_dir(), chosen.id, _prompt_source(prompt), judge=judge
-    )
+    template = prompt_for_run(engine, actor, rubric=chosen, ref=_prompt_source(prompt), judge=judge)
     return chosen, template
 
 

@@ -26,7 +26,7 @@ from sqlalchemy import Engine
 from sqlmodel import Session
 
 from review_app import input_policy
-from review_app.errors import InputError
+from review_app.errors import InputError, NotFound
 from review_app.judging import (
     JudgeAnswerError,
     JudgePrompt,
@@ -473,6 +473,18 @@ def run_judge(
 
 
 _CASES_PER_BATCH = 200
+
+
+def unit_messages(
+    engine: Engine, *, prompt: JudgePrompt, rubric: Rubric, case_id: str, turn: int
+) -> list[dict[str, str]]:
+    """The messages a run of ``prompt`` sends for one unit (the workbench's preview).
+
+    A building block: callers authorize. :class:`NotFound` when the case or turn is gone."""
+    for jobs in _job_batches(engine, [(case_id, turn)], prompt=prompt, rubric=rubric):
+        for job in jobs:
+            return job.messages
+    raise NotFound(f"no turn {turn} in case {case_id!r}")
 
 
 def _job_batches(
