@@ -9,6 +9,7 @@ comparing two runs is :func:`review_app.services.judge_compare.compare_judge_run
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import Engine
 
@@ -81,3 +82,47 @@ def run_on_gold_units(
     return start_judge_job(
         engine, actor, rubric=rubric.ref, prompt=prompt, endpoint=endpoint, case_ids=case_ids
     )
+
+
+def current_job(
+    engine: Engine, actor: Actor, *, rubric: Rubric, watched: int | None = None
+) -> JobView | None:
+    """The judge-run job the workbench shows for ``rubric``: one still queued or running
+    (whoever started it, so a reload or another tab finds it), else the job ``watched``
+    (the one this session started, to show how it ended). Policy owners and admins."""
+    from review_app.services.jobs import JUDGE_RUN, list_jobs
+
+    jobs = [
+        job
+        for job in list_jobs(engine, actor, limit=50)
+        if job.kind == JUDGE_RUN and job.parameters.get("rubric") == rubric.ref
+    ]
+    for job in jobs:
+        if not job.finished:
+            return job
+    return next((job for job in jobs if job.id == watched), None)
+
+
+def compare_for_workbench(
+    engine: Engine,
+    actor: Actor,
+    *,
+    rubric: Rubric,
+    run_ids: tuple[int, int] | None = None,
+) -> dict[str, Any] | None:
+    """The comparison the workbench shows: ``run_ids`` when chosen, else the newest run
+    against the best earlier run of its judge, else (its judge's first run) against the
+    run before it. ``None`` with fewer than two runs. Policy owners and admins."""
+    from review_app.services.judge_compare import compare_judge_runs
+    from review_app.services.judge_import import list_judge_runs
+
+    actor = authorize(engine, actor, "policy_owner")
+    if run_ids is not None:
+        return compare_judge_runs(engine, actor, rubric=rubric, run_ids=run_ids)
+    ids = sorted(run["id"] for run in list_judge_runs(engine, actor, rubric=rubric))
+    if len(ids) < 2:
+        return None
+    try:
+        return compare_judge_runs(engine, actor, rubric=rubric)
+    except InputError:  # the newest run is its judge's first
+        return compare_judge_runs(engine, actor, rubric=rubric, run_ids=(ids[-2], ids[-1]))
