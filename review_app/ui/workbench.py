@@ -167,6 +167,11 @@ def _run_section(engine: Engine, actor: Actor, rubric: Rubric, prompt_ref: str) 
         )
         return
     names = [e["name"] for e in endpoints]
+    if all(e["hosts"] == ["bundled (started on first use)"] for e in endpoints):
+        st.caption(
+            "Only the bundled local model is offered: an admin adds endpoints in a TOML file "
+            'named by REVIEW_APP_JUDGE_ENDPOINTS (docs/reference.md, "Judge endpoints").'
+        )
     if st.session_state["workbench_endpoint"] not in names:
         st.session_state["workbench_endpoint"] = names[0]
     left, right = st.columns([3, 1], vertical_alignment="bottom")
