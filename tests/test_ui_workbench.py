@@ -170,3 +170,24 @@ def test_a_reviewer_gets_no_workbench(database_url: str, monkeypatch: pytest.Mon
     assert not at.exception
     assert [plain(e.value) for e in at.error] == ["Judge calibration is for policy owners."]
     assert not at.text_area and not at.get("segmented_control")
+
+
+def test_the_decision_card_runs_the_chosen_prompt_on_every_turn(database_url: str) -> None:
+    at = AppTest.from_file(str(APP), default_timeout=120)
+    at.run()
+    at.switch_page("views/judge.py")
+    at.run()
+    chosen = at.selectbox(key="judge_run").value  # role-judge@v2/gemma-3-270m-it
+    assert at.selectbox(key="judge_everywhere_endpoint").value == "fake"
+    at.button(key="judge_everywhere").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    engine = create_database_engine(database_url)
+    try:
+        [job] = list_jobs(engine, operator_actor())
+    finally:
+        engine.dispose()
+    assert job.parameters["prompt"] == chosen.split("/")[0]
+    assert job.parameters["case_ids"] is None and job.parameters["endpoint"] == "fake"
+    # while it runs, the card shows its progress instead of the button
+    assert "judge_everywhere" not in [b.key for b in at.button]
+    assert [b.key for b in at.button if b.key == "workbench_stop"] == ["workbench_stop"]

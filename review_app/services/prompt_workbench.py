@@ -126,3 +126,12 @@ def compare_for_workbench(
         return compare_judge_runs(engine, actor, rubric=rubric)
     except InputError:  # the newest run is its judge's first
         return compare_judge_runs(engine, actor, rubric=rubric, run_ids=(ids[-2], ids[-1]))
+
+
+def run_on_every_turn(
+    engine: Engine, actor: Actor, *, rubric: Rubric, prompt: str, endpoint: str
+) -> JobView:
+    """Queue a background judge run of ``prompt`` at ``endpoint`` on every stored
+    conversation (the decision card's "Run on every turn"). Policy owners and admins."""
+    actor = authorize(engine, actor, "policy_owner")
+    return start_judge_job(engine, actor, rubric=rubric.ref, prompt=prompt, endpoint=endpoint)

@@ -25,6 +25,7 @@ from review_app.services.prompt_workbench import (
     compare_for_workbench,
     current_job,
     preview_prompt,
+    run_on_every_turn,
     run_on_gold_units,
 )
 from review_app.ui import state
@@ -271,3 +272,39 @@ def _compare_section(engine: Engine, actor: Actor, rubric: Rubric) -> None:
             hide_index=True,
             key="workbench_differing",
         )
+
+
+def run_everywhere_form(
+    engine: Engine, actor: Actor, rubric: Rubric, run: dict[str, object]
+) -> None:
+    """The decision card's second action: run the chosen run's prompt on every turn."""
+    prompt = f"{run['judge']}@{run['prompt_version']}"
+    endpoints = [e["name"] for e in list_endpoints(engine, actor)]
+    job = current_job(engine, actor, rubric=rubric, watched=st.session_state["workbench_job"])
+    if job is not None and not job.finished:
+        _job_progress(engine, actor, rubric, job.id)
+        return
+    if not endpoints:
+        return
+    st.markdown(
+        f"Or let the judge label the rest: run {code_span(prompt)} on every turn (turns it "
+        "has answered at that endpoint's model are not asked again)."
+    )
+    left, right = st.columns([3, 1], vertical_alignment="bottom")
+    if st.session_state["judge_everywhere_endpoint"] not in endpoints:
+        st.session_state["judge_everywhere_endpoint"] = endpoints[0]
+    left.selectbox("Endpoint", endpoints, key="judge_everywhere_endpoint")
+    if right.button("Run on every turn", key="judge_everywhere"):
+        try:
+            started = run_on_every_turn(
+                engine,
+                actor,
+                rubric=rubric,
+                prompt=prompt,
+                endpoint=st.session_state["judge_everywhere_endpoint"],
+            )
+        except REFUSED as error:
+            st.error(error_text(error))
+            return
+        st.session_state["workbench_job"] = started.id
+        st.rerun()

@@ -154,6 +154,7 @@ with st.container(border=True, key="judge_decision"):
             else:
                 state.flash(audit.line())
                 st.rerun()
+    workbench.run_everywhere_form(engine, actor, rubric, run)
 with st.expander("How this estimate is made"):
     st.caption(
         f"PPI++ from {estimate['n_judged']:d} judged turns and {estimate['n_gold']:d} with "
