@@ -45,6 +45,7 @@ from review_app.services import (
     labeling,
     labels_io,
     people,
+    prompt_workbench,
     queue,
     rubric_carry,
     rubric_catalog,
@@ -260,6 +261,32 @@ GUARDED: dict[str, tuple[Call, str]] = {
         ),
         "denied",
     ),
+    "prompt_workbench.preview_prompt": (
+        lambda w, a: prompt_workbench.preview_prompt(
+            w.engine, a, rubric=w.rubric, text="$codes $reply"
+        ),
+        "denied",
+    ),
+    "prompt_workbench.run_on_gold_units": (
+        lambda w, a: prompt_workbench.run_on_gold_units(
+            w.engine, a, rubric=w.rubric, prompt="role-judge@v1", endpoint="nowhere"
+        ),
+        "denied",
+    ),
+    "prompt_workbench.run_on_every_turn": (
+        lambda w, a: prompt_workbench.run_on_every_turn(
+            w.engine, a, rubric=w.rubric, prompt="role-judge@v1", endpoint="nowhere"
+        ),
+        "denied",
+    ),
+    "prompt_workbench.current_job": (
+        lambda w, a: prompt_workbench.current_job(w.engine, a, rubric=w.rubric),
+        "denied",
+    ),
+    "prompt_workbench.compare_for_workbench": (
+        lambda w, a: prompt_workbench.compare_for_workbench(w.engine, a, rubric=w.rubric),
+        "denied",
+    ),
     "jobs.job_status": (lambda w, a: jobs.job_status(w.engine, a, job_id=1), "denied"),
     "jobs.list_jobs": (lambda w, a: jobs.list_jobs(w.engine, a), "denied"),
     "jobs.stop_job": (lambda w, a: jobs.stop_job(w.engine, a, job_id=1), "denied"),
@@ -453,6 +480,8 @@ EXEMPT: dict[str, str] = {
     "judge_import.run_name": "pure: formats a run",
     "judge_runner.select_case_ids": "case ids by lane (metadata), used by the authorized run_judge",
     "judge_runner.verdict_schema": "pure: a JSON schema from the rubric",
+    "judge_runner.unit_messages": "a building block of preview_prompt, which authorizes",
+    "readings.comparison_rows": "pure: words for a figure the caller computed",
     "label_table.load_rating_table": "takes an open Session: a building block",
     "label_table.rating_table": "pure: over label columns the caller read",
     "labels_io.parse_label_file": "pure: parses a local file",
@@ -505,6 +534,7 @@ EXEMPT_WITH_DATABASE = {
     "cases.list_cases",
     "judge_import.find_or_create_run",
     "judge_runner.select_case_ids",
+    "judge_runner.unit_messages",
     "label_table.load_rating_table",
     "people.assignable_people",
     "people.list_people",

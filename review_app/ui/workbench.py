@@ -78,7 +78,7 @@ def draw(engine: Engine, actor: Actor, rubric: Rubric) -> None:
     with aside:
         st.caption("Variables a prompt may use:")
         for name, meaning in PLACEHOLDER_HELP.items():
-            st.caption(f"`${name}`: {meaning}")
+            st.caption(f"{code_span('$' + name)}: {escape(meaning)}")
         with st.popover("Few-shot material", width="stretch"):
             _few_shot(engine, actor, rubric)
     if save:
