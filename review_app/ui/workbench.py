@@ -240,8 +240,8 @@ def _compare_section(engine: Engine, actor: Actor, rubric: Rubric) -> None:
         st.session_state["workbench_first"] = report["runs"][0]["id"]
         st.session_state["workbench_second"] = report["runs"][1]["id"]
     left, right = st.columns(2)
-    left.selectbox("Earlier run", list(runs), key="workbench_first", format_func=runs.get)
-    right.selectbox("Newer run", list(runs), key="workbench_second", format_func=runs.get)
+    left.selectbox("Earlier run", list(runs), key="workbench_first", format_func=lambda i: runs[i])
+    right.selectbox("Newer run", list(runs), key="workbench_second", format_func=lambda i: runs[i])
     headline = report["headline"]
     st.markdown(escape(headline[:1].upper() + headline[1:]))
     source = report["gold_source"]
