@@ -36,7 +36,9 @@ from review_app.services import (
     estimate,
     export,
     importing,
+    judge_compare,
     judge_import,
+    judge_prompts,
     judge_report,
     judge_runner,
     key_events,
@@ -251,6 +253,32 @@ GUARDED: dict[str, tuple[Call, str]] = {
         lambda w, a: judge_import.list_judge_runs(w.engine, a, rubric=w.rubric),
         "denied",
     ),
+    "judge_compare.compare_judge_runs": (
+        lambda w, a: judge_compare.compare_judge_runs(w.engine, a, rubric=w.rubric, n_resamples=10),
+        "denied",
+    ),
+    "judge_prompts.list_judge_prompts": (
+        lambda w, a: judge_prompts.list_judge_prompts(w.engine, a, rubric_id=w.rubric.id),
+        "denied",
+    ),
+    "judge_prompts.show_judge_prompt": (
+        lambda w, a: judge_prompts.show_judge_prompt(
+            w.engine, a, rubric_id=w.rubric.id, ref="role-judge@v1"
+        ),
+        "denied",
+    ),
+    "judge_prompts.create_judge_prompt": (
+        lambda w, a: judge_prompts.create_judge_prompt(
+            w.engine, a, rubric=w.rubric, judge="role-judge", text="$codes $reply"
+        ),
+        "denied",
+    ),
+    "judge_prompts.prompt_for_run": (
+        lambda w, a: judge_prompts.prompt_for_run(
+            w.engine, a, rubric=w.rubric, ref="role-judge@v1"
+        ),
+        "denied",
+    ),
     "judge_runner.run_judge": (
         lambda w, a: judge_runner.run_judge(
             w.engine, a, rubric=w.rubric, prompt=None, settings=None, case_ids=[]
@@ -439,6 +467,9 @@ EXEMPT: dict[str, str] = {
     "export.write_export": "writes an ExportResult that export_data authorized",
     "judge_import.find_or_create_run": "takes an open Session: a building block",
     "judge_import.run_name": "pure: formats a run",
+    "judge_compare.render_run_comparison": "pure: formats a report the caller computed",
+    "judge_prompts.parse_prompt_ref": "pure: parses a judge@vN reference",
+    "judge_prompts.store_for_run": "takes an open Session: a building block of run_judge",
     "judge_runner.select_case_ids": "case ids by lane (metadata), used by the authorized run_judge",
     "judge_runner.verdict_schema": "pure: a JSON schema from the rubric",
     "label_table.load_rating_table": "takes an open Session: a building block",
@@ -481,6 +512,7 @@ EXEMPT_WITH_DATABASE = {
     "database.open_database",
     "cases.list_cases",
     "judge_import.find_or_create_run",
+    "judge_prompts.store_for_run",
     "judge_runner.select_case_ids",
     "label_table.load_rating_table",
     "people.assignable_people",

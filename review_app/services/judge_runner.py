@@ -387,8 +387,8 @@ def run_judge(
                 f"as a new prompt version (it may copy the text) and run that",
                 field="--prompt",
             )
-        # The run uses a stored prompt version (docs/reference.md, "Judge prompt
-        # versions"): stored now when it is new, refused when its name means another text.
+        # The run uses a stored prompt version, stored now when it is new, refused when
+        # its name means another text (docs/reference.md, "Judge prompt versions").
         store_for_run(session, prompt=prompt, rubric=rubric, actor_name=actor.name)
         run = find_or_create_run(
             session,
