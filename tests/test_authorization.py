@@ -273,6 +273,12 @@ GUARDED: dict[str, tuple[Call, str]] = {
         ),
         "denied",
     ),
+    "judge_prompts.preview_messages": (
+        lambda w, a: judge_prompts.preview_messages(
+            w.engine, a, rubric=w.rubric, text="$codes $reply", case_id=CASE, turn=2
+        ),
+        "denied",
+    ),
     "judge_prompts.prompt_for_run": (
         lambda w, a: judge_prompts.prompt_for_run(
             w.engine, a, rubric=w.rubric, ref="role-judge@v1"
