@@ -389,7 +389,8 @@ def run_judge(
             )
         # The run uses a stored prompt version, stored now when it is new, refused when
         # its name means another text (docs/reference.md, "Judge prompt versions").
-        store_for_run(session, prompt=prompt, rubric=rubric, actor_name=actor.name)
+        stored_prompt = store_for_run(session, prompt=prompt, rubric=rubric, actor_name=actor.name)
+        params["prompt_id"] = stored_prompt.id
         run = find_or_create_run(
             session,
             rubric=rubric,
