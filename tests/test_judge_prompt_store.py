@@ -172,6 +172,15 @@ def test_a_created_version_is_numbered_next_derived_and_run_by_its_name(
         engine, OP, rubric=rubric, prompt=prompt, settings=world.settings(), case_ids=world.case_ids
     )
     assert summary.name == "role-judge@v3/fake"
+    # a file that takes the created version's number with another text is refused
+    clash = _file(rubrics, "role-judge", 3)
+    clash.write_text(base + "\nAnother text.\n", encoding="utf-8")
+    listed = list_judge_prompts(engine, OP, rubric_id=rubric.id, directory=rubrics)
+    assert listed.refused[str(clash)].startswith(
+        f"{clash}: role-judge@v3 was created in the app or with `judge prompts create`"
+    )
+    assert listed.get("role-judge@v3").text == base + "\nBe strict.\n"  # still offered
+    clash.unlink()
     # a new judge starts at v1
     other = create_judge_prompt(
         engine, OP, rubric=rubric, judge="strict-judge", text=base, directory=rubrics

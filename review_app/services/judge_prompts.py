@@ -229,25 +229,23 @@ def _sync(session: Session, actor: Actor, *, rubric_id: str, directory: Path) ->
         )
         if row is not None and row.sha256 == prompt.sha256:
             continue
+        following = prompts_storage.next_version(session, rubric_id=rubric_id, judge=prompt.judge)
+        if row is not None and row.source is None:
+            # a file clashing with a version created in the app is refused as a file:
+            # the stored version stays offered
+            refused[str(path)] = (
+                f"{prompt.source}: {prompt.ref} was created in the app or with `judge prompts "
+                f"create` (by {row.created_by}) with another text; name the file "
+                f"v{following}.txt"
+            )
+            continue
         if row is None:
             why = _refusal_for_run(session, prompt, rubric_id)
         elif runs.get((prompt.judge, prompt.version)):
-            following = prompts_storage.next_version(
-                session, rubric_id=rubric_id, judge=prompt.judge
-            )
             why = (
                 f"{prompt.source}: {prompt.ref} has runs and its file has changed since; a "
                 "judge prompt version is immutable once a run used it: restore the file and "
                 f"put the change in a new version (v{following}.txt)"
-            )
-        elif row.source != prompt.source:
-            following = prompts_storage.next_version(
-                session, rubric_id=rubric_id, judge=prompt.judge
-            )
-            why = (
-                f"{prompt.source}: {prompt.ref} is stored with another text (created by "
-                f"{row.created_by}{' from ' + row.source if row.source else ''}); name the "
-                f"file v{following}.txt"
             )
         else:
             why = None
@@ -282,7 +280,9 @@ def _sync(session: Session, actor: Actor, *, rubric_id: str, directory: Path) ->
                 created_by=actor.name,
             )
         else:
-            prompts_storage.update_prompt(session, row, text=prompt.text, sha256=prompt.sha256)
+            prompts_storage.update_prompt(
+                session, row, text=prompt.text, sha256=prompt.sha256, source=prompt.source
+            )
     return refused
 
 
