@@ -38,7 +38,9 @@ from review_app.services import (
     export,
     importing,
     jobs,
+    judge_compare,
     judge_import,
+    judge_prompts,
     judge_report,
     judge_runner,
     key_events,
@@ -290,6 +292,38 @@ GUARDED: dict[str, tuple[Call, str]] = {
     "jobs.job_status": (lambda w, a: jobs.job_status(w.engine, a, job_id=1), "denied"),
     "jobs.list_jobs": (lambda w, a: jobs.list_jobs(w.engine, a), "denied"),
     "jobs.stop_job": (lambda w, a: jobs.stop_job(w.engine, a, job_id=1), "denied"),
+    "judge_compare.compare_judge_runs": (
+        lambda w, a: judge_compare.compare_judge_runs(w.engine, a, rubric=w.rubric, n_resamples=10),
+        "denied",
+    ),
+    "judge_prompts.list_judge_prompts": (
+        lambda w, a: judge_prompts.list_judge_prompts(w.engine, a, rubric_id=w.rubric.id),
+        "denied",
+    ),
+    "judge_prompts.show_judge_prompt": (
+        lambda w, a: judge_prompts.show_judge_prompt(
+            w.engine, a, rubric_id=w.rubric.id, ref="role-judge@v1"
+        ),
+        "denied",
+    ),
+    "judge_prompts.create_judge_prompt": (
+        lambda w, a: judge_prompts.create_judge_prompt(
+            w.engine, a, rubric=w.rubric, judge="role-judge", text="$codes $reply"
+        ),
+        "denied",
+    ),
+    "judge_prompts.preview_messages": (
+        lambda w, a: judge_prompts.preview_messages(
+            w.engine, a, rubric=w.rubric, text="$codes $reply", case_id=CASE, turn=2
+        ),
+        "denied",
+    ),
+    "judge_prompts.prompt_for_run": (
+        lambda w, a: judge_prompts.prompt_for_run(
+            w.engine, a, rubric=w.rubric, ref="role-judge@v1"
+        ),
+        "denied",
+    ),
     "judge_runner.run_judge": (
         lambda w, a: judge_runner.run_judge(
             w.engine, a, rubric=w.rubric, prompt=None, settings=None, case_ids=[]
@@ -478,6 +512,9 @@ EXEMPT: dict[str, str] = {
     "export.write_export": "writes an ExportResult that export_data authorized",
     "judge_import.find_or_create_run": "takes an open Session: a building block",
     "judge_import.run_name": "pure: formats a run",
+    "judge_compare.render_run_comparison": "pure: formats a report the caller computed",
+    "judge_prompts.parse_prompt_ref": "pure: parses a judge@vN reference",
+    "judge_prompts.store_for_run": "takes an open Session: a building block of run_judge",
     "judge_runner.select_case_ids": "case ids by lane (metadata), used by the authorized run_judge",
     "judge_runner.verdict_schema": "pure: a JSON schema from the rubric",
     "judge_runner.unit_messages": "a building block of preview_prompt, which authorizes",
@@ -533,6 +570,7 @@ EXEMPT_WITH_DATABASE = {
     "database.open_database",
     "cases.list_cases",
     "judge_import.find_or_create_run",
+    "judge_prompts.store_for_run",
     "judge_runner.select_case_ids",
     "judge_runner.unit_messages",
     "label_table.load_rating_table",

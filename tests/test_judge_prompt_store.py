@@ -25,6 +25,7 @@ from review_app.services.judge_import import import_verdicts, list_judge_runs
 from review_app.services.judge_prompts import (
     create_judge_prompt,
     list_judge_prompts,
+    preview_messages,
     prompt_for_run,
     show_judge_prompt,
 )
@@ -171,6 +172,15 @@ def test_a_created_version_is_numbered_next_derived_and_run_by_its_name(
         engine, OP, rubric=rubric, prompt=prompt, settings=world.settings(), case_ids=world.case_ids
     )
     assert summary.name == "role-judge@v3/fake"
+    # a file that takes the created version's number with another text is refused
+    clash = _file(rubrics, "role-judge", 3)
+    clash.write_text(base + "\nAnother text.\n", encoding="utf-8")
+    listed = list_judge_prompts(engine, OP, rubric_id=rubric.id, directory=rubrics)
+    assert listed.refused[str(clash)].startswith(
+        f"{clash}: role-judge@v3 was created in the app or with `judge prompts create`"
+    )
+    assert listed.get("role-judge@v3").text == base + "\nBe strict.\n"  # still offered
+    clash.unlink()
     # a new judge starts at v1
     other = create_judge_prompt(
         engine, OP, rubric=rubric, judge="strict-judge", text=base, directory=rubrics
@@ -219,6 +229,21 @@ def test_a_created_version_is_numbered_next_derived_and_run_by_its_name(
         engine, OP, rubric=rubric, ref=str(loose), judge="role-judge", directory=rubrics
     )
     assert named.ref == "role-judge@v5"
+
+    # the messages a draft would send for one unit, nothing stored
+    messages = preview_messages(
+        engine, OP, rubric=rubric, text=base + "\nDraft.\n", case_id="c00", turn=4
+    )
+    assert [m["role"] for m in messages] == ["system", "user"]
+    assert "Assistant reply at turn 4." in messages[1]["content"]
+    assert "Assistant reply at turn 6." not in messages[1]["content"]
+    assert messages[1]["content"].endswith("Draft.\n")
+    with pytest.raises(InputError) as caught:
+        preview_messages(engine, OP, rubric=rubric, text="$codes $nope", case_id="c00", turn=4)
+    assert (caught.value.line, caught.value.field) == (1, "text")
+    with pytest.raises(InputError) as caught:
+        preview_messages(engine, OP, rubric=rubric, text=base, case_id="c00", turn=3)
+    assert caught.value.field == "turn"
 
     # reviewers neither list nor create
     reviewer = sign_in(engine, name="rita", auth_mode="local", first_role="reviewer")

@@ -9,7 +9,7 @@ where they differ and where the gold comes from. Policy owners and admins.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from typing import Any, cast
 
 from sqlalchemy import Engine
 from sqlmodel import Session
@@ -91,7 +91,7 @@ def compare_judge_runs(
         if missing:
             raise InputError(
                 f"no judge run {missing[0]} for {rubric.ref} (runs: "
-                f"{', '.join(str(i) for i in sorted(by_id))})",
+                f"{', '.join(str(i) for i in sorted(i for i in by_id if i is not None))})",
                 field="--runs",
             )
         first_id, second_id = ids
@@ -124,20 +124,20 @@ def compare_judge_runs(
         seed=seed,
     )
     report = result.to_dict()
-    differing_units = [d.unit for d in result.differing]
+    differing = [(cast(tuple[str, int], d.unit), d) for d in result.differing]
     reasons = [
-        _reasons(engine, verdicts, differing_units)
+        _reasons(engine, verdicts, [unit for unit, _ in differing])
         for verdicts in (first_verdicts, second_verdicts)
     ]
     report["differing"] = [
         {
-            "case_id": d.unit[0],
-            "turn": d.unit[1],
+            "case_id": unit[0],
+            "turn": unit[1],
             "gold": d.gold,
-            "first": {"code": d.first, "reason": reasons[0].get(d.unit)},
-            "second": {"code": d.second, "reason": reasons[1].get(d.unit)},
+            "first": {"code": d.first, "reason": reasons[0].get(unit)},
+            "second": {"code": d.second, "reason": reasons[1].get(unit)},
         }
-        for d in result.differing
+        for unit, d in differing
     ]
     compared = {
         u

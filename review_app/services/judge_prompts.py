@@ -20,7 +20,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import orjson
 from sqlalchemy import Engine
+from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
 from review_app.errors import InputError, NotFound
@@ -32,11 +34,14 @@ from review_app.judging import (
     check_prompt_text,
     find_judge_prompt,
     load_judge_prompt,
+    render_prompt,
 )
 from review_app.rubrics import Rubric, default_rubrics_dir
 from review_app.services.people import Actor, authorize
 from storage import audit, judging
+from storage import cases as cases_storage
 from storage import judge_prompts as prompts_storage
+from storage.engine import read_only
 from storage.models import JudgePromptVersion
 
 _REF_PATTERN = "JUDGE@vN (e.g. role-judge@v2)"
@@ -126,12 +131,12 @@ class PromptCatalog:
         return mine[-1] if mine else None
 
 
-def parse_prompt_ref(ref: str) -> tuple[str, int]:
-    """``judge@vN`` -> ``(judge, N)``; InputError on anything else."""
+def parse_prompt_ref(ref: str, *, field: str = "--prompt") -> tuple[str, int]:
+    """``judge@vN`` -> ``(judge, N)``; InputError (naming ``field``) on anything else."""
     judge, at, version = ref.strip().partition("@")
     match = PROMPT_FILE.fullmatch(f"{version}.txt") if at else None
     if not JUDGE_NAME.fullmatch(judge) or match is None:
-        raise InputError(f"{ref!r} is not a prompt version {_REF_PATTERN}", field="--prompt")
+        raise InputError(f"{ref!r} is not a prompt version {_REF_PATTERN}", field=field)
     return judge, int(match["version"])
 
 
@@ -224,25 +229,23 @@ def _sync(session: Session, actor: Actor, *, rubric_id: str, directory: Path) ->
         )
         if row is not None and row.sha256 == prompt.sha256:
             continue
+        following = prompts_storage.next_version(session, rubric_id=rubric_id, judge=prompt.judge)
+        if row is not None and row.source is None:
+            # a file clashing with a version created in the app is refused as a file:
+            # the stored version stays offered
+            refused[str(path)] = (
+                f"{prompt.source}: {prompt.ref} was created in the app or with `judge prompts "
+                f"create` (by {row.created_by}) with another text; name the file "
+                f"v{following}.txt"
+            )
+            continue
         if row is None:
             why = _refusal_for_run(session, prompt, rubric_id)
         elif runs.get((prompt.judge, prompt.version)):
-            following = prompts_storage.next_version(
-                session, rubric_id=rubric_id, judge=prompt.judge
-            )
             why = (
                 f"{prompt.source}: {prompt.ref} has runs and its file has changed since; a "
                 "judge prompt version is immutable once a run used it: restore the file and "
                 f"put the change in a new version (v{following}.txt)"
-            )
-        elif row.source != prompt.source:
-            following = prompts_storage.next_version(
-                session, rubric_id=rubric_id, judge=prompt.judge
-            )
-            why = (
-                f"{prompt.source}: {prompt.ref} is stored with another text (created by "
-                f"{row.created_by}{' from ' + row.source if row.source else ''}); name the "
-                f"file v{following}.txt"
             )
         else:
             why = None
@@ -277,7 +280,9 @@ def _sync(session: Session, actor: Actor, *, rubric_id: str, directory: Path) ->
                 created_by=actor.name,
             )
         else:
-            prompts_storage.update_prompt(session, row, text=prompt.text, sha256=prompt.sha256)
+            prompts_storage.update_prompt(
+                session, row, text=prompt.text, sha256=prompt.sha256, source=prompt.source
+            )
     return refused
 
 
@@ -295,13 +300,25 @@ def list_judge_prompts(
     log (``judge_prompt``) under the actor.
     """
     actor = authorize(engine, actor, "policy_owner")
-    with Session(engine) as session:
-        refused = _sync(
-            session, actor, rubric_id=rubric_id, directory=directory or default_rubrics_dir()
-        )
-        session.commit()
-        rows = prompts_storage.list_prompts(session, rubric_id=rubric_id, judge=judge)
-        prompts = _rows_to_prompts(session, rows, rubric_id=rubric_id)
+    for attempt in range(3):
+        with Session(engine) as session:
+            try:
+                refused = _sync(
+                    session,
+                    actor,
+                    rubric_id=rubric_id,
+                    directory=directory or default_rubrics_dir(),
+                )
+                session.commit()
+            except IntegrityError:
+                # another process stored the same file at the same moment: read again
+                session.rollback()
+                if attempt == 2:
+                    raise
+                continue
+            rows = prompts_storage.list_prompts(session, rubric_id=rubric_id, judge=judge)
+            prompts = _rows_to_prompts(session, rows, rubric_id=rubric_id)
+            break
     if judge is not None:
         refused = {
             key: why
@@ -345,51 +362,64 @@ def create_judge_prompt(
             f"{judge!r} is not a judge name (letters, digits, - and _)", field="--judge"
         )
     check_prompt_text(text, source=source, field="text")
-    with Session(engine) as session:
-        _sync(session, actor, rubric_id=rubric.id, directory=directory or default_rubrics_dir())
-        parent_id = None
-        if derived_from is not None:
-            parent_judge, parent_version = parse_prompt_ref(derived_from)
-            parent = prompts_storage.get_prompt(
-                session, rubric_id=rubric.id, judge=parent_judge, version=parent_version
-            )
-            if parent is None:
-                raise InputError(
-                    f"no stored judge prompt {parent_judge}@v{parent_version} for {rubric.id} "
-                    "to derive from",
-                    field="--from",
+    for attempt in range(3):
+        try:
+            with Session(engine) as session:
+                _sync(
+                    session,
+                    actor,
+                    rubric_id=rubric.id,
+                    directory=directory or default_rubrics_dir(),
                 )
-            parent_id = parent.id
-        number = prompts_storage.next_version(session, rubric_id=rubric.id, judge=judge)
-        row = prompts_storage.add_prompt(
-            session,
-            rubric_id=rubric.id,
-            rubric_version=rubric.version,
-            judge=judge,
-            version=number,
-            text=text,
-            sha256=_sha256(text),
-            source=None,
-            created_by=actor.name,
-            derived_from_id=parent_id,
-        )
-        audit.add_entry(
-            session,
-            actor=actor.name,
-            action="judge_prompt",
-            object_type="judge_prompt",
-            object_key=f"{rubric.id}/{judge}@v{number}",
-            summary={
-                "before": None,
-                "after": row.sha256,
-                "source": source,
-                "rubric": rubric.ref,
-                "derived_from": derived_from,
-            },
-        )
-        session.commit()
-        [stored] = _rows_to_prompts(session, [row], rubric_id=rubric.id)
-    return stored
+                parent_id = None
+                if derived_from is not None:
+                    parent_judge, parent_version = parse_prompt_ref(derived_from, field="--from")
+                    parent = prompts_storage.get_prompt(
+                        session, rubric_id=rubric.id, judge=parent_judge, version=parent_version
+                    )
+                    if parent is None:
+                        raise InputError(
+                            f"no stored judge prompt {parent_judge}@v{parent_version} for "
+                            f"{rubric.id} to derive from",
+                            field="--from",
+                        )
+                    parent_id = parent.id
+                number = prompts_storage.next_version(session, rubric_id=rubric.id, judge=judge)
+                row = prompts_storage.add_prompt(
+                    session,
+                    rubric_id=rubric.id,
+                    rubric_version=rubric.version,
+                    judge=judge,
+                    version=number,
+                    text=text,
+                    sha256=_sha256(text),
+                    source=None,
+                    created_by=actor.name,
+                    derived_from_id=parent_id,
+                )
+                audit.add_entry(
+                    session,
+                    actor=actor.name,
+                    action="judge_prompt",
+                    object_type="judge_prompt",
+                    object_key=f"{rubric.id}/{judge}@v{number}",
+                    summary={
+                        "before": None,
+                        "after": row.sha256,
+                        "source": source,
+                        "rubric": rubric.ref,
+                        "derived_from": derived_from,
+                    },
+                )
+                session.commit()
+                [stored] = _rows_to_prompts(session, [row], rubric_id=rubric.id)
+        except IntegrityError:
+            # another version of the judge was saved at the same moment: number again
+            if attempt == 2:
+                raise
+            continue
+        return stored
+    raise AssertionError("unreachable")
 
 
 def prompt_for_run(
@@ -475,6 +505,47 @@ def store_for_run(
             field="--prompt",
         )
     return row
+
+
+def preview_messages(
+    engine: Engine,
+    actor: Actor,
+    *,
+    rubric: Rubric,
+    text: str,
+    case_id: str,
+    turn: int,
+    judge: str = "draft",
+) -> list[dict[str, str]]:
+    """The chat messages ``text`` would send the judge for one unit (nothing stored).
+
+    The text is checked as a template is (InputError naming the line, field ``text``);
+    the transcript is shown up to and including ``turn``. Policy owners and admins.
+    """
+    authorize(engine, actor, "policy_owner")
+    check_prompt_text(text, source="the prompt", field="text")
+    with Session(read_only(engine)) as session:
+        transcripts = cases_storage.judge_transcripts(session, case_ids=[case_id])
+    if case_id not in transcripts:
+        raise NotFound(f"no case {case_id!r} in the database")
+    chatbot_role, events = transcripts[case_id]
+    shown = [
+        {
+            "turn": event.turn,
+            "actor": event.actor,
+            "text": event.text,
+            "observed_actions": orjson.loads(event.actions_json) if event.actions_json else [],
+            "set_role": event.set_role,
+        }
+        for event in events
+        if event.turn <= turn
+    ]
+    if not any(e["turn"] == turn and e["actor"] == rubric.applies_to for e in shown):
+        raise InputError(
+            f"turn {turn} of {case_id} is not a {rubric.applies_to} turn", field="turn"
+        )
+    prompt = JudgePrompt(judge=judge, version="v0", text=text, source="the prompt")
+    return render_prompt(prompt, rubric=rubric, chatbot_role=chatbot_role, events=shown, turn=turn)
 
 
 PLACEHOLDER_NAMES = tuple(sorted(PLACEHOLDERS))

@@ -396,9 +396,10 @@ def run_judge(
                 f"as a new prompt version (it may copy the text) and run that",
                 field="--prompt",
             )
-        # The run uses a stored prompt version (docs/reference.md, "Judge prompt
-        # versions"): stored now when it is new, refused when its name means another text.
-        store_for_run(session, prompt=prompt, rubric=rubric, actor_name=actor.name)
+        # The run uses a stored prompt version, stored now when it is new, refused when
+        # its name means another text (docs/reference.md, "Judge prompt versions").
+        stored_prompt = store_for_run(session, prompt=prompt, rubric=rubric, actor_name=actor.name)
+        params["prompt_id"] = stored_prompt.id
         run = find_or_create_run(
             session,
             rubric=rubric,

@@ -281,9 +281,9 @@ def compare_two_runs(
             totals = stack.sum(axis=(1, 2))
             resampled_kappa.append(kappa_from_confusion(stack))
             trace = np.trace(stack, axis1=1, axis2=2)
-            accuracy = np.full(totals.shape, np.nan)
-            np.divide(trace, totals, out=accuracy, where=totals > 0)
-            resampled_accuracy.append(accuracy)
+            share = np.full(totals.shape, np.nan)
+            np.divide(trace, totals, out=share, where=totals > 0)
+            resampled_accuracy.append(share)
 
     def pick(values: list[np.ndarray] | None, i: int) -> np.ndarray | None:
         return None if values is None else values[i]
