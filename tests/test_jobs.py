@@ -307,6 +307,37 @@ def test_the_command_line_queues_a_job_and_a_worker_command_runs_it(
     assert ENV_SECRET not in job_row(database.engine, job_id).parameters_json
 
 
+def test_judge_run_on_a_named_endpoint_in_the_foreground_stores_no_key_anywhere(
+    database: Database, tmp_path: Path, server: FakeChatServer, configured: Path
+) -> None:
+    from sqlalchemy import text
+    from sqlmodel import SQLModel
+
+    load_cases(database, tmp_path, 2)
+    home = tmp_path / "home"
+    home.mkdir()
+    done = run_review_app(
+        "judge", "run", "--rubric", RUBRIC, "--prompt", PROMPT, "--endpoint", "fake",
+        db=database.url, home=home, env={ENDPOINTS_ENV: str(configured)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "answered 6" in done.stdout and SECRET not in done.stdout + done.stderr
+    assert {r.authorization for r in server.requests} == {f"Bearer {SECRET}"}
+    assert {r.body["model"] for r in server.requests} == {"fake-model"}
+    exported = run_review_app(
+        "export", "--rubric", RUBRIC, "--format", "jsonl", "--out", str(tmp_path / "out"),
+        db=database.url, home=home,
+    )  # fmt: skip
+    assert exported.returncode == 0, exported.stderr
+    for path in (tmp_path / "out").rglob("*"):
+        if path.is_file():
+            assert SECRET not in path.read_text(errors="replace")
+    with database.engine.connect() as connection:
+        for table in SQLModel.metadata.sorted_tables:
+            rows = connection.execute(text(f"SELECT * FROM {table.name}")).all()
+            assert SECRET not in repr(rows), table.name
+
+
 # --- stop -------------------------------------------------------------------------------------
 
 
