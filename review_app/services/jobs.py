@@ -296,7 +296,8 @@ class _Beat:
     def __init__(self, engine: Engine, job_id: int, owner: str, lease_seconds: float) -> None:
         self.engine, self.job_id, self.owner = engine, job_id, owner
         self.lease_seconds = lease_seconds
-        self.done, self.total = 0, None
+        self.done: int = 0
+        self.total: int | None = None
         self.stop_requested = threading.Event()
         self.lost = threading.Event()
         self.finished = threading.Event()
