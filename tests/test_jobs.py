@@ -379,6 +379,32 @@ def test_stop_is_honoured_within_seconds_and_the_run_resumes_later(
     assert len(resumed) == 60 - stopped.done and len(stored_units(database.engine)) == 60
 
 
+def test_a_stop_requested_while_the_worker_died_ends_the_job_and_unknown_kinds_fail(
+    database: Database,
+) -> None:
+    with Session(database.engine) as session:
+        for kind in ("judge_run", "mystery"):
+            job_storage.add_job(
+                session,
+                kind=kind,
+                parameters_json="{}",
+                created_by="operator",
+                created_by_id=None,
+                now=datetime.now(UTC),
+            )
+        session.commit()
+        dead = job_storage.claim_next(
+            session, owner="dead-worker", now=datetime.now(UTC), lease_seconds=0.3
+        )
+        assert dead is not None and dead.kind == "judge_run"
+    assert stop_job(database.engine, OPERATOR, job_id=1).status == "stopping"
+    time.sleep(0.4)
+    assert run_worker(database.engine, until_idle=True, poll_seconds=0.05) == 2
+    first, second = (job_status(database.engine, OPERATOR, job_id=i) for i in (1, 2))
+    assert (first.status, first.claims) == ("stopped", 2)
+    assert second.status == "failed" and "mystery" in (second.error or "")
+
+
 # --- exactly one claim per job ------------------------------------------------------------------
 
 
@@ -478,15 +504,25 @@ def test_a_killed_workers_job_is_resumed_after_its_lease_and_nothing_stored_is_a
     assert running.status == "running" and running.claims == 1
     server.reset_log()
     claims: list[float] = []
+    claimed_wall: list[datetime] = []
+
+    def claimed(_: object) -> None:
+        claims.append(time.monotonic())
+        claimed_wall.append(datetime.now(UTC))
+
     run_worker(
         database.engine,
         until_idle=True,
         poll_seconds=0.1,
         lease_seconds=lease,
-        on_claim=lambda _: claims.append(time.monotonic()),
+        on_claim=claimed,
     )
+    assert running.lease_expires_at is not None
+    assert claimed_wall[0] >= running.lease_expires_at  # not before the lease ran out
     (claimed_at,) = claims
     assert claimed_at - killed_at > 0.3  # waited for the lease to run out
+    assert running.lease_expires_at is not None
+    assert job_row(database.engine, job.id).started_at is not None
     finished = job_row(database.engine, job.id)
     assert finished.status == "done" and finished.claims == 2
     assert len(stored_units(database.engine)) == 60
