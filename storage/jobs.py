@@ -59,6 +59,18 @@ def list_jobs(
     return list(session.exec(query))
 
 
+def unfinished_same(session: Session, *, kind: str, parameters_json: str) -> int | None:
+    """The id of a queued or running job of ``kind`` with exactly these parameters."""
+    found = session.exec(
+        select(BackgroundJob.id).where(
+            col(BackgroundJob.kind) == kind,
+            col(BackgroundJob.status).in_(["queued", *ACTIVE]),
+            col(BackgroundJob.parameters_json) == parameters_json,
+        )
+    ).first()
+    return found
+
+
 def _claimable(now: datetime) -> ColumnElement[bool]:
     return or_(
         col(BackgroundJob.status) == "queued",

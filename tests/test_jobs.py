@@ -347,9 +347,11 @@ def test_stop_is_honoured_within_seconds_and_the_run_resumes_later(
     load_cases(database, tmp_path, 20)  # 60 units at 0.1 s, 2 at a time: 3 s
     server.delay = 0.1
     job = start_judge_job(database.engine, OPERATOR, rubric=RUBRIC, prompt=PROMPT, endpoint="fake")
-    # a queued job stops at once
+    # the same run twice at once is refused; a queued job stops at once
+    with pytest.raises(InputError, match=f"job {job.id} already runs this judge"):
+        start_judge_job(database.engine, OPERATOR, rubric=RUBRIC, prompt=PROMPT, endpoint="fake")
     other = start_judge_job(
-        database.engine, OPERATOR, rubric=RUBRIC, prompt=PROMPT, endpoint="fake"
+        database.engine, OPERATOR, rubric=RUBRIC, prompt=PROMPT, endpoint="fake", limit=1
     )
     assert stop_job(database.engine, OPERATOR, job_id=other.id).status == "stopped"
     worker = threading.Thread(

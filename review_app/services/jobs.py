@@ -158,11 +158,19 @@ def start_judge_job(
         "timeout": timeout,
         "max_tokens": max_tokens,
     }
+    parameters_json = json.dumps(parameters, sort_keys=True)
     with Session(engine) as session:
+        same = job_storage.unfinished_same(session, kind=JUDGE_RUN, parameters_json=parameters_json)
+        if same is not None:
+            # Two workers would ask the same units at once; one job does the run.
+            raise InputError(
+                f"job {same} already runs this judge on these cases; wait for it or stop it",
+                field="--background",
+            )
         job = job_storage.add_job(
             session,
             kind=JUDGE_RUN,
-            parameters_json=json.dumps(parameters, sort_keys=True),
+            parameters_json=parameters_json,
             created_by=actor.name,
             created_by_id=actor.reviewer_id,
             now=_now(),
