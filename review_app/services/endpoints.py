@@ -68,12 +68,19 @@ class Endpoint:
         return {
             "name": self.name,
             "model": self.model,
-            "hosts": [urlsplit(url).netloc or url for url in self.base_urls]
+            "hosts": [_host(url) for url in self.base_urls]
             if not self.local
             else ["bundled (started on first use)"],
             "response_format": self.response_format,
             "concurrency": self.concurrency,
         }
+
+
+def _host(url: str) -> str:
+    """``host[:port]`` of a URL: never a user name or password written into it."""
+    parts = urlsplit(url)
+    host = parts.hostname or "?"
+    return f"{host}:{parts.port}" if parts.port else host
 
 
 def _line_of(text: str, name: str, key: str | None) -> int | None:

@@ -39,8 +39,8 @@ log = logging.getLogger(__name__)
 
 JUDGE_RUN = "judge_run"
 LEASE_SECONDS = 60.0
-"""A worker renews its lease every third of this; another may take the job over once
-this long passed without a heartbeat."""
+"""A worker renews its lease every second (every third of a shorter lease); another may
+take the job over once this long passed without a heartbeat."""
 POLL_SECONDS = 2.0
 
 
@@ -158,11 +158,19 @@ def start_judge_job(
         "timeout": timeout,
         "max_tokens": max_tokens,
     }
+    parameters_json = json.dumps(parameters, sort_keys=True)
     with Session(engine) as session:
+        same = job_storage.unfinished_same(session, kind=JUDGE_RUN, parameters_json=parameters_json)
+        if same is not None:
+            # Two workers would ask the same units at once; one job does the run.
+            raise InputError(
+                f"job {same} already runs this judge on these cases; wait for it or stop it",
+                field="--background",
+            )
         job = job_storage.add_job(
             session,
             kind=JUDGE_RUN,
-            parameters_json=json.dumps(parameters, sort_keys=True),
+            parameters_json=parameters_json,
             created_by=actor.name,
             created_by_id=actor.reviewer_id,
             now=_now(),
@@ -294,7 +302,8 @@ class _Beat:
     def __init__(self, engine: Engine, job_id: int, owner: str, lease_seconds: float) -> None:
         self.engine, self.job_id, self.owner = engine, job_id, owner
         self.lease_seconds = lease_seconds
-        self.done, self.total = 0, None
+        self.done: int = 0
+        self.total: int | None = None
         self.stop_requested = threading.Event()
         self.lost = threading.Event()
         self.finished = threading.Event()
@@ -327,7 +336,9 @@ class _Beat:
             self.stop_requested.set()
 
     def _loop(self) -> None:
-        while not self.finished.wait(max(0.2, self.lease_seconds / 3)):
+        # Each second (or each third of a shorter lease): a Stop is seen within about a
+        # second, and the lease is renewed long before it runs out.
+        while not self.finished.wait(max(0.2, min(1.0, self.lease_seconds / 3))):
             self.beat()
 
     def __enter__(self) -> _Beat:
