@@ -20,7 +20,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import orjson
 from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
@@ -34,14 +33,11 @@ from review_app.judging import (
     check_prompt_text,
     find_judge_prompt,
     load_judge_prompt,
-    render_prompt,
 )
 from review_app.rubrics import Rubric, default_rubrics_dir
 from review_app.services.people import Actor, authorize
 from storage import audit, judging
-from storage import cases as cases_storage
 from storage import judge_prompts as prompts_storage
-from storage.engine import read_only
 from storage.models import JudgePromptVersion
 
 _REF_PATTERN = "JUDGE@vN (e.g. role-judge@v2)"
@@ -522,30 +518,12 @@ def preview_messages(
     The text is checked as a template is (InputError naming the line, field ``text``);
     the transcript is shown up to and including ``turn``. Policy owners and admins.
     """
+    from review_app.services.judge_runner import unit_messages
+
     authorize(engine, actor, "policy_owner")
     check_prompt_text(text, source="the prompt", field="text")
-    with Session(read_only(engine)) as session:
-        transcripts = cases_storage.judge_transcripts(session, case_ids=[case_id])
-    if case_id not in transcripts:
-        raise NotFound(f"no case {case_id!r} in the database")
-    chatbot_role, events = transcripts[case_id]
-    shown = [
-        {
-            "turn": event.turn,
-            "actor": event.actor,
-            "text": event.text,
-            "observed_actions": orjson.loads(event.actions_json) if event.actions_json else [],
-            "set_role": event.set_role,
-        }
-        for event in events
-        if event.turn <= turn
-    ]
-    if not any(e["turn"] == turn and e["actor"] == rubric.applies_to for e in shown):
-        raise InputError(
-            f"turn {turn} of {case_id} is not a {rubric.applies_to} turn", field="turn"
-        )
     prompt = JudgePrompt(judge=judge, version="v0", text=text, source="the prompt")
-    return render_prompt(prompt, rubric=rubric, chatbot_role=chatbot_role, events=shown, turn=turn)
+    return unit_messages(engine, prompt=prompt, rubric=rubric, case_id=case_id, turn=turn)
 
 
 PLACEHOLDER_NAMES = tuple(sorted(PLACEHOLDERS))

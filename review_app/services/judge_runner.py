@@ -481,7 +481,16 @@ def unit_messages(
 ) -> list[dict[str, str]]:
     """The messages a run of ``prompt`` sends for one unit (the workbench's preview).
 
-    A building block: callers authorize. :class:`NotFound` when the case or turn is gone."""
+    A building block: callers authorize. :class:`NotFound` when the case is gone,
+    :class:`InputError` when ``turn`` is not one of its judged (``applies_to``) turns."""
+    with Session(read_only(engine)) as session:
+        judged = judging.assistant_units(session, case_ids=[case_id], actor=rubric.applies_to)
+    if (case_id, turn) not in judged:
+        if not judged:
+            raise NotFound(f"no case {case_id!r} in the database")
+        raise InputError(
+            f"turn {turn} of {case_id} is not a {rubric.applies_to} turn", field="turn"
+        )
     for jobs in _job_batches(engine, [(case_id, turn)], prompt=prompt, rubric=rubric):
         for job in jobs:
             return job.messages

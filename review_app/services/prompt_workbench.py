@@ -14,11 +14,11 @@ from typing import Any
 from sqlalchemy import Engine
 
 from review_app.errors import InputError
-from review_app.judging import PLACEHOLDERS, JudgePrompt, check_prompt_text
+from review_app.judging import PLACEHOLDERS, check_prompt_text
 from review_app.rubrics import Rubric
 from review_app.services.adjudication import gold_labels
 from review_app.services.jobs import JobView, start_judge_job
-from review_app.services.judge_runner import unit_messages
+from review_app.services.judge_prompts import preview_messages
 from review_app.services.people import Actor, authorize
 
 PLACEHOLDER_HELP: dict[str, str] = {
@@ -61,8 +61,9 @@ def preview_prompt(engine: Engine, actor: Actor, *, rubric: Rubric, text: str) -
     if not units:
         raise InputError("no unit has gold yet to preview the prompt on", field="Prompt")
     case_id, turn = units[0]
-    prompt = JudgePrompt(judge="preview", version="v1", text=text, source="Prompt")
-    messages = unit_messages(engine, prompt=prompt, rubric=rubric, case_id=case_id, turn=turn)
+    messages = preview_messages(
+        engine, actor, rubric=rubric, text=text, case_id=case_id, turn=turn, judge="preview"
+    )
     return PromptPreview(case_id, turn, messages)
 
 
