@@ -80,6 +80,61 @@ class JudgePrompt:
         return f"{self.judge}@{self.version}"
 
 
+def check_prompt_text(text: str, *, source: str, field: str | None = None) -> set[str]:
+    """Check a template's text (the rules of :func:`load_judge_prompt`); its placeholders.
+
+    Known placeholders only (an error names the line of the first unknown one or of a
+    stray ``$``), ``$codes`` used, and some of the conversation shown.
+    """
+    if not text.strip():
+        raise InputError("the prompt is empty", source=source, field=field)
+    if len(text.encode("utf-8")) > input_policy.MAX_RUBRIC_FILE_BYTES:
+        raise InputError(
+            f"the text is larger than {input_policy.MAX_RUBRIC_FILE_BYTES // 1024} KB; "
+            "a judge prompt is a short text",
+            source=source,
+            field=field,
+        )
+    template = string.Template(text)
+    # Each placeholder (and each stray $) where it is, so an error names its line;
+    # "$$" escapes are matched as such and never mistaken for a placeholder.
+    found: list[tuple[str | None, int]] = []
+    for found_match in template.pattern.finditer(text):
+        if found_match["escaped"] is not None:
+            continue
+        name = found_match["named"] or found_match["braced"]
+        found.append((name, text.count("\n", 0, found_match.start()) + 1))
+    stray = next((line for name, line in found if name is None), None)
+    if stray is not None:
+        raise InputError(
+            "has a stray $ (write $$ for a literal dollar sign)",
+            source=source,
+            line=stray,
+            field=field,
+        )
+    used = {name for name, _ in found if name is not None}
+    unknown = next(
+        ((name, line) for name, line in found if name and name not in PLACEHOLDERS), None
+    )
+    if unknown is not None:
+        raise InputError(
+            f"unknown placeholder ${unknown[0]} (known: "
+            f"{', '.join('$' + name for name in sorted(PLACEHOLDERS))})",
+            source=source,
+            field=field,
+            line=unknown[1],
+        )
+    if "codes" not in used:
+        raise InputError("the template never uses $codes", source=source, field=field)
+    if not used & {"conversation", "recent", "reply"}:
+        raise InputError(
+            "the template shows no conversation ($conversation, $recent or $reply)",
+            source=source,
+            field=field,
+        )
+    return used
+
+
 def load_judge_prompt(path: Path) -> JudgePrompt:
     """Read and check a prompt template: known placeholders only, and the essential ones."""
     source = str(path)
@@ -96,37 +151,7 @@ def load_judge_prompt(path: Path) -> JudgePrompt:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise InputError(f"cannot be read as UTF-8 text ({error})", source=source) from None
-    template = string.Template(text)
-    # Each placeholder (and each stray $) where it is, so an error names its line;
-    # "$$" escapes are matched as such and never mistaken for a placeholder.
-    found: list[tuple[str | None, int]] = []
-    for found_match in template.pattern.finditer(text):
-        if found_match["escaped"] is not None:
-            continue
-        name = found_match["named"] or found_match["braced"]
-        found.append((name, text.count("\n", 0, found_match.start()) + 1))
-    stray = next((line for name, line in found if name is None), None)
-    if stray is not None:
-        raise InputError(
-            "has a stray $ (write $$ for a literal dollar sign)", source=source, line=stray
-        )
-    used = {name for name, _ in found if name is not None}
-    unknown = next(
-        ((name, line) for name, line in found if name and name not in PLACEHOLDERS), None
-    )
-    if unknown is not None:
-        raise InputError(
-            f"unknown placeholder ${unknown[0]} (known: "
-            f"{', '.join('$' + name for name in sorted(PLACEHOLDERS))})",
-            source=source,
-            line=unknown[1],
-        )
-    if "codes" not in used:
-        raise InputError("the template never uses $codes", source=source)
-    if not used & {"conversation", "recent", "reply"}:
-        raise InputError(
-            "the template shows no conversation ($conversation, $recent or $reply)", source=source
-        )
+    check_prompt_text(text, source=source)
     return JudgePrompt(
         judge=path.parent.name, version=f"v{match['version']}", text=text, source=source
     )

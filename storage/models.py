@@ -316,6 +316,35 @@ class JudgeRun(SQLModel, table=True):
     carry_id: int | None = None
 
 
+class JudgePromptVersion(SQLModel, table=True):
+    """One version of a judge's prompt template for a rubric: ``<judge>@v<version>``.
+
+    Read from ``rubrics/<rubric-id>/judges/<judge>/v<N>.txt`` or created in the app or
+    with ``judge prompts create``. Immutable once a run used it: a trigger refuses
+    changing its text (or name) while a judge run of that name exists
+    (docs/reference.md, "Judge prompt versions")."""
+
+    __tablename__ = "judge_prompts"
+    __table_args__ = (
+        Index("ux_judge_prompts_version", "rubric_id", "judge", "version", unique=True),
+    )
+    id: int | None = Field(default=None, primary_key=True)
+    rubric_id: str = Field(max_length=100)
+    rubric_version: int | None = None
+    """The rubric version it was written for: named when created, else that of its
+    first run (empty until then for a prompt read from a file)."""
+    judge: str = Field(max_length=200)
+    version: int
+    text: str = Field(sa_column=Column(Text, nullable=False))
+    sha256: str = Field(max_length=64)
+    source: str | None = Field(default=None, sa_column=Column(Text))
+    """The file it was read from; empty for a version created in the app or the CLI."""
+    created_by: str = Field(max_length=200)
+    created_at: datetime = Field(default_factory=utcnow)
+    derived_from_id: int | None = Field(default=None, foreign_key="judge_prompts.id")
+    """The version it was derived from (edited from), if any."""
+
+
 class JudgeVerdict(SQLModel, table=True):
     """The judge's answer on one turn (``turn`` set) or a whole conversation (``turn`` null)."""
 
@@ -466,3 +495,39 @@ class CertifiedVerdict(SQLModel, table=True):
     delta: float
     created_by: int | None = Field(default=None, foreign_key="reviewers.id")
     created_at: datetime = Field(default_factory=utcnow)
+
+
+# --- background jobs -----------------------------------------------------------------
+
+JOB_STATUSES = ("queued", "running", "stopping", "stopped", "done", "failed")
+
+
+class BackgroundJob(SQLModel, table=True):
+    """Work done off the page's script run (a judge run), by whichever worker claims it.
+
+    A worker claims a queued job, or one whose lease ran out (its worker died), by a
+    conditional UPDATE (storage/jobs.py); it renews ``lease_expires_at`` with each
+    heartbeat. ``parameters_json`` never holds a secret (an endpoint is named, its key
+    is read when the job runs).
+    """
+
+    __tablename__ = "background_jobs"
+    __table_args__ = (Index("ix_background_jobs_status", "status", "id"),)
+    id: int | None = Field(default=None, primary_key=True)
+    kind: str = Field(max_length=40)
+    parameters_json: str = Field(sa_column=Column(Text, nullable=False))
+    created_by: str = Field(max_length=200)
+    created_by_id: int | None = Field(default=None, foreign_key="reviewers.id")
+    status: str = Field(default="queued", max_length=20)
+    progress_done: int = 0
+    progress_total: int | None = None
+    error: str | None = Field(default=None, sa_column=Column(Text))
+    result_json: str | None = Field(default=None, sa_column=Column(Text))
+    lease_owner: str | None = Field(default=None, max_length=200)
+    lease_expires_at: datetime | None = None
+    heartbeat_at: datetime | None = None
+    claims: int = 0
+    """How many times a worker claimed it (1 unless a worker died and another resumed)."""
+    created_at: datetime = Field(default_factory=utcnow)
+    started_at: datetime | None = None
+    finished_at: datetime | None = None

@@ -33,16 +33,21 @@ from review_app.services import (
     cases,
     demo,
     drift,
+    endpoints,
     estimate,
     export,
     importing,
+    jobs,
+    judge_compare,
     judge_import,
+    judge_prompts,
     judge_report,
     judge_runner,
     key_events,
     labeling,
     labels_io,
     people,
+    prompt_workbench,
     queue,
     rubric_carry,
     rubric_catalog,
@@ -251,6 +256,74 @@ GUARDED: dict[str, tuple[Call, str]] = {
         lambda w, a: judge_import.list_judge_runs(w.engine, a, rubric=w.rubric),
         "denied",
     ),
+    "endpoints.list_endpoints": (lambda w, a: endpoints.list_endpoints(w.engine, a), "denied"),
+    "jobs.start_judge_job": (
+        lambda w, a: jobs.start_judge_job(
+            w.engine, a, rubric=RUBRIC, prompt="role-judge@v1", endpoint="nowhere"
+        ),
+        "denied",
+    ),
+    "prompt_workbench.preview_prompt": (
+        lambda w, a: prompt_workbench.preview_prompt(
+            w.engine, a, rubric=w.rubric, text="$codes $reply"
+        ),
+        "denied",
+    ),
+    "prompt_workbench.run_on_gold_units": (
+        lambda w, a: prompt_workbench.run_on_gold_units(
+            w.engine, a, rubric=w.rubric, prompt="role-judge@v1", endpoint="nowhere"
+        ),
+        "denied",
+    ),
+    "prompt_workbench.run_on_every_turn": (
+        lambda w, a: prompt_workbench.run_on_every_turn(
+            w.engine, a, rubric=w.rubric, prompt="role-judge@v1", endpoint="nowhere"
+        ),
+        "denied",
+    ),
+    "prompt_workbench.current_job": (
+        lambda w, a: prompt_workbench.current_job(w.engine, a, rubric=w.rubric),
+        "denied",
+    ),
+    "prompt_workbench.compare_for_workbench": (
+        lambda w, a: prompt_workbench.compare_for_workbench(w.engine, a, rubric=w.rubric),
+        "denied",
+    ),
+    "jobs.job_status": (lambda w, a: jobs.job_status(w.engine, a, job_id=1), "denied"),
+    "jobs.list_jobs": (lambda w, a: jobs.list_jobs(w.engine, a), "denied"),
+    "jobs.stop_job": (lambda w, a: jobs.stop_job(w.engine, a, job_id=1), "denied"),
+    "judge_compare.compare_judge_runs": (
+        lambda w, a: judge_compare.compare_judge_runs(w.engine, a, rubric=w.rubric, n_resamples=10),
+        "denied",
+    ),
+    "judge_prompts.list_judge_prompts": (
+        lambda w, a: judge_prompts.list_judge_prompts(w.engine, a, rubric_id=w.rubric.id),
+        "denied",
+    ),
+    "judge_prompts.show_judge_prompt": (
+        lambda w, a: judge_prompts.show_judge_prompt(
+            w.engine, a, rubric_id=w.rubric.id, ref="role-judge@v1"
+        ),
+        "denied",
+    ),
+    "judge_prompts.create_judge_prompt": (
+        lambda w, a: judge_prompts.create_judge_prompt(
+            w.engine, a, rubric=w.rubric, judge="role-judge", text="$codes $reply"
+        ),
+        "denied",
+    ),
+    "judge_prompts.preview_messages": (
+        lambda w, a: judge_prompts.preview_messages(
+            w.engine, a, rubric=w.rubric, text="$codes $reply", case_id=CASE, turn=2
+        ),
+        "denied",
+    ),
+    "judge_prompts.prompt_for_run": (
+        lambda w, a: judge_prompts.prompt_for_run(
+            w.engine, a, rubric=w.rubric, ref="role-judge@v1"
+        ),
+        "denied",
+    ),
     "judge_runner.run_judge": (
         lambda w, a: judge_runner.run_judge(
             w.engine, a, rubric=w.rubric, prompt=None, settings=None, case_ids=[]
@@ -439,8 +512,13 @@ EXEMPT: dict[str, str] = {
     "export.write_export": "writes an ExportResult that export_data authorized",
     "judge_import.find_or_create_run": "takes an open Session: a building block",
     "judge_import.run_name": "pure: formats a run",
+    "judge_compare.render_run_comparison": "pure: formats a report the caller computed",
+    "judge_prompts.parse_prompt_ref": "pure: parses a judge@vN reference",
+    "judge_prompts.store_for_run": "takes an open Session: a building block of run_judge",
     "judge_runner.select_case_ids": "case ids by lane (metadata), used by the authorized run_judge",
     "judge_runner.verdict_schema": "pure: a JSON schema from the rubric",
+    "judge_runner.unit_messages": "a building block of preview_prompt, which authorizes",
+    "readings.comparison_rows": "pure: words for a figure the caller computed",
     "label_table.load_rating_table": "takes an open Session: a building block",
     "label_table.rating_table": "pure: over label columns the caller read",
     "labels_io.parse_label_file": "pure: parses a local file",
@@ -471,6 +549,17 @@ EXEMPT: dict[str, str] = {
     "render.render_case_text": "pure: formats a view the caller loaded",
     "render.render_judge_report": "pure: formats a report the caller computed",
     "uploads.uploaded_file": "a temporary file for an upload",
+    "endpoints.parse_endpoints": "no data: parses the admin's endpoints file",
+    "endpoints.configured_endpoints": "no data: the admin's endpoints (services never echo keys)",
+    "endpoints.find_endpoint": "no data: one configured endpoint, for authorized runs",
+    "endpoints.endpoint_settings": "no data: an endpoint's settings for authorized runs",
+    "endpoints.ensure_local_server": "no data: starts the bundled model's server",
+    "jobs.worker_name": "no data: this worker's lease owner name",
+    "jobs.run_worker": "the worker: runs each job as the person who started it, authorized "
+    "again by the job's services",
+    "jobs.start_process_worker": "starts this process's worker thread (run_worker)",
+    "people.actor_for_job": "issues the actor of a stored job's creator to the worker; "
+    "authorize still checks their current role",
 }
 
 # Exempt functions that nevertheless reach the database, each for the reason above.
@@ -481,11 +570,16 @@ EXEMPT_WITH_DATABASE = {
     "database.open_database",
     "cases.list_cases",
     "judge_import.find_or_create_run",
+    "judge_prompts.store_for_run",
     "judge_runner.select_case_ids",
+    "judge_runner.unit_messages",
     "label_table.load_rating_table",
     "people.assignable_people",
     "people.list_people",
     "people.sign_in",
+    "jobs.run_worker",
+    "jobs.start_process_worker",
+    "people.actor_for_job",
 }
 
 

@@ -34,6 +34,8 @@ ALLOWED: dict[tuple[str, ...], frozenset[str]] = {
     ("rubrics", "list"): frozenset(),
     ("rubrics", "diff", "role-adherence@1", "role-adherence@1"): frozenset(),
     ("judge", "runs"): frozenset(),
+    ("judge", "prompts", "list", "--rubric", "role-adherence@1"): frozenset(),
+    ("judge", "prompts", "show", "role-judge@v1", "--rubric", "role-adherence@1"): frozenset(),
     ("audit",): frozenset(),
     ("labels", "export", "--rubric", "role-adherence@1"): frozenset(),
     # a rating table is built (pandas factorizes the codes); no test statistic

@@ -21,6 +21,7 @@ from review_app.cli import (
     case_files,
     cases,
     export,
+    jobs,
     judge,
     labels,
     reviewers,
@@ -81,6 +82,7 @@ app.add_typer(labels.labels_app, name="labels")
 app.add_typer(reviewers.reviewers_app, name="reviewers")
 app.add_typer(rubrics.rubrics_app, name="rubrics")
 app.add_typer(judge.judge_app, name="judge")
+app.add_typer(jobs.jobs_app, name="jobs")
 
 
 def main() -> None:

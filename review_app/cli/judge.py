@@ -24,6 +24,111 @@ from review_app.cli.shared import (
 judge_app = typer.Typer(
     help="LLM judges: import verdicts, run a prompt, calibrate.", no_args_is_help=True
 )
+prompts_app = typer.Typer(
+    help="Judge prompt versions stored in the database: list, show, create.",
+    no_args_is_help=True,
+)
+judge_app.add_typer(prompts_app, name="prompts")
+
+
+@prompts_app.command("list")
+def prompts_list(
+    rubric: RubricOption,
+    judge: Annotated[str | None, typer.Option("--judge", help="Only this judge.")] = None,
+    as_json: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """Stored prompt versions of the rubric (its prompt files are read and stored first)."""
+    from review_app.services.judge_prompts import list_judge_prompts
+
+    engine = open_engine(db)
+    rubric_id = catalog(engine).for_reports(rubric).id
+    found = list_judge_prompts(engine, operator(), rubric_id=rubric_id, judge=judge)
+    if as_json:
+        print_json(
+            {
+                "rubric_id": rubric_id,
+                "prompts": [p.to_dict(with_text=False) for p in found.prompts],
+                "refused": found.refused,
+            }
+        )
+        return
+    if not found.prompts:
+        typer.echo("no judge prompts")
+    for stored in found.prompts:
+        written_for = (
+            f"{rubric_id}@{stored.rubric_version}" if stored.rubric_version else "(its first run)"
+        )
+        typer.echo(
+            terminal_safe(
+                f"{stored.ref:<28} written for {written_for:<22} "
+                f"{stored.runs:>3} runs  {stored.sha256[:12]}  by {stored.created_by}"
+                f"{'  from ' + stored.derived_from if stored.derived_from else ''}"
+            )
+        )
+    for key, why in sorted(found.refused.items()):
+        typer.echo(terminal_safe(f"refused {key}: {why}"), err=True)
+
+
+@prompts_app.command("show")
+def prompts_show(
+    ref: Annotated[
+        str, typer.Argument(metavar="JUDGE@vN", help="The version, e.g. role-judge@v2.")
+    ],
+    rubric: RubricOption,
+    as_json: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """Print a stored prompt version's full text."""
+    from review_app.services.judge_prompts import show_judge_prompt
+
+    engine = open_engine(db)
+    rubric_id = catalog(engine).for_reports(rubric).id
+    stored = show_judge_prompt(engine, operator(), rubric_id=rubric_id, ref=ref)
+    if as_json:
+        print_json(stored.to_dict())
+        return
+    typer.echo(stored.text, nl=not stored.text.endswith("\n"))
+
+
+@prompts_app.command("create")
+def prompts_create(
+    rubric: RubricOption,
+    judge: Annotated[str, typer.Option("--judge", help="The judge it is a version of.")],
+    derived_from: Annotated[
+        str | None,
+        typer.Option("--from", metavar="JUDGE@vN", help="The version it was derived from."),
+    ] = None,
+    file: Annotated[
+        Path | None,
+        typer.Option("--file", help="The template text (default: read from standard input)."),
+    ] = None,
+    db: DbOption = None,
+) -> None:
+    """Store a template as the next version of a judge; prints its JUDGE@vN.
+
+    The text is checked as a template file is: known placeholders only, $codes, and
+    some of the conversation ($conversation, $recent or $reply).
+    """
+    from review_app.cases import read_text_file
+    from review_app.services.judge_prompts import create_judge_prompt
+
+    if file is not None:
+        text, source = read_text_file(file), str(file)
+    else:
+        text, source = sys.stdin.read(), "<stdin>"
+    engine = open_engine(db)
+    chosen = catalog(engine).get(rubric)
+    stored = create_judge_prompt(
+        engine,
+        operator(),
+        rubric=chosen,
+        judge=judge,
+        text=text,
+        derived_from=derived_from,
+        source=source,
+    )
+    typer.echo(stored.ref)
 
 
 @judge_app.command("import")
@@ -84,16 +189,39 @@ def judge_run(
     rubric: RubricOption,
     prompt: Annotated[
         str,
-        typer.Option("--prompt", help="judge@vN from rubrics/<id>/judges/, or a template path."),
+        typer.Option(
+            "--prompt",
+            help="A stored prompt version judge@vN (see `judge prompts list`), or a template "
+            "file's path (stored as NAME@vN when the run starts).",
+        ),
     ],
     judge: Annotated[
         str | None,
         typer.Option(
             "--judge",
             help="The judge's name for a template path (its runs are named NAME@vN); "
-            "default: the template's folder when it is a judge's folder.",
+            "default: the template's folder when it is a judge's folder (any other folder "
+            "is refused until --judge names it).",
         ),
     ] = None,
+    endpoint: Annotated[
+        str | None,
+        typer.Option(
+            "--endpoint",
+            metavar="NAME",
+            help="An endpoint of $REVIEW_APP_JUDGE_ENDPOINTS by name: its URL, model, key, "
+            "response format and concurrency come from the file (--concurrency and "
+            "--response-format are not used); 'local': the bundled model.",
+        ),
+    ] = None,
+    background: Annotated[
+        bool,
+        typer.Option(
+            "--background",
+            help="Queue the run as a background job (needs --endpoint) and print its id; "
+            "a worker runs it (review-app serve, or review-app jobs work).",
+        ),
+    ] = False,
     model: Annotated[
         str | None, typer.Option("--model", help="Model name (or $REVIEW_APP_JUDGE_MODEL).")
     ] = None,
@@ -137,26 +265,62 @@ def judge_run(
     Verdicts are stored as they arrive; running the same judge, prompt version and
     model again resumes where it stopped. Unparseable answers are stored as errors.
     """
-    from review_app.judging import find_judge_prompt
-    from review_app.rubrics import default_rubrics_dir
+    from review_app.errors import InputError
+    from review_app.services.judge_prompts import prompt_for_run
     from review_app.services.judge_runner import EndpointSettings, run_judge, select_case_ids
 
+    if endpoint is not None and (base_url or model or api_key):
+        raise InputError(
+            "give --endpoint NAME or --base-url/--model/--api-key, not both", field="--endpoint"
+        )
     engine = open_engine(db)
-    chosen = catalog(engine).get(rubric)
-    template = find_judge_prompt(default_rubrics_dir(), chosen.id, prompt, judge=judge)
-    settings = [
-        EndpointSettings.from_options(
-            base_url=url,
-            model=model,
-            api_key=api_key,
-            concurrency=concurrency,
+    if background:
+        if endpoint is None:
+            raise InputError(
+                "--background runs on a named endpoint (keys stay in the endpoints file): "
+                "give --endpoint NAME",
+                field="--background",
+            )
+        from review_app.services.jobs import start_judge_job
+
+        job = start_judge_job(
+            engine,
+            operator(),
+            rubric=rubric,
+            prompt=prompt,
+            judge=judge,
+            endpoint=endpoint,
+            case_ids=case,
+            lane=lane,
+            limit=limit,
             retries=retries,
             timeout=timeout,
             max_tokens=max_tokens,
-            response_format=response_format,
         )
-        for url in (list[str | None](base_url) if base_url else [None])
-    ]
+        typer.echo(f"job {job.id} queued: review-app jobs  (stop: review-app jobs stop {job.id})")
+        return
+    chosen = catalog(engine).get(rubric)
+    template = prompt_for_run(engine, operator(), rubric=chosen, ref=prompt, judge=judge)
+    if endpoint is not None:
+        from review_app.services.endpoints import endpoint_settings
+
+        settings = endpoint_settings(
+            endpoint, retries=retries, timeout=timeout, max_tokens=max_tokens
+        )
+    else:
+        settings = [
+            EndpointSettings.from_options(
+                base_url=url,
+                model=model,
+                api_key=api_key,
+                concurrency=concurrency,
+                retries=retries,
+                timeout=timeout,
+                max_tokens=max_tokens,
+                response_format=response_format,
+            )
+            for url in (list[str | None](base_url) if base_url else [None])
+        ]
     case_ids = select_case_ids(engine, case_ids=case, lane=lane, limit=limit)
     with unit_progress(f"judging with {template.ref}") as callback:
         summary = run_judge(
@@ -169,6 +333,24 @@ def judge_run(
             progress=callback,
         )
     typer.echo(summary.line())
+
+
+@judge_app.command("endpoints")
+def judge_endpoints(as_json: JsonOption = False, db: DbOption = None) -> None:
+    """The judge endpoints of $REVIEW_APP_JUDGE_ENDPOINTS by name (never their keys)."""
+    from review_app.services.endpoints import list_endpoints
+
+    engine = open_engine(db)
+    found = list_endpoints(engine, operator())
+    print_listing(
+        found,
+        as_json=as_json,
+        line=lambda e: terminal_safe(
+            f"{e['name']:<16} {e['model']:<28} {', '.join(e['hosts'])}  "
+            f"(concurrency {e['concurrency']}, {e['response_format']})"
+        ),
+        empty="no judge endpoints (set REVIEW_APP_JUDGE_ENDPOINTS to a TOML file)",
+    )
 
 
 @judge_app.command("report")
@@ -208,6 +390,48 @@ def judge_report(
         previous=known.previous_of(chosen),
     )
     print_report(report, as_json=as_json, render=render_judge_report)
+
+
+@judge_app.command("compare")
+def judge_compare(
+    rubric: RubricOption,
+    runs: Annotated[
+        str | None,
+        typer.Option(
+            "--runs",
+            metavar="A,B",
+            help="Two run ids; the difference is B - A (default: the newest run and the "
+            "earlier run of the same judge agreeing best with gold).",
+        ),
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
+    resamples: Annotated[int, typer.Option("--resamples", help="Bootstrap resamples.")] = 1000,
+    seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
+    db: DbOption = None,
+) -> None:
+    """Is one judge run better than another? A verdict on the gold units both judged.
+
+    Kappa and accuracy against gold with intervals, their paired difference (cluster
+    bootstrap over conversations, the same resamples for both), an exact McNemar test,
+    each run's alternative annotator test, and the units where they differ.
+    """
+    from review_app.errors import InputError
+    from review_app.services.judge_compare import compare_judge_runs, render_run_comparison
+
+    run_ids: list[int] | None = None
+    if runs is not None:
+        try:
+            run_ids = [int(part) for part in runs.split(",")]
+        except ValueError:
+            raise InputError(
+                f"must be two run ids separated by a comma, got {runs!r}", field="--runs"
+            ) from None
+    engine = open_engine(db)
+    chosen = catalog(engine).for_reports(rubric)
+    report = compare_judge_runs(
+        engine, operator(), rubric=chosen, run_ids=run_ids, n_resamples=resamples, seed=seed
+    )
+    print_report(report, as_json=as_json, render=render_run_comparison)
 
 
 @judge_app.command("estimate")

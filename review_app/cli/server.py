@@ -20,10 +20,12 @@ def _serve(db: str | None, port: int, host: str) -> None:
     app_path = Path(__file__).resolve().parents[1] / "ui" / "app.py"
     env = dict(os.environ)
     env["REVIEW_APP_DATABASE_URL"] = database_url(db)
+    # Streamlit, behind a launcher that first starts this process's background-job
+    # worker (review_app/ui/launch.py): one worker per server process.
     command = [
         sys.executable,
         "-m",
-        "streamlit",
+        "review_app.ui.launch",
         "run",
         str(app_path),
         "--server.port",

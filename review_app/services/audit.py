@@ -38,6 +38,7 @@ ACTIONS = (
     "judge_route",
     "verdicts_import",
     "judge_run",
+    "judge_prompt",
     "calibration_fit",
     "backup",
     "restore",

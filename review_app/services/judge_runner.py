@@ -26,7 +26,7 @@ from sqlalchemy import Engine
 from sqlmodel import Session
 
 from review_app import input_policy
-from review_app.errors import InputError
+from review_app.errors import InputError, NotFound
 from review_app.judging import (
     JudgeAnswerError,
     JudgePrompt,
@@ -36,6 +36,7 @@ from review_app.judging import (
 from review_app.rubrics import Rubric
 from review_app.services._case_selection import selected_cases
 from review_app.services.judge_import import find_or_create_run, run_name
+from review_app.services.judge_prompts import store_for_run
 from review_app.services.people import Actor, authorize
 from storage import audit, judging
 from storage import cases as cases_storage
@@ -104,6 +105,8 @@ class JudgeRunSummary:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
+    stopped: bool = False
+    """Stopped on request before every unit was asked (a later run resumes)."""
 
     def line(self) -> str:
         rate = self.answered / self.seconds if self.seconds else 0.0
@@ -112,6 +115,7 @@ class JudgeRunSummary:
             f"answered {self.answered}, unparseable answers {self.answer_errors}, endpoint "
             f"failures {self.endpoint_errors}; {self.seconds:.1f} s ({rate:.2f} units/s), "
             f"tokens {self.prompt_tokens} in / {self.completion_tokens} out"
+            + ("; stopped on request" if self.stopped else "")
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -351,9 +355,15 @@ def run_judge(
     settings: EndpointSettings | Sequence[EndpointSettings],
     case_ids: Sequence[str],
     progress: Callable[[int, int], None] | None = None,
+    stop: Callable[[], bool] | None = None,
+    counted: Callable[[int, int], None] | None = None,
 ) -> JudgeRunSummary:
     """Judge every labelable turn of ``case_ids``; store verdicts as they come (resumable).
 
+    ``stop``, when given, is asked a few times a second; once it answers true no more
+    units are sent, the answers received are stored and the run is left ``partial``
+    (a background job's Stop; the next run of the same judge resumes). ``counted``,
+    when given, hears (units, units already answered) before the first request.
     ``settings`` may name several endpoints serving the same model (replicas): units
     are spread over them as their slots free up (:func:`_endpoint_worker`).
     """
@@ -386,6 +396,10 @@ def run_judge(
                 f"as a new prompt version (it may copy the text) and run that",
                 field="--prompt",
             )
+        # The run uses a stored prompt version, stored now when it is new, refused when
+        # its name means another text (docs/reference.md, "Judge prompt versions").
+        stored_prompt = store_for_run(session, prompt=prompt, rubric=rubric, actor_name=actor.name)
+        params["prompt_id"] = stored_prompt.id
         run = find_or_create_run(
             session,
             rubric=rubric,
@@ -416,11 +430,15 @@ def run_judge(
     summary = JudgeRunSummary(
         run_id=run_id, name=name, units=len(units), skipped=len(units) - len(todo)
     )
+    if counted is not None:
+        counted(summary.units, summary.skipped)
     batches = _job_batches(engine, todo, prompt=prompt, rubric=rubric)
     started = time.perf_counter()
     if todo:
         asyncio.run(
-            _run_jobs(engine, run_id, len(todo), batches, rubric, endpoints, summary, progress)
+            _run_jobs(
+                engine, run_id, len(todo), batches, rubric, endpoints, summary, progress, stop
+            )
         )
     summary.seconds = time.perf_counter() - started
     with Session(engine) as session:
@@ -440,7 +458,7 @@ def run_judge(
             # From what is stored, not from this pass alone: a pass over some of the
             # cases must not call a run complete while other units still wait for retry.
             status="partial"
-            if judging.count_errors(session, run_id=run_id, kind=ENDPOINT_ERROR)
+            if summary.stopped or judging.count_errors(session, run_id=run_id, kind=ENDPOINT_ERROR)
             else "complete",
         )
         audit.add_entry(
@@ -456,6 +474,27 @@ def run_judge(
 
 
 _CASES_PER_BATCH = 200
+
+
+def unit_messages(
+    engine: Engine, *, prompt: JudgePrompt, rubric: Rubric, case_id: str, turn: int
+) -> list[dict[str, str]]:
+    """The messages a run of ``prompt`` sends for one unit (the workbench's preview).
+
+    A building block: callers authorize. :class:`NotFound` when the case is gone,
+    :class:`InputError` when ``turn`` is not one of its judged (``applies_to``) turns."""
+    with Session(read_only(engine)) as session:
+        judged = judging.assistant_units(session, case_ids=[case_id], actor=rubric.applies_to)
+    if (case_id, turn) not in judged:
+        if not judged:
+            raise NotFound(f"no case {case_id!r} in the database")
+        raise InputError(
+            f"turn {turn} of {case_id} is not a {rubric.applies_to} turn", field="turn"
+        )
+    for jobs in _job_batches(engine, [(case_id, turn)], prompt=prompt, rubric=rubric):
+        for job in jobs:
+            return job.messages
+    raise NotFound(f"no turn {turn} in case {case_id!r}")
 
 
 def _job_batches(
@@ -511,6 +550,7 @@ async def _run_jobs(
     endpoints: Sequence[EndpointSettings],
     summary: JudgeRunSummary,
     progress: Callable[[int, int], None] | None,
+    stop: Callable[[], bool] | None = None,
 ) -> None:
     todo: asyncio.Queue[_Try] = asyncio.Queue()
 
@@ -562,7 +602,10 @@ async def _run_jobs(
         try:
             finished = 0
             while not fed or finished < fed[0]:
-                outcome = await _next_outcome(done, feeder)
+                if stop is not None and stop():
+                    summary.stopped = True
+                    break
+                outcome = await _next_outcome(done, feeder, None if stop is None else 0.2)
                 if outcome is None:
                     continue
                 finished += 1
@@ -589,18 +632,25 @@ async def _run_jobs(
 
 
 async def _next_outcome(
-    done: asyncio.Queue[_Outcome], feeder: asyncio.Task[None]
+    done: asyncio.Queue[_Outcome], feeder: asyncio.Task[None], timeout: float | None = None
 ) -> _Outcome | None:
-    """The next outcome, or ``None`` when the feeder finished first (its error raised)."""
+    """The next outcome, or ``None`` when the feeder finished first (its error raised)
+    or ``timeout`` seconds passed without one."""
     if feeder.done():
         feeder.result()  # raises what the feeder raised
-        return await done.get()
+        if timeout is None:
+            return await done.get()
+        try:
+            return await asyncio.wait_for(done.get(), timeout)
+        except TimeoutError:
+            return None
     getter = asyncio.ensure_future(done.get())
-    await asyncio.wait({getter, feeder}, return_when=asyncio.FIRST_COMPLETED)
+    await asyncio.wait({getter, feeder}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
     if getter.done():
         return getter.result()
     getter.cancel()
-    feeder.result()
+    if feeder.done():
+        feeder.result()
     return None
 
 

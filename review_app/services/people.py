@@ -120,6 +120,26 @@ def operator_actor() -> Actor:
     )
 
 
+def actor_for_job(engine: Engine, *, reviewer_id: int) -> Actor:
+    """The actor a background job runs as: the person who started it (services/jobs.py).
+
+    Only the worker of this process calls it, for the ``created_by_id`` stored with a
+    job; every service the job calls still checks that person's current role and
+    active flag (:func:`authorize`), so a demoted or deactivated person's job fails.
+    """
+    with Session(read_only(engine)) as session:
+        person = reviewers.get_reviewer(session, reviewer_id=reviewer_id)
+    if person is None:
+        raise PermissionDenied(f"the person who started this job (id {reviewer_id}) is gone")
+    return _issue(
+        reviewer_id=reviewer_id,
+        name=person.name,
+        role=person.role,
+        auth_mode="job",
+        display_name=person.display_name,
+    )
+
+
 def is_issued(actor: object) -> bool:
     """Whether ``actor`` was issued by :func:`sign_in` or :func:`operator_actor`."""
     if not isinstance(actor, Actor) or not actor.seal:

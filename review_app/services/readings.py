@@ -354,3 +354,49 @@ def decision_card(*, alt_test: dict[str, Any], estimate: dict[str, Any]) -> Deci
     else:
         audit_turns, next_step = None, None
     return DecisionCard(state, answer, rests_on, next_step, audit_turns)
+
+
+def _signed_interval_text(estimate: dict[str, Any]) -> str:
+    value, ci = estimate.get("value"), estimate.get("ci95")
+    if value is None:
+        return "not enough data"
+    text = f"{value + 0.0:+.2f}"
+    return f"{text} [{ci[0] + 0.0:+.2f}, {ci[1] + 0.0:+.2f}]" if ci else text
+
+
+def _plain_interval_text(estimate: dict[str, Any]) -> str:
+    value, ci = estimate.get("value"), estimate.get("ci95")
+    if value is None:
+        return "not enough data"
+    return f"{value:.2f} [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else f"{value:.2f}"
+
+
+def comparison_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
+    """Two judge runs on the same gold units (``judge compare``): one row per run and
+    one for the paired difference (second - first), as text for a table."""
+    a, b = report["first"], report["second"]
+    alt = report.get("alt_test") or {}
+    rows = [
+        {
+            "run": f"{name}: {run['name']}",
+            "kappa with gold": _plain_interval_text(report["kappa"][name]),
+            "accuracy": _plain_interval_text(report["accuracy"][name]),
+            "may replace a reviewer?": str(
+                (alt.get(name) or {}).get("verdict") or "not tested"
+            ).split(":")[0],
+        }
+        for name, run in zip((a, b), report["runs"], strict=True)
+    ]
+    mcnemar = report["mcnemar"]
+    rows.append(
+        {
+            "run": f"{b} - {a} (paired)",
+            "kappa with gold": _signed_interval_text(report["kappa_difference"]),
+            "accuracy": _signed_interval_text(report["accuracy_difference"]),
+            "may replace a reviewer?": (
+                f"McNemar {format_p(mcnemar['p_value'])} (only {a} right on "
+                f"{mcnemar['only_first_right']:d}, only {b} on {mcnemar['only_second_right']:d})"
+            ),
+        }
+    )
+    return rows

@@ -77,6 +77,18 @@ DEFAULTS: dict[str, Any] = {
     "export_ready": None,
     "judge_score_means": "break",
     "judge_run": None,
+    "judge_view": "Calibration",  # or "Prompt workbench"
+    "workbench_version": None,  # judge@vN chosen in the workbench
+    "workbench_text": "",  # the Prompt text area
+    "workbench_saved": None,  # the version just saved: selected on the next run
+    "workbench_text_of": None,  # the version whose text the area was filled with
+    "workbench_endpoint": None,
+    "judge_everywhere_endpoint": None,  # the decision card's endpoint for a run on every turn
+    "workbench_job": None,  # the id of the job this session started
+    "workbench_first": None,  # the runs compared (None: the default pair)
+    "workbench_second": None,
+    "workbench_seen_end": None,  # the finished job whose end the page has reread
+    "workbench_new_run": False,  # a run just ended: compare it by default
     "judge_newest_run": None,  # the highest run id the judge page has shown
     "judge_method": "isotonic",
     "judge_kind": "all",

@@ -19,12 +19,18 @@ from review_app.services.judge_report import (
 from review_app.services.people import list_people
 from review_app.services.render import ALT_TEST_SENTENCE
 from review_app.services.uploads import import_verdict_upload
-from review_app.ui import charts, common, state
+from review_app.ui import charts, common, state, workbench
 from review_app.ui.safe import code_span, escape
 
 actor = common.policy_owner("Judge calibration is for policy owners.")
 rubric = common.rubric_page("Judge calibration")
 engine = state.engine()
+st.segmented_control(
+    "Show", ["Calibration", "Prompt workbench"], key="judge_view", label_visibility="collapsed"
+)
+if st.session_state["judge_view"] == "Prompt workbench":
+    workbench.draw(engine, actor, rubric)
+    st.stop()
 
 with st.expander('Import judge verdicts (CSV or JSONL; docs/reference.md, "Judge verdicts")'):
     st.file_uploader("Verdict file", type=["csv", "jsonl"], key="judge_file")
@@ -148,6 +154,7 @@ with st.container(border=True, key="judge_decision"):
             else:
                 state.flash(audit.line())
                 st.rerun()
+    workbench.run_everywhere_form(engine, actor, rubric, run)
 with st.expander("How this estimate is made"):
     st.caption(
         f"PPI++ from {estimate['n_judged']:d} judged turns and {estimate['n_gold']:d} with "
