@@ -13,15 +13,18 @@ serves them at ``--concurrency``, and the run is queued with
 ``jobs.start_judge_job`` and executed by ``jobs.run_worker`` (claim, lease,
 heartbeats, progress: the whole job). Side by side, in the same run, the same units
 judged by ``run_judge`` directly, the floor a job adds its overhead to. The bound is
-turns x latency / concurrency. While the job runs another thread reads its status
-(what the judge page does at each rerun) and the read times are printed. Asserts
-nothing.
+turns x latency / concurrency. While the job runs, the judge page's prompt workbench
+(AppTest from the entry script, signed in as an admin) is rerun once a second, as its
+progress fragment does, and its rerun times are printed beside the same page's reruns
+before the job. Asserts nothing.
 
 Measured on the project's 2-core machine shared with other work (load average 7-14,
 so the ratios are noisy): 10,000 turns on SQLite, bound 62.5 s: the job 87.5 s
 (1.40x the bound), run_judge directly 106.1 s (1.70x); status reads median 1.7 ms,
 max 428 ms. 4,000 turns on PostgreSQL, bound 25.0 s: the job 54.1 s (2.16x), directly
-35.3 s (1.41x); status reads median 25 ms, max 407 ms. The client is CPU-bound on the
+35.3 s (1.41x); status reads median 25 ms, max 407 ms. With the page rerun instead
+(1,000 turns on SQLite, load average 10-14): idle median 178 ms, while the job ran
+median 206 ms (1.16x), max 1.09 s. The client is CPU-bound on the
 loaded machine (see bench_judge_endpoints.py for the CPU time per unit).
 """
 
@@ -82,34 +85,56 @@ def load(engine, corpus: Path):  # type: ignore[no-untyped-def]
     return sync_rubrics(engine, operator_actor()).get("role-adherence@1")
 
 
-def as_job(engine, corpus: Path) -> tuple[int, float, list[float]]:  # type: ignore[no-untyped-def]
+def page_rerun(url: str):  # type: ignore[no-untyped-def]
+    """A function that reruns the judge page's workbench view (AppTest, signed in through
+    local mode as an admin) and returns its seconds: what a policy owner's browser waits
+    for at each rerun while the job runs (the page reads the job's progress)."""
+    from streamlit.testing.v1 import AppTest
+
+    os.environ["REVIEW_APP_DATABASE_URL"] = url
+    os.environ["REVIEW_APP_AUTH"] = "local"
+    os.environ["REVIEW_APP_LOCAL_USER"] = "bench-admin"
+    at = AppTest.from_file(str(REPO / "review_app" / "ui" / "app.py"), default_timeout=600)
+    at.run()
+    at.switch_page("views/judge.py")
+    at.run()
+    at.segmented_control(key="judge_view").set_value("Prompt workbench").run()
+    assert not at.exception, [e.value for e in at.exception]
+
+    def rerun() -> float:
+        start = time.perf_counter()
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        return time.perf_counter() - start
+
+    return rerun
+
+
+def as_job(engine, corpus: Path, url: str) -> tuple[int, float, list[float], list[float]]:  # type: ignore[no-untyped-def]
     from review_app.services.jobs import job_status, run_worker, start_judge_job
-    from review_app.services.people import operator_actor
+    from review_app.services.people import add_person, operator_actor
 
     load(engine, corpus)
     actor = operator_actor()
+    add_person(engine, actor, name="bench-admin", role="admin")
+    rerun = page_rerun(url)
+    idle = [rerun() for _ in range(5)]
     began = time.perf_counter()
     job = start_judge_job(
         engine, actor, rubric="role-adherence@1", prompt="role-judge@v2", endpoint="bench"
     )
-    reads: list[float] = []
-    finished = threading.Event()
-
-    def poll() -> None:  # the judge page reading the job's progress at each rerun
-        while not finished.wait(0.5):
-            start = time.perf_counter()
-            job_status(engine, actor, job_id=job.id)
-            reads.append(time.perf_counter() - start)
-
-    reader = threading.Thread(target=poll)
-    reader.start()
-    run_worker(engine, until_idle=True, poll_seconds=0.05)
+    worker = threading.Thread(
+        target=run_worker, args=(engine,), kwargs={"until_idle": True, "poll_seconds": 0.05}
+    )
+    worker.start()
+    busy: list[float] = []
+    while worker.is_alive():  # the page rerun once a second, as its progress fragment does
+        busy.append(rerun())
+        worker.join(timeout=max(0.0, 1.0 - busy[-1]))
     elapsed = time.perf_counter() - began
-    finished.set()
-    reader.join()
     done = job_status(engine, actor, job_id=job.id)
     assert done.status == "done", done.error
-    return done.done, elapsed, reads
+    return done.done, elapsed, idle, busy
 
 
 def direct(engine, corpus: Path) -> tuple[int, float]:  # type: ignore[no-untyped-def]
@@ -164,7 +189,9 @@ def main() -> None:
             )
             engine, cleanup = fresh_database(workdir, args.db, "job")
             try:
-                units, job_seconds, reads = as_job(engine, corpus)
+                units, job_seconds, idle, busy = as_job(
+                    engine, corpus, engine.url.render_as_string(hide_password=False)
+                )
             finally:
                 engine.dispose()
                 if cleanup:
@@ -185,11 +212,13 @@ def main() -> None:
                 f"{direct_seconds:7.1f} s = {direct_seconds / bound:.2f}x the bound "
                 f"(job / direct {job_seconds / direct_seconds:.2f}x)"
             )
-            if reads:
-                reads.sort()
+            if busy:
                 print(
-                    f"  job status reads while it ran: {len(reads)}, median "
-                    f"{1000 * statistics.median(reads):.1f} ms, max {1000 * reads[-1]:.1f} ms"
+                    f"  judge page (prompt workbench) rerun: idle median "
+                    f"{1000 * statistics.median(idle):.0f} ms; while the job ran "
+                    f"{len(busy)} reruns, median {1000 * statistics.median(busy):.0f} ms, "
+                    f"max {1000 * max(busy):.0f} ms "
+                    f"({statistics.median(busy) / statistics.median(idle):.2f}x idle)"
                 )
     finally:
         server.kill()
