@@ -85,14 +85,15 @@ MEASURE = """() => {
 
 
 GRIDS = """() => {
-  const grids = Array.from(document.querySelectorAll('[data-testid="stDataFrame"]'));
+  const grids = Array.from(document.querySelectorAll('[data-testid="stDataFrame"]'))
+    .filter((g) => g.offsetParent !== null && !g.closest('details:not([open])'));
   const drawn = grids.filter((g) => g.querySelector('[role="columnheader"]'));
   return [grids.length, drawn.length];
 }"""
 
 
 def settle_grids(tab: Any, *, seconds: float = 30) -> None:
-    """Until every data grid has drawn its header and their count held for 1.5 s (the
+    """Until every visible data grid has drawn its header and their count held for 1.5 s (the
     grids are drawn after the script's run, the first one once its code has loaded)."""
     deadline = time.monotonic() + seconds
     seen, since = None, time.monotonic()
