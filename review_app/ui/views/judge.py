@@ -260,7 +260,7 @@ rows = disagreement_explorer(
 )
 if not rows:
     st.caption("None.")
-for item in rows[:100]:
+for item in rows[: common.FIRST_ROWS]:
     with st.container(border=True):
         st.markdown(
             f"{code_span(item['case_id'])} turn {item['turn']:d} · gold "
@@ -285,6 +285,11 @@ for item in rows[:100]:
             st.text(f"{human['reviewer']} ({human['label']}): {human['rationale']}")
         if humans and not written:
             st.caption("No reviewer wrote a rationale for this turn.")
+if len(rows) > common.FIRST_ROWS:
+    st.caption(
+        f"… and {len(rows) - common.FIRST_ROWS:,d} more: choose a kind or a label to narrow "
+        "the list."
+    )
 
 st.subheader("Few-shot material for the next prompt version")
 examples = few_shot_material(engine, state.actor(), rubric=rubric, run_id=run["id"])
