@@ -103,10 +103,7 @@ def build_large_database(
         db.execute("CREATE TEMP TABLE clone (case_id TEXT PRIMARY KEY, src TEXT, k INTEGER)")
         db.executemany(
             "INSERT INTO clone VALUES (?, ?, ?)",
-            (
-                (f"{demo[k % len(demo)]}-c{k:06d}", demo[k % len(demo)], k)
-                for k in range(n_copies)
-            ),
+            ((f"{demo[k % len(demo)]}-c{k:06d}", demo[k % len(demo)], k) for k in range(n_copies)),
         )
         _copy(db, "cases", skip=())
         _copy(db, "events", skip=())

@@ -8,7 +8,6 @@ import streamlit as st
 
 from review_app.errors import InputError, PermissionDenied
 from review_app.services import readings
-from review_app.services.estimate import break_rate_estimate
 from review_app.services.judge_report import (
     NotEnoughGold,
     disagreement_explorer,
@@ -98,7 +97,7 @@ st.session_state["judge_newest_run"] = newest["id"]
 st.selectbox("Judge run", names, key="judge_run")
 run = next(r for r in report["runs"] if r["name"] == st.session_state["judge_run"])
 
-estimate = break_rate_estimate(engine, actor, rubric=rubric, run_id=run["id"])
+estimate = state.estimate(rubric.ref, run["id"])
 vs_gold = run.get("vs_gold") or {}
 with st.container(border=True):
     st.subheader(escape(readings.estimate_sentence(estimate)))
