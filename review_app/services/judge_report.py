@@ -463,11 +463,15 @@ def disagreement_explorer(
     report_run: dict[str, Any],
     kind: str | None = None,
     label: str | None = None,
+    limit: int | None = None,
 ) -> list[dict[str, Any]]:
     """A run's disagreements with gold beside the reviewers' rationales, filtered.
 
     ``kind``: ``missed_break`` (the judge misses a break), ``false_alarm`` (it flags a
-    clean turn), ``wrong_break_kind``; ``label``: gold or judge code.
+    clean turn), ``wrong_break_kind``; ``label``: gold or judge code. ``limit``: the
+    reviewers' labels (``human``) are read for the first ``limit`` rows only, the ones a
+    page shows (a query per conversation; thousands of rows at team scale); every row
+    is returned, the later ones without ``human``.
     """
     import storage.labels
 
@@ -480,7 +484,7 @@ def disagreement_explorer(
     ]
     with Session(read_only(engine)) as session:
         cache: dict[str, list[Any]] = {}
-        for item in rows:
+        for item in rows[:limit]:
             if item["case_id"] not in cache:
                 cache[item["case_id"]] = storage.labels.labels_for_case(
                     session,

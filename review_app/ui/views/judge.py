@@ -256,6 +256,7 @@ rows = disagreement_explorer(
     report_run=run,
     kind=common.chosen("judge_kind"),
     label=common.chosen("judge_label"),
+    limit=common.FIRST_ROWS,
 )
 if not rows:
     st.caption("None.")
