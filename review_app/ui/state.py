@@ -29,7 +29,7 @@ from review_app.services.database import database_url, open_database
 from review_app.services.drift import drift_report
 from review_app.services.estimate import break_rate_estimate
 from review_app.services.judge_import import judge_token
-from review_app.services.judge_report import calibration_report
+from review_app.services.judge_report import calibration_report, few_shot_material
 from review_app.services.people import Actor, authorize, sign_in
 from review_app.services.queue import open_review_work
 from review_app.services.rubric_catalog import RubricCatalog, sync_rubrics
@@ -424,6 +424,34 @@ def estimate(ref: str, run_id: int) -> dict[str, Any]:
         judge_token(engine(), who, rubric=rubric),
         (len(drawn), hash(frozenset(drawn))),
         st.session_state.get("_judge_generation", 0),
+        who,
+    )
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _few_shot(
+    url: str,
+    ref: str,
+    run_id: int,
+    token: tuple[int, int, int, int],
+    runs_token: tuple[int, str, int, int],
+    _who: Actor,
+) -> list[dict[str, Any]]:
+    del token, runs_token  # cache keys only
+    return few_shot_material(_engine(url), _who, rubric=catalog().for_reports(ref), run_id=run_id)
+
+
+def few_shot(ref: str, run_id: int) -> list[dict[str, Any]]:
+    """The judge page's few-shot examples for a run, recomputed when labels, gold or runs
+    change (they read every label and gold label of the version)."""
+    rubric = catalog().for_reports(ref)
+    who = actor()
+    return _few_shot(
+        database_url(),
+        ref,
+        run_id,
+        label_token(engine(), who, rubric=rubric),
+        judge_token(engine(), who, rubric=rubric),
         who,
     )
 

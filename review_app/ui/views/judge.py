@@ -11,7 +11,6 @@ from review_app.services import readings
 from review_app.services.judge_report import (
     NotEnoughGold,
     disagreement_explorer,
-    few_shot_material,
     fit_run_calibration,
 )
 from review_app.services.render import ALT_TEST_SENTENCE
@@ -292,7 +291,7 @@ if len(rows) > common.FIRST_ROWS:
     )
 
 st.subheader("Few-shot material for the next prompt version")
-examples = few_shot_material(engine, state.actor(), rubric=rubric, run_id=run["id"])
+examples = state.few_shot(rubric.ref, run["id"])
 st.caption(f"{len(examples)} adjudicated contrasting examples (pass / fail / borderline).")
 st.download_button(
     "Download examples (JSON)",
