@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import delete, func, select
 from sqlmodel import Session, col
 
-from storage.bulk import insert_rows, timestamp_param
+from storage.bulk import in_chunks, insert_rows, timestamp_param
 from storage.models import Event, JudgeRun, JudgeVerdict, utcnow
 
 
@@ -201,6 +201,26 @@ def verdict_columns(session: Session, *, run_id: int, chunk_size: int = 10_000) 
     finally:
         result.close()
     return columns
+
+
+def labels_on_cases(
+    session: Session, *, run_id: int, case_ids: Sequence[str]
+) -> dict[tuple[str, int], str]:
+    """The run's turn verdicts' codes on the turns of ``case_ids``: ``(case_id, turn) ->
+    code`` (verdicts without a code left out). Reads those cases' rows only, through the
+    ``(run_id, case_id, turn)`` index, not the whole run."""
+    found: dict[tuple[str, int], str] = {}
+    for chunk in in_chunks(sorted(set(case_ids))):
+        query = select(
+            col(JudgeVerdict.case_id), col(JudgeVerdict.turn), col(JudgeVerdict.label)
+        ).where(
+            col(JudgeVerdict.run_id) == run_id,
+            col(JudgeVerdict.case_id).in_(chunk),
+            col(JudgeVerdict.turn).is_not(None),
+            col(JudgeVerdict.label).is_not(None),
+        )
+        found.update(((row[0], row[1]), row[2]) for row in session.execute(query))
+    return found
 
 
 def verdict_reasons(session: Session, *, ids: Sequence[int]) -> dict[int, str | None]:

@@ -1107,6 +1107,21 @@ def test_the_disagreement_explorer_filters_and_shows_the_reviewers(truth: KnownT
         truth.engine, operator_actor(), rubric=truth.rubric, report_run=entry
     )
     assert len(everything) == len(entry["disagreements"])
+    # A page showing the first rows has the reviewers' labels read for those only.
+    fresh = {
+        **entry,
+        "disagreements": [
+            {k: v for k, v in d.items() if k != "human"} for d in entry["disagreements"]
+        ],
+    }
+    first = disagreement_explorer(
+        truth.engine, operator_actor(), rubric=truth.rubric, report_run=fresh, limit=2
+    )
+    assert [(r["case_id"], r["turn"]) for r in first] == [
+        (r["case_id"], r["turn"]) for r in everything
+    ]
+    assert [r["human"] for r in first[:2]] == [r["human"] for r in everything[:2]]
+    assert not any("human" in r for r in first[2:])
     assert (
         disagreement_explorer(
             truth.engine,

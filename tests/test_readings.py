@@ -157,6 +157,10 @@ def test_the_break_rate_sentence_and_the_budget() -> None:
     assert readings.budget_sentence(estimate()) == (
         "Budget: about 315 more audited turns would halve the interval's width."
     )
+    many = {"more_audited_units_to_halve_width": 49232, "reason": None}
+    assert readings.budget_sentence(estimate(budget=many)) == (
+        "Budget: about 49,232 more audited turns would halve the interval's width."
+    )
     none = {"more_audited_units_to_halve_width": None, "reason": None}
     assert readings.budget_sentence(estimate(budget=none)) is None
 

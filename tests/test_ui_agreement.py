@@ -471,6 +471,12 @@ def test_a_long_queue_lists_its_first_units_only(engine: Engine, tmp_path: Path)
     assert len([link for link in links(at) if link[2]]) == 200
     assert any(c.value.startswith("… and 67 more.") for c in at.caption)
 
+    # The agreement page draws the first rows only: its cost does not grow with the queue.
+    at = open_page("views/agreement.py")
+    assert not at.exception
+    assert len([link for link in links(at) if link[0] == "adjudicate"]) == 30
+    assert any(c.value == "… and 237 more on the adjudication page" for c in at.caption)
+
 
 def test_the_dashboard_counts_unanimous_units_apart_from_gold(engine: Engine) -> None:
     at = open_page("views/agreement.py")

@@ -398,14 +398,21 @@ def few_shot_material(
     """Adjudicated contrasting examples (pass / fail / borderline per label) for a prompt."""
     actor = authorize(engine, actor, "policy_owner")
     gold = gold_labels(engine, actor, rubric=rubric)
+    adjudicated = sorted(
+        unit
+        for unit, entry in gold.labels.items()
+        if entry.source == "adjudicated" or entry.calibration_item
+    )
     judge_codes: dict[tuple[str, int], str] = {}
     if run_id is not None:
-        [(_, stored)] = _run_verdicts(engine, rubric, [run_id])
-        for judged_case, judged_turn, code in zip(
-            stored.case_ids, stored.turns, stored.labels, strict=True
-        ):
-            if judged_turn is not None and code is not None:
-                judge_codes[(judged_case, judged_turn)] = code
+        # The run's codes on those units' conversations only, not the whole run.
+        with Session(read_only(engine)) as session:
+            run = judging.get_run(session, run_id=run_id)
+            if run is None or (run.rubric_id, run.rubric_version) != (rubric.id, rubric.version):
+                raise NotFound(f"no judge run {run_id} for {rubric.ref}")
+            judge_codes = judging.labels_on_cases(
+                session, run_id=run_id, case_ids=[case_id for case_id, _ in adjudicated]
+            )
     columns = load_label_columns(engine, actor, rubric=rubric)
     agreement: Counter[tuple[str, int]] = Counter()
     raters: Counter[tuple[str, int]] = Counter()
@@ -413,38 +420,39 @@ def few_shot_material(
         raters[(case_id, turn)] += 1
         if gold.labels.get((case_id, turn)) and gold.labels[(case_id, turn)].code == code:
             agreement[(case_id, turn)] += 1
-    candidates = []
-    with Session(read_only(engine)) as session:
-        by_case: dict[str, Any] = {}
-        for (case_id, turn), entry in sorted(gold.labels.items()):
-            if entry.source != "adjudicated" and not entry.calibration_item:
-                continue
-            if case_id not in by_case:
-                by_case[case_id] = case_view(session, case_id=case_id)
-            view = by_case[case_id]
-            texts = [t for t in view.turns if t.turn <= turn]
-            reply = texts[-1].text if texts and texts[-1].turn == turn else ""
-            context = next((t.text for t in reversed(texts[:-1]) if t.actor == "user"), "")
-            candidates.append(
-                {
-                    "case_id": case_id,
-                    "turn": turn,
-                    "label": entry.code,
-                    "reply": reply or "",
-                    "context": context or "",
-                    "why": entry.note or "",
-                    "judge_label": judge_codes.get((case_id, turn)),
-                    "agreement": agreement[(case_id, turn)] / raters[(case_id, turn)]
-                    if raters[(case_id, turn)]
-                    else 0.0,
-                }
-            )
-    return calibration.few_shot_examples(
+    # The choice needs no text: choose first, then read the chosen conversations only
+    # (not one per gold unit, hundreds at team scale).
+    candidates = [
+        {
+            "case_id": case_id,
+            "turn": turn,
+            "label": gold.labels[(case_id, turn)].code,
+            "reply": "",
+            "why": gold.labels[(case_id, turn)].note or "",
+            "judge_label": judge_codes.get((case_id, turn)),
+            "agreement": agreement[(case_id, turn)] / raters[(case_id, turn)]
+            if raters[(case_id, turn)]
+            else 0.0,
+        }
+        for case_id, turn in adjudicated
+    ]
+    examples = calibration.few_shot_examples(
         candidates,
         verdict_by_code={label.code: label.verdict for label in rubric.labels},
         per_label=per_label,
         seed=seed,
     )
+    with Session(read_only(engine)) as session:
+        by_case: dict[str, Any] = {}
+        for example in examples:
+            case_id, turn = example["case_id"], example["turn"]
+            if case_id not in by_case:
+                by_case[case_id] = case_view(session, case_id=case_id)
+            texts = [t for t in by_case[case_id].turns if t.turn <= turn]
+            reply = texts[-1].text if texts and texts[-1].turn == turn else ""
+            context = next((t.text for t in reversed(texts[:-1]) if t.actor == "user"), "")
+            example["reply"], example["context"] = reply or "", context or ""
+    return examples
 
 
 def disagreement_explorer(
@@ -455,11 +463,15 @@ def disagreement_explorer(
     report_run: dict[str, Any],
     kind: str | None = None,
     label: str | None = None,
+    limit: int | None = None,
 ) -> list[dict[str, Any]]:
     """A run's disagreements with gold beside the reviewers' rationales, filtered.
 
     ``kind``: ``missed_break`` (the judge misses a break), ``false_alarm`` (it flags a
-    clean turn), ``wrong_break_kind``; ``label``: gold or judge code.
+    clean turn), ``wrong_break_kind``; ``label``: gold or judge code. ``limit``: the
+    reviewers' labels (``human``) are read for the first ``limit`` rows only, the ones a
+    page shows (a query per conversation; thousands of rows at team scale); every row
+    is returned, the later ones without ``human``.
     """
     import storage.labels
 
@@ -472,7 +484,7 @@ def disagreement_explorer(
     ]
     with Session(read_only(engine)) as session:
         cache: dict[str, list[Any]] = {}
-        for item in rows:
+        for item in rows[:limit]:
             if item["case_id"] not in cache:
                 cache[item["case_id"]] = storage.labels.labels_for_case(
                     session,

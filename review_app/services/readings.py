@@ -216,7 +216,7 @@ def budget_sentence(estimate: dict[str, Any]) -> str | None:
     more = budget.get("more_audited_units_to_halve_width")
     if more is not None:
         return (
-            f"Budget: about {more:d} more audited {estimate['level']}s would halve the "
+            f"Budget: about {more:,d} more audited {estimate['level']}s would halve the "
             "interval's width."
         )
     if budget.get("reason"):

@@ -12,6 +12,11 @@ from review_app.services.people import Actor
 from review_app.ui import state
 from review_app.ui.safe import code_span, escape
 
+FIRST_ROWS = 30
+"""Rows a page draws of a long list (disagreements): each row is several elements, so a
+page showing hundreds would load several times slower on a large database than on the
+demo; the rest is one click away (the adjudication page, a filter)."""
+
 
 def policy_owner(forbidden: str) -> Actor:
     """The signed-in policy owner; anyone else sees ``forbidden`` and nothing more."""

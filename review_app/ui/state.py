@@ -23,11 +23,13 @@ from review_app.services.agreement_reports import (
     dashboard_data,
     label_token,
 )
+from review_app.services.audit_samples import audited_units
 from review_app.services.cases import CaseView, case_fingerprint, load_case_view
 from review_app.services.database import database_url, open_database
 from review_app.services.drift import drift_report
+from review_app.services.estimate import break_rate_estimate
 from review_app.services.judge_import import judge_token
-from review_app.services.judge_report import calibration_report
+from review_app.services.judge_report import calibration_report, few_shot_material
 from review_app.services.people import Actor, authorize, sign_in
 from review_app.services.queue import open_review_work
 from review_app.services.rubric_catalog import RubricCatalog, sync_rubrics
@@ -398,6 +400,68 @@ def coverage(ref: str, run_id: int, delta: float) -> dict[str, Any]:
         ref,
         run_id,
         delta,
+        label_token(engine(), who, rubric=rubric),
+        judge_token(engine(), who, rubric=rubric),
+        who,
+    )
+
+
+@st.cache_data(show_spinner="Estimating the break rate…", max_entries=16)
+def _estimate(
+    url: str,
+    ref: str,
+    run_id: int,
+    token: tuple[int, int, int, int],
+    runs_token: tuple[int, str, int, int],
+    audited: tuple[int, int],
+    generation: int,
+    _who: Actor,
+) -> dict[str, Any]:
+    del token, runs_token, audited, generation  # cache keys only
+    return break_rate_estimate(_engine(url), _who, rubric=catalog().for_reports(ref), run_id=run_id)
+
+
+def estimate(ref: str, run_id: int) -> dict[str, Any]:
+    """The judge page's break rate of one run (PPI++), recomputed when labels, gold, runs
+    or audit samples change: it reads every verdict of the run (hundreds of thousands at
+    team scale), too slow for every rerun."""
+    rubric = catalog().for_reports(ref)
+    who = actor()
+    drawn = audited_units(engine(), who, rubric=rubric)
+    return _estimate(
+        database_url(),
+        ref,
+        run_id,
+        label_token(engine(), who, rubric=rubric),
+        judge_token(engine(), who, rubric=rubric),
+        (len(drawn), hash(frozenset(drawn))),
+        st.session_state.get("_judge_generation", 0),
+        who,
+    )
+
+
+@st.cache_data(show_spinner=False, max_entries=16)
+def _few_shot(
+    url: str,
+    ref: str,
+    run_id: int,
+    token: tuple[int, int, int, int],
+    runs_token: tuple[int, str, int, int],
+    _who: Actor,
+) -> list[dict[str, Any]]:
+    del token, runs_token  # cache keys only
+    return few_shot_material(_engine(url), _who, rubric=catalog().for_reports(ref), run_id=run_id)
+
+
+def few_shot(ref: str, run_id: int) -> list[dict[str, Any]]:
+    """The judge page's few-shot examples for a run, recomputed when labels, gold or runs
+    change (they read every label and gold label of the version)."""
+    rubric = catalog().for_reports(ref)
+    who = actor()
+    return _few_shot(
+        database_url(),
+        ref,
+        run_id,
         label_token(engine(), who, rubric=rubric),
         judge_token(engine(), who, rubric=rubric),
         who,

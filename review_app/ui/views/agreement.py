@@ -136,7 +136,7 @@ st.subheader("Disagreements")
 units = state.disagreements(ref)
 if not units:
     st.success("No open disagreement.")
-for unit in units[:200]:
+for unit in units[: common.FIRST_ROWS]:
     common.disagreement_row(unit, [4, 3, 3])
-if len(units) > 200:
-    st.caption(f"… and {len(units) - 200:d} more on the adjudication page")
+if len(units) > common.FIRST_ROWS:
+    st.caption(f"… and {len(units) - common.FIRST_ROWS:,d} more on the adjudication page")

@@ -9,11 +9,9 @@ import streamlit as st
 from review_app.errors import InputError, PermissionDenied
 from review_app.services import readings
 from review_app.services.audit_samples import draw_audit_sample
-from review_app.services.estimate import break_rate_estimate
 from review_app.services.judge_report import (
     NotEnoughGold,
     disagreement_explorer,
-    few_shot_material,
     fit_run_calibration,
 )
 from review_app.services.people import list_people
@@ -106,7 +104,7 @@ st.session_state["judge_newest_run"] = newest["id"]
 st.selectbox("Judge run", names, key="judge_run")
 run = next(r for r in report["runs"] if r["name"] == st.session_state["judge_run"])
 
-estimate = break_rate_estimate(engine, actor, rubric=rubric, run_id=run["id"])
+estimate = state.estimate(rubric.ref, run["id"])
 vs_gold = run.get("vs_gold") or {}
 alt_test = run.get("alt_test") or {}
 card = readings.decision_card(alt_test=alt_test, estimate=estimate)
@@ -295,10 +293,11 @@ rows = disagreement_explorer(
     report_run=run,
     kind=common.chosen("judge_kind"),
     label=common.chosen("judge_label"),
+    limit=common.FIRST_ROWS,
 )
 if not rows:
     st.caption("None.")
-for item in rows[:100]:
+for item in rows[: common.FIRST_ROWS]:
     with st.container(border=True):
         st.markdown(
             f"{code_span(item['case_id'])} turn {item['turn']:d} · gold "
@@ -323,9 +322,14 @@ for item in rows[:100]:
             st.text(f"{human['reviewer']} ({human['label']}): {human['rationale']}")
         if humans and not written:
             st.caption("No reviewer wrote a rationale for this turn.")
+if len(rows) > common.FIRST_ROWS:
+    st.caption(
+        f"… and {len(rows) - common.FIRST_ROWS:,d} more: choose a kind or a label to narrow "
+        "the list."
+    )
 
 st.subheader("Few-shot material for the next prompt version")
-examples = few_shot_material(engine, state.actor(), rubric=rubric, run_id=run["id"])
+examples = state.few_shot(rubric.ref, run["id"])
 st.caption(f"{len(examples)} adjudicated contrasting examples (pass / fail / borderline).")
 st.download_button(
     "Download examples (JSON)",

@@ -1,0 +1,173 @@
+"""Policy-owner pages in Chromium on the demo and on 100,000 conversations, side by side.
+
+    PYTHONPATH=. python benchmarks/bench_pages_large.py [--cases 100000] [--rounds 3]
+        [--keep DIR] [--width 1920 --height 1080]
+
+Prints figures; asserts nothing (the machine is shared and noisy, so both databases are
+measured in one run, visits alternating between them).
+
+Two ``review-app serve`` servers, signed in through local mode as ``lee`` (an admin): one
+on the demo (17 conversations), one on the demo grown to ``--cases`` conversations by
+``benchmarks/large_db.py`` (a judge run over every assistant turn, three reviewers' labels
+on 2,000 cases, gold on 500). ``--keep DIR`` keeps both files there and reuses them.
+
+Per page, the time from asking Chromium for the page's address to the page settled (its
+content drawn and the app's script no longer running), each visit in a new browser
+context (a new session): "cold" is the page's first visit on a fresh server (what the
+first user after a restart or a change of data waits for), "warm" the median of
+``--rounds`` later visits. Printed per page: demo and large seconds and the ratio of
+the warm figures. Targets (issue 23): warm on the demo under 1 s, and the large
+database within 2x of the demo.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from benchmarks.large_db import LOCAL_USER, build_large_database, load_demo_database  # noqa: E402
+
+DEMO_CASE = "support-delayed-refund-violation"
+"""A demo conversation, in both databases (the review page opens it)."""
+
+IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+
+
+@dataclass(frozen=True)
+class Page:
+    name: str
+    address: str
+    ready: str
+    """A selector present once the page has drawn its content."""
+    sentence: str | None = None
+    """Text of the page's decision sentence (a subheader), where it has one."""
+
+
+def _title(text: str) -> str:
+    return f'[data-testid="stMain"] h1:has-text("{text}")'
+
+
+PAGES = (
+    Page("queue", "queue", _title("Queue")),
+    Page("review", f"review?case={DEMO_CASE}", '[data-testid="stChatMessage"]'),
+    Page("agreement", "agreement", _title("Agreement"), sentence="alpha "),
+    Page("judge", "judge", _title("Judge calibration"), sentence="break rate"),
+    Page("adjudicate", "adjudicate", _title("Adjudicate")),
+    Page("export", "export", _title("Export")),
+    Page("import", "import", _title("Import")),
+    Page("rubrics", "rubrics", _title("Rubrics")),
+    Page("team", "team", _title("Team")),
+)
+
+
+def open_page(context: Any, url: str, page: Page, *, timeout_ms: int = 120_000) -> Any:
+    """A new tab of ``context`` on ``page``, once settled; the tab and the seconds it took."""
+    tab = context.new_page()
+    started = time.perf_counter()
+    tab.goto(f"{url}/{page.address}")
+    tab.wait_for_selector(page.ready, state="attached", timeout=timeout_ms)
+    tab.wait_for_selector(IDLE, state="attached", timeout=timeout_ms)
+    return tab, time.perf_counter() - started
+
+
+@contextmanager
+def two_servers(root: Path, databases: dict[str, Path]) -> Iterator[dict[str, tuple[str, Path]]]:
+    """A local-mode server per database (signed in as ``lee``): name -> (address, log)."""
+    from tests.served import free_port, serving, wait_healthy
+
+    servers = {}
+    with ExitStack() as stack:
+        for name, path in databases.items():
+            port = free_port()
+            directory = root / f"server-{name}"
+            directory.mkdir(exist_ok=True)
+            process, log = stack.enter_context(
+                serving(f"sqlite:///{path}", directory, port=port, user=LOCAL_USER)
+            )
+            address = f"http://127.0.0.1:{port}"
+            wait_healthy(address, process, log)
+            servers[name] = (address, log)
+        yield servers
+
+
+def databases(directory: Path, n_cases: int) -> dict[str, Path]:
+    demo, large = directory / "demo.db", directory / f"large-{n_cases}.db"
+    if not demo.exists():
+        load_demo_database(demo)
+    if not large.exists():
+        print(f"building {large.name}: {build_large_database(large, n_cases=n_cases).line()}")
+    return {"demo": demo, "large": large}
+
+
+def measure(
+    addresses: dict[str, str], *, rounds: int, viewport: dict[str, int]
+) -> dict[tuple[str, str], list[float]]:
+    """(page, database) -> seconds of each visit, the first one cold."""
+    from tests.served import chromium
+
+    seconds: dict[tuple[str, str], list[float]] = {}
+    with chromium() as browser:
+        for _ in range(rounds + 1):
+            for page in PAGES:
+                for name, url in addresses.items():
+                    context = browser.new_context(viewport=viewport)
+                    try:
+                        _, took = open_page(context, url, page)
+                    finally:
+                        context.close()
+                    seconds.setdefault((page.name, name), []).append(took)
+    return seconds
+
+
+def report(seconds: dict[tuple[str, str], list[float]]) -> None:
+    print(
+        f"\n{'page':<11} {'demo cold':>9} {'large cold':>10} {'demo warm':>9} "
+        f"{'large warm':>10} {'ratio':>6}  targets (demo warm < 1 s, ratio <= 2)"
+    )
+    for page in PAGES:
+        demo, large = seconds[(page.name, "demo")], seconds[(page.name, "large")]
+        warm_demo = statistics.median(demo[1:])
+        warm_large = statistics.median(large[1:])
+        ratio = warm_large / warm_demo
+        met = warm_demo < 1.0 and ratio <= 2.0
+        print(
+            f"{page.name:<11} {demo[0]:9.2f} {large[0]:10.2f} {warm_demo:9.2f} "
+            f"{warm_large:10.2f} {ratio:5.2f}x  {'met' if met else 'MISSED'}"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cases", type=int, default=100_000)
+    parser.add_argument("--rounds", type=int, default=3, help="warm visits per page")
+    parser.add_argument("--keep", type=Path, help="keep the databases here (reused)")
+    parser.add_argument("--width", type=int, default=1920)
+    parser.add_argument("--height", type=int, default=1080)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as scratch:
+        directory = args.keep or Path(scratch)
+        directory.mkdir(parents=True, exist_ok=True)
+        paths = databases(directory, args.cases)
+        with two_servers(Path(scratch), paths) as servers:
+            seconds = measure(
+                {name: address for name, (address, _) in servers.items()},
+                rounds=args.rounds,
+                viewport={"width": args.width, "height": args.height},
+            )
+    report(seconds)
+
+
+if __name__ == "__main__":
+    main()
