@@ -63,7 +63,7 @@ PAGES = (
     Page("queue", "queue", _title("Queue")),
     Page("review", f"review?case={DEMO_CASE}", '[data-testid="stChatMessage"]'),
     Page("agreement", "agreement", _title("Agreement"), sentence="alpha "),
-    Page("judge", "judge", _title("Judge calibration"), sentence="break rate"),
+    Page("judge", "judge", _title("Judge calibration"), sentence="replace a reviewer"),
     Page("adjudicate", "adjudicate", _title("Adjudicate")),
     Page("export", "export", _title("Export")),
     Page("import", "import", _title("Import")),

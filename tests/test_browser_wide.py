@@ -13,7 +13,7 @@ by its address, signed in through local mode as ``lee`` (an admin), must show:
   Python names, raw ``None``/``nan`` cells, metric ids such as ``cohen_kappa``, reviewer
   pair ids ``ana|ben``, 64-character hashes, p-values with a dozen decimals), in the
   page's text or in its tables' cells;
-- its decision sentence (agreement: "alpha ...", judge: "... break rate ...").
+- its decision sentence (agreement: "alpha ...", judge: "May this judge replace a reviewer?").
 
 The large database is built once per module (about 20 s).
 """
