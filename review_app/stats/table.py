@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import compress
 from typing import Any
 
 import numpy as np
@@ -80,9 +81,7 @@ def _drop_unused(
     if used.all():
         return codes, categories
     new_code = np.cumsum(used) - 1
-    return new_code[codes], tuple(
-        category for category, kept in zip(categories, used.tolist(), strict=True) if kept
-    )
+    return new_code[codes], tuple(compress(categories, used.tolist()))
 
 
 def _readonly(array: npt.ArrayLike) -> IntArray:
