@@ -47,7 +47,17 @@ def _as_1d(name: str, data: Any) -> np.ndarray:
 
 
 def factorize(array: np.ndarray) -> tuple[IntArray, list[Any]]:
-    """Integer codes (-1 for None/NaN) and the distinct Python values they stand for."""
+    """Integer codes (-1 for None/NaN) and the distinct Python values they stand for.
+
+    Codes number the values in order of first appearance (``pandas.factorize``). An
+    array of strings only (case ids, reviewer names, label codes) is numbered with a
+    dict, which gives the same codes without importing pandas (0.4 s of start-up).
+    """
+    if array.dtype == object and set(map(type, array.tolist())) == {str}:
+        items = array.tolist()
+        distinct = list(dict.fromkeys(items))
+        code = {value: index for index, value in enumerate(distinct)}
+        return np.fromiter(map(code.__getitem__, items), dtype=np.int64, count=len(items)), distinct
     import pandas as pd
 
     codes, uniques = pd.factorize(array, use_na_sentinel=True)
