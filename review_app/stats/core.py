@@ -67,6 +67,10 @@ from review_app.stats.codes import BREAK, NO_BREAK, break_mapping_from_verdicts
 BOOTSTRAP_CHUNK_CELLS = 1 << 21
 """Resample weights are built this many (resample x unit) cells at a time (~40 MB)."""
 
+SMALL_COUNT_CELLS = 1 << 16
+"""Up to this many (resample x cluster) cells are counted in one bincount; larger chunks
+are counted one resample at a time, each in a cache-sized array (same counts)."""
+
 MIN_PROPORTION_UNITS = 10
 """A proportion over fewer units than this gets no interval, only a reason."""
 
@@ -350,6 +354,11 @@ def draw_cluster_counts(
     for start in range(0, n_resamples, rows_per_chunk):
         rows = min(rows_per_chunk, n_resamples - start)
         draws = rng.integers(0, max(n_clusters, 1), size=(rows, n_clusters), dtype=np.int64)
+        if rows * n_clusters <= SMALL_COUNT_CELLS:  # one bincount over all rows fits in cache
+            draws += (np.arange(rows, dtype=np.int64) * n_clusters)[:, np.newaxis]
+            flat = np.bincount(draws.ravel(), minlength=rows * n_clusters)
+            yield start, flat.reshape(rows, n_clusters).astype(dtype, copy=False)
+            continue
         counts = np.empty((rows, n_clusters), dtype=dtype)
         for row in range(rows):
             counts[row] = np.bincount(draws[row], minlength=n_clusters)
