@@ -26,6 +26,12 @@ def main(argv: Sequence[str] | None = None) -> None:
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
             code = 1
         sys.exit(code)
+    import os
+
+    # One BLAS thread unless the user says otherwise: the commands' matrix products
+    # (bootstrap resamples x conversations) are short, and on a busy machine OpenBLAS
+    # threads waiting for each other made `agreement` several times slower.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from review_app.cli import main as cli_main
 
     if argv is not None:

@@ -21,7 +21,6 @@ its ``(case_id, turn)``.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -68,6 +67,8 @@ def canonical_json(value: Any) -> bytes:
 
 
 def content_sha256(value: Any) -> str:
+    import hashlib  # here, not at the top: `inspect` never hashes, and _hashlib loads slowly
+
     return hashlib.sha256(canonical_json(value)).hexdigest()
 
 

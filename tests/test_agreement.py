@@ -38,9 +38,9 @@ from review_app.agreement import (
     percent_agreement,
     verdict_mapping_from_verdicts,
 )
-from review_app.agreement.bootstrap import _bootstrap_alphas
+from review_app.agreement.bootstrap import _bootstrap_alphas, intervals_of_alpha_and_pairs
 from review_app.calibration import kappa_estimate
-from review_app.stats.core import CLUSTER_METHOD, UNIT_METHOD
+from review_app.stats.core import CLUSTER_METHOD, UNIT_METHOD, resample_weights
 from tests.builders import ROLE_ADHERENCE_VERDICTS
 
 NAN = math.nan
@@ -1093,7 +1093,8 @@ def test_one_turn_per_conversation_gives_the_unit_interval() -> None:
 
 def test_the_pair_interval_is_the_bootstrap_of_the_shared_units() -> None:
     # Oracle: the calibration kappa (its own composition of the same stats core) on the
-    # pair's shared units, conversations as clusters, gives the same interval.
+    # pair's shared units, conversations as clusters, gives the same interval (every pair
+    # here shares a unit in every conversation, so both draw the same conversations).
     table = app_table(seed=5, n_conversations=30, turns=5)
     pairs = kappa_pairs_bootstrap_ci(table, n_resamples=400, seed=9, cluster_of=by_case)
     records = [
@@ -1119,6 +1120,57 @@ def test_the_pair_interval_is_the_bootstrap_of_the_shared_units() -> None:
         assert pair.ci95 == pytest.approx(expected.ci95, abs=1e-12)
         assert pair.method == expected.method == CLUSTER_METHOD
         assert pair.n_units == len(shared)
+
+
+def test_every_pair_is_measured_on_the_resamples_of_the_whole_table() -> None:
+    # Oracle, a plain loop: the conversations holding a pairable unit are drawn with
+    # replacement (resample_weights, the definition of the weights); a pair's kappa in a
+    # resample is sklearn's weighted kappa of its shared units. 'cy' rates only the first
+    # half of the conversations, so the pairs with 'cy' cover half of what is drawn.
+    rng = random.Random(3)
+    codes = ["in_role", "scope_break", "tone_break"]
+    records = []
+    for conversation in range(40):
+        for turn in range(1, 4):
+            truth = rng.choice(codes)
+            for reviewer in ("ana", "ben", "cy"):
+                if reviewer == "cy" and conversation >= 20:
+                    continue
+                value = truth if rng.random() < 0.7 else rng.choice(codes)
+                records.append(((f"case-{conversation:03d}", turn), reviewer, value))
+    table = RatingTable.from_records(records)
+    pairs = kappa_pairs_bootstrap_ci(table, n_resamples=200, seed=6, cluster_of=by_case)
+    alpha, joint = intervals_of_alpha_and_pairs(table, n_resamples=200, seed=6, cluster_of=by_case)
+    assert joint == pairs
+    assert alpha == alpha_bootstrap_ci(table, n_resamples=200, seed=6, cluster_of=by_case)
+    pairable = [table.units[i] for i in np.flatnonzero(table.ratings_per_unit >= 2)]
+    conversations = sorted({unit[0] for unit in pairable})
+    code_of = {name: i for i, name in enumerate(conversations)}
+    weights = np.vstack(
+        [
+            w
+            for _, w in resample_weights(
+                len(conversations),
+                n_resamples=200,
+                seed=6,
+                clusters=np.arange(len(conversations)),
+            )
+        ]
+    )
+    for a, b in itertools.combinations(table.raters, 2):
+        mine = {unit: value for unit, rater, value in records if rater == a}
+        theirs = {unit: value for unit, rater, value in records if rater == b}
+        shared = sorted(set(mine) & set(theirs))
+        resampled = [
+            cohen_kappa_score(
+                [mine[u] for u in shared],
+                [theirs[u] for u in shared],
+                sample_weight=[row[code_of[u[0]]] for u in shared],
+            )
+            for row in weights
+        ]
+        low, high = np.percentile(resampled, [2.5, 97.5])
+        assert pairs[f"{a}|{b}"].ci95 == pytest.approx((low, high), abs=1e-12)
 
 
 def test_a_pair_over_fewer_than_ten_conversations_gets_no_interval_and_says_why() -> None:

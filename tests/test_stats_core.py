@@ -149,3 +149,41 @@ def test_estimate_forms() -> None:
     }  # fmt: skip
     with pytest.raises(ValueError, match="finite"):
         Estimate(float("inf"), 1)
+
+
+@pytest.mark.parametrize("n_clusters", [1, 7, 300, 70_000])
+def test_cluster_counts_are_the_draws_counted_whatever_the_chunks(n_clusters: int) -> None:
+    # The definition: resample r draws integers(0, C) C times from default_rng(seed), row
+    # after row; counted in one bincount (small chunks) or row by row (large ones).
+    rng = np.random.default_rng(4)
+    draws = rng.integers(0, n_clusters, size=(40, n_clusters), dtype=np.int64)
+    expected = np.vstack([np.bincount(row, minlength=n_clusters) for row in draws])
+    for rows_per_chunk in (None, 1, 7):
+        chunks = list(
+            core.draw_cluster_counts(
+                n_clusters, n_resamples=40, seed=4, rows_per_chunk=rows_per_chunk
+            )
+        )
+        assert [start for start, _ in chunks] == sorted({start for start, _ in chunks})
+        assert np.array_equal(np.vstack([counts for _, counts in chunks]), expected)
+    as_float = np.vstack(
+        [
+            c
+            for _, c in core.draw_cluster_counts(
+                n_clusters, n_resamples=40, seed=4, dtype=np.float32
+            )
+        ]
+    )
+    assert as_float.dtype == np.float32 and np.array_equal(as_float, expected)
+
+
+def test_kappa_from_margins_is_kappa_from_confusion() -> None:
+    rng = np.random.default_rng(2)
+    confusions = rng.integers(0, 9, size=(50, 4, 4)).astype(np.float64)
+    confusions[0] = 0.0
+    confusions[0, 2, 2] = 5.0  # one category on both sides: undefined
+    from_margins = core.kappa_from_margins(
+        np.trace(confusions, axis1=-2, axis2=-1), confusions.sum(axis=-1), confusions.sum(axis=-2)
+    )
+    np.testing.assert_array_equal(from_margins, kappa_from_confusion(confusions))
+    assert np.isnan(from_margins[0])

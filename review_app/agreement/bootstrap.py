@@ -4,7 +4,7 @@ over conversations."""
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -24,11 +24,9 @@ from review_app.stats.core import (
     CLUSTER_METHOD,
     MIN_BOOTSTRAP_UNITS,
     UNIT_METHOD,
-    bootstrap_confusions,
-    bootstrap_method,
-    kappa_from_confusion,
+    draw_cluster_counts,
+    kappa_from_margins,
     percentile_interval,
-    resample_weights,
 )
 from review_app.stats.core import cluster_codes as cluster_codes_of
 from review_app.stats.table import FloatArray, IntArray, RatingTable
@@ -76,12 +74,23 @@ def alpha_bootstrap_ci(
     counts, per_unit = _pairable_counts(table)
     clusters = None
     if cluster_of is not None:
-        pairable = np.flatnonzero(table.ratings_per_unit >= 2)
-        clusters = cluster_codes_of([cluster_of(table.units[i]) for i in pairable.tolist()])
+        _, clusters = _pairable_clusters(table, cluster_of)
     alphas = _bootstrap_alphas(
         counts, per_unit, n_resamples=n_resamples, seed=seed, clusters=clusters
     )
-    method = UNIT_METHOD if clusters is None else CLUSTER_METHOD
+    return _alpha_interval(
+        point,
+        alphas,
+        confidence=confidence,
+        method=UNIT_METHOD if clusters is None else CLUSTER_METHOD,
+    )
+
+
+def _alpha_interval(
+    point: Coefficient, alphas: FloatArray, *, confidence: float, method: str
+) -> Coefficient:
+    """The point estimate with the percentile interval of the resampled ``alphas``."""
+    n_resamples = len(alphas)
     defined = alphas[np.isfinite(alphas)]
     n_units = point.n_units
     if len(defined) == 0:
@@ -120,15 +129,25 @@ def kappa_pairs_bootstrap_ci(
 ) -> dict[str, Coefficient]:
     """:func:`cohen_kappa_pairs` with a percentile bootstrap interval for every pair.
 
-    Each pair's shared units are resampled ``n_resamples`` times
-    (:func:`review_app.stats.core.bootstrap_confusions`, ``numpy.random.default_rng(seed)``)
-    and ``ci95`` holds the ``(1 - confidence) / 2`` and ``(1 + confidence) / 2``
-    percentiles of the resampled kappas where they are defined
-    (:func:`review_app.stats.core.percentile_interval`). With ``cluster_of`` (a unit ->
-    conversation function) it is the cluster bootstrap (Field & Welsh 2007): whole
-    conversations are drawn, because turns of one conversation are not independent;
-    a pair whose shared units are each in a conversation of their own gets the unit
-    bootstrap, which then draws the very same resamples. ``method`` names the one used.
+    Every pair is measured on the same resamples: each draws the table's pairable
+    units with replacement (as many as there are) or, with ``cluster_of`` (a unit ->
+    conversation function), the conversations that hold a pairable unit, keeping all
+    their units (the cluster bootstrap, Field & Welsh 2007: turns of one conversation
+    are not independent). These are the resamples of :func:`alpha_bootstrap_ci` with
+    the same ``seed`` (:func:`review_app.stats.core.draw_cluster_counts`). A pair's
+    kappa in a resample is Cohen's kappa of its shared units there, each counted as
+    often as it (its conversation) was drawn; a pair's units are summed per conversation
+    into a trace and two margins once, so a resample costs one product of its draw
+    counts with those sums (:func:`review_app.stats.core.kappa_from_margins`), the
+    same for all pairs. ``ci95`` holds the ``(1 - confidence) / 2`` and
+    ``(1 + confidence) / 2`` percentiles of the resampled kappas where they are
+    defined (:func:`review_app.stats.core.percentile_interval`). A pair whose shared
+    units are each in a conversation of their own is labelled with the unit bootstrap
+    (its units are drawn one by one). ``method`` names the one used.
+
+    (Until issue 23 each pair drew its own resamples of its shared units; resampling
+    the table once gives the same distribution where a pair covers every conversation,
+    and lets all pairs share one draw.)
 
     No interval, with a reason, when kappa is undefined, when the pair shares fewer
     than ``min_units`` resampled units (conversations under the cluster bootstrap;
@@ -137,52 +156,197 @@ def kappa_pairs_bootstrap_ci(
     """
     check_positive_int(n_resamples, "n_resamples")
     check_confidence(confidence)
+    _, codes = _pairable_clusters(table, cluster_of)
+    plan = _plan_pairs(table, codes, by_conversation=cluster_of is not None, min_units=min_units)
+    if not plan.measured:
+        return plan.result
+    n_clusters = int(codes.max()) + 1
+    (totals,) = _resampled_totals(n_clusters, [plan.statistics], n_resamples=n_resamples, seed=seed)
+    return plan.finish(totals, confidence=confidence)
+
+
+def intervals_of_alpha_and_pairs(
+    table: RatingTable,
+    *,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    confidence: float = 0.95,
+    cluster_of: Callable[[Any], Hashable],
+    min_units: int = MIN_BOOTSTRAP_UNITS,
+) -> tuple[Coefficient, dict[str, Coefficient]]:
+    """:func:`alpha_bootstrap_ci` and :func:`kappa_pairs_bootstrap_ci` with ``cluster_of``,
+    the very same figures, from one draw of the resamples they share (the report's path)."""
+    check_positive_int(n_resamples, "n_resamples")
+    check_confidence(confidence)
+    point = krippendorff_alpha(table)
+    _, codes = _pairable_clusters(table, cluster_of)
+    plan = _plan_pairs(table, codes, by_conversation=True, min_units=min_units)
+    blocks: list[FloatArray] = []
+    if point.value is not None:
+        counts, per_unit = _pairable_counts(table)
+        blocks.append(_alpha_cluster_statistics(counts, per_unit, codes))
+    if plan.measured:
+        blocks.append(plan.statistics)
+    if not blocks:
+        return point, plan.result
+    totals = _resampled_totals(int(codes.max()) + 1, blocks, n_resamples=n_resamples, seed=seed)
+    alpha = point
+    if point.value is not None:
+        alpha_totals = totals.pop(0)
+        alphas = _alpha_from_totals(alpha_totals[:, :-1], alpha_totals[:, -1])
+        alphas[~np.isfinite(alphas)] = np.nan
+        alpha = _alpha_interval(point, alphas, confidence=confidence, method=CLUSTER_METHOD)
+    pairs = plan.finish(totals[0], confidence=confidence) if plan.measured else plan.result
+    return alpha, pairs
+
+
+@dataclass
+class _PairPlan:
+    """The pairs of a table: their point estimates (``result``), the pairs that get an
+    interval (``measured``: key, estimate, method) and their per-cluster sums side by
+    side (``statistics``: clusters x (1 + 2 values) per measured pair)."""
+
+    result: dict[str, Coefficient]
+    measured: list[tuple[str, Coefficient, str]]
+    statistics: FloatArray
+    n_values: int
+
+    def finish(self, totals: FloatArray, *, confidence: float) -> dict[str, Coefficient]:
+        """The intervals, from each resample's summed statistics (resamples x columns)."""
+        n_values = self.n_values
+        width = 1 + 2 * n_values
+        stacked = totals.astype(np.float64).reshape(len(totals), -1, width)
+        kappas = kappa_from_margins(
+            stacked[..., 0], stacked[..., 1 : 1 + n_values], stacked[..., 1 + n_values :]
+        )
+        result = dict(self.result)
+        for column, (key, point, method) in enumerate(self.measured):
+            interval, reason = percentile_interval(kappas[:, column], confidence=confidence)
+            result[key] = replace(
+                point, ci95=interval, reason=reason, method=None if interval is None else method
+            )
+        return result
+
+
+def _plan_pairs(
+    table: RatingTable, codes: IntArray, *, by_conversation: bool, min_units: int
+) -> _PairPlan:
     n_values = max(table.n_values, 1)
-    conversation_codes = (
-        None if cluster_of is None else cluster_codes_of([cluster_of(unit) for unit in table.units])
-    )
+    n_clusters = int(codes.max()) + 1 if len(codes) else 0
+    cluster_of_unit = np.full(table.n_units, -1, dtype=np.int64)
+    cluster_of_unit[table.ratings_per_unit >= 2] = codes
     result: dict[str, Coefficient] = {}
+    measured: list[tuple[str, Coefficient, str, IntArray, IntArray, IntArray]] = []
     for pair in _rater_pairs(table):
         point = _cohen_kappa(
             pair.values_a, pair.values_b, n_values, table, pair.rater_a, pair.rater_b
         )
+        result[pair.key] = point
         if point.value is None:
-            result[pair.key] = point
             continue
-        clusters: IntArray | None = None
-        noun = "unit"
-        if conversation_codes is not None:
-            _, clusters = np.unique(conversation_codes[pair.units], return_inverse=True)
-            clusters = clusters.reshape(-1)
-            noun = "conversation"
-            if int(clusters.max()) + 1 == len(clusters):
-                clusters = None  # one shared unit per conversation: the unit bootstrap
-        n_drawn = len(pair.units) if clusters is None else int(clusters.max()) + 1
+        clusters = cluster_of_unit[pair.units]
+        per_cluster = np.bincount(clusters, minlength=n_clusters)
+        n_drawn = int(np.count_nonzero(per_cluster))
+        one_each = not by_conversation or n_drawn == len(clusters)
         if n_drawn < min_units:
+            noun = "unit" if one_each else "conversation"
             result[pair.key] = replace(
                 point,
                 reason=f"no interval: only {n_drawn} {noun}{'' if n_drawn == 1 else 's'} "
                 f"behind this kappa (fewer than {min_units})",
             )
             continue
-        resampled = kappa_from_confusion(
-            bootstrap_confusions(
-                pair.values_a,
-                pair.values_b,
-                n_values,
-                n_resamples=n_resamples,
-                seed=seed,
-                clusters=clusters,
-            )
-        )
-        interval, reason = percentile_interval(resampled, confidence=confidence)
-        result[pair.key] = replace(
-            point,
-            ci95=interval,
-            reason=reason,
-            method=None if interval is None else bootstrap_method(clusters),
-        )
-    return result
+        method = UNIT_METHOD if one_each else CLUSTER_METHOD
+        measured.append((pair.key, point, method, clusters, pair.values_a, pair.values_b))
+    # Whole numbers: float32 is exact while no resample's sum can reach 2^24 (a resample
+    # draws n_clusters clusters, so no sum exceeds n_clusters x the largest cluster).
+    most = max((int(np.bincount(m[3]).max()) for m in measured), default=0)
+    exact32 = most * n_clusters < EXACT_FLOAT32
+    width = 1 + 2 * n_values
+    statistics = np.zeros(
+        (n_clusters, width * len(measured)), dtype=np.float32 if exact32 else np.float64
+    )
+    for column, (_, _, _, clusters, values_a, values_b) in enumerate(measured):
+        block = statistics[:, column * width : (column + 1) * width]
+        _pair_sums(block, clusters, values_a, values_b, n_values)
+    return _PairPlan(
+        result, [(key, point, method) for key, point, method, *_ in measured], statistics, n_values
+    )
+
+
+EXACT_FLOAT32 = 1 << 24
+"""Integers below this are exact in float32 (a 24-bit significand)."""
+
+
+def _resampled_totals(
+    n_clusters: int, blocks: list[FloatArray], *, n_resamples: int, seed: int
+) -> list[FloatArray]:
+    """For each block (clusters x columns): its column sums in every cluster resample
+    (:func:`review_app.stats.core.draw_cluster_counts`), resamples x columns.
+
+    One draw serves every block; each block is multiplied in its own dtype (a float32
+    block must hold whole numbers whose sums stay below 2^24, so that it is exact).
+    """
+    totals = [np.empty((n_resamples, block.shape[1]), dtype=block.dtype) for block in blocks]
+    all32 = all(block.dtype == np.float32 for block in blocks)
+    for start, counts in draw_cluster_counts(
+        n_clusters,
+        n_resamples=n_resamples,
+        seed=seed,
+        dtype=np.float32 if all32 else np.float64,
+    ):
+        stop = start + len(counts)
+        for block, out in zip(blocks, totals, strict=True):
+            out[start:stop] = counts.astype(block.dtype, copy=False) @ block
+    return [out.astype(np.float64) for out in totals]
+
+
+def _alpha_cluster_statistics(
+    counts: IntArray, per_unit: IntArray, clusters: IntArray
+) -> FloatArray:
+    """Per cluster: the value counts and the coincidence diagonal of its pairable units
+    (clusters x (values + 1)); a cluster resample's alpha needs only their sums."""
+    value_counts, diagonal = _alpha_parts(counts, per_unit)
+    n_clusters = int(clusters.max()) + 1 if len(clusters) else 0
+    n_columns = value_counts.shape[1]
+    cells = (clusters[:, np.newaxis] * n_columns + np.arange(n_columns)).ravel()
+    summed = np.bincount(cells, weights=value_counts.ravel(), minlength=n_clusters * n_columns)
+    return np.column_stack(
+        [
+            summed.reshape(n_clusters, n_columns),
+            np.bincount(clusters, weights=diagonal, minlength=n_clusters),
+        ]
+    )
+
+
+def _pairable_clusters(
+    table: RatingTable, cluster_of: Callable[[Any], Hashable] | None
+) -> tuple[IntArray, IntArray]:
+    """The pairable units (table positions) and a cluster code ``0..C-1`` for each (its
+    conversation's, in order of first appearance; without ``cluster_of`` its own)."""
+    pairable = np.flatnonzero(table.ratings_per_unit >= 2)
+    if cluster_of is None:
+        return pairable, np.arange(len(pairable), dtype=np.int64)
+    units = table.units
+    return pairable, cluster_codes_of(
+        list(map(cluster_of, map(units.__getitem__, pairable.tolist())))
+    )
+
+
+def _pair_sums(
+    out: FloatArray, clusters: IntArray, values_a: IntArray, values_b: IntArray, n_values: int
+) -> None:
+    """Into ``out`` (clusters x (1 + 2 values)), per cluster: the pair's agreements, then
+    rater a's and rater b's value counts."""
+    n_clusters = out.shape[0]
+    out[:, 0] = np.bincount(clusters, weights=values_a == values_b, minlength=n_clusters)
+    cells = clusters * n_values
+    out[:, 1 : 1 + n_values] = np.bincount(
+        cells + values_a, minlength=n_clusters * n_values
+    ).reshape(n_clusters, n_values)
+    out[:, 1 + n_values :] = np.bincount(cells + values_b, minlength=n_clusters * n_values).reshape(
+        n_clusters, n_values
+    )
 
 
 def _unit_profiles(counts: IntArray) -> tuple[IntArray, IntArray]:
@@ -218,19 +382,16 @@ def _bootstrap_alphas(
     tests). Either way each resample is a weight vector times a (units or
     profiles) x (values + 1) statistics matrix, built a bounded number of cells
     at a time. With ``clusters`` (a cluster code per pairable unit) the weights
-    come from the cluster bootstrap of :func:`review_app.stats.core.resample_weights`.
+    come from the cluster bootstrap (:func:`review_app.stats.core.draw_cluster_counts`,
+    the same resamples as :func:`review_app.stats.core.resample_weights`), applied to
+    the units' statistics summed per cluster.
     """
     if clusters is not None:
-        value_counts, diagonal = _alpha_parts(counts, per_unit)
-        cluster_statistics = np.column_stack([value_counts, diagonal]).astype(np.float64)
-        cluster_alphas = np.empty(n_resamples, dtype=np.float64)
-        for start, cluster_weights in resample_weights(
-            counts.shape[0], n_resamples=n_resamples, seed=seed, clusters=clusters
-        ):
-            totals = cluster_weights @ cluster_statistics
-            cluster_alphas[start : start + len(cluster_weights)] = _alpha_from_totals(
-                totals[:, :-1], totals[:, -1]
-            )
+        statistics = _alpha_cluster_statistics(counts, per_unit, clusters)
+        (totals,) = _resampled_totals(
+            statistics.shape[0], [statistics], n_resamples=n_resamples, seed=seed
+        )
+        cluster_alphas = _alpha_from_totals(totals[:, :-1], totals[:, -1])
         cluster_alphas[~np.isfinite(cluster_alphas)] = np.nan
         return cluster_alphas
     n_units = counts.shape[0]

@@ -75,14 +75,12 @@ def _first_breaks_from_table(
     break_values: Collection[Hashable],
 ) -> _FirstBreaks:
     conversation_codes, conversation_uniques = factorize(
-        np.fromiter(
-            (conversation_of(unit) for unit in table.units), dtype=object, count=table.n_units
-        )
+        np.fromiter(map(conversation_of, table.units), dtype=object, count=table.n_units)
     )
     if len(conversation_codes) and conversation_codes.min() < 0:
         raise ValueError("conversation_of returned None for a unit")
     conversation_codes, conversations = canonical_order(conversation_codes, conversation_uniques)
-    turn_list = [turn_of(unit) for unit in table.units]
+    turn_list = list(map(turn_of, table.units))
     turns = np.asarray(turn_list) if turn_list else np.zeros(0, dtype=np.int64)
     if turns.dtype.kind not in "iu" or turns.ndim != 1:
         for unit, turn in zip(table.units, turn_list, strict=True):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Mapping
 from typing import Any
 
-from review_app.agreement.bootstrap import alpha_bootstrap_ci, kappa_pairs_bootstrap_ci
+from review_app.agreement.bootstrap import intervals_of_alpha_and_pairs
 from review_app.agreement.coefficients import (
     Coefficient,
     cohen_kappa_pairs,
@@ -71,17 +71,16 @@ def agreement_summary(
     if break_value not in set(break_mapping.values()):
         raise ValueError(f"break_mapping maps no code to the break value {break_value!r}")
 
-    alpha = (
-        alpha_bootstrap_ci(
+    if n_resamples:
+        alpha, pairwise = intervals_of_alpha_and_pairs(
             table,
             n_resamples=n_resamples,
             seed=seed,
             confidence=confidence,
             cluster_of=conversation_of,
         )
-        if n_resamples
-        else krippendorff_alpha(table)
-    )
+    else:
+        alpha, pairwise = krippendorff_alpha(table), cohen_kappa_pairs(table)
     break_table = table.collapse(break_mapping)
     verdict_table = table.collapse(verdict_mapping)
     breaks = _first_breaks_from_table(
@@ -98,17 +97,6 @@ def agreement_summary(
         "alpha_break": krippendorff_alpha(break_table),
         "alpha_verdict": krippendorff_alpha(verdict_table),
     }
-    pairwise = (
-        kappa_pairs_bootstrap_ci(
-            table,
-            n_resamples=n_resamples,
-            seed=seed,
-            confidence=confidence,
-            cluster_of=conversation_of,
-        )
-        if n_resamples
-        else cohen_kappa_pairs(table)
-    )
     first_break = _first_break_agreement(breaks)
     any_break = _any_break_alpha(breaks)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -127,8 +128,8 @@ def versions_side_by_side(tables: list[tuple[Rubric, RatingTable]]) -> dict[str,
             _restricted(table, common),
             break_mapping=rubric.break_mapping(),
             verdict_mapping=rubric.verdict_mapping(),
-            conversation_of=lambda unit: unit[0],
-            turn_of=lambda unit: unit[1],
+            conversation_of=itemgetter(0),
+            turn_of=itemgetter(1),
             n_resamples=0,
         )
         compared.append({"rubric": rubric.ref, **{key: summary[key] for key in SIDE_BY_SIDE}})
@@ -147,8 +148,8 @@ def report_from_table(
         table,
         break_mapping=rubric.break_mapping(),
         verdict_mapping=rubric.verdict_mapping(),
-        conversation_of=lambda unit: unit[0],
-        turn_of=lambda unit: unit[1],
+        conversation_of=itemgetter(0),
+        turn_of=itemgetter(1),
         n_resamples=n_resamples,
         seed=seed,
     )

@@ -51,7 +51,9 @@ __all__ = [
     "Estimate",
     "break_mapping_from_verdicts",
     "canonical_order",
+    "draw_cluster_counts",
     "kappa_from_confusion",
+    "kappa_from_margins",
     "percentile_interval",
     "proportion",
     "ratio",
@@ -64,6 +66,10 @@ from review_app.stats.codes import BREAK, NO_BREAK, break_mapping_from_verdicts
 
 BOOTSTRAP_CHUNK_CELLS = 1 << 21
 """Resample weights are built this many (resample x unit) cells at a time (~40 MB)."""
+
+SMALL_COUNT_CELLS = 1 << 16
+"""Up to this many (resample x cluster) cells are counted in one bincount; larger chunks
+are counted one resample at a time, each in a cache-sized array (same counts)."""
 
 MIN_PROPORTION_UNITS = 10
 """A proportion over fewer units than this gets no interval, only a reason."""
@@ -161,9 +167,21 @@ def kappa_from_confusion(confusion: ArrayLike) -> FloatArray:
     every unit. Weighted (bootstrap) counts are allowed.
     """
     matrix = np.asarray(confusion, dtype=np.float64)
-    n = matrix.sum(axis=(-2, -1))
-    trace = np.trace(matrix, axis1=-2, axis2=-1)
-    chance = (matrix.sum(axis=-1) * matrix.sum(axis=-2)).sum(axis=-1)
+    return kappa_from_margins(
+        np.trace(matrix, axis1=-2, axis2=-1), matrix.sum(axis=-1), matrix.sum(axis=-2)
+    )
+
+
+def kappa_from_margins(trace: ArrayLike, rows: ArrayLike, columns: ArrayLike) -> FloatArray:
+    """Cohen's kappa from a confusion matrix's trace and margins, stacked ``(...)`` and
+    ``(..., K)``: the sufficient statistics of :func:`kappa_from_confusion` (same formula,
+    same result), which a bootstrap can sum over resampled units without the K x K cells.
+    """
+    trace = np.asarray(trace, dtype=np.float64)
+    rows = np.asarray(rows, dtype=np.float64)
+    columns = np.asarray(columns, dtype=np.float64)
+    n = rows.sum(axis=-1)
+    chance = (rows * columns).sum(axis=-1)
     denominator = n * n - chance
     # Exact zero for integer counts; a relative guard for float round-off.
     denominator = np.where(np.abs(denominator) <= 1e-12 * np.maximum(n * n, 1.0), 0.0, denominator)
@@ -303,15 +321,48 @@ def _cluster_draws(
         if cluster_of.shape != (n_units,):
             raise ValueError(f"clusters must hold one cluster per unit ({n_units})")
         n_clusters = int(cluster_of.max()) + 1 if n_units else 0
-    rng = np.random.default_rng(seed)
     width = max(n_units, n_clusters, 1)
     rows_per_chunk = max(1, min(n_resamples, BOOTSTRAP_CHUNK_CELLS // width))
+    for start, counts in draw_cluster_counts(
+        n_clusters, n_resamples=n_resamples, seed=seed, rows_per_chunk=rows_per_chunk
+    ):
+        yield start, counts, cluster_of
+
+
+def draw_cluster_counts(
+    n_clusters: int,
+    *,
+    n_resamples: int,
+    seed: int,
+    rows_per_chunk: int | None = None,
+    dtype: type[np.generic] = np.int64,
+) -> Iterator[tuple[int, NDArray[Any]]]:
+    """How often each of ``n_clusters`` clusters is drawn in each resample, chunk by chunk.
+
+    Yields ``(start, counts)`` with ``counts[r, c]`` the number of times cluster ``c`` is
+    drawn in resample ``start + r``: each resample draws ``n_clusters`` clusters uniformly
+    with replacement from ``numpy.random.default_rng(seed)`` (``integers(0, n_clusters)``,
+    row after row). The draws do not depend on how the resamples are chunked, so every
+    caller with the same ``seed`` and ``n_clusters`` sees the same resamples. Counting is
+    done one resample at a time (a bincount that stays in cache), into an array of
+    ``dtype`` (a float type saves a conversion before a matrix product).
+    """
+    check_positive_int(n_resamples, "n_resamples")
+    rng = np.random.default_rng(seed)
+    if rows_per_chunk is None:
+        rows_per_chunk = max(1, min(n_resamples, BOOTSTRAP_CHUNK_CELLS // max(n_clusters, 1)))
     for start in range(0, n_resamples, rows_per_chunk):
         rows = min(rows_per_chunk, n_resamples - start)
         draws = rng.integers(0, max(n_clusters, 1), size=(rows, n_clusters), dtype=np.int64)
-        draws += (np.arange(rows, dtype=np.int64) * n_clusters)[:, np.newaxis]
-        counts = np.bincount(draws.ravel(), minlength=rows * n_clusters).reshape(rows, n_clusters)
-        yield start, counts, cluster_of
+        if rows * n_clusters <= SMALL_COUNT_CELLS:  # one bincount over all rows fits in cache
+            draws += (np.arange(rows, dtype=np.int64) * n_clusters)[:, np.newaxis]
+            flat = np.bincount(draws.ravel(), minlength=rows * n_clusters)
+            yield start, flat.reshape(rows, n_clusters).astype(dtype, copy=False)
+            continue
+        counts = np.empty((rows, n_clusters), dtype=dtype)
+        for row in range(rows):
+            counts[row] = np.bincount(draws[row], minlength=n_clusters)
+        yield start, counts
 
 
 def bootstrap_method(clusters: ArrayLike | None) -> str:
@@ -321,10 +372,8 @@ def bootstrap_method(clusters: ArrayLike | None) -> str:
 
 def cluster_codes(keys: Sequence[Hashable]) -> IntArray:
     """Cluster codes ``0..C-1`` (in order of first appearance) for per-unit cluster keys."""
-    seen: dict[Hashable, int] = {}
-    return np.fromiter(
-        (seen.setdefault(key, len(seen)) for key in keys), dtype=np.int64, count=len(keys)
-    )
+    code = {key: index for index, key in enumerate(dict.fromkeys(keys))}
+    return np.fromiter(map(code.__getitem__, keys), dtype=np.int64, count=len(keys))
 
 
 def bootstrap_confusions(

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from itertools import compress
 from typing import Any
 
 import numpy as np
@@ -46,7 +47,17 @@ def _as_1d(name: str, data: Any) -> np.ndarray:
 
 
 def factorize(array: np.ndarray) -> tuple[IntArray, list[Any]]:
-    """Integer codes (-1 for None/NaN) and the distinct Python values they stand for."""
+    """Integer codes (-1 for None/NaN) and the distinct Python values they stand for.
+
+    Codes number the values in order of first appearance (``pandas.factorize``). An
+    array of strings only (case ids, reviewer names, label codes) is numbered with a
+    dict, which gives the same codes without importing pandas (0.4 s of start-up).
+    """
+    if array.dtype == object and set(map(type, array.tolist())) == {str}:
+        items = array.tolist()
+        distinct = list(dict.fromkeys(items))
+        code = {value: index for index, value in enumerate(distinct)}
+        return np.fromiter(map(code.__getitem__, items), dtype=np.int64, count=len(items)), distinct
     import pandas as pd
 
     codes, uniques = pd.factorize(array, use_na_sentinel=True)
@@ -80,9 +91,7 @@ def _drop_unused(
     if used.all():
         return codes, categories
     new_code = np.cumsum(used) - 1
-    return new_code[codes], tuple(
-        category for category, kept in zip(categories, used.tolist(), strict=True) if kept
-    )
+    return new_code[codes], tuple(compress(categories, used.tolist()))
 
 
 def _readonly(array: npt.ArrayLike) -> IntArray:
