@@ -224,22 +224,15 @@ def _default_pair(
     return best.id, newest.id
 
 
-def _figure(estimate: dict[str, Any]) -> str:
+def _figure(estimate: dict[str, Any], *, signed: bool = False) -> str:
     value, interval = estimate.get("value"), estimate.get("ci95")
     if value is None:
         return f"undefined ({estimate.get('reason')})"
+    spec = "+.2f" if signed else ".2f"
+    text = format(value + 0.0, spec)
     if interval:
-        return f"{value:.2f} [{interval[0]:.2f}, {interval[1]:.2f}]"
-    return f"{value:.2f} ({estimate.get('reason') or 'no interval'})"
-
-
-def _signed_figure(estimate: dict[str, Any]) -> str:
-    value, interval = estimate.get("value"), estimate.get("ci95")
-    if value is None:
-        return f"undefined ({estimate.get('reason')})"
-    if interval:
-        return f"{value + 0.0:+.2f} [{interval[0] + 0.0:+.2f}, {interval[1] + 0.0:+.2f}]"
-    return f"{value + 0.0:+.2f} ({estimate.get('reason') or 'no interval'})"
+        return f"{text} [{format(interval[0] + 0.0, spec)}, {format(interval[1] + 0.0, spec)}]"
+    return f"{text} ({estimate.get('reason') or 'no interval'})"
 
 
 def render_run_comparison(report: dict[str, Any]) -> str:
@@ -268,8 +261,8 @@ def render_run_comparison(report: dict[str, Any]) -> str:
     lines.append(
         f"difference {b} - {a} (paired, cluster bootstrap over conversations, "
         f"{report['n_resamples']} resamples, seed {report['seed']}): kappa "
-        f"{_signed_figure(report['kappa_difference'])}, accuracy "
-        f"{_signed_figure(report['accuracy_difference'])}"
+        f"{_figure(report['kappa_difference'], signed=True)}, accuracy "
+        f"{_figure(report['accuracy_difference'], signed=True)}"
     )
     mcnemar = report["mcnemar"]
     lines.append(

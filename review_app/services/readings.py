@@ -356,19 +356,13 @@ def decision_card(*, alt_test: dict[str, Any], estimate: dict[str, Any]) -> Deci
     return DecisionCard(state, answer, rests_on, next_step, audit_turns)
 
 
-def _signed_interval_text(estimate: dict[str, Any]) -> str:
+def _interval_text(estimate: dict[str, Any], *, signed: bool = False) -> str:
     value, ci = estimate.get("value"), estimate.get("ci95")
     if value is None:
         return "not enough data"
-    text = f"{value + 0.0:+.2f}"
-    return f"{text} [{ci[0] + 0.0:+.2f}, {ci[1] + 0.0:+.2f}]" if ci else text
-
-
-def _plain_interval_text(estimate: dict[str, Any]) -> str:
-    value, ci = estimate.get("value"), estimate.get("ci95")
-    if value is None:
-        return "not enough data"
-    return f"{value:.2f} [{ci[0]:.2f}, {ci[1]:.2f}]" if ci else f"{value:.2f}"
+    spec = "+.2f" if signed else ".2f"
+    text = format(value + 0.0, spec)
+    return f"{text} [{format(ci[0] + 0.0, spec)}, {format(ci[1] + 0.0, spec)}]" if ci else text
 
 
 def comparison_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
@@ -379,8 +373,8 @@ def comparison_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
     rows = [
         {
             "run": f"{name}: {run['name']}",
-            "kappa with gold": _plain_interval_text(report["kappa"][name]),
-            "accuracy": _plain_interval_text(report["accuracy"][name]),
+            "kappa with gold": _interval_text(report["kappa"][name]),
+            "accuracy": _interval_text(report["accuracy"][name]),
             "may replace a reviewer?": str(
                 (alt.get(name) or {}).get("verdict") or "not tested"
             ).split(":")[0],
@@ -391,8 +385,8 @@ def comparison_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
     rows.append(
         {
             "run": f"{b} - {a} (paired)",
-            "kappa with gold": _signed_interval_text(report["kappa_difference"]),
-            "accuracy": _signed_interval_text(report["accuracy_difference"]),
+            "kappa with gold": _interval_text(report["kappa_difference"], signed=True),
+            "accuracy": _interval_text(report["accuracy_difference"], signed=True),
             "may replace a reviewer?": (
                 f"McNemar {format_p(mcnemar['p_value'])} (only {a} right on "
                 f"{mcnemar['only_first_right']:d}, only {b} on {mcnemar['only_second_right']:d})"
