@@ -42,6 +42,8 @@ ACTIONS = (
     "calibration_fit",
     "backup",
     "restore",
+    "job_start",
+    "job_stop",
 )
 
 
