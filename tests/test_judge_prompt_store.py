@@ -15,7 +15,7 @@ import pytest
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import DBAPIError
 
-from review_app.errors import InputError, PermissionDenied
+from review_app.errors import DatabaseBusy, InputError, PermissionDenied
 from review_app.rubrics import Rubric
 from review_app.services.adjudication import record_gold
 from review_app.services.audit import audit_entries
@@ -432,3 +432,36 @@ def test_judge_compare_from_the_command_line(sqlite_database: Database, tmp_path
         ["judge", "compare", "--rubric", "role-adherence@1", "--runs", "1,x"], env=env, cwd=home
     )
     assert bad.returncode == 2 and "--runs" in bad.stderr
+
+
+def test_listing_unchanged_prompt_files_needs_no_write_lock(
+    sqlite_database: Database, server: FakeChatServer, tmp_path: Path, rubrics: Path
+) -> None:
+    """The workbench lists prompts on every rerun: with nothing new on disk that is a read,
+    which must not queue behind (or block) the writers of a busy SQLite database."""
+    import sqlite3
+
+    world = make_world(sqlite_database, server, tmp_path)
+    engine, rubric = world.engine, world.rubric
+    first = list_judge_prompts(engine, OP, rubric_id=rubric.id, directory=rubrics)
+    impatient = create_database_engine(sqlite_database.url, busy_timeout_ms=100)
+    writer = sqlite3.connect(sqlite_database.url.removeprefix("sqlite:///"), isolation_level=None)
+    try:
+        writer.execute("BEGIN IMMEDIATE")
+        again = list_judge_prompts(impatient, OP, rubric_id=rubric.id, directory=rubrics)
+        assert [p.ref for p in again.prompts] == [p.ref for p in first.prompts]
+        # a changed file is stored: that needs the write lock, which another writer holds
+        v2_file = _file(rubrics, "role-judge", 2)
+        v2_file.write_text(v2_file.read_text(encoding="utf-8") + "\nShorter.\n", encoding="utf-8")
+        with pytest.raises(DatabaseBusy):
+            list_judge_prompts(impatient, OP, rubric_id=rubric.id, directory=rubrics)
+    finally:
+        if writer.in_transaction:
+            writer.rollback()
+        writer.close()
+        impatient.dispose()
+    stored = list_judge_prompts(engine, OP, rubric_id=rubric.id, directory=rubrics)
+    assert show_judge_prompt(
+        engine, OP, rubric_id=rubric.id, ref="role-judge@v2", directory=rubrics
+    ).text.endswith("Shorter.\n")
+    assert [p.ref for p in stored.prompts] == [p.ref for p in first.prompts]

@@ -38,6 +38,7 @@ from review_app.rubrics import Rubric, default_rubrics_dir
 from review_app.services.people import Actor, authorize
 from storage import audit, judging
 from storage import judge_prompts as prompts_storage
+from storage.engine import read_only
 from storage.models import JudgePromptVersion
 
 _REF_PATTERN = "JUDGE@vN (e.g. role-judge@v2)"
@@ -204,9 +205,16 @@ def _refusal_for_run(session: Session, prompt: JudgePrompt, rubric_id: str) -> s
     return None
 
 
-def _sync(session: Session, actor: Actor, *, rubric_id: str, directory: Path) -> dict[str, str]:
-    """Store new or changed prompt files of ``rubric_id``; the refused ones, with why."""
+def _sync(
+    session: Session, actor: Actor, *, rubric_id: str, directory: Path, store: bool = True
+) -> tuple[dict[str, str], int]:
+    """Store new or changed prompt files of ``rubric_id``; the refused ones, with why.
+
+    Returns the refusals and how many files are (with ``store=False``: would be) stored.
+    ``store=False`` writes nothing, so it can run in a read-only transaction.
+    """
     refused: dict[str, str] = {}
+    stored = 0
     runs = prompts_storage.run_counts(session, rubric_id=rubric_id)
     for path in _prompt_files(directory, rubric_id):
         try:
@@ -248,6 +256,9 @@ def _sync(session: Session, actor: Actor, *, rubric_id: str, directory: Path) ->
         if why is not None:
             refused[prompt.ref] = why
             continue
+        stored += 1
+        if not store:
+            continue
         audit.add_entry(
             session,
             actor=actor.name,
@@ -279,7 +290,7 @@ def _sync(session: Session, actor: Actor, *, rubric_id: str, directory: Path) ->
             prompts_storage.update_prompt(
                 session, row, text=prompt.text, sha256=prompt.sha256, source=prompt.source
             )
-    return refused
+    return refused, stored
 
 
 def list_judge_prompts(
@@ -296,15 +307,20 @@ def list_judge_prompts(
     log (``judge_prompt``) under the actor.
     """
     actor = authorize(engine, actor, "policy_owner")
-    for attempt in range(3):
+    directory = directory or default_rubrics_dir()
+    # Pages call this on every rerun: a read-only pass first, and a write transaction
+    # (which queues behind every other writer) only when a file is new or changed.
+    with Session(read_only(engine)) as session:
+        refused, pending = _sync(
+            session, actor, rubric_id=rubric_id, directory=directory, store=False
+        )
+        if not pending:
+            rows = prompts_storage.list_prompts(session, rubric_id=rubric_id, judge=judge)
+            prompts = _rows_to_prompts(session, rows, rubric_id=rubric_id)
+    for attempt in range(3 if pending else 0):
         with Session(engine) as session:
             try:
-                refused = _sync(
-                    session,
-                    actor,
-                    rubric_id=rubric_id,
-                    directory=directory or default_rubrics_dir(),
-                )
+                refused, _ = _sync(session, actor, rubric_id=rubric_id, directory=directory)
                 session.commit()
             except IntegrityError:
                 # another process stored the same file at the same moment: read again
