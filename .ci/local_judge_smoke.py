@@ -8,7 +8,7 @@ import sys
 
 CHILD = """
 from llama_cpp import Llama
-from review_app.services.local_judge import model_path
+from review_app.services.judging.local_judge import model_path
 model = Llama(model_path=str(model_path()), n_ctx=256, verbose=False)
 model.create_completion("Hello", max_tokens=2, temperature=0)
 print("llama.cpp runs")

@@ -9,7 +9,7 @@ Prints figures; asserts only that the service's alpha equals the krippendorff
 package's on the same labels.
 
 Data: ``--cases`` support conversations of 10 events each (5 user turns, 5
-assistant turns), imported with :func:`review_app.services.importing.import_paths`,
+assistant turns), imported with :func:`review_app.services.cases.importing.import_paths`,
 so 200,000 units (assistant turns) by default. ``--reviewers`` 5 reviewers give
 every unit a label in 1,000,000 (unit, reviewer) slots, of which ``--missing``
 (20%) are dropped at random: about 800,000 labels by default; ``--missing 0``
@@ -127,9 +127,9 @@ def reliability_matrix(
 def populate(url: str, corpus: Path, args: argparse.Namespace) -> None:
     from sqlmodel import Session
 
-    from review_app.services.importing import import_paths
-    from review_app.services.people import operator_actor
-    from review_app.services.rubric_catalog import sync_rubrics
+    from review_app.services.cases.importing import import_paths
+    from review_app.services.rubrics.rubric_catalog import sync_rubrics
+    from review_app.services.team.people import operator_actor
     from storage import labels, reviewers
     from storage.engine import create_database_engine
     from storage.migrations import upgrade_database
@@ -205,9 +205,9 @@ def timed(call: Callable[[], T]) -> tuple[T, dict[str, float]]:
 
 
 def child_report(url: str, resamples: int) -> dict[str, Any]:
-    from review_app.services.agreement_reports import agreement_report
-    from review_app.services.people import operator_actor
-    from review_app.services.rubric_catalog import sync_rubrics
+    from review_app.services.review.agreement_reports import agreement_report
+    from review_app.services.rubrics.rubric_catalog import sync_rubrics
+    from review_app.services.team.people import operator_actor
     from storage.engine import create_database_engine
 
     engine = create_database_engine(url)
@@ -227,9 +227,9 @@ def child_report(url: str, resamples: int) -> dict[str, Any]:
 
 
 def child_queue(url: str) -> dict[str, Any]:
-    from review_app.services.adjudication import disagreement_queue
-    from review_app.services.people import operator_actor
-    from review_app.services.rubric_catalog import sync_rubrics
+    from review_app.services.labels.adjudication import disagreement_queue
+    from review_app.services.rubrics.rubric_catalog import sync_rubrics
+    from review_app.services.team.people import operator_actor
     from storage.engine import create_database_engine
 
     engine = create_database_engine(url)

@@ -11,10 +11,10 @@ entry per (case, reviewer). Codes of a small version 1 with six codes; version 2
 four, rewords one and splits one (about 8% of the labels), so most labels are carried
 and the split ones go to re-review.
 
-Measured: the seconds of :func:`review_app.services.rubric_carry.publish_rubric` (one
+Measured: the seconds of :func:`review_app.services.rubrics.rubric_carry.publish_rubric` (one
 write transaction of bulk ``INSERT ... SELECT`` statements), and, meanwhile, a
 reviewer saving labels one after another through
-:func:`review_app.services.labeling.record_label` in another thread: how long each
+:func:`review_app.services.labels.labeling.record_label` in another thread: how long each
 save took (a save waits for the publication's write lock; none may fail with
 "database busy" unless the publication outlasts the 30 s busy timeout). Prints figures;
 asserts the carried counts add up.
@@ -37,10 +37,10 @@ sys.path.insert(0, str(REPO))
 from sqlalchemy import Engine  # noqa: E402
 
 from review_app.errors import DatabaseBusy  # noqa: E402
-from review_app.services.labeling import record_label  # noqa: E402
-from review_app.services.people import add_person, operator_actor, sign_in  # noqa: E402
-from review_app.services.rubric_carry import publish_rubric  # noqa: E402
-from review_app.services.rubric_catalog import sync_rubrics  # noqa: E402
+from review_app.services.labels.labeling import record_label  # noqa: E402
+from review_app.services.rubrics.rubric_carry import publish_rubric  # noqa: E402
+from review_app.services.rubrics.rubric_catalog import sync_rubrics  # noqa: E402
+from review_app.services.team.people import add_person, operator_actor, sign_in  # noqa: E402
 from storage.engine import create_database_engine  # noqa: E402
 from storage.migrations import upgrade_database  # noqa: E402
 

@@ -184,11 +184,11 @@ def core_part(arguments: argparse.Namespace) -> None:
 def build_database(engine: Any, operator: Any, tmp: Path, arguments: argparse.Namespace) -> None:
     """Cases, one judge run over every assistant turn, an audit sample labeled by three."""
     from benchmarks.corpus import generate_corpus
-    from review_app.services.audit_samples import draw_audit_sample
-    from review_app.services.importing import import_paths
-    from review_app.services.judge_import import import_verdicts
-    from review_app.services.labels_io import import_labels
-    from review_app.services.rubric_catalog import sync_rubrics
+    from review_app.services.cases.importing import import_paths
+    from review_app.services.judging.audit_samples import draw_audit_sample
+    from review_app.services.judging.judge_import import import_verdicts
+    from review_app.services.labels.labels_io import import_labels
+    from review_app.services.rubrics.rubric_catalog import sync_rubrics
     from storage.migrations import upgrade_database
     from tests.judge_support import write_jsonl
 
@@ -243,7 +243,7 @@ def alt_test_share(
     """The alt-test inside the report, timed alone on the same inputs."""
     from sqlmodel import Session
 
-    from review_app.services.agreement_reports import load_label_columns
+    from review_app.services.review.agreement_reports import load_label_columns
     from storage import judging
 
     columns = load_label_columns(engine, operator, rubric=rubric)
@@ -267,11 +267,11 @@ def alt_test_share(
 def db_part(arguments: argparse.Namespace) -> None:
     from sqlalchemy import inspect
 
-    from review_app.services.estimate import break_rate_estimate
-    from review_app.services.judge_import import list_judge_runs
-    from review_app.services.judge_report import calibration_report
-    from review_app.services.people import Actor
-    from review_app.services.rubric_catalog import sync_rubrics
+    from review_app.services.judging.estimate import break_rate_estimate
+    from review_app.services.judging.judge_import import list_judge_runs
+    from review_app.services.judging.judge_report import calibration_report
+    from review_app.services.rubrics.rubric_catalog import sync_rubrics
+    from review_app.services.team.people import Actor
     from storage.engine import create_database_engine
 
     operator = Actor.operator()

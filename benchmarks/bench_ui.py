@@ -7,7 +7,7 @@ measured side by side with a reference in the same run, rounds alternating).
 
 1. Builds a SQLite database with ``--cases`` generated support conversations
    (``benchmarks/corpus.py``, written as JSONL and imported with
-   ``review_app.services.importing``), one of them 50 events long, all assigned to one
+   ``review_app.services.cases.importing``), one of them 50 events long, all assigned to one
    reviewer who has labeled half of the long case. ``--db`` keeps the file and reuses
    it when it exists.
 2. With ``streamlit.testing.v1.AppTest`` from the app's entry script: the queue page
@@ -53,11 +53,11 @@ TARGET_RATIO = 2.0
 
 
 def build_database(path: Path, *, n_cases: int, n_events: int) -> None:
-    from review_app.services.importing import import_paths
-    from review_app.services.labeling import record_label
-    from review_app.services.people import add_person, operator_actor, sign_in
-    from review_app.services.queue import assign_cases
-    from review_app.services.rubric_catalog import sync_rubrics
+    from review_app.services.cases.importing import import_paths
+    from review_app.services.labels.labeling import record_label
+    from review_app.services.review.queue import assign_cases
+    from review_app.services.rubrics.rubric_catalog import sync_rubrics
+    from review_app.services.team.people import add_person, operator_actor, sign_in
     from storage.engine import create_database_engine
     from storage.migrations import upgrade_database
 
@@ -95,8 +95,8 @@ def build_database(path: Path, *, n_cases: int, n_events: int) -> None:
 
 def long_case_messages(path: Path) -> list[tuple[str, str]]:
     """(actor, text) of the long case, read back from the database once."""
-    from review_app.services.cases import load_case_view
-    from review_app.services.people import operator_actor
+    from review_app.services.cases.cases import load_case_view
+    from review_app.services.team.people import operator_actor
     from storage.engine import create_database_engine
 
     engine = create_database_engine(f"sqlite:///{path}")
@@ -153,7 +153,7 @@ def measure(path: Path, reruns: int) -> dict[str, list[float]]:
     os.environ["REVIEW_APP_AUTH"] = "local"
     os.environ["REVIEW_APP_LOCAL_USER"] = REVIEWER
 
-    from review_app.services.queue import forget_progress
+    from review_app.services.review.queue import forget_progress
 
     queue = AppTest.from_file(str(APP), default_timeout=120)
     queue_cold = AppTest.from_file(str(APP), default_timeout=120)

@@ -2,7 +2,7 @@
 
 Verdict files: docs/reference.md, "Judge verdicts".
 
-Pure: no database, no network. The service (``review_app.services.judge_runner``) runs
+Pure: no database, no network. The service (``review_app.services.judging.judge_runner``) runs
 prompts against an endpoint and stores what comes back.
 
 Prompt templates are versioned files ``rubrics/<rubric-id>/judges/<judge>/v<N>.txt``

@@ -5,8 +5,8 @@ from __future__ import annotations
 from sqlalchemy import Engine
 
 from review_app.rubrics import Rubric
-from review_app.services.people import Actor, add_person, operator_actor, sign_in
-from review_app.services.queue import assign_cases
+from review_app.services.review.queue import assign_cases
+from review_app.services.team.people import Actor, add_person, operator_actor, sign_in
 
 
 def operator() -> Actor:

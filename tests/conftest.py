@@ -26,7 +26,7 @@ import pytest
 from sqlalchemy import Engine, create_engine, text
 
 from review_app.evaluator import EVALUATOR_VERSION
-from review_app.services.cases import LANES
+from review_app.services.cases.cases import LANES
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
 
@@ -194,7 +194,7 @@ def invoke_cli(
     from typer.testing import CliRunner
 
     from review_app.cli import app
-    from review_app.services.queue import forget_progress
+    from review_app.services.review.queue import forget_progress
     from storage import engine as engines
 
     saved_environment = dict(os.environ)

@@ -31,7 +31,9 @@ from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 from review_app.agreement import RatingTable, first_break_agreement
 from review_app.errors import InputError, NotFound, PermissionDenied
 from review_app.rubrics import Rubric, default_rubrics_dir
-from review_app.services.adjudication import (
+from review_app.services.cases.demo import DEMO_CASES, load_demo
+from review_app.services.cases.importing import import_paths
+from review_app.services.labels.adjudication import (
     disagreement_queue,
     gold_counts,
     gold_labels,
@@ -39,18 +41,16 @@ from review_app.services.adjudication import (
     record_gold,
     unit_detail,
 )
-from review_app.services.agreement_reports import (
+from review_app.services.labels.labels_io import export_labels_csv, import_labels
+from review_app.services.review.agreement_reports import (
     agreement_report,
     confusion_between,
     dashboard_data,
     load_rating_table,
     rating_table,
 )
-from review_app.services.demo import DEMO_CASES, load_demo
-from review_app.services.importing import import_paths
-from review_app.services.labels_io import export_labels_csv, import_labels
-from review_app.services.people import Actor, operator_actor, sign_in
-from review_app.services.rubric_catalog import sync_rubrics
+from review_app.services.rubrics.rubric_catalog import sync_rubrics
+from review_app.services.team.people import Actor, operator_actor, sign_in
 from storage.labels import (
     LabelColumns,
     current_label_columns,

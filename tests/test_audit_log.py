@@ -10,19 +10,15 @@ from typing import Any
 import pytest
 
 from review_app.errors import InputError, PermissionDenied
-from review_app.services import (
-    adjudication,
-    audit,
-    export,
-    judge_import,
-    labeling,
-    labels_io,
-    queue,
-)
-from review_app.services.demo import DEMO_CASES, DEMO_LABELS, DEMO_VERDICTS
-from review_app.services.importing import import_paths
-from review_app.services.people import add_person, set_role
-from review_app.services.rubric_catalog import sync_rubrics
+from review_app.services.cases import export
+from review_app.services.cases.demo import DEMO_CASES, DEMO_LABELS, DEMO_VERDICTS
+from review_app.services.cases.importing import import_paths
+from review_app.services.judging import judge_import
+from review_app.services.labels import adjudication, labeling, labels_io
+from review_app.services.operations import audit
+from review_app.services.review import queue
+from review_app.services.rubrics.rubric_catalog import sync_rubrics
+from review_app.services.team.people import add_person, set_role
 from tests.actors import operator, signed_in
 from tests.conftest import Database
 

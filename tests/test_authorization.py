@@ -24,39 +24,27 @@ from sqlalchemy import Engine
 import review_app.services as services_package
 from review_app.errors import PermissionDenied
 from review_app.rubrics import Rubric
-from review_app.services import (
-    adjudication,
-    agreement_reports,
-    audit,
+from review_app.services.cases import cases, demo, export, importing, uploads
+from review_app.services.cases.demo import DEMO_CASES, DEMO_LABELS, DEMO_VERDICTS, load_demo
+from review_app.services.judging import (
     audit_samples,
-    backup,
-    cases,
-    demo,
     drift,
     endpoints,
     estimate,
-    export,
-    importing,
-    jobs,
     judge_compare,
     judge_import,
     judge_prompts,
     judge_report,
     judge_runner,
-    key_events,
-    labeling,
-    labels_io,
-    people,
     prompt_workbench,
-    queue,
-    rubric_carry,
-    rubric_catalog,
     selective,
-    team,
-    uploads,
 )
-from review_app.services.demo import DEMO_CASES, DEMO_LABELS, DEMO_VERDICTS, load_demo
-from review_app.services.people import Actor
+from review_app.services.labels import adjudication, key_events, labeling, labels_io
+from review_app.services.operations import audit, backup, jobs
+from review_app.services.review import agreement_reports, queue
+from review_app.services.rubrics import rubric_carry, rubric_catalog
+from review_app.services.team import people, team
+from review_app.services.team.people import Actor
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
 from tests.actors import operator, signed_in
@@ -473,17 +461,16 @@ EXEMPT: dict[str, str] = {
     "agreement_reports.versions_side_by_side": "pure: coefficients over tables the caller read",
     "rubric_carry.mapping_for": "pure: the mapping between rubric versions the caller has",
     "audit.audit_line": "pure: formats an entry the caller read",
-    "_case_selection.selected_cases": "case ids by lane (metadata), for authorized services",
-    "_file_import.file_sha256": "pure: hashes a local file",
-    "_file_import.record_error": "pure: builds an error",
-    "_file_import.with_stored_turns": "takes an open Session: a building block of the imports",
+    "case_selection.selected_cases": "case ids by lane (metadata), for authorized services",
+    "file_import.file_sha256": "pure: hashes a local file",
+    "file_import.record_error": "pure: builds an error",
+    "file_import.with_stored_turns": "takes an open Session: a building block of the imports",
     "audit.parse_since": "pure: parses a timestamp",
     "estimate.estimate_headline": "pure: formats an estimate the caller computed",
     "estimate.render_estimate": "pure: formats an estimate the caller computed",
     "drift.render_drift": "pure: formats a report the caller computed",
     "selective.render_route": "pure: formats a report the caller computed",
     "audit_samples.scored_turns": "pure: scores from verdict columns the caller read",
-    "render.render_alt_test": "pure: formats a report the caller computed",
     "readings.agreement_warnings": "pure: words for a figure the caller computed",
     "readings.alpha_sentence": "pure: words for a figure the caller computed",
     "readings.alt_test_sentence": "pure: words for a figure the caller computed",
@@ -499,7 +486,6 @@ EXEMPT: dict[str, str] = {
     "readings.like_for_like_rows": "pure: words for a figure the caller computed",
     "readings.percent": "pure: words for a figure the caller computed",
     "readings.weakest_pair_sentence": "pure: words for a figure the caller computed",
-    "render.harness_detail": "pure: words for a finding of a view the caller loaded",
     "export.export_file_name": "pure: a file name from the page's choices",
     "case_rows.prepare_case": "pure: builds one case's rows in memory",
     "people.assignable_people": "takes an open Session: checks names for authorized assigners",
@@ -544,10 +530,6 @@ EXEMPT: dict[str, str] = {
     "queue.forget_progress": "clears an in-process cache",
     "queue.order_informative_first": "pure: orders case ids by scores the caller computed",
     "queue.score_case": "pure: scores signals the caller read",
-    "render.case_view_dict": "pure: formats a view the caller loaded",
-    "render.render_agreement_text": "pure: formats a report the caller computed",
-    "render.render_case_text": "pure: formats a view the caller loaded",
-    "render.render_judge_report": "pure: formats a report the caller computed",
     "uploads.uploaded_file": "a temporary file for an upload",
     "endpoints.parse_endpoints": "no data: parses the admin's endpoints file",
     "endpoints.configured_endpoints": "no data: the admin's endpoints (services never echo keys)",
@@ -564,8 +546,8 @@ EXEMPT: dict[str, str] = {
 
 # Exempt functions that nevertheless reach the database, each for the reason above.
 EXEMPT_WITH_DATABASE = {
-    "_case_selection.selected_cases",
-    "_file_import.with_stored_turns",
+    "case_selection.selected_cases",
+    "file_import.with_stored_turns",
     "cases.case_view",
     "database.open_database",
     "cases.list_cases",
@@ -585,11 +567,14 @@ EXEMPT_WITH_DATABASE = {
 
 def _public_functions() -> dict[str, Callable[..., Any]]:
     found: dict[str, Callable[..., Any]] = {}
-    for info in pkgutil.iter_modules(services_package.__path__):
-        module = importlib.import_module(f"review_app.services.{info.name}")
+    for info in pkgutil.walk_packages(services_package.__path__, "review_app.services."):
+        if info.ispkg:
+            continue
+        module = importlib.import_module(info.name)
+        leaf = info.name.rpartition(".")[2]
         for name, function in inspect.getmembers(module, inspect.isfunction):
             if function.__module__ == module.__name__ and not name.startswith("_"):
-                found[f"{info.name}.{name}"] = function
+                found[f"{leaf}.{name}"] = function
     return found
 
 

@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from review_app.services.demo import load_demo
-from review_app.services.people import add_person, operator_actor
-from review_app.services.queue import assign_cases
-from review_app.services.rubric_catalog import sync_rubrics
+from review_app.services.cases.demo import load_demo
+from review_app.services.review.queue import assign_cases
+from review_app.services.rubrics.rubric_catalog import sync_rubrics
+from review_app.services.team.people import add_person, operator_actor
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
 from tests.served import IDLE, chromium, free_port, require_browser, serving, wait_listening

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from review_app.services.endpoints import ENDPOINTS_ENV
-from review_app.services.jobs import list_jobs
-from review_app.services.people import operator_actor
+from review_app.services.judging.endpoints import ENDPOINTS_ENV
+from review_app.services.operations.jobs import list_jobs
+from review_app.services.team.people import operator_actor
 from storage.engine import create_database_engine
 from tests.judge_support import FakeChatServer
 from tests.served import IDLE, chromium, free_port, require_browser, serving, wait_healthy

@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
-from review_app.services.cases import list_cases, load_case_view
-from review_app.services.demo import DEMO_CASES, load_demo
-from review_app.services.export import export_data
-from review_app.services.people import operator_actor
-from review_app.services.rubric_catalog import sync_rubrics
+from review_app.services.cases.cases import list_cases, load_case_view
+from review_app.services.cases.demo import DEMO_CASES, load_demo
+from review_app.services.cases.export import export_data
+from review_app.services.rubrics.rubric_catalog import sync_rubrics
+from review_app.services.team.people import operator_actor
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
 from tests.conftest import cli_test_environment, invoke_cli

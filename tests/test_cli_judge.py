@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
-from review_app.services.adjudication import record_gold
-from review_app.services.demo import DEMO_VERDICTS, load_demo
-from review_app.services.importing import import_paths
-from review_app.services.judge_import import list_judge_runs
-from review_app.services.people import Actor, operator_actor
-from review_app.services.rubric_catalog import sync_rubrics
+from review_app.services.cases.demo import DEMO_VERDICTS, load_demo
+from review_app.services.cases.importing import import_paths
+from review_app.services.judging.judge_import import list_judge_runs
+from review_app.services.labels.adjudication import record_gold
+from review_app.services.rubrics.rubric_catalog import sync_rubrics
+from review_app.services.team.people import Actor, operator_actor
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
 from tests.conftest import DEMO_CASES

@@ -10,12 +10,12 @@ import numpy as np
 from sqlalchemy import Engine
 
 from benchmarks.corpus import generate_corpus
-from review_app.services.drift import drift_report
-from review_app.services.importing import import_paths
-from review_app.services.judge_import import import_verdicts, list_judge_runs
-from review_app.services.labels_io import import_labels
-from review_app.services.people import Actor
-from review_app.services.rubric_catalog import sync_rubrics
+from review_app.services.cases.importing import import_paths
+from review_app.services.judging.drift import drift_report
+from review_app.services.judging.judge_import import import_verdicts, list_judge_runs
+from review_app.services.labels.labels_io import import_labels
+from review_app.services.rubrics.rubric_catalog import sync_rubrics
+from review_app.services.team.people import Actor
 from tests.conftest import Database
 from tests.judge_support import run_review_app, write_jsonl
 

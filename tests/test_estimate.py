@@ -14,13 +14,13 @@ from sqlmodel import Session
 from benchmarks.corpus import generate_corpus
 from review_app.errors import InputError
 from review_app.rubrics import Rubric
-from review_app.services.audit_samples import draw_audit_sample
-from review_app.services.estimate import break_rate_estimate, estimate_headline
-from review_app.services.importing import import_paths
-from review_app.services.judge_import import import_verdicts, list_judge_runs
-from review_app.services.labels_io import import_labels
-from review_app.services.people import Actor
-from review_app.services.rubric_catalog import sync_rubrics
+from review_app.services.cases.importing import import_paths
+from review_app.services.judging.audit_samples import draw_audit_sample
+from review_app.services.judging.estimate import break_rate_estimate, estimate_headline
+from review_app.services.judging.judge_import import import_verdicts, list_judge_runs
+from review_app.services.labels.labels_io import import_labels
+from review_app.services.rubrics.rubric_catalog import sync_rubrics
+from review_app.services.team.people import Actor
 from storage.models import AuditSample, AuditUnit
 from tests.conftest import Database
 from tests.judge_support import write_jsonl

@@ -14,8 +14,8 @@ import orjson
 from sqlalchemy import text
 
 from benchmarks.corpus import generate_corpus
-from review_app.services.importing import CHUNK_EVENTS
-from review_app.services.people import operator_actor
+from review_app.services.cases.importing import CHUNK_EVENTS
+from review_app.services.team.people import operator_actor
 from tests.conftest import Database, cli_environment, review_app_command, row_counts
 
 
@@ -135,7 +135,7 @@ def test_a_changed_case_mid_file_stops_there_and_replace_completes(
     database: Database, tmp_path: Path
 ) -> None:
     from review_app.errors import InputError
-    from review_app.services.importing import FileImport, import_paths
+    from review_app.services.cases.importing import FileImport, import_paths
 
     n_events = 40
     n_cases = 3 * CHUNK_EVENTS // n_events

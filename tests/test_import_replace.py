@@ -7,10 +7,10 @@ from pathlib import Path
 
 from sqlmodel import Session
 
-from review_app.services.cases import case_view
-from review_app.services.demo import load_demo
-from review_app.services.importing import import_paths
-from review_app.services.people import operator_actor
+from review_app.services.cases.cases import case_view
+from review_app.services.cases.demo import load_demo
+from review_app.services.cases.importing import import_paths
+from review_app.services.team.people import operator_actor
 from tests.conftest import DEMO_CASES, Database, label_count
 
 

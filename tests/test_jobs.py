@@ -24,12 +24,18 @@ import pytest
 from sqlmodel import Session, select
 
 from review_app.errors import InputError
-from review_app.services.audit import audit_entries
-from review_app.services.endpoints import ENDPOINTS_ENV, endpoint_settings, parse_endpoints
-from review_app.services.importing import import_paths
-from review_app.services.jobs import job_status, list_jobs, run_worker, start_judge_job, stop_job
-from review_app.services.people import operator_actor, sign_in
-from review_app.services.rubric_catalog import sync_rubrics
+from review_app.services.cases.importing import import_paths
+from review_app.services.judging.endpoints import ENDPOINTS_ENV, endpoint_settings, parse_endpoints
+from review_app.services.operations.audit import audit_entries
+from review_app.services.operations.jobs import (
+    job_status,
+    list_jobs,
+    run_worker,
+    start_judge_job,
+    stop_job,
+)
+from review_app.services.rubrics.rubric_catalog import sync_rubrics
+from review_app.services.team.people import operator_actor, sign_in
 from storage import jobs as job_storage
 from storage.engine import create_database_engine
 from storage.models import BackgroundJob, JudgeVerdict
@@ -265,7 +271,7 @@ def test_a_reviewer_may_not_start_jobs_and_a_demoted_owners_job_fails(
     database: Database, tmp_path: Path, configured: Path
 ) -> None:
     from review_app.errors import PermissionDenied
-    from review_app.services.people import set_role
+    from review_app.services.team.people import set_role
 
     load_cases(database, tmp_path, 1)
     rita = sign_in(database.engine, name="rita", auth_mode="local", first_role="reviewer")
@@ -544,8 +550,8 @@ def test_a_killed_workers_job_is_resumed_after_its_lease_and_nothing_stored_is_a
 def test_the_bundled_model_is_the_endpoint_local_started_on_first_use(
     sqlite_database: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from review_app.services import endpoints
-    from review_app.services.local_judge import MODEL_ALIAS, local_judge_available
+    from review_app.services.judging import endpoints
+    from review_app.services.judging.local_judge import MODEL_ALIAS, local_judge_available
 
     if not local_judge_available():
         if os.environ.get("REVIEW_APP_REQUIRE_LOCAL_JUDGE", "").lower() in ("1", "true", "yes"):

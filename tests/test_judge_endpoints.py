@@ -20,15 +20,15 @@ from sqlmodel import Session
 
 from review_app.judging import JudgePrompt, find_judge_prompt
 from review_app.rubrics import Rubric
-from review_app.services.importing import import_paths
-from review_app.services.judge_runner import (
+from review_app.services.cases.importing import import_paths
+from review_app.services.judging.judge_runner import (
     EndpointSettings,
     JudgeRunSummary,
     run_judge,
     select_case_ids,
 )
-from review_app.services.people import operator_actor
-from review_app.services.rubric_catalog import sync_rubrics
+from review_app.services.rubrics.rubric_catalog import sync_rubrics
+from review_app.services.team.people import operator_actor
 from storage import judging
 from tests.conftest import Database
 from tests.judge_support import (

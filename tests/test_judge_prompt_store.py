@@ -17,21 +17,21 @@ from sqlalchemy.exc import DBAPIError
 
 from review_app.errors import DatabaseBusy, InputError, PermissionDenied
 from review_app.rubrics import Rubric
-from review_app.services.adjudication import record_gold
-from review_app.services.audit import audit_entries
-from review_app.services.importing import import_paths
-from review_app.services.judge_compare import compare_judge_runs, render_run_comparison
-from review_app.services.judge_import import import_verdicts, list_judge_runs
-from review_app.services.judge_prompts import (
+from review_app.services.cases.importing import import_paths
+from review_app.services.judging.judge_compare import compare_judge_runs, render_run_comparison
+from review_app.services.judging.judge_import import import_verdicts, list_judge_runs
+from review_app.services.judging.judge_prompts import (
     create_judge_prompt,
     list_judge_prompts,
     preview_messages,
     prompt_for_run,
     show_judge_prompt,
 )
-from review_app.services.judge_runner import run_judge
-from review_app.services.people import operator_actor, sign_in
-from review_app.services.rubric_catalog import sync_rubrics
+from review_app.services.judging.judge_runner import run_judge
+from review_app.services.labels.adjudication import record_gold
+from review_app.services.operations.audit import audit_entries
+from review_app.services.rubrics.rubric_catalog import sync_rubrics
+from review_app.services.team.people import operator_actor, sign_in
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
 from tests.conftest import Database, cli_test_environment, invoke_cli

@@ -37,32 +37,32 @@ from sqlalchemy import Engine, func, select
 from sqlmodel import Session
 
 from benchmarks.corpus import generate_corpus
+from review_app.cli.render import render_judge_report
 from review_app.errors import InputError, NotFound, PermissionDenied
 from review_app.judging import JudgePrompt, find_judge_prompt
 from review_app.rubrics import Rubric
-from review_app.services.adjudication import gold_labels, record_gold
-from review_app.services.audit import audit_entries
-from review_app.services.demo import DEMO_VERDICTS, load_demo
-from review_app.services.importing import import_paths
-from review_app.services.judge_import import import_verdicts, list_judge_runs
-from review_app.services.judge_report import (
+from review_app.services.cases.demo import DEMO_VERDICTS, load_demo
+from review_app.services.cases.importing import import_paths
+from review_app.services.judging.judge_import import import_verdicts, list_judge_runs
+from review_app.services.judging.judge_report import (
     calibrated_probability,
     calibration_report,
     disagreement_explorer,
     few_shot_material,
     fit_run_calibration,
 )
-from review_app.services.judge_runner import (
+from review_app.services.judging.judge_runner import (
     ANSWER_ERROR,
     ENDPOINT_ERROR,
     EndpointSettings,
     run_judge,
     select_case_ids,
 )
-from review_app.services.labels_io import import_labels
-from review_app.services.people import Actor, operator_actor, sign_in
-from review_app.services.render import render_judge_report
-from review_app.services.rubric_catalog import sync_rubrics
+from review_app.services.labels.adjudication import gold_labels, record_gold
+from review_app.services.labels.labels_io import import_labels
+from review_app.services.operations.audit import audit_entries
+from review_app.services.rubrics.rubric_catalog import sync_rubrics
+from review_app.services.team.people import Actor, operator_actor, sign_in
 from review_app.stats.core import CLUSTER_METHOD
 from storage import judging
 from storage.models import JudgeVerdict

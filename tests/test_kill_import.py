@@ -30,10 +30,10 @@ from sqlalchemy import text
 
 from benchmarks.corpus import generate_corpus
 from benchmarks.reliability import case_integrity
-from review_app.services.importing import import_paths
-from review_app.services.labeling import record_label
-from review_app.services.people import Actor, sign_in
-from review_app.services.rubric_catalog import sync_rubrics
+from review_app.services.cases.importing import import_paths
+from review_app.services.labels.labeling import record_label
+from review_app.services.rubrics.rubric_catalog import sync_rubrics
+from review_app.services.team.people import Actor, sign_in
 from tests.actors import assign
 from tests.conftest import Database, cli_environment
 
@@ -47,7 +47,7 @@ PREFIX = "killed-"
 HARNESS = """
 import os, signal, sys
 
-import review_app.services.importing as importing
+import review_app.services.cases.importing as importing
 
 mode, count = sys.argv[1], int(sys.argv[2])
 chunk = int(sys.argv[3])
@@ -75,9 +75,9 @@ elif mode == "after-commit":
 elif mode == "label-before-commit":  # a label save's statements ran; its commit not yet
     import sqlmodel
 
-    from review_app.services.labeling import record_label
-    from review_app.services.people import sign_in
-    from review_app.services.rubric_catalog import sync_rubrics
+    from review_app.services.labels.labeling import record_label
+    from review_app.services.team.people import sign_in
+    from review_app.services.rubrics.rubric_catalog import sync_rubrics
     from storage.engine import create_database_engine
 
     engine = create_database_engine(sys.argv[4])

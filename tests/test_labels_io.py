@@ -19,17 +19,17 @@ from sqlalchemy import Engine, select
 from sqlmodel import Session, col
 
 from review_app.errors import InputError, PermissionDenied
-from review_app.services.demo import DEMO_LABELS, load_demo
-from review_app.services.labeling import record_label
-from review_app.services.labels_io import (
+from review_app.services.cases.demo import DEMO_LABELS, load_demo
+from review_app.services.labels.labeling import record_label
+from review_app.services.labels.labels_io import (
     LABEL_COLUMNS,
     export_labels_csv,
     import_labels,
     neutralise_cell,
     restore_cell,
 )
-from review_app.services.people import Actor, add_person, list_people, operator_actor, sign_in
-from review_app.services.rubric_catalog import RubricCatalog, sync_rubrics
+from review_app.services.rubrics.rubric_catalog import RubricCatalog, sync_rubrics
+from review_app.services.team.people import Actor, add_person, list_people, operator_actor, sign_in
 from storage.migrations import upgrade_database
 from storage.models import Label, Reviewer
 from tests.builders import write_label_csv
@@ -209,7 +209,7 @@ def test_export_import_into_a_fresh_database_gives_the_same_bytes(
 
     # Another database with the same cases (SQLite; the source is SQLite or PostgreSQL).
     fresh = sqlite_database if demo.kind == "postgres" else _second_sqlite(tmp_path)
-    from review_app.services.importing import import_paths
+    from review_app.services.cases.importing import import_paths
     from tests.conftest import DEMO_CASES
 
     import_paths(fresh.engine, operator_actor(), [DEMO_CASES])

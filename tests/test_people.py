@@ -10,11 +10,13 @@ import pytest
 
 from review_app.errors import InputError, NotFound, PermissionDenied
 from review_app.rubrics import Rubric
-from review_app.services.audit import audit_entries
-from review_app.services.audit_samples import draw_audit_sample
-from review_app.services.importing import import_paths
-from review_app.services.labeling import record_label
-from review_app.services.people import (
+from review_app.services.cases.importing import import_paths
+from review_app.services.judging.audit_samples import draw_audit_sample
+from review_app.services.labels.labeling import record_label
+from review_app.services.operations.audit import audit_entries
+from review_app.services.review.queue import assign_cases, queue_page
+from review_app.services.rubrics.rubric_catalog import sync_rubrics
+from review_app.services.team.people import (
     add_person,
     deactivate_person,
     list_people,
@@ -22,8 +24,6 @@ from review_app.services.people import (
     set_role,
     sign_in,
 )
-from review_app.services.queue import assign_cases, queue_page
-from review_app.services.rubric_catalog import sync_rubrics
 from tests.actors import assign, operator, signed_in
 from tests.conftest import DEMO_CASES, Database
 

@@ -6,12 +6,11 @@ from __future__ import annotations
 import pytest
 from sqlmodel import Session
 
-from review_app.services.audit_samples import draw_audit_sample
-from review_app.services.demo import DEMO_CASES, load_demo
-from review_app.services.importing import import_paths
-from review_app.services.labeling import record_label
-from review_app.services.people import Actor, add_person, operator_actor, sign_in
-from review_app.services.queue import (
+from review_app.services.cases.demo import DEMO_CASES, load_demo
+from review_app.services.cases.importing import import_paths
+from review_app.services.judging.audit_samples import draw_audit_sample
+from review_app.services.labels.labeling import record_label
+from review_app.services.review.queue import (
     CaseSignals,
     Informativeness,
     assign_cases,
@@ -20,7 +19,8 @@ from review_app.services.queue import (
     queue_page,
     score_case,
 )
-from review_app.services.rubric_catalog import sync_rubrics
+from review_app.services.rubrics.rubric_catalog import sync_rubrics
+from review_app.services.team.people import Actor, add_person, operator_actor, sign_in
 from storage.models import JudgeRun, JudgeVerdict
 from tests.conftest import Database
 
@@ -268,8 +268,8 @@ def test_turns_drawn_by_uncertainty_keep_their_place_too(sqlite_database: Databa
     """An uncertainty draw is an audit sample for the queue (not for PPI++)."""
     from pathlib import Path
 
-    from review_app.services.audit_samples import draw_uncertainty_sample
-    from review_app.services.judge_import import import_verdicts, list_judge_runs
+    from review_app.services.judging.audit_samples import draw_uncertainty_sample
+    from review_app.services.judging.judge_import import import_verdicts, list_judge_runs
 
     engine = sqlite_database.engine
     import_paths(engine, operator_actor(), [DEMO_CASES])

@@ -10,13 +10,13 @@ from typing import Any
 from sqlalchemy import text
 
 from review_app.rubrics import Rubric
-from review_app.services.adjudication import record_gold, unit_detail
-from review_app.services.importing import import_paths
-from review_app.services.judge_import import import_verdicts
-from review_app.services.labeling import case_labels, record_label
-from review_app.services.people import Actor, sign_in
-from review_app.services.queue import queue_page
-from review_app.services.rubric_catalog import sync_rubrics
+from review_app.services.cases.importing import import_paths
+from review_app.services.judging.judge_import import import_verdicts
+from review_app.services.labels.adjudication import record_gold, unit_detail
+from review_app.services.labels.labeling import case_labels, record_label
+from review_app.services.review.queue import queue_page
+from review_app.services.rubrics.rubric_catalog import sync_rubrics
+from review_app.services.team.people import Actor, sign_in
 from tests.actors import assign
 from tests.conftest import Database
 

@@ -13,10 +13,10 @@ import threading
 from pathlib import Path
 
 from review_app.errors import DatabaseBusy
-from review_app.services.backup import backup_database, restore_database
-from review_app.services.demo import load_demo
-from review_app.services.labeling import record_label
-from review_app.services.rubric_catalog import sync_rubrics
+from review_app.services.cases.demo import load_demo
+from review_app.services.labels.labeling import record_label
+from review_app.services.operations.backup import backup_database, restore_database
+from review_app.services.rubrics.rubric_catalog import sync_rubrics
 from tests.actors import assign, operator, signed_in
 from tests.conftest import Database
 

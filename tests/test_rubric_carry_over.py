@@ -18,14 +18,14 @@ from sqlalchemy import func, select
 from sqlmodel import Session, col
 
 from review_app.errors import InputError, PermissionDenied
-from review_app.services.adjudication import record_gold
-from review_app.services.audit import audit_entries
-from review_app.services.importing import import_paths
-from review_app.services.judge_import import import_verdicts
-from review_app.services.labels_io import export_labels_csv, import_labels
-from review_app.services.people import operator_actor
-from review_app.services.rubric_carry import publish_rubric, re_review_queue
-from review_app.services.rubric_catalog import RubricCatalog, sync_rubrics
+from review_app.services.cases.importing import import_paths
+from review_app.services.judging.judge_import import import_verdicts
+from review_app.services.labels.adjudication import record_gold
+from review_app.services.labels.labels_io import export_labels_csv, import_labels
+from review_app.services.operations.audit import audit_entries
+from review_app.services.rubrics.rubric_carry import publish_rubric, re_review_queue
+from review_app.services.rubrics.rubric_catalog import RubricCatalog, sync_rubrics
+from review_app.services.team.people import operator_actor
 from storage.judging import assistant_units
 from storage.models import GoldLabel, JudgeVerdict, Label
 from tests.actors import signed_in
@@ -227,7 +227,7 @@ def test_the_database_refuses_carrying_a_label_twice(world: World) -> None:
 
 
 def test_relabeling_finishes_a_re_review_unit(world: World) -> None:
-    from review_app.services.labeling import record_label
+    from review_app.services.labels.labeling import record_label
 
     engine = world.db.engine
     publish_rubric(engine, operator_actor(), catalog=world.catalog(), ref="carry@2")
@@ -316,8 +316,8 @@ def _alpha(rows: list[tuple[str, int, str, str]], units: set[tuple[str, int]]) -
 
 
 def test_reports_count_carried_units_and_set_versions_side_by_side(world: World) -> None:
-    from review_app.services.agreement_reports import agreement_report
-    from review_app.services.judge_report import calibration_report
+    from review_app.services.judging.judge_report import calibration_report
+    from review_app.services.review.agreement_reports import agreement_report
 
     engine, op = world.db.engine, operator_actor()
     publish = publish_rubric(engine, op, catalog=world.catalog(), ref="carry@2")

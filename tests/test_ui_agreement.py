@@ -20,15 +20,15 @@ from sqlmodel import Session, col
 from streamlit.testing.v1 import AppTest
 
 import storage.engine
-from review_app.services.adjudication import disagreement_queue
-from review_app.services.agreement_reports import agreement_report, confusion_between
-from review_app.services.demo import DEMO_CASES
-from review_app.services.drift import drift_report
-from review_app.services.importing import import_paths
-from review_app.services.labels_io import import_labels
-from review_app.services.people import Actor, operator_actor, sign_in
-from review_app.services.queue import assign_cases, open_review_work
-from review_app.services.rubric_catalog import sync_rubrics
+from review_app.services.cases.demo import DEMO_CASES
+from review_app.services.cases.importing import import_paths
+from review_app.services.judging.drift import drift_report
+from review_app.services.labels.adjudication import disagreement_queue
+from review_app.services.labels.labels_io import import_labels
+from review_app.services.review.agreement_reports import agreement_report, confusion_between
+from review_app.services.review.queue import assign_cases, open_review_work
+from review_app.services.rubrics.rubric_catalog import sync_rubrics
+from review_app.services.team.people import Actor, operator_actor, sign_in
 from storage.engine import create_database_engine
 from storage.models import GoldLabel, JudgeRun
 from tests.conftest import write_lock
@@ -639,7 +639,7 @@ def test_a_unit_no_judge_run_saw_says_so(engine: Engine) -> None:
 
 
 def test_recording_the_last_open_unit_says_nothing_is_left(engine: Engine) -> None:
-    from review_app.services.adjudication import record_gold
+    from review_app.services.labels.adjudication import record_gold
 
     rubric = rubric_of(engine)
     queue = disagreement_queue(engine, Actor.operator(), rubric=rubric)

@@ -26,14 +26,14 @@ import storage.labels
 from benchmarks.corpus import generate_corpus
 from review_app.errors import PermissionDenied
 from review_app.rubrics import Rubric, default_rubrics_dir
-from review_app.services.cases import list_cases
-from review_app.services.demo import DEMO_CASES
-from review_app.services.importing import import_paths
-from review_app.services.labeling import case_labels, record_label
-from review_app.services.labels_io import import_labels
-from review_app.services.people import Actor, operator_actor, sign_in
-from review_app.services.queue import assign_cases
-from review_app.services.rubric_catalog import sync_rubrics
+from review_app.services.cases.cases import list_cases
+from review_app.services.cases.demo import DEMO_CASES
+from review_app.services.cases.importing import import_paths
+from review_app.services.labels.labeling import case_labels, record_label
+from review_app.services.labels.labels_io import import_labels
+from review_app.services.review.queue import assign_cases
+from review_app.services.rubrics.rubric_catalog import sync_rubrics
+from review_app.services.team.people import Actor, operator_actor, sign_in
 from storage import assignments, reviewers
 from storage.engine import shared_engine
 from storage.models import RubricVersion

@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from review_app.services.drift import drift_report
-from review_app.services.estimate import break_rate_estimate, render_estimate
-from review_app.services.judge_import import import_verdicts, list_judge_runs
-from review_app.services.judge_report import calibration_report, disagreement_explorer
-from review_app.services.people import Actor, operator_actor
-from review_app.services.rubric_catalog import sync_rubrics
-from review_app.services.selective import certified_verdicts, route_judges
+from review_app.services.judging.drift import drift_report
+from review_app.services.judging.estimate import break_rate_estimate, render_estimate
+from review_app.services.judging.judge_import import import_verdicts, list_judge_runs
+from review_app.services.judging.judge_report import calibration_report, disagreement_explorer
+from review_app.services.judging.selective import certified_verdicts, route_judges
+from review_app.services.rubrics.rubric_catalog import sync_rubrics
+from review_app.services.team.people import Actor, operator_actor
 from storage.engine import create_database_engine
 from tests.judge_support import REPO
 from tests.ui_support import app_database, demo_template, plain

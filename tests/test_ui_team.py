@@ -15,10 +15,10 @@ import pytest
 from sqlmodel import Session
 from streamlit.testing.v1 import AppTest
 
-from review_app.services.cases import list_cases
-from review_app.services.people import add_person, list_people, operator_actor
-from review_app.services.rubric_catalog import sync_rubrics
-from review_app.services.team import team_view
+from review_app.services.cases.cases import list_cases
+from review_app.services.rubrics.rubric_catalog import sync_rubrics
+from review_app.services.team.people import add_person, list_people, operator_actor
+from review_app.services.team.team import team_view
 from storage import assignments
 from storage.engine import shared_engine
 from tests.conftest import REPO

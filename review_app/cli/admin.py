@@ -35,7 +35,7 @@ def audit(
     --replace, label and verdict imports, rubric publication, exports, people and
     role changes, assignments, calibration fits. See docs/reference.md, "Audit log".
     """
-    from review_app.services.audit import audit_entries, audit_line, parse_since
+    from review_app.services.operations.audit import audit_entries, audit_line, parse_since
 
     engine = open_engine(db)
     moment = parse_since(since) if since else None
@@ -54,7 +54,7 @@ def backup(
 ) -> None:
     """Back up the database: a consistent SQLite snapshot while servers keep running
     (PostgreSQL: prints the pg_dump command to run)."""
-    from review_app.services.backup import backup_database
+    from review_app.services.operations.backup import backup_database
 
     outcome = backup_database(operator(), db=db, path=path)
     typer.echo(outcome.message)
@@ -66,7 +66,7 @@ def restore(
 ) -> None:
     """Restore a backup into the database; the current content is saved first as
     <database>.before-restore (PostgreSQL: prints the pg_restore command to run)."""
-    from review_app.services.backup import restore_database
+    from review_app.services.operations.backup import restore_database
 
     outcome = restore_database(operator(), db=db, path=path)
     if outcome.done:

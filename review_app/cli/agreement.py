@@ -26,8 +26,8 @@ def agreement(
     Units are (case, turn) pairs, raters are reviewers. A coefficient that is
     undefined for the data is null with a reason, never a made-up number.
     """
-    from review_app.services.agreement_reports import agreement_report
-    from review_app.services.render import render_agreement_text
+    from review_app.cli.render import render_agreement_text
+    from review_app.services.review.agreement_reports import agreement_report
 
     engine = open_engine(db)
     known = catalog(engine)
@@ -68,7 +68,7 @@ def drift(
     intervals, the first-break distribution, the break odds per later answer, and
     reviewer and judge agreement on the same bins.
     """
-    from review_app.services.drift import drift_report, render_drift
+    from review_app.services.judging.drift import drift_report, render_drift
 
     engine = open_engine(db)
     chosen = catalog(engine).for_reports(rubric)

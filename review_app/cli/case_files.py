@@ -110,7 +110,7 @@ def import_(
     A changed case under a stored case id is refused unless --replace; a contract
     version stored with a different body is refused. Findings are computed at import.
     """
-    from review_app.services.importing import ImportSummary, import_paths
+    from review_app.services.cases.importing import ImportSummary, import_paths
 
     contract_value = _json_file(contract, "a role contract")
     tool_map_value = _json_file(tool_map, "tool name -> action")

@@ -39,7 +39,7 @@ def prompts_list(
     db: DbOption = None,
 ) -> None:
     """Stored prompt versions of the rubric (its prompt files are read and stored first)."""
-    from review_app.services.judge_prompts import list_judge_prompts
+    from review_app.services.judging.judge_prompts import list_judge_prompts
 
     engine = open_engine(db)
     rubric_id = catalog(engine).for_reports(rubric).id
@@ -80,7 +80,7 @@ def prompts_show(
     db: DbOption = None,
 ) -> None:
     """Print a stored prompt version's full text."""
-    from review_app.services.judge_prompts import show_judge_prompt
+    from review_app.services.judging.judge_prompts import show_judge_prompt
 
     engine = open_engine(db)
     rubric_id = catalog(engine).for_reports(rubric).id
@@ -111,7 +111,7 @@ def prompts_create(
     some of the conversation ($conversation, $recent or $reply).
     """
     from review_app.cases import read_text_file
-    from review_app.services.judge_prompts import create_judge_prompt
+    from review_app.services.judging.judge_prompts import create_judge_prompt
 
     if file is not None:
         text, source = read_text_file(file), str(file)
@@ -150,7 +150,7 @@ def judge_import(
     db: DbOption = None,
 ) -> None:
     """Import judge verdicts (per turn, or per conversation with an empty turn)."""
-    from review_app.services.judge_import import import_verdicts
+    from review_app.services.judging.judge_import import import_verdicts
 
     engine = open_engine(db)
     chosen = catalog(engine).get(rubric)
@@ -169,7 +169,7 @@ def judge_runs(
     db: DbOption = None,
 ) -> None:
     """Stored judge runs with their verdict and error counts."""
-    from review_app.services.judge_import import list_judge_runs
+    from review_app.services.judging.judge_import import list_judge_runs
 
     engine = open_engine(db)
     chosen = catalog(engine).for_reports(rubric) if rubric else None
@@ -266,8 +266,12 @@ def judge_run(
     model again resumes where it stopped. Unparseable answers are stored as errors.
     """
     from review_app.errors import InputError
-    from review_app.services.judge_prompts import prompt_for_run
-    from review_app.services.judge_runner import EndpointSettings, run_judge, select_case_ids
+    from review_app.services.judging.judge_prompts import prompt_for_run
+    from review_app.services.judging.judge_runner import (
+        EndpointSettings,
+        run_judge,
+        select_case_ids,
+    )
 
     if endpoint is not None and (base_url or model or api_key):
         raise InputError(
@@ -281,7 +285,7 @@ def judge_run(
                 "give --endpoint NAME",
                 field="--background",
             )
-        from review_app.services.jobs import start_judge_job
+        from review_app.services.operations.jobs import start_judge_job
 
         job = start_judge_job(
             engine,
@@ -302,7 +306,7 @@ def judge_run(
     chosen = catalog(engine).get(rubric)
     template = prompt_for_run(engine, operator(), rubric=chosen, ref=prompt, judge=judge)
     if endpoint is not None:
-        from review_app.services.endpoints import endpoint_settings
+        from review_app.services.judging.endpoints import endpoint_settings
 
         settings = endpoint_settings(
             endpoint, retries=retries, timeout=timeout, max_tokens=max_tokens
@@ -338,7 +342,7 @@ def judge_run(
 @judge_app.command("endpoints")
 def judge_endpoints(as_json: JsonOption = False, db: DbOption = None) -> None:
     """The judge endpoints of $REVIEW_APP_JUDGE_ENDPOINTS by name (never their keys)."""
-    from review_app.services.endpoints import list_endpoints
+    from review_app.services.judging.endpoints import list_endpoints
 
     engine = open_engine(db)
     found = list_endpoints(engine, operator())
@@ -373,8 +377,8 @@ def judge_report(
     db: DbOption = None,
 ) -> None:
     """May the judge replace a reviewer (alternative annotator test), and how it agrees."""
-    from review_app.services.judge_report import calibration_report
-    from review_app.services.render import render_judge_report
+    from review_app.cli.render import render_judge_report
+    from review_app.services.judging.judge_report import calibration_report
 
     engine = open_engine(db)
     known = catalog(engine)
@@ -416,7 +420,7 @@ def judge_compare(
     each run's alternative annotator test, and the units where they differ.
     """
     from review_app.errors import InputError
-    from review_app.services.judge_compare import compare_judge_runs, render_run_comparison
+    from review_app.services.judging.judge_compare import compare_judge_runs, render_run_comparison
 
     run_ids: list[int] | None = None
     if runs is not None:
@@ -445,7 +449,7 @@ def judge_estimate(
     db: DbOption = None,
 ) -> None:
     """How often the chatbot breaks role: PPI++ from the judge's verdicts and gold."""
-    from review_app.services.estimate import break_rate_estimate, render_estimate
+    from review_app.services.judging.estimate import break_rate_estimate, render_estimate
 
     engine = open_engine(db)
     chosen = catalog(engine).for_reports(rubric)
@@ -493,7 +497,7 @@ def judge_route(
     least 1 - DELTA; the other units are escalated to reviewers.
     """
     from review_app.errors import InputError
-    from review_app.services.selective import render_route, route_judges
+    from review_app.services.judging.selective import render_route, route_judges
 
     try:
         run_ids = [int(part) for part in runs.split(",") if part.strip()]
@@ -528,7 +532,7 @@ def judge_calibrate(
     db: DbOption = None,
 ) -> None:
     """Fit a score calibration map on gold labels (cross-validated) and store it with the run."""
-    from review_app.services.judge_report import fit_run_calibration
+    from review_app.services.judging.judge_report import fit_run_calibration
 
     engine = open_engine(db)
     chosen = catalog(engine).get(rubric)
@@ -551,7 +555,7 @@ def judge_few_shot(
     db: DbOption = None,
 ) -> None:
     """Adjudicated contrasting examples (pass / fail / borderline per label) as YAML-ready JSON."""
-    from review_app.services.judge_report import few_shot_material
+    from review_app.services.judging.judge_report import few_shot_material
 
     engine = open_engine(db)
     chosen = catalog(engine).for_reports(rubric)
@@ -571,7 +575,10 @@ def judge_local_server(
     """
     import os
 
-    from review_app.services.local_judge import local_server_command, local_server_environment
+    from review_app.services.judging.local_judge import (
+        local_server_command,
+        local_server_environment,
+    )
 
     command = local_server_command(host=host, port=port, n_ctx=n_ctx)
     typer.echo(f"llama.cpp server on http://{host}:{port}/v1 (model gemma-3-270m)")

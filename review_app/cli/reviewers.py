@@ -22,7 +22,7 @@ reviewers_app = typer.Typer(help="Reviewers and their roles.", no_args_is_help=T
 @reviewers_app.command("list")
 def reviewers_list(as_json: JsonOption = False, db: DbOption = None) -> None:
     """Reviewers with their roles; deactivated ones are marked ``inactive``."""
-    from review_app.services.people import list_people
+    from review_app.services.team.people import list_people
 
     people = [
         {"name": p.name, "role": p.role, "active": p.active}
@@ -47,7 +47,7 @@ def reviewers_add(
     db: DbOption = None,
 ) -> None:
     """Add a reviewer (or change an existing one's role)."""
-    from review_app.services.people import add_person
+    from review_app.services.team.people import add_person
 
     person = add_person(open_engine(db), operator(), name=name, role=role)
     typer.echo(f"{person.name}: {person.role}")
@@ -64,7 +64,7 @@ def reviewers_deactivate(name: NameArgument, db: DbOption = None) -> None:
 
     The last active admin cannot be deactivated.
     """
-    from review_app.services.people import deactivate_person
+    from review_app.services.team.people import deactivate_person
 
     typer.echo(deactivate_person(open_engine(db), operator(), name=name).line())
 
@@ -72,7 +72,7 @@ def reviewers_deactivate(name: NameArgument, db: DbOption = None) -> None:
 @reviewers_app.command("reactivate")
 def reviewers_reactivate(name: NameArgument, db: DbOption = None) -> None:
     """Give a deactivated person their role's rights back."""
-    from review_app.services.people import reactivate_person
+    from review_app.services.team.people import reactivate_person
 
     typer.echo(reactivate_person(open_engine(db), operator(), name=name).line())
 
@@ -112,7 +112,7 @@ def assign(
 ) -> None:
     """Fill reviewers' queues: each case goes to OVERLAP reviewers, load balanced."""
     from review_app.errors import InputError
-    from review_app.services.queue import assign_cases
+    from review_app.services.review.queue import assign_cases
 
     engine = open_engine(db)
     chosen = catalog(engine).get(rubric)
@@ -120,7 +120,7 @@ def assign(
     if by_uncertainty is None and (as_json or mix != 0.5):
         raise InputError("only with --by-uncertainty RUN", field="--json" if as_json else "--mix")
     if by_uncertainty is not None:
-        from review_app.services.audit_samples import draw_uncertainty_sample
+        from review_app.services.judging.audit_samples import draw_uncertainty_sample
 
         if audit_sample is None:
             raise InputError(
@@ -143,7 +143,7 @@ def assign(
             typer.echo(sample.line())
         return
     if audit_sample is not None:
-        from review_app.services.audit_samples import draw_audit_sample
+        from review_app.services.judging.audit_samples import draw_audit_sample
 
         drawn = draw_audit_sample(
             engine,

@@ -59,7 +59,7 @@ def rubrics_publish(
 ) -> None:
     """Publish version V: carry labels, gold and judge verdicts of V-1 whose code kept its
     meaning (same, reworded); queue the others for their reviewers to label again."""
-    from review_app.services.rubric_carry import publish_rubric
+    from review_app.services.rubrics.rubric_carry import publish_rubric
 
     engine = open_engine(db)
     report = publish_rubric(engine, operator(), catalog=catalog(engine), ref=ref)

@@ -14,7 +14,7 @@ from review_app.cli.shared import DbOption, HostOption, PortOption, open_engine,
 def _serve(db: str | None, port: int, host: str) -> None:
     import os
 
-    from review_app.services.database import database_url
+    from review_app.services.operations.database import database_url
 
     open_engine(db)  # migrate (and check the database) before the server starts
     app_path = Path(__file__).resolve().parents[1] / "ui" / "app.py"
@@ -77,8 +77,8 @@ def demo(
     interview coach, a travel persona), reviewers ana, ben and chloe, policy owner
     olivia. Loading is idempotent.
     """
-    from review_app.services.demo import load_demo
-    from review_app.services.people import local_user_name
+    from review_app.services.cases.demo import load_demo
+    from review_app.services.team.people import local_user_name
 
     engine = open_engine(db)
     report = load_demo(engine, operator(), local_user=local_user_name())

@@ -69,7 +69,7 @@ HostOption = Annotated[
 
 def open_engine(db: str | None) -> Any:
     """The database of ``--db``, migrated on first use."""
-    from review_app.services.database import open_database
+    from review_app.services.operations.database import open_database
 
     try:
         return open_database(db)
@@ -86,13 +86,13 @@ def _short(error: BaseException) -> str:
 
 def operator() -> Any:
     """The command line acts as the operator: an admin, recorded as ``operator``."""
-    from review_app.services.people import operator_actor
+    from review_app.services.team.people import operator_actor
 
     return operator_actor()
 
 
 def catalog(engine: Any) -> Any:
     """The rubric versions: the rubric files read, new content stored."""
-    from review_app.services.rubric_catalog import sync_rubrics
+    from review_app.services.rubrics.rubric_catalog import sync_rubrics
 
     return sync_rubrics(engine, operator())

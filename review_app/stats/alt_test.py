@@ -34,6 +34,14 @@ import numpy as np
 from review_app.stats.checks import check_int
 from review_app.stats.core import MIN_MINORITY_UNITS, TOO_FEW_BREAKS
 
+ALT_TEST_SENTENCE = (
+    "alternative annotator test (Calderon, Reichart & Dror 2025): leaving out one reviewer "
+    "at a time, does the judge agree with the remaining reviewers at least as well as the "
+    "left-out reviewer, up to a margin epsilon? It passes when it wins for at least half "
+    "of the reviewers."
+)
+"""What the alternative annotator test asks, in one sentence (page and command)."""
+
 __all__ = [
     "DEFAULT_EPSILON",
     "DEFAULT_MIN_REVIEWERS_PER_UNIT",

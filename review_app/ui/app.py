@@ -11,7 +11,7 @@ import logging
 import streamlit as st
 
 from review_app.errors import DatabaseBusy, PermissionDenied
-from review_app.services.people import one_role_read
+from review_app.services.team.people import one_role_read
 from review_app.ui import auth, keys, state
 from review_app.ui.safe import code_span, error_text, escape
 

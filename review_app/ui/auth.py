@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from review_app.services.people import local_user_name
+from review_app.services.team.people import local_user_name
 
 AUTH_ENV = "REVIEW_APP_AUTH"
 PROXY_HEADER_ENV = "REVIEW_APP_PROXY_HEADER"

@@ -6,7 +6,7 @@ from typing import Any, cast
 
 import altair as alt
 
-from review_app.services import readings
+from review_app.services.review import readings
 
 COEFFICIENT_NAMES = readings.NAMES
 

@@ -7,8 +7,8 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from review_app.rubrics import Rubric
-from review_app.services.adjudication import DisagreementUnit
-from review_app.services.people import Actor
+from review_app.services.labels.adjudication import DisagreementUnit
+from review_app.services.team.people import Actor
 from review_app.ui import state
 from review_app.ui.safe import code_span, escape
 

@@ -1,7 +1,7 @@
 """The ``serve`` process: a background-job worker thread, then Streamlit, in one process.
 
 ``review-app serve`` execs ``python -m review_app.ui.launch run app.py ...``: the worker
-(review_app/services/jobs.py) starts with the server, before any browser connects,
+(review_app/services/operations/jobs.py) starts with the server, before any browser connects,
 lives across reruns, reloads and sessions, and dies with the process (so its lease
 runs out and another server resumes its job). ``REVIEW_APP_JOB_WORKER=0`` turns it off;
 ``REVIEW_APP_JOB_LEASE_SECONDS`` sets its lease (default 60).
@@ -18,8 +18,8 @@ JOB_LEASE_ENV = "REVIEW_APP_JOB_LEASE_SECONDS"
 
 def main() -> None:
     if os.environ.get(JOB_WORKER_ENV, "1") != "0":
-        from review_app.services.database import database_url, open_database
-        from review_app.services.jobs import LEASE_SECONDS, start_process_worker
+        from review_app.services.operations.database import database_url, open_database
+        from review_app.services.operations.jobs import LEASE_SECONDS, start_process_worker
 
         url = database_url()
         lease = float(os.environ.get(JOB_LEASE_ENV) or LEASE_SECONDS)

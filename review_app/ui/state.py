@@ -16,24 +16,24 @@ from sqlalchemy import Engine
 
 from review_app.errors import PermissionDenied
 from review_app.rubrics import Rubric, default_rubrics_dir
-from review_app.services.adjudication import DisagreementUnit, disagreement_queue
-from review_app.services.agreement_reports import (
+from review_app.services.cases.cases import CaseView, case_fingerprint, load_case_view
+from review_app.services.judging.audit_samples import audited_units
+from review_app.services.judging.drift import drift_report
+from review_app.services.judging.estimate import break_rate_estimate
+from review_app.services.judging.judge_import import judge_token
+from review_app.services.judging.judge_report import calibration_report, few_shot_material
+from review_app.services.judging.selective import coverage_curve
+from review_app.services.labels.adjudication import DisagreementUnit, disagreement_queue
+from review_app.services.operations.database import database_url, open_database
+from review_app.services.review.agreement_reports import (
     DashboardData,
     confusion_between,
     dashboard_data,
     label_token,
 )
-from review_app.services.audit_samples import audited_units
-from review_app.services.cases import CaseView, case_fingerprint, load_case_view
-from review_app.services.database import database_url, open_database
-from review_app.services.drift import drift_report
-from review_app.services.estimate import break_rate_estimate
-from review_app.services.judge_import import judge_token
-from review_app.services.judge_report import calibration_report, few_shot_material
-from review_app.services.people import Actor, authorize, sign_in
-from review_app.services.queue import open_review_work
-from review_app.services.rubric_catalog import RubricCatalog, sync_rubrics
-from review_app.services.selective import coverage_curve
+from review_app.services.review.queue import open_review_work
+from review_app.services.rubrics.rubric_catalog import RubricCatalog, sync_rubrics
+from review_app.services.team.people import Actor, authorize, sign_in
 from review_app.ui import auth
 from review_app.ui.safe import escape
 

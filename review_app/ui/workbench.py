@@ -9,18 +9,15 @@ from sqlalchemy import Engine
 
 from review_app.errors import InputError, NotFound, PermissionDenied
 from review_app.rubrics import Rubric
-from review_app.services import readings
-from review_app.services.endpoints import list_endpoints
-from review_app.services.jobs import stop_job
-from review_app.services.judge_import import list_judge_runs
-from review_app.services.judge_prompts import (
+from review_app.services.judging.endpoints import list_endpoints
+from review_app.services.judging.judge_import import list_judge_runs
+from review_app.services.judging.judge_prompts import (
     PromptCatalog,
     create_judge_prompt,
     list_judge_prompts,
 )
-from review_app.services.judge_report import few_shot_material
-from review_app.services.people import Actor
-from review_app.services.prompt_workbench import (
+from review_app.services.judging.judge_report import few_shot_material
+from review_app.services.judging.prompt_workbench import (
     PLACEHOLDER_HELP,
     compare_for_workbench,
     current_job,
@@ -28,6 +25,9 @@ from review_app.services.prompt_workbench import (
     run_on_every_turn,
     run_on_gold_units,
 )
+from review_app.services.operations.jobs import stop_job
+from review_app.services.review import readings
+from review_app.services.team.people import Actor
 from review_app.ui import state
 from review_app.ui.safe import code_span, error_text, escape
 

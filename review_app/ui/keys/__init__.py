@@ -5,7 +5,7 @@ rationale) pinned beside the transcript, listens for keys on the page itself (it
 is same-origin), keeps its own focus so the next key goes to the next turn at once,
 and queues each label key as ``(seq, turn, code)``. The whole unacknowledged queue is
 the component's value; the page stores it with
-:func:`review_app.services.key_events.apply_key_events` and hands back the highest
+:func:`review_app.services.labels.key_events.apply_key_events` and hands back the highest
 sequence number stored (``acked``), so a re-sent queue is never applied twice. A queue
 a render leaves unacknowledged (the database was busy) is sent again after 2 s, by one
 timer that a new key makes unnecessary.

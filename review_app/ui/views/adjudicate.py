@@ -6,7 +6,8 @@ import streamlit as st
 
 from review_app.errors import DatabaseBusy, InputError, NotFound
 from review_app.input_policy import parse_turn_text
-from review_app.services.adjudication import (
+from review_app.services.cases.cases import TurnView
+from review_app.services.labels.adjudication import (
     ambiguity_notes,
     first_open_unit,
     next_open_unit,
@@ -14,8 +15,7 @@ from review_app.services.adjudication import (
     record_gold,
     unit_detail,
 )
-from review_app.services.audit import audit_entries, audit_line
-from review_app.services.cases import TurnView
+from review_app.services.operations.audit import audit_entries, audit_line
 from review_app.ui import common, state
 from review_app.ui.safe import code_span, error_text, escape
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from review_app.services import readings
+from review_app.services.review import readings
 from review_app.ui import charts, common, state
 from review_app.ui.safe import escape
 

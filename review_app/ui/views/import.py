@@ -8,7 +8,7 @@ import streamlit as st
 
 from review_app.errors import InputError, PermissionDenied
 from review_app.formats import FORMAT_NAMES
-from review_app.services.uploads import import_label_upload, import_upload, validate_upload
+from review_app.services.cases.uploads import import_label_upload, import_upload, validate_upload
 from review_app.ui import auth, common, state
 from review_app.ui.safe import code_span, escape
 

@@ -7,16 +7,16 @@ import json
 import streamlit as st
 
 from review_app.errors import InputError, PermissionDenied
-from review_app.services import readings
-from review_app.services.audit_samples import draw_audit_sample
-from review_app.services.judge_report import (
+from review_app.services.cases.uploads import import_verdict_upload
+from review_app.services.judging.audit_samples import draw_audit_sample
+from review_app.services.judging.judge_report import (
     NotEnoughGold,
     disagreement_explorer,
     fit_run_calibration,
 )
-from review_app.services.people import list_people
-from review_app.services.render import ALT_TEST_SENTENCE
-from review_app.services.uploads import import_verdict_upload
+from review_app.services.review import readings
+from review_app.services.team.people import list_people
+from review_app.stats.alt_test import ALT_TEST_SENTENCE
 from review_app.ui import charts, common, state, workbench
 from review_app.ui.safe import code_span, escape
 

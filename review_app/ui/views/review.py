@@ -14,13 +14,12 @@ from typing import Any
 import streamlit as st
 
 from review_app.errors import DatabaseBusy, InputError, NotFound, PermissionDenied
-from review_app.services.cases import CaseView, TurnView
-from review_app.services.key_events import apply_key_events, parse_key_events
-from review_app.services.labeling import CaseLabels, case_labels
-from review_app.services.queue import next_case
-from review_app.services.render import SHORT_HASH_CHARS
-from review_app.services.rubric_carry import re_review_queue
-from review_app.services.selective import certified_verdicts
+from review_app.services.cases.cases import SHORT_HASH_CHARS, CaseView, TurnView
+from review_app.services.judging.selective import certified_verdicts
+from review_app.services.labels.key_events import apply_key_events, parse_key_events
+from review_app.services.labels.labeling import CaseLabels, case_labels
+from review_app.services.review.queue import next_case
+from review_app.services.rubrics.rubric_carry import re_review_queue
 from review_app.ui import keys, state
 from review_app.ui.safe import code_list, code_span, error_text, escape
 

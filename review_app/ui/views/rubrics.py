@@ -6,9 +6,9 @@ import streamlit as st
 
 from review_app.errors import InputError
 from review_app.rubrics import diff_rubrics
-from review_app.services.adjudication import ambiguity_notes
-from review_app.services.rubric_carry import carry_history, publish_rubric
-from review_app.services.rubric_catalog import has_labels
+from review_app.services.labels.adjudication import ambiguity_notes
+from review_app.services.rubrics.rubric_carry import carry_history, publish_rubric
+from review_app.services.rubrics.rubric_catalog import has_labels
 from review_app.ui import state
 from review_app.ui.safe import code_list, code_span, escape
 

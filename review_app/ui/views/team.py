@@ -6,17 +6,17 @@ from __future__ import annotations
 import streamlit as st
 
 from review_app.errors import InputError, NotFound, PermissionDenied
-from review_app.services.audit_samples import draw_audit_sample
-from review_app.services.cases import LANES
-from review_app.services.people import (
+from review_app.services.cases.cases import LANES
+from review_app.services.judging.audit_samples import draw_audit_sample
+from review_app.services.review.queue import assign_cases
+from review_app.services.team.people import (
     ROLES,
     add_person,
     deactivate_person,
     reactivate_person,
     set_role,
 )
-from review_app.services.queue import assign_cases
-from review_app.services.team import team_view
+from review_app.services.team.team import team_view
 from review_app.ui import common, state
 from review_app.ui.safe import error_text, escape
 

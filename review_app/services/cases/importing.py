@@ -1,0 +1,474 @@
+"""Importing case files into the database.
+
+Each case lands whole or not at all: cases are written in chunks, one short write
+transaction each, so reviewers can save labels while a large file imports. A file
+that stops at bad input keeps the chunks stored before the error (the error says
+how many cases); importing it again skips them and completes it. Re-importing an
+identical case changes nothing (content hash); a changed case under a stored
+``case_id`` is refused unless ``replace=True``; a contract version stored with a
+different body is refused. Findings are computed and stored at import.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine
+
+from review_app.cases import (
+    DEFAULT_MAX_RECORD_BYTES,
+    CaseRecord,
+    content_sha256,
+    discover_case_files,
+)
+from review_app.errors import InputError
+from review_app.formats import FORMATS, NATIVE, detect_format, read_cases
+from review_app.services.cases.case_rows import ContractHashes, PreparedCase, prepare_case
+from review_app.services.cases.file_import import file_sha256
+from review_app.services.review.queue import forget_progress
+from review_app.services.team.people import Actor, authorize
+from storage import audit
+from storage.bulk import timestamp_param
+from storage.cases import (
+    CaseRows,
+    delete_case_content,
+    insert_case_rows,
+    insert_contracts,
+    lock_case_writes,
+    stored_case_hashes,
+    stored_contract_hashes,
+)
+from storage.replacing import mark_replaced_turns_stale
+
+CHUNK_EVENTS = 20_000
+"""Events (rows) in an import's first write transaction; later chunks adapt."""
+CHUNK_SECONDS = 0.25
+"""The time one chunk's write transaction should take (it holds SQLite's write lock)."""
+MIN_CHUNK_EVENTS, MAX_CHUNK_EVENTS = 2_000, 200_000
+
+ProgressCallback = Callable[[int], None]
+ProgressFactory = Callable[[Path, int], ProgressCallback | None]
+
+
+@dataclass
+class FileImport:
+    """What one file brought: counts of cases by outcome."""
+
+    path: str
+    imported: int = 0
+    replaced: int = 0
+    unchanged: int = 0
+    invalid: int = 0
+    with_violations: int = 0
+    with_harness_findings: int = 0
+    without_contract: int = 0
+    stale_labels: int = 0
+    """Labels on replaced cases whose turn changed: history now, "needs relabeling"."""
+    stale_gold: int = 0
+    dropped_verdicts: int = 0
+    """Judge verdicts on changed turns (and conversation verdicts on changed cases),
+    deleted with the old content: they judged a conversation that is gone."""
+    complete: bool = True
+    """False when the import of this file stopped at an error (the counts are what
+    was stored before it)."""
+
+    def add(self, other: FileImport) -> None:
+        for name in (
+            "imported",
+            "replaced",
+            "unchanged",
+            "invalid",
+            "with_violations",
+            "with_harness_findings",
+            "without_contract",
+            "stale_labels",
+            "stale_gold",
+            "dropped_verdicts",
+        ):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+@dataclass
+class ImportSummary:
+    files: list[FileImport] = field(default_factory=list)
+
+    @property
+    def totals(self) -> FileImport:
+        total = FileImport(path="(all)")
+        for item in self.files:
+            total.add(item)
+        return total
+
+    def line(self) -> str:
+        """The one-line summary the command prints."""
+        t = self.totals
+        text = (
+            f"imported {t.imported}"
+            + (f" ({t.replaced} replaced{_stale_text(t)})" if t.replaced else "")
+            + f", unchanged {t.unchanged}, invalid fixtures {t.invalid}, "
+            f"with violations {t.with_violations}, "
+            f"with harness findings {t.with_harness_findings}"
+        )
+        if t.without_contract:
+            text += f", without contract {t.without_contract}"
+        files = len(self.files)
+        return f"{text} ({files} file{'s' if files != 1 else ''})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "totals": _counts(self.totals),
+            "files": [{"path": f.path, **_counts(f)} for f in self.files],
+        }
+
+
+def _stale_text(t: FileImport) -> str:
+    parts = [
+        f"{t.stale_labels} label{'s' if t.stale_labels != 1 else ''}",
+        f"{t.stale_gold} gold label{'s' if t.stale_gold != 1 else ''}",
+    ]
+    text = f": {' and '.join(parts)} went stale"
+    if t.dropped_verdicts:
+        text += (
+            f", {t.dropped_verdicts} judge verdict{'s' if t.dropped_verdicts != 1 else ''} "
+            "on changed turns removed"
+        )
+    return text
+
+
+def _counts(item: FileImport) -> dict[str, int]:
+    return {
+        "imported": item.imported,
+        "replaced": item.replaced,
+        "unchanged": item.unchanged,
+        "invalid": item.invalid,
+        "with_violations": item.with_violations,
+        "with_harness_findings": item.with_harness_findings,
+        "without_contract": item.without_contract,
+        "stale_labels": item.stale_labels,
+        "stale_gold": item.stale_gold,
+        "dropped_verdicts": item.dropped_verdicts,
+    }
+
+
+def _changed_case_error(case_id: str, *, source: str | None, line: int | None) -> InputError:
+    """The refusal of a case stored with other content, imported without ``replace``."""
+    return InputError(
+        f"case {case_id} is already stored with different content; "
+        "import with --replace to overwrite it",
+        source=source,
+        line=line,
+        field="case_id",
+    )
+
+
+def _changed_contract_error(version: str, *, source: str | None, line: int | None) -> InputError:
+    """The refusal of a contract version stored (or given earlier) with another body."""
+    return InputError(
+        f"contract version {version} is already stored with a different body; contracts "
+        "are immutable, so give the changed contract a new version",
+        source=source,
+        line=line,
+        field="contract",
+    )
+
+
+@dataclass(frozen=True)
+class _AuditContext:
+    """What an import's audit entries say besides a chunk's counts."""
+
+    actor: str
+    source: str
+    sha256: str | None
+    source_format: str
+    replace: bool
+
+
+def _store_chunk(
+    engine: Engine,
+    chunk: list[PreparedCase],
+    *,
+    replace: bool,
+    outcome: FileImport,
+    entry: _AuditContext,
+) -> None:
+    """Store whole cases in ONE write transaction; an ``InputError`` stores none of them.
+
+    Which cases are stored already (by content hash) and which contracts exist is read
+    inside the transaction, so two imports running at once cannot both insert a row.
+    """
+    counts = FileImport(path=outcome.path)
+    with engine.begin() as connection:
+        lock_case_writes(connection)
+        contracts = stored_contract_hashes(connection)
+        stored = stored_case_hashes(connection, case_ids=[p.case_id for p in chunk])
+        rows = CaseRows.empty()
+        new_contracts: list[tuple[str, str, str, Any]] = []
+        to_replace: list[str] = []
+        for prepared in chunk:
+            case_id = prepared.case_id
+            previous = stored.get(case_id)
+            if previous == prepared.sha256:
+                counts.unchanged += 1
+                continue
+            if previous is not None:
+                if not replace:
+                    raise _changed_case_error(case_id, source=prepared.source, line=prepared.line)
+                to_replace.append(case_id)
+                rows.replaced.add(case_id)
+                counts.replaced += 1
+            if prepared.contract is not None:
+                version, sha, body = prepared.contract
+                known = contracts.get(version)
+                if known is None:
+                    contracts[version] = sha
+                    new_contracts.append((version, sha, body, prepared.case_row[-1]))
+                elif known != sha:
+                    raise _changed_contract_error(
+                        version, source=prepared.source, line=prepared.line
+                    )
+            rows.cases.append(prepared.case_row)
+            rows.events.extend(prepared.event_rows)
+            rows.evaluations.append(prepared.evaluation_row)
+            rows.findings.extend(prepared.finding_rows)
+            counts.imported += 1
+            status = prepared.status
+            counts.invalid += status == "invalid"
+            counts.with_violations += status == "fail"
+            counts.without_contract += status == "no_contract"
+            counts.with_harness_findings += prepared.has_harness_findings
+        if to_replace:
+            marks = mark_replaced_turns_stale(
+                connection, case_ids=to_replace, new_cases=rows.cases, new_events=rows.events
+            )
+            counts.stale_labels += marks.labels
+            counts.stale_gold += marks.gold_labels
+            counts.dropped_verdicts += marks.verdicts
+            delete_case_content(connection, case_ids=to_replace)
+        insert_contracts(connection, rows=new_contracts)
+        insert_case_rows(connection, rows=rows)
+        audit.add_entry(
+            connection,
+            actor=entry.actor,
+            action="cases_import",
+            object_type="file",
+            object_key=Path(entry.source).name,
+            summary={
+                "sha256": entry.sha256,
+                "format": entry.source_format,
+                "replace": entry.replace,
+                "imported": counts.imported,
+                "unchanged": counts.unchanged,
+                "replaced": counts.replaced,
+            },
+        )
+        if to_replace:
+            audit.add_entry(
+                connection,
+                actor=entry.actor,
+                action="cases_replace",
+                object_type="file",
+                object_key=Path(entry.source).name,
+                summary={
+                    "sha256": entry.sha256,
+                    "cases": sorted(to_replace),
+                    "stale_labels": counts.stale_labels,
+                    "stale_gold": counts.stale_gold,
+                    "dropped_verdicts": counts.dropped_verdicts,
+                },
+            )
+    outcome.add(counts)  # counted once committed
+
+
+def import_records(
+    engine: Engine,
+    actor: Actor,
+    records: Iterable[CaseRecord],
+    *,
+    source: str,
+    replace: bool = False,
+    source_format: str = "native",
+    sha256: str | None = None,
+    outcome: FileImport | None = None,
+    chunk_events: int = CHUNK_EVENTS,
+) -> FileImport:
+    """Store validated records in chunks of whole cases, one write transaction per chunk.
+
+    Records are read (parsed, validated, evaluated) outside any transaction; a chunk
+    is written when it holds about ``chunk_events`` events, and the next chunk's size
+    is tuned so a write holds SQLite's lock about :data:`CHUNK_SECONDS`. So a
+    reviewer's save waits at most about that long behind an import.
+
+    An ``InputError`` (a record that cannot be stored, a changed case without
+    ``replace``, a changed contract) stores nothing of the chunk it falls in; the
+    chunks before it stay stored, each case whole, and the error says how many cases
+    that is. Importing the file again skips those (same content hash) and completes
+    it. A file of up to ``chunk_events`` events is stored whole or not at all.
+
+    Policy owners and admins. Each chunk is recorded in the audit log in its own
+    transaction (what it stored, the cases it replaced, the file's ``sha256``).
+    """
+    actor = authorize(engine, actor, "policy_owner")
+    entry = _AuditContext(
+        actor=actor.name,
+        source=source,
+        sha256=sha256,
+        source_format=source_format,
+        replace=replace,
+    )
+    outcome = outcome if outcome is not None else FileImport(path=source)
+    stamp = timestamp_param(engine, datetime.now(UTC))
+    contracts = ContractHashes()
+    chunk: list[PreparedCase] = []
+    pending_events = 0
+    budget = max(1, chunk_events)
+    try:
+        for record in records:
+            prepared = prepare_case(
+                record, source_format=source_format, now=stamp, contracts=contracts
+            )
+            chunk.append(prepared)
+            pending_events += len(prepared.event_rows) + 1
+            if pending_events >= budget:
+                started = time.perf_counter()
+                _store_chunk(engine, chunk, replace=replace, outcome=outcome, entry=entry)
+                elapsed = time.perf_counter() - started
+                budget = _next_budget(budget, elapsed)
+                chunk, pending_events = [], 0
+        if chunk:
+            _store_chunk(engine, chunk, replace=replace, outcome=outcome, entry=entry)
+    except InputError as error:
+        outcome.complete = False
+        stored = outcome.imported + outcome.unchanged
+        if not stored:
+            raise
+        raise InputError(
+            f"{error.message} ({stored} earlier case{'s' if stored != 1 else ''} of this "
+            f"file {'are' if stored != 1 else 'is'} stored, each whole; fix the file and "
+            "import it again to complete it)",
+            source=error.source,
+            line=error.line,
+            field=error.field,
+        ) from None
+    return outcome
+
+
+def _next_budget(budget: int, elapsed: float) -> int:
+    """The next chunk's size in events, so that a write takes about CHUNK_SECONDS."""
+    if elapsed <= 0:
+        return min(budget * 2, MAX_CHUNK_EVENTS)
+    scale = min(2.0, max(0.5, CHUNK_SECONDS / elapsed))
+    return int(min(MAX_CHUNK_EVENTS, max(MIN_CHUNK_EVENTS, budget * scale)))
+
+
+def import_paths(
+    engine: Engine,
+    actor: Actor,
+    paths: Iterable[str | Path],
+    *,
+    replace: bool = False,
+    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+    progress: ProgressFactory | None = None,
+    on_file_done: Callable[[FileImport], None] | None = None,
+    format: str | None = None,
+    options: dict[str, Any] | None = None,
+) -> ImportSummary:
+    """Import case files (and directories of them), each case whole (see :func:`import_records`).
+
+    ``format`` names the files' format (see :data:`review_app.formats.FORMATS`); without
+    it each file's format is detected. ``options`` go to the format's reader. Stops at
+    the first file that cannot be stored by raising ``InputError`` (the files before
+    it stay imported, and so do the cases of that file stored before the error;
+    ``on_file_done`` hears about those too, with ``complete=False``).
+    """
+    authorize(engine, actor, "policy_owner")
+    summary = ImportSummary()
+    suffixes = FORMATS[format].suffixes if format in FORMATS else None
+    for path in discover_case_files(paths, suffixes=suffixes):
+        callback = progress(path, path.stat().st_size) if progress else None
+        name = format or detect_format(path, max_record_bytes=max_record_bytes)
+        reader_options = dict(options or {})
+        if name == NATIVE:
+            reader_options = {}
+        records = read_cases(
+            path,
+            format=name,
+            max_record_bytes=max_record_bytes,
+            progress=callback,
+            **reader_options,
+        )
+        outcome = FileImport(path=str(path))
+        try:
+            import_records(
+                engine,
+                actor,
+                records,
+                source=str(path),
+                replace=replace,
+                source_format=name,
+                outcome=outcome,
+                sha256=file_sha256(path),
+            )
+        except InputError:
+            if on_file_done and (outcome.imported or outcome.unchanged):
+                on_file_done(outcome)  # what this file stored before the error
+            raise
+        finally:
+            if outcome.replaced:
+                forget_progress()  # a replacement recounts reviewers' progress on its cases
+        summary.files.append(outcome)
+        if on_file_done:
+            on_file_done(outcome)
+    return summary
+
+
+class StoredConflicts:
+    """The checks :func:`import_records` makes against what is stored, without storing:
+    a case stored with other content (unless ``replace``), a contract version stored
+    with another body (or given two bodies in the file). Feed it records in file order;
+    it raises the import's own ``InputError`` at the first record the import would
+    refuse. The import page validates with it, so a file shown as importable imports.
+    """
+
+    BATCH_CASES = 1000
+    """Records looked up in the database at once."""
+
+    def __init__(self, engine: Engine, *, replace: bool = False) -> None:
+        self._engine = engine
+        self._replace = replace
+        self._contracts: dict[str, str] | None = None
+        self._batch: list[CaseRecord] = []
+
+    def add(self, record: CaseRecord) -> None:
+        self._batch.append(record)
+        if len(self._batch) >= self.BATCH_CASES:
+            self.flush()
+
+    def flush(self) -> None:
+        batch, self._batch = self._batch, []
+        if not batch:
+            return
+        with self._engine.connect() as connection:
+            if self._contracts is None:
+                self._contracts = stored_contract_hashes(connection)
+            stored = stored_case_hashes(connection, case_ids=[r.case["case_id"] for r in batch])
+        contracts = self._contracts
+        for record in batch:
+            case_id = record.case["case_id"]
+            previous = stored.get(case_id)
+            if previous == record.sha256:
+                continue
+            if previous is not None and not self._replace:
+                raise _changed_case_error(case_id, source=record.source, line=record.line)
+            contract = record.case.get("contract")
+            if contract is None:
+                continue
+            version = contract["version"]
+            sha = content_sha256(contract)
+            known = contracts.setdefault(version, sha)
+            if known != sha:
+                raise _changed_contract_error(version, source=record.source, line=record.line)

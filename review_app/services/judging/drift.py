@@ -1,0 +1,278 @@
+"""``review-app drift``: where in the conversation the role breaks.
+
+Break rates by answer position (the tail pooled so every bin has enough units) and by
+the role in force, from gold and from each judge run, with conversation-bootstrap
+intervals, the first-break distribution and the slope of the break odds per later
+answer (:mod:`review_app.stats.drift`); reviewer and judge agreement on the same bins.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+from typing import Any
+
+import numpy as np
+from sqlalchemy import Engine
+from sqlmodel import Session
+
+import storage.audit_samples
+import storage.drift
+from review_app.agreement.coefficients import krippendorff_alpha
+from review_app.errors import InputError
+from review_app.evaluator import EVALUATOR_VERSION
+from review_app.rubrics import Rubric
+from review_app.services.judging.judge_import import _run_verdicts, run_name
+from review_app.services.labels.adjudication import gold_labels
+from review_app.services.labels.label_table import load_rating_table
+from review_app.services.team.people import Actor, authorize
+from review_app.stats.core import kappa_from_confusion
+from review_app.stats.drift import (
+    PositionBin,
+    bin_of_positions,
+    first_break_positions,
+    grouped_rates,
+    position_bins,
+    position_slope,
+)
+from storage.engine import read_only
+
+NO_ROLE = "(no role)"
+Unit = tuple[str, int]
+
+
+class _Turns:
+    """Every assistant turn with its conversation code, answer position and role."""
+
+    def __init__(self, units: list[Unit], spans: dict[str, str]) -> None:
+        self.units = units
+        self.index = {u: i for i, u in enumerate(units)}
+        case_codes: dict[str, int] = {}
+        self.cluster = np.fromiter(
+            (case_codes.setdefault(c, len(case_codes)) for c, _ in units),
+            dtype=np.int64,
+            count=len(units),
+        )
+        starts = np.concatenate(([0], np.flatnonzero(np.diff(self.cluster)) + 1))
+        first_of = np.repeat(starts, np.diff(np.concatenate((starts, [len(units)]))))
+        self.position = (np.arange(len(units)) - first_of + 1) if units else np.zeros(0, int)
+        roles: list[str] = []
+        parsed: dict[str, tuple[list[int], list[str | None]]] = {}
+        for case_id, turn in units:
+            if case_id not in parsed:
+                pairs = json.loads(spans.get(case_id, "[]"))
+                parsed[case_id] = ([int(t) for t, _ in pairs], [r for _, r in pairs])
+            firsts, names = parsed[case_id]
+            k = bisect.bisect_right(firsts, turn) - 1
+            roles.append(NO_ROLE if k < 0 or names[k] is None else str(names[k]))
+        self.role_names = sorted(set(roles))
+        codes = {r: i for i, r in enumerate(self.role_names)}
+        self.role = np.fromiter((codes[r] for r in roles), dtype=np.int64, count=len(roles))
+
+
+def _source_block(
+    turns: _Turns,
+    rows: np.ndarray,
+    breaks: np.ndarray,
+    *,
+    min_units: int,
+    n_resamples: int,
+    seed: int,
+) -> tuple[dict[str, Any], list[PositionBin]]:
+    positions = turns.position[rows]
+    clusters_raw = turns.cluster[rows]
+    _, clusters = np.unique(clusters_raw, return_inverse=True)
+    bins = position_bins(positions, min_units=min_units) if rows.size else []
+    by_position: list[dict[str, Any]] = []
+    by_role: list[dict[str, Any]] = []
+    first_break: list[dict[str, Any]] = []
+    no_break = 0
+    if rows.size:
+        groups = bin_of_positions(positions, bins)
+        rates = grouped_rates(
+            groups, breaks, clusters, n_groups=len(bins), n_resamples=n_resamples, seed=seed
+        )
+        by_position = [
+            {"bin": b.label, "low": b.low, "high": b.high, **rate}
+            for b, rate in zip(bins, rates, strict=True)
+        ]
+        roles = turns.role[rows]
+        role_rates = grouped_rates(
+            roles, breaks, clusters, n_groups=len(turns.role_names), n_resamples=n_resamples,
+            seed=seed,
+        )  # fmt: skip
+        by_role = [
+            {"role": name, **rate}
+            for name, rate in zip(turns.role_names, role_rates, strict=True)
+            if rate["units"]
+        ]
+        first = first_break_positions(clusters, positions, breaks)
+        no_break = int((first == 0).sum())
+        broke = first[first > 0]
+        counts = np.bincount(bin_of_positions(broke, bins), minlength=len(bins))
+        first_break = [
+            {"bin": b.label, "conversations": int(n)} for b, n in zip(bins, counts, strict=True)
+        ]
+    block = {
+        "units": int(rows.size),
+        "breaks": int(breaks.sum()),
+        "conversations": int(np.unique(clusters_raw).size),
+        "by_position": by_position,
+        "by_role": by_role,
+        "first_break": first_break,
+        "no_break_conversations": no_break,
+        "slope": position_slope(positions, breaks, clusters),
+    }
+    return block, bins
+
+
+def drift_report(
+    engine: Engine,
+    actor: Actor,
+    *,
+    rubric: Rubric,
+    run_id: int | None = None,
+    min_units: int = 30,
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """The drift report of a rubric version (docs/reference.md, "Drift JSON"); policy
+    owners. Sources: gold, then every judge run of the version (or run ``run_id``)."""
+    actor = authorize(engine, actor, "policy_owner")
+    if isinstance(min_units, bool) or min_units < 1:
+        raise InputError(f"must be at least 1, got {min_units}", field="--min-units")
+    if n_resamples < 1:
+        raise InputError(f"must be at least 1, got {n_resamples}", field="--resamples")
+    with Session(read_only(engine)) as session:
+        units = storage.audit_samples.assistant_units(session)
+        spans = storage.drift.role_spans(session, evaluator_version=EVALUATOR_VERSION)
+        table = load_rating_table(session, rubric_id=rubric.id, version=rubric.version)
+    units.sort()
+    turns = _Turns(units, spans)
+    mapping = rubric.break_mapping()
+    warnings: list[str] = []
+    gold = {
+        u: mapping.get(g.code) for u, g in gold_labels(engine, actor, rubric=rubric).labels.items()
+    }
+    sources: list[dict[str, Any]] = []
+    gold_rows = np.array(
+        sorted(turns.index[u] for u, v in gold.items() if v is not None and u in turns.index),
+        dtype=np.int64,
+    )
+    gold_y = np.array([gold[turns.units[i]] == "break" for i in gold_rows.tolist()], dtype=bool)
+    block, gold_bins = _source_block(
+        turns, gold_rows, gold_y, min_units=min_units, n_resamples=n_resamples, seed=seed
+    )
+    sources.append({"source": "gold", "run": None, "name": "gold", **block})
+    if not gold_rows.size:
+        warnings.append("no unit has break / no-break gold yet: only the judge runs are shown")
+    judged: dict[int, dict[int, bool]] = {}
+    for run, columns in _run_verdicts(engine, rubric, None if run_id is None else [run_id]):
+        assert run.id is not None
+        said: dict[int, bool] = {}
+        for case_id, turn, label, error in zip(
+            columns.case_ids, columns.turns, columns.labels, columns.errors, strict=True
+        ):
+            if turn is None or error is not None or label is None:
+                continue
+            collapsed = mapping.get(label)
+            i = turns.index.get((case_id, int(turn)))
+            if collapsed is not None and i is not None:
+                said[i] = collapsed == "break"
+        judged[run.id] = said
+        rows = np.array(sorted(said), dtype=np.int64)
+        y = np.array([said[i] for i in rows.tolist()], dtype=bool)
+        block, _ = _source_block(
+            turns, rows, y, min_units=min_units, n_resamples=n_resamples, seed=seed
+        )
+        sources.append({"source": "run", "run": run.id, "name": run_name(run), **block})
+    return {
+        "rubric": rubric.ref,
+        "min_units": min_units,
+        "resamples": n_resamples,
+        "seed": seed,
+        "sources": sources,
+        "agreement": _agreement(turns, table, mapping, gold_rows, gold_y, gold_bins, judged),
+        "warnings": warnings,
+    }
+
+
+def _agreement(
+    turns: _Turns,
+    table: Any,
+    mapping: dict[str, str | None],
+    gold_rows: np.ndarray,
+    gold_y: np.ndarray,
+    bins: list[PositionBin],
+    judged: dict[int, dict[int, bool]],
+) -> dict[str, Any]:
+    """Reviewers' alpha (break / no break) and each run's kappa against gold, on gold's
+    position bins and by role."""
+    collapsed = table.collapse(mapping)
+    truth = dict(zip(gold_rows.tolist(), gold_y.tolist(), strict=True))
+    rated = [u for u in collapsed.units if u in turns.index]
+    rated_rows = np.array([turns.index[u] for u in rated], dtype=np.int64)
+
+    def row(members: np.ndarray) -> dict[str, Any]:
+        inside = set(members.tolist())
+        alpha = krippendorff_alpha(
+            collapsed.restrict_units([u for u, i in zip(rated, rated_rows.tolist(), strict=True)
+                                      if i in inside])
+        )  # fmt: skip
+        kappas: dict[str, float | None] = {}
+        for run_id, said in judged.items():
+            confusion = np.zeros((2, 2))
+            for i in inside:
+                if i in truth and i in said:
+                    confusion[int(truth[i]), int(said[i])] += 1
+            value = float(kappa_from_confusion(confusion)) if confusion.sum() else float("nan")
+            kappas[str(run_id)] = value if np.isfinite(value) else None
+        return {
+            "units": len(inside),
+            "reviewer_alpha": alpha.value,
+            "judge_kappa": kappas,
+        }
+
+    all_rows = np.arange(len(turns.units))
+    by_position = []
+    if bins:
+        groups = bin_of_positions(turns.position, bins)
+        for k, b in enumerate(bins):
+            by_position.append({"bin": b.label, **row(all_rows[groups == k])})
+    by_role = [
+        {"role": name, **row(all_rows[turns.role == k])} for k, name in enumerate(turns.role_names)
+    ]
+    return {"by_position": by_position, "by_role": by_role}
+
+
+def render_drift(report: dict[str, Any]) -> str:
+    """The drift report as text for the terminal."""
+
+    def percent(value: float | None) -> str:
+        return "—" if value is None else f"{100 * value:.1f}%"
+
+    lines = [f"where the role breaks ({report['rubric']}), by answer position and role"]
+    for source in report["sources"]:
+        lines.append(
+            f"{source['name']}: {source['breaks']} breaks in {source['units']} turns of "
+            f"{source['conversations']} conversations"
+        )
+        for row in source["by_position"]:
+            ci = row["ci95"]
+            lines.append(
+                f"  answer {row['bin']:>5}: {percent(row['rate'])}"
+                + (f" [{percent(ci[0])}, {percent(ci[1])}]" if ci else "")
+                + f" of {row['units']}"
+            )
+        for row in source["by_role"]:
+            lines.append(f"  role {row['role']}: {percent(row['rate'])} of {row['units']}")
+        slope = source["slope"]
+        if slope["odds_ratio"] is not None:
+            low, high = slope["ci95"]
+            lines.append(
+                f"  break odds x{slope['odds_ratio']:.2f} per later answer [{low:.2f}, {high:.2f}]"
+            )
+        else:
+            lines.append(f"  slope: {slope['reason']}")
+    lines.extend(f"  {w}" for w in report["warnings"])
+    return "\n".join(lines)

@@ -1,0 +1,330 @@
+"""How often the chatbot breaks role: a prediction-powered estimate from the judge and gold.
+
+The judge labels every unit; reviewers' gold covers few. PPI++ (Angelopoulos, Duchi &
+Zrnic 2023; :mod:`review_app.stats.ppi`) combines the judge's verdicts on all units
+with gold on some, correcting the judge's bias on the gold units, and gives a 95%
+interval that is valid when the gold units are a uniform random sample: an audit
+sample (:mod:`review_app.services.operations.audit`). Without one it falls back, loudly, to the
+adjudicated and unanimous gold, which is not a random sample.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, Literal
+
+import numpy as np
+from sqlalchemy import Engine
+
+from review_app.errors import InputError
+from review_app.rubrics import Rubric
+from review_app.services.judging.audit_samples import (
+    audited_units,
+    scored_turns,
+    uncertainty_sample,
+)
+from review_app.services.judging.judge_import import _run_verdicts, run_name
+from review_app.services.judging.turn_verdicts import TurnVerdicts
+from review_app.services.labels.adjudication import gold_labels
+from review_app.services.team.people import Actor, authorize
+from review_app.stats.active import active_mean, uniform_width
+from review_app.stats.core import MIN_PROPORTION_UNITS, proportion
+from review_app.stats.ppi import ppi_mean
+from storage.judging import VerdictColumns
+
+LEVELS = ("turn", "conversation")
+NOT_RANDOM = (
+    "WARNING: no audit sample has gold yet, so this uses adjudicated and unanimous gold, "
+    "which is not a random sample (unanimous units are the easy ones): the interval is "
+    "not valid. Draw one with `review-app assign --audit-sample K --seed S`."
+)
+
+
+def _percent(value: float | None) -> str:
+    return "—" if value is None else f"{100 * value:.1f}%"
+
+
+def estimate_headline(estimate: dict[str, Any]) -> str:
+    """``turn break rate 5.3% [4.2%, 6.5%], judge alone would say 4.1%``."""
+    ppi = estimate["ppi"]
+    line = f"{estimate['level']} break rate {_percent(ppi['value'])}"
+    if ppi["ci95"]:
+        line += f" [{_percent(ppi['ci95'][0])}, {_percent(ppi['ci95'][1])}]"
+    return line + f", judge alone would say {_percent(estimate['judge_only'])}"
+
+
+def render_estimate(estimate: dict[str, Any]) -> str:
+    """The estimate as text for the terminal."""
+    human = estimate["human_only"]
+    lines = [
+        estimate_headline(estimate),
+        f"  from {estimate['n_judged']} judged {estimate['level']}s and {estimate['n_gold']} "
+        f"with gold ({estimate['gold_source']}); PPI++ lambda "
+        + ("—" if estimate["ppi"]["lambda"] is None else f"{estimate['ppi']['lambda']:.3f}"),
+        f"  reviewers alone: {_percent(human['value'])}"
+        + (
+            f" [{_percent(human['ci95'][0])}, {_percent(human['ci95'][1])}]"
+            if human["ci95"]
+            else ""
+        ),
+    ]
+    budget = estimate.get("budget") or {}
+    if budget.get("more_audited_units_to_halve_width") is not None:
+        lines.append(
+            f"  budget: about {budget['more_audited_units_to_halve_width']} more audited "
+            f"{estimate['level']}s would halve the interval's width"
+        )
+    elif budget.get("reason"):
+        lines.append(f"  budget: {budget['reason']}")
+    active = estimate.get("active")
+    if active:
+        line = f"  uncertainty draw: {_percent(active['value'])}"
+        if active["ci95"]:
+            line += f" [{_percent(active['ci95'][0])}, {_percent(active['ci95'][1])}]"
+        lines.append(
+            line + f" from {active['with_gold']} of {active['drawn']} drawn turns with gold"
+        )
+        widths = budget.get("uncertainty") or {}
+        if widths.get("width") is not None and widths.get("uniform_width") is not None:
+            lines.append(
+                f"  budget: with {widths['labels']} reviewer labels the uncertainty draw's "
+                f"interval is {100 * widths['width']:.1f} points wide; a uniform draw of as "
+                f"many would give about {100 * widths['uniform_width']:.1f}"
+            )
+    lines.extend(f"  {warning}" for warning in estimate["warnings"])
+    return "\n".join(lines)
+
+
+def break_rate_estimate(
+    engine: Engine,
+    actor: Actor,
+    *,
+    rubric: Rubric,
+    run_id: int,
+    level: Literal["turn", "conversation"] | str = "turn",
+) -> dict[str, Any]:
+    """The break rate of run ``run_id``'s units, by PPI++, beside judge-only and human-only.
+
+    Turn level: a unit is a judged turn; the judge says break when its code's verdict is
+    fail, no break when pass (borderline, abstain and errors are left out). Conversation
+    level: a conversation breaks when any of its judged turns does; it has gold when
+    every judged turn has break / no-break gold (a break when any is one).
+
+    Gold: audit-sample units with gold when there are any (a random sample), else all
+    gold with a loud warning. Returns ``{"level", "n_gold", "n_judged", "judge_only",
+    "human_only": {"value", "ci95"}, "ppi": {"value", "ci95", "lambda"}, "gold_source",
+    "budget", "warnings", "run"}``.
+    """
+    actor = authorize(engine, actor, "policy_owner")
+    if level not in LEVELS:
+        raise InputError(f"must be turn or conversation, got {level!r}", field="--level")
+    ((run, columns),) = _run_verdicts(engine, rubric, [run_id])
+    mapping = rubric.break_mapping()
+    verdicts = TurnVerdicts(columns)
+    # Units are the verdicts' integer keys from here on (TurnVerdicts.key).
+    collapsed = [None if code is None else mapping.get(code) for code in columns.labels]
+    comparable = np.fromiter((c is not None for c in collapsed), dtype=bool, count=len(collapsed))
+    rows = verdicts.positions(verdicts.has_turn & verdicts.no_error & comparable)
+    judge_turns: dict[int, int] = dict(
+        zip(
+            verdicts.keys[rows].tolist(),
+            [int(collapsed[i] == "break") for i in rows],
+            strict=True,
+        )
+    )
+    gold = {
+        unit: mapping.get(g.code)
+        for unit, g in gold_labels(engine, actor, rubric=rubric).labels.items()
+    }
+    audited = audited_units(engine, actor, rubric=rubric)
+    warnings: list[str] = []
+    audit_gold = {u: gold[u] for u in audited if u in gold}
+    if audit_gold:
+        source = "audit sample"
+        gold_used = audit_gold
+        waiting = len([u for u in audited if u not in gold])
+        if waiting:
+            warnings.append(
+                f"WARNING: {waiting} of {len(audited)} audited turns have no gold yet (in "
+                "disagreement or unlabeled): adjudicate them, or the estimate leans to the "
+                "easy units"
+            )
+    else:
+        source = "adjudicated and unanimous gold (not a random sample)"
+        gold_used = gold
+        warnings.append(NOT_RANDOM)
+
+    active = _active_block(
+        engine, actor, rubric=rubric, run_id=run_id, columns=columns, gold=gold, level=level,
+        warnings=warnings,
+    )  # fmt: skip
+    gold_keys = {key: c for u, c in gold_used.items() if (key := verdicts.key(u)) is not None}
+    judged: dict[int, int]
+    truth: dict[int, int]
+    if level == "turn":
+        judged = dict(judge_turns)
+        truth = {u: int(c == "break") for u, c in gold_keys.items() if c is not None}
+    else:
+        judged, truth = _conversations(judge_turns, gold_keys, stride=verdicts.stride)
+        warnings.append(
+            "conversation level: only conversations with gold on every judged turn count "
+            "as gold; an audit sample draws turns, not conversations"
+        )
+    gold_units = [u for u in judged if u in truth]
+    other = [u for u in judged if u not in truth]
+    y = np.array([truth[u] for u in gold_units], dtype=np.float64)
+    f = np.array([judged[u] for u in gold_units], dtype=np.float64)
+    f_u = np.array([judged[u] for u in other], dtype=np.float64)
+    judge_only = float(np.mean(list(judged.values()))) if judged else None
+    human = proportion(int(y.sum()), len(y), undefined_reason="no judged unit has gold")
+    result: dict[str, Any] = {
+        "level": level,
+        "run": {"id": run.id, "name": run_name(run)},
+        "n_gold": len(gold_units),
+        "n_judged": len(judged),
+        "judge_only": judge_only,
+        "human_only": {
+            "value": human.value,
+            "ci95": None if human.ci95 is None else list(human.ci95),
+        },
+        "ppi": {"value": None, "ci95": None, "lambda": None},
+        "gold_source": source,
+        "budget": {"more_audited_units_to_halve_width": None, "reason": None},
+        "warnings": warnings,
+    }
+    if active is not None:
+        result["active"], result["budget"]["uncertainty"] = active
+    if human.ci95 is None and human.reason:
+        warnings.append(f"reviewers alone: {human.reason}")
+    if len(gold_units) < 2 or not other:
+        reason = (
+            f"no PPI estimate: {len(gold_units)} judged units with gold and {len(other)} "
+            "without (it needs at least 2 and 1)"
+        )
+        warnings.append(reason)
+        result["budget"]["reason"] = reason
+        return result
+    estimate = ppi_mean(y, f, f_u)
+    result["ppi"] = {
+        "value": estimate.value,
+        "ci95": [max(0.0, estimate.ci95[0]), min(1.0, estimate.ci95[1])],
+        "lambda": estimate.lam,
+    }
+    if len(gold_units) < MIN_PROPORTION_UNITS or estimate.ci95[0] == estimate.ci95[1]:
+        result["ppi"]["ci95"] = None
+        reason = (
+            f"no PPI interval: only {len(gold_units)} judged units with gold (fewer than "
+            f"{MIN_PROPORTION_UNITS})"
+            if len(gold_units) < MIN_PROPORTION_UNITS
+            else "no PPI interval: the gold and the judge's verdicts do not vary"
+        )
+        warnings.append(reason)
+        result["budget"]["reason"] = reason
+        return result
+    more = estimate.gold_units_to_halve_width()
+    result["budget"]["more_audited_units_to_halve_width"] = more
+    if more is None:
+        result["budget"]["reason"] = (
+            "more audited units cannot halve the width: the judge's own variance dominates"
+        )
+    if level == "turn":
+        warnings.append(
+            "the interval treats turns as independent draws; an audit sample draws turns "
+            "uniformly, which is what makes that hold"
+        )
+    return result
+
+
+def _active_block(
+    engine: Engine,
+    actor: Actor,
+    *,
+    rubric: Rubric,
+    run_id: int,
+    columns: VerdictColumns,
+    gold: dict[tuple[str, int], str | None],
+    level: str,
+    warnings: list[str],
+) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The active estimate from the newest uncertainty draw from this run's scores
+    (:mod:`review_app.stats.active`), and the budget line; None without such a draw."""
+    sample = uncertainty_sample(engine, actor, rubric=rubric, run_id=run_id)
+    if sample is None:
+        return None
+    if level != "turn":
+        warnings.append(
+            "the uncertainty draw gives a turn-level estimate only (run with --level turn)"
+        )
+        return None
+    scored = scored_turns(columns)
+    drawn: dict[tuple[str, int], float] = sample["probabilities"]
+    units = list(scored)
+    index = {u: i for i, u in enumerate(units)}
+    s = np.fromiter(scored.values(), dtype=np.float64, count=len(units))
+    pi = np.ones(len(units))
+    xi = np.zeros(len(units), dtype=bool)
+    y = np.zeros(len(units))
+    waiting: list[tuple[str, int]] = []
+    gone: list[tuple[str, int]] = []
+    for unit, probability in sorted(drawn.items()):
+        i = index.get(unit)
+        if i is None:
+            gone.append(unit)
+            continue
+        pi[i] = probability
+        truth = gold.get(unit)
+        if truth is None:
+            waiting.append(unit)
+            continue
+        xi[i] = True
+        y[i] = float(truth == "break")
+
+    def named(found: list[tuple[str, int]]) -> str:
+        shown = ", ".join(f"{c}:{t}" for c, t in found[:10])
+        return shown + (f" and {len(found) - 10} more" if len(found) > 10 else "")
+
+    if waiting:
+        warnings.append(
+            f"WARNING: {len(waiting)} of {len(drawn)} turns drawn by uncertainty (sample "
+            f"{sample['sample_id']}) have no break / no-break gold yet ({named(waiting)}): "
+            "they count as drawn without a label, which biases the active estimate; label "
+            "and adjudicate them"
+        )
+    if gone:
+        warnings.append(
+            f"WARNING: {len(gone)} drawn turns no longer have a scored verdict in run "
+            f"{run_id} ({named(gone)}): the active estimate leaves them out"
+        )
+    block: dict[str, Any] = {
+        "value": None,
+        "ci95": None,
+        "design": "uncertainty",
+        "drawn": len(drawn),
+        "with_gold": int(xi.sum()),
+    }
+    line: dict[str, Any] = {"labels": int(xi.sum()), "width": None, "uniform_width": None}
+    if len(units) < 2:
+        warnings.append("no active estimate: fewer than 2 judged turns with a score")
+        return block, line
+    estimate = active_mean(s, y, xi, pi)
+    block["value"] = estimate.value
+    block["ci95"] = [max(0.0, estimate.ci95[0]), min(1.0, estimate.ci95[1])]
+    line["width"] = estimate.ci95[1] - estimate.ci95[0]
+    line["uniform_width"] = uniform_width(s, y, xi, pi, labels=int(xi.sum()))
+    return block, line
+
+
+def _conversations(
+    judge_turns: dict[int, int], gold: dict[int, str | None], *, stride: int
+) -> tuple[dict[int, int], dict[int, int]]:
+    """Per case (its code: a unit key // ``stride``), from the unit keys of its turns."""
+    by_case: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    for key, value in judge_turns.items():
+        by_case[key // stride].append((key, value))
+    judged = {case: int(any(v for _, v in turns)) for case, turns in by_case.items()}
+    truth: dict[int, int] = {}
+    for case, turns in by_case.items():
+        keys = [key for key, _ in turns]
+        if all(key in gold and gold[key] is not None for key in keys):
+            truth[case] = int(any(gold[key] == "break" for key in keys))
+    return judged, truth

@@ -1,0 +1,290 @@
+"""Two judge runs compared on the same gold units, with a verdict: is the new one better?
+
+docs/reference.md, "Comparing two judge runs". Reads the runs' verdicts, the gold
+labels and the reviewers' labels, and hands them to
+:func:`review_app.stats.paired.compare_two_runs`; adds the runs' reasons on the units
+where they differ and where the gold comes from. Policy owners and admins.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any, cast
+
+from sqlalchemy import Engine
+from sqlmodel import Session
+
+from review_app import calibration
+from review_app.errors import InputError
+from review_app.rubrics import Rubric
+from review_app.services.judging.audit_samples import audited_units
+from review_app.services.judging.judge_import import _run_verdicts, run_name
+from review_app.services.judging.turn_verdicts import TurnVerdicts
+from review_app.services.labels.adjudication import gold_labels
+from review_app.services.review.agreement_reports import load_label_columns
+from review_app.services.team.people import Actor, authorize
+from review_app.stats.alt_test import DEFAULT_EPSILON
+from review_app.stats.paired import compare_two_runs
+from storage import judging
+from storage.engine import read_only
+from storage.models import JudgeRun
+
+GOLD_NOTE = (
+    "gold from adjudication and unanimous reviewers is not a random sample: unanimous units "
+    "are the easy ones, so figures against it flatter both runs (the difference between "
+    "them less so); audit-sample gold is a random sample"
+)
+
+
+def _conversation_of(unit: tuple[str, int]) -> str:
+    return unit[0]
+
+
+def _labels(first: JudgeRun, second: JudgeRun) -> tuple[str, str]:
+    """Short distinct names: the prompt versions when only they differ, etc."""
+    same_judge = first.judge == second.judge
+    if same_judge and first.model == second.model and first.prompt_version != second.prompt_version:
+        return first.prompt_version, second.prompt_version
+    if same_judge and first.prompt_version == second.prompt_version and first.model != second.model:
+        return first.model, second.model
+    names = run_name(first), run_name(second)
+    if names[0] == names[1]:
+        return f"run {first.id}", f"run {second.id}"
+    return names
+
+
+def compare_judge_runs(
+    engine: Engine,
+    actor: Actor,
+    *,
+    rubric: Rubric,
+    run_ids: tuple[int, int] | list[int] | None = None,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    epsilon: float = DEFAULT_EPSILON,
+) -> dict[str, Any]:
+    """Compare two runs of ``rubric`` on the gold units both judged (policy owners).
+
+    ``run_ids = (a, b)``: the difference is b - a. By default: the newest run (b) and
+    the earlier run of the same judge with the highest kappa against gold (a).
+    Returns ``{"rubric", "runs": [a, b], "gold_source", **comparison}`` with the
+    differing units' reasons (docs/reference.md, "Comparing two judge runs").
+    """
+    actor = authorize(engine, actor, "policy_owner")
+    if isinstance(epsilon, bool) or not isinstance(epsilon, int | float) or not 0 <= epsilon < 1:
+        raise InputError(f"must be a number in [0, 1), got {epsilon!r}", field="--epsilon")
+    if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 0:
+        raise InputError(f"must be an integer >= 0, got {n_resamples!r}", field="--resamples")
+    gold = gold_labels(engine, actor, rubric=rubric)
+    gold_codes = {unit: g.code for unit, g in gold.labels.items()}
+    runs = _run_verdicts(engine, rubric, None)
+    if not runs:
+        raise InputError(f"{rubric.ref} has no judge runs to compare", field="--runs")
+    by_id = {run.id: (run, columns) for run, columns in runs}
+    break_mapping = rubric.break_mapping()
+    ignore = tuple(rubric.abstain_codes)
+    if run_ids is not None:
+        ids = list(run_ids)
+        if len(ids) != 2 or ids[0] == ids[1]:
+            raise InputError("give two different run ids, e.g. --runs 3,5", field="--runs")
+        missing = [i for i in ids if i not in by_id]
+        if missing:
+            raise InputError(
+                f"no judge run {missing[0]} for {rubric.ref} (runs: "
+                f"{', '.join(str(i) for i in sorted(i for i in by_id if i is not None))})",
+                field="--runs",
+            )
+        first_id, second_id = ids
+    else:
+        first_id, second_id = _default_pair(runs, gold_codes, break_mapping, ignore)
+    first_run, first_columns = by_id[first_id]
+    second_run, second_columns = by_id[second_id]
+    first_verdicts, second_verdicts = TurnVerdicts(first_columns), TurnVerdicts(second_columns)
+    first_codes, second_codes = first_verdicts.coded(), second_verdicts.coded()
+    names = _labels(first_run, second_run)
+
+    columns = load_label_columns(engine, actor, rubric=rubric)
+    by_reviewer: dict[str, dict[tuple[str, int], str]] = defaultdict(dict)
+    for case_id, turn, reviewer, code in zip(
+        columns.case_ids, columns.turns, columns.reviewers, columns.codes, strict=True
+    ):
+        by_reviewer[reviewer][(case_id, turn)] = code
+
+    result = compare_two_runs(
+        gold=gold_codes,
+        first=first_codes,
+        second=second_codes,
+        break_mapping=break_mapping,
+        names=names,
+        ignore_codes=ignore,
+        cluster_of=_conversation_of,
+        reviewers=by_reviewer,
+        epsilon=epsilon,
+        n_resamples=n_resamples,
+        seed=seed,
+    )
+    report = result.to_dict()
+    differing = [(cast(tuple[str, int], d.unit), d) for d in result.differing]
+    reasons = [
+        _reasons(engine, verdicts, [unit for unit, _ in differing])
+        for verdicts in (first_verdicts, second_verdicts)
+    ]
+    report["differing"] = [
+        {
+            "case_id": unit[0],
+            "turn": unit[1],
+            "gold": d.gold,
+            "first": {"code": d.first, "reason": reasons[0].get(unit)},
+            "second": {"code": d.second, "reason": reasons[1].get(unit)},
+        }
+        for unit, d in differing
+    ]
+    compared = {
+        u
+        for u in gold_codes
+        if u in first_codes
+        and u in second_codes
+        and not set(ignore) & {gold_codes[u], first_codes[u], second_codes[u]}
+    }
+    audited = audited_units(engine, actor, rubric=rubric)
+    sources = [gold.labels[u].source for u in compared]
+    report["gold_source"] = {
+        "adjudicated": sources.count("adjudicated"),
+        "unanimous": sources.count("unanimous"),
+        "in_audit_samples": len(compared & audited),
+        "note": GOLD_NOTE,
+    }
+    report["rubric"] = rubric.ref
+    report["runs"] = [_run_entry(first_run, names[0]), _run_entry(second_run, names[1])]
+    return report
+
+
+def _run_entry(run: JudgeRun, label: str) -> dict[str, Any]:
+    return {
+        "id": run.id,
+        "label": label,
+        "name": run_name(run),
+        "judge": run.judge,
+        "prompt_version": run.prompt_version,
+        "model": run.model,
+        "prompt_sha256": run.prompt_sha256,
+    }
+
+
+def _reasons(
+    engine: Engine, verdicts: TurnVerdicts, units: list[Any]
+) -> dict[tuple[str, int], str | None]:
+    columns = verdicts.columns
+    rows = verdicts.rows_of(units)
+    ids = [columns.ids[i] for i in rows]
+    with Session(read_only(engine)) as session:
+        by_id = judging.verdict_reasons(session, ids=ids)
+    found: dict[tuple[str, int], str | None] = {}
+    for i in rows:
+        turn = columns.turns[i]
+        assert turn is not None
+        found[(columns.case_ids[i], turn)] = by_id.get(columns.ids[i])
+    return found
+
+
+def _default_pair(
+    runs: list[tuple[JudgeRun, Any]],
+    gold_codes: dict[tuple[str, int], str],
+    break_mapping: dict[str, str | None],
+    ignore: tuple[str, ...],
+) -> tuple[int, int]:
+    """The newest run and the earlier run of the same judge agreeing best with gold."""
+    newest, _ = max(runs, key=lambda pair: pair[0].id or 0)
+    earlier = [
+        (run, columns)
+        for run, columns in runs
+        if run.judge == newest.judge and (run.id or 0) < (newest.id or 0)
+    ]
+    if not earlier:
+        raise InputError(
+            f"run {newest.id} ({run_name(newest)}) is the only run of judge {newest.judge!r} "
+            "for this rubric version; give two runs with --runs A,B",
+            field="--runs",
+        )
+
+    def kappa(pair: tuple[JudgeRun, Any]) -> tuple[float, int]:
+        judged = TurnVerdicts(pair[1]).coded()
+        result = calibration.compare_to_reference(
+            reference=gold_codes,
+            judged=judged,
+            break_mapping=break_mapping,
+            ignore_codes=ignore,
+            n_resamples=0,
+        )
+        value = result.kappa.value
+        return (value if value is not None else -2.0, pair[0].id or 0)
+
+    best, _ = max(earlier, key=kappa)
+    assert best.id is not None and newest.id is not None
+    return best.id, newest.id
+
+
+def _figure(estimate: dict[str, Any], *, signed: bool = False) -> str:
+    value, interval = estimate.get("value"), estimate.get("ci95")
+    if value is None:
+        return f"undefined ({estimate.get('reason')})"
+    spec = "+.2f" if signed else ".2f"
+    text = format(value + 0.0, spec)
+    if interval:
+        return f"{text} [{format(interval[0] + 0.0, spec)}, {format(interval[1] + 0.0, spec)}]"
+    return f"{text} ({estimate.get('reason') or 'no interval'})"
+
+
+def render_run_comparison(report: dict[str, Any]) -> str:
+    """The comparison as text: the headline first, then the figures behind it."""
+    first, second = report["runs"]
+    a, b = report["first"], report["second"]
+    lines = [
+        report["headline"],
+        "",
+        f"{report['rubric']}: {a} = run {first['id']} ({first['name']}), "
+        f"{b} = run {second['id']} ({second['name']})",
+        f"units: {report['n_units']} with gold judged by both runs, in "
+        f"{report['n_conversations']} conversations",
+    ]
+    source = report["gold_source"]
+    lines.append(
+        f"gold: {source['adjudicated']} adjudicated, {source['unanimous']} unanimous, "
+        f"{source['in_audit_samples']} in audit samples ({source['note']})"
+    )
+    lines.append("")
+    for name in (a, b):
+        lines.append(
+            f"{name}: kappa {_figure(report['kappa'][name])}, accuracy "
+            f"{_figure(report['accuracy'][name])}"
+        )
+    lines.append(
+        f"difference {b} - {a} (paired, cluster bootstrap over conversations, "
+        f"{report['n_resamples']} resamples, seed {report['seed']}): kappa "
+        f"{_figure(report['kappa_difference'], signed=True)}, accuracy "
+        f"{_figure(report['accuracy_difference'], signed=True)}"
+    )
+    mcnemar = report["mcnemar"]
+    lines.append(
+        f"exact McNemar on break / no break: only {a} right on {mcnemar['only_first_right']}, "
+        f"only {b} right on {mcnemar['only_second_right']} of {mcnemar['n']} units; "
+        f"p = {mcnemar['p_value']:.4g}"
+    )
+    if report.get("alt_test"):
+        lines.append(
+            f"alternative annotator test (on the {report['alt_test_units']} units both judged):"
+        )
+        for name in (a, b):
+            lines.append(f"  {name}: {report['alt_test'][name]['verdict']}")
+    differing = report["differing"]
+    lines.append("")
+    lines.append(f"units where they differ: {len(differing)}")
+    for item in differing[:50]:
+        lines.append(
+            f"  {item['case_id']} turn {item['turn']}: gold {item['gold']}; "
+            f"{a} {item['first']['code']} ({item['first']['reason'] or 'no reason'}); "
+            f"{b} {item['second']['code']} ({item['second']['reason'] or 'no reason'})"
+        )
+    if len(differing) > 50:
+        lines.append(f"  ... and {len(differing) - 50} more (--json lists them all)")
+    return "\n".join(lines)

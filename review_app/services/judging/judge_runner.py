@@ -1,0 +1,684 @@
+"""Running a judge prompt against an OpenAI-compatible chat endpoint.
+
+Talks to any OpenAI-compatible endpoint (OpenAI, vLLM, Ollama, llama.cpp's server) with
+bounded concurrency, retries with backoff, and resumption: verdicts are stored as they
+arrive, and a second run of the same judge skips the units already answered (endpoint
+failures are retried, unparseable answers are kept as errors: at temperature 0 they
+would repeat).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import random
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import httpx
+import orjson
+from sqlalchemy import Engine
+from sqlmodel import Session
+
+from review_app import input_policy
+from review_app.errors import InputError, NotFound
+from review_app.judging import (
+    JudgeAnswerError,
+    JudgePrompt,
+    parse_judge_answer,
+    render_prompt,
+)
+from review_app.rubrics import Rubric
+from review_app.services.cases.case_selection import selected_cases
+from review_app.services.judging.judge_import import find_or_create_run, run_name
+from review_app.services.judging.judge_prompts import store_for_run
+from review_app.services.team.people import Actor, authorize
+from storage import audit, judging
+from storage import cases as cases_storage
+from storage.engine import read_only
+
+API_KEY_ENV = "REVIEW_APP_JUDGE_API_KEY"
+BASE_URL_ENV = "REVIEW_APP_JUDGE_BASE_URL"
+MODEL_ENV = "REVIEW_APP_JUDGE_MODEL"
+ENDPOINT_ERROR = "endpoint"
+"""``error_kind`` of a failed call to the endpoint: the next run of the judge retries it."""
+RESPONSE_FORMATS = ("text", "json_object", "json_object_schema", "json_schema")
+_POOL_SIZE = 8
+"""Connections per HTTP client: an endpoint's slots share clients of at most this many."""
+ANSWER_ERROR = "answer"
+"""``error_kind`` of an answer that could not be parsed: kept (at temperature 0 it repeats)."""
+
+
+@dataclass(frozen=True)
+class EndpointSettings:
+    base_url: str
+    model: str
+    api_key: str | None = None
+    concurrency: int = 4
+    retries: int = 3
+    timeout: float = 120.0
+    max_tokens: int = 300
+    response_format: str = "json_object"
+    """``text`` (nothing asked), ``json_object`` (OpenAI, vLLM, llama.cpp),
+    ``json_object_schema`` (llama.cpp's server: a JSON object constrained to the
+    verdict's schema) or ``json_schema`` (OpenAI structured outputs, vLLM)."""
+
+    @classmethod
+    def from_options(
+        cls, *, base_url: str | None, model: str | None, api_key: str | None, **options: Any
+    ) -> EndpointSettings:
+        url = base_url or os.environ.get(BASE_URL_ENV) or os.environ.get("OPENAI_BASE_URL")
+        name = model or os.environ.get(MODEL_ENV)
+        if not url:
+            raise InputError(f"give --base-url (or set {BASE_URL_ENV})", field="--base-url")
+        if not name:
+            raise InputError(f"give --model (or set {MODEL_ENV})", field="--model")
+        name = input_policy.check_name(name, field="--model", what="a model name")
+        key = api_key or os.environ.get(API_KEY_ENV) or os.environ.get("OPENAI_API_KEY")
+        settings = cls(base_url=url.rstrip("/"), model=name, api_key=key, **options)
+        if settings.concurrency < 1:
+            raise InputError("--concurrency is at least 1", field="--concurrency")
+        if settings.retries < 0:
+            raise InputError("--retries is at least 0", field="--retries")
+        if settings.response_format not in RESPONSE_FORMATS:
+            raise InputError(
+                f"--response-format is one of {', '.join(RESPONSE_FORMATS)}",
+                field="--response-format",
+            )
+        return settings
+
+
+@dataclass
+class JudgeRunSummary:
+    run_id: int
+    name: str
+    units: int
+    skipped: int
+    answered: int = 0
+    answer_errors: int = 0
+    endpoint_errors: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    seconds: float = 0.0
+    stopped: bool = False
+    """Stopped on request before every unit was asked (a later run resumes)."""
+
+    def line(self) -> str:
+        rate = self.answered / self.seconds if self.seconds else 0.0
+        return (
+            f"run {self.run_id} {self.name}: {self.units} units, {self.skipped} already done; "
+            f"answered {self.answered}, unparseable answers {self.answer_errors}, endpoint "
+            f"failures {self.endpoint_errors}; {self.seconds:.1f} s ({rate:.2f} units/s), "
+            f"tokens {self.prompt_tokens} in / {self.completion_tokens} out"
+            + ("; stopped on request" if self.stopped else "")
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class _Job:
+    case_id: str
+    turn: int
+    messages: list[dict[str, str]]
+
+
+@dataclass
+class _Outcome:
+    job: _Job
+    label: str | None = None
+    score: float | None = None
+    reason: str | None = None
+    error: str | None = None
+    error_kind: str | None = None
+    latency_ms: int = 0
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+def verdict_schema(rubric: Rubric) -> dict[str, Any]:
+    """JSON schema of the answer a judge must give."""
+    return {
+        "type": "object",
+        "properties": {
+            "label": {"type": "string", "enum": list(rubric.codes)},
+            "score": {"type": "number", "minimum": 0, "maximum": 1},
+            "reason": {"type": "string"},
+        },
+        "required": ["label", "score", "reason"],
+        "additionalProperties": False,
+    }
+
+
+def _response_format(kind: str, rubric: Rubric) -> dict[str, Any] | None:
+    if kind == "json_object":
+        return {"type": "json_object"}
+    if kind == "json_object_schema":
+        return {"type": "json_object", "schema": verdict_schema(rubric)}
+    if kind == "json_schema":
+        return {
+            "type": "json_schema",
+            "json_schema": {"name": "verdict", "schema": verdict_schema(rubric), "strict": True},
+        }
+    return None
+
+
+@dataclass
+class _Attempt:
+    """One request's result: an outcome to keep, or a problem worth another try."""
+
+    outcome: _Outcome | None = None
+    problem: str | None = None
+    retry_after: float | None = None
+
+
+async def _attempt(
+    client: httpx.AsyncClient, settings: EndpointSettings, job: _Job, rubric: Rubric
+) -> _Attempt:
+    body: dict[str, Any] = {
+        "model": settings.model,
+        "messages": job.messages,
+        "temperature": 0,
+        "max_tokens": settings.max_tokens,
+    }
+    response_format = _response_format(settings.response_format, rubric)
+    if response_format is not None:
+        body["response_format"] = response_format
+    headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
+    try:
+        response = await client.post(
+            f"{settings.base_url}/chat/completions", json=body, headers=headers
+        )
+    except httpx.HTTPError as error:
+        return _Attempt(problem=f"{type(error).__name__}: {error}")
+    if response.status_code == 429 or response.status_code >= 500:
+        retry_after = response.headers.get("retry-after", "")
+        return _Attempt(
+            problem=f"HTTP {response.status_code}",
+            retry_after=min(60.0, float(retry_after)) if retry_after.isdigit() else None,
+        )
+    if response.status_code >= 400:
+        return _Attempt(
+            _Outcome(
+                job,
+                error=f"HTTP {response.status_code}: {response.text[:300]!r}",
+                error_kind=ENDPOINT_ERROR,
+            )
+        )
+    try:
+        payload = response.json()
+        content = payload["choices"][0]["message"]["content"] or ""
+        usage = payload.get("usage") or {}
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError, RecursionError):
+        content, usage = None, None
+    if not isinstance(content, str) or not isinstance(usage, dict):
+        return _Attempt(
+            _Outcome(job, error="not a chat-completions response", error_kind=ENDPOINT_ERROR)
+        )
+    outcome = _Outcome(
+        job,
+        prompt_tokens=_token_count(usage.get("prompt_tokens")),
+        completion_tokens=_token_count(usage.get("completion_tokens")),
+    )
+    try:
+        answer = parse_judge_answer(content, rubric=rubric)
+    except JudgeAnswerError as error:
+        outcome.error = f"{error}; the answer was: {content[:500]!r}"
+        outcome.error_kind = ANSWER_ERROR
+        return _Attempt(outcome)
+    outcome.label, outcome.score, outcome.reason = answer.label, answer.score, answer.reason
+    return _Attempt(outcome)
+
+
+def _backoff(failures: int) -> float:
+    """Seconds before another try after ``failures`` failures in a row (with jitter)."""
+    return min(30.0, 0.5 * 2 ** (failures - 1)) * (1 + random.random())
+
+
+@dataclass
+class _Endpoint:
+    """One endpoint's client and health: its own concurrency and its own backoff."""
+
+    settings: EndpointSettings
+    failures_in_a_row: int = 0
+    resting_until: float = 0.0
+
+    async def rest(self) -> None:
+        """Wait while the endpoint backs off (after failures in a row)."""
+        while (delay := self.resting_until - time.monotonic()) > 0:
+            await asyncio.sleep(delay)
+
+    def failed(self, retry_after: float | None) -> None:
+        self.failures_in_a_row += 1
+        # One failure is the unit's own (its retry waits); several in a row are the
+        # endpoint's, and it stops taking units for a while so the others take them.
+        pause = retry_after if retry_after is not None else 0.0
+        if self.failures_in_a_row >= 3:
+            pause = max(pause, _backoff(self.failures_in_a_row - 2))
+        if pause:
+            self.resting_until = max(self.resting_until, time.monotonic() + pause)
+
+    def answered(self) -> None:
+        self.failures_in_a_row = 0
+
+
+@dataclass
+class _Try:
+    job: _Job
+    attempts: int = 0
+    started: float = 0.0
+    problem: str = "no attempt"
+
+
+async def _endpoint_worker(
+    endpoint: _Endpoint,
+    client: httpx.AsyncClient,
+    todo: asyncio.Queue[_Try],
+    done: asyncio.Queue[_Outcome],
+    rubric: Rubric,
+    retries: int,
+) -> None:
+    """One of an endpoint's ``concurrency`` slots: takes the next unit whenever free.
+
+    Units thus go to whichever endpoint has a slot free first (the least loaded
+    relative to its concurrency); a slow endpoint takes fewer, a failing one rests
+    while the others take its share, and a failed unit is tried again, after its
+    backoff, by whichever endpoint is free then.
+    """
+    while True:
+        await endpoint.rest()
+        item = await todo.get()
+        if not item.attempts:
+            item.started = time.perf_counter()
+        result = await _attempt(client, endpoint.settings, item.job, rubric)
+        item.attempts += 1
+        latency = int((time.perf_counter() - item.started) * 1000)
+        if result.outcome is not None:
+            endpoint.answered()
+            result.outcome.latency_ms = latency
+            done.put_nowait(result.outcome)
+            continue
+        assert result.problem is not None
+        item.problem = result.problem
+        if item.attempts > retries:
+            done.put_nowait(
+                _Outcome(
+                    item.job,
+                    error=f"{item.problem} after {item.attempts} attempts",
+                    error_kind=ENDPOINT_ERROR,
+                    latency_ms=latency,
+                )
+            )
+            endpoint.answered()  # a unit out of attempts says nothing more of the endpoint
+            continue
+        endpoint.failed(result.retry_after)
+        wait = result.retry_after if result.retry_after is not None else _backoff(item.attempts)
+        asyncio.get_running_loop().create_task(_try_again(todo, item, wait))
+
+
+async def _try_again(todo: asyncio.Queue[_Try], item: _Try, wait: float) -> None:
+    await asyncio.sleep(wait)
+    todo.put_nowait(item)
+
+
+def _token_count(value: Any) -> int | None:
+    """A token count from a response's ``usage``; anything but a count is unknown."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    return None
+
+
+def select_case_ids(
+    engine: Engine,
+    *,
+    case_ids: Sequence[str] | None = None,
+    lane: str | None = None,
+    limit: int | None = None,
+) -> list[str]:
+    with Session(read_only(engine)) as session:
+        rows = selected_cases(session, case_ids=case_ids, lane=lane, limit=limit)
+    return [row.case_id for row in rows]
+
+
+def run_judge(
+    engine: Engine,
+    actor: Actor,
+    *,
+    rubric: Rubric,
+    prompt: JudgePrompt,
+    settings: EndpointSettings | Sequence[EndpointSettings],
+    case_ids: Sequence[str],
+    progress: Callable[[int, int], None] | None = None,
+    stop: Callable[[], bool] | None = None,
+    counted: Callable[[int, int], None] | None = None,
+) -> JudgeRunSummary:
+    """Judge every labelable turn of ``case_ids``; store verdicts as they come (resumable).
+
+    ``stop``, when given, is asked a few times a second; once it answers true no more
+    units are sent, the answers received are stored and the run is left ``partial``
+    (a background job's Stop; the next run of the same judge resumes). ``counted``,
+    when given, hears (units, units already answered) before the first request.
+    ``settings`` may name several endpoints serving the same model (replicas): units
+    are spread over them as their slots free up (:func:`_endpoint_worker`).
+    """
+    actor = authorize(engine, actor, "policy_owner")
+    endpoints = [settings] if isinstance(settings, EndpointSettings) else list(settings)
+    if not endpoints:
+        raise InputError("give at least one endpoint", field="--base-url")
+    if len({e.model for e in endpoints}) > 1:
+        raise InputError("every endpoint of one run serves the same model", field="--model")
+    settings = endpoints[0]
+    params: dict[str, Any] = {
+        "base_url": settings.base_url,
+        "max_tokens": settings.max_tokens,
+        "response_format": settings.response_format,
+        "temperature": 0,
+        "prompt_source": prompt.source,
+    }
+    if len(endpoints) > 1:
+        params["base_urls"] = [e.base_url for e in endpoints]
+    with Session(engine) as session:
+        written_for = judging.first_run_of_prompt(
+            session, judge=prompt.judge, prompt_version=prompt.version, rubric_id=rubric.id
+        )
+        if written_for is not None and written_for.rubric_version != rubric.version:
+            # docs/reference.md, "Rubric versions: mapping and carry-over": a prompt is
+            # written for the rubric version of its first run.
+            raise InputError(
+                f"{prompt.ref} was written for {rubric.id}@{written_for.rubric_version} (its "
+                f"first run, {written_for.id}); it is not reused for {rubric.ref}: save it "
+                f"as a new prompt version (it may copy the text) and run that",
+                field="--prompt",
+            )
+        # The run uses a stored prompt version, stored now when it is new, refused when
+        # its name means another text (docs/reference.md, "Judge prompt versions").
+        stored_prompt = store_for_run(session, prompt=prompt, rubric=rubric, actor_name=actor.name)
+        params["prompt_id"] = stored_prompt.id
+        run = find_or_create_run(
+            session,
+            rubric=rubric,
+            judge=prompt.judge,
+            prompt_version=prompt.version,
+            model=settings.model,
+            prompt_sha256=prompt.sha256,
+            source="run",
+            status="running",
+            params_json=json.dumps(params, sort_keys=True),
+        )
+        if run.prompt_sha256 and run.prompt_sha256 != prompt.sha256:
+            raise InputError(
+                f"{prompt.source} changed since run {run.id} used {prompt.ref}; a prompt "
+                "version is immutable once run: save the change as a new version",
+                field="--prompt",
+            )
+        assert run.id is not None
+        run_id, name = run.id, run_name(run)
+        done = {
+            (v.case_id, v.turn)
+            for v in judging.verdicts(session, run_id=run_id)
+            if v.error_kind != ENDPOINT_ERROR
+        }
+        units = judging.assistant_units(session, case_ids=list(case_ids), actor=rubric.applies_to)
+        session.commit()
+    todo = [unit for unit in units if unit not in done]
+    summary = JudgeRunSummary(
+        run_id=run_id, name=name, units=len(units), skipped=len(units) - len(todo)
+    )
+    if counted is not None:
+        counted(summary.units, summary.skipped)
+    batches = _job_batches(engine, todo, prompt=prompt, rubric=rubric)
+    started = time.perf_counter()
+    if todo:
+        asyncio.run(
+            _run_jobs(
+                engine, run_id, len(todo), batches, rubric, endpoints, summary, progress, stop
+            )
+        )
+    summary.seconds = time.perf_counter() - started
+    with Session(engine) as session:
+        stored = judging.get_run(session, run_id=run_id)
+        assert stored is not None
+        previous = json.loads(stored.summary_json) if stored.summary_json else {}
+        totals = {
+            "seconds": previous.get("seconds", 0.0) + summary.seconds,
+            "prompt_tokens": previous.get("prompt_tokens", 0) + summary.prompt_tokens,
+            "completion_tokens": previous.get("completion_tokens", 0) + summary.completion_tokens,
+            "last": summary.to_dict(),
+        }
+        judging.touch_run(
+            session,
+            stored,
+            summary_json=json.dumps(totals, sort_keys=True),
+            # From what is stored, not from this pass alone: a pass over some of the
+            # cases must not call a run complete while other units still wait for retry.
+            status="partial"
+            if summary.stopped or judging.count_errors(session, run_id=run_id, kind=ENDPOINT_ERROR)
+            else "complete",
+        )
+        audit.add_entry(
+            session,
+            actor=actor.name,
+            action="judge_run",
+            object_type="judge_run",
+            object_key=str(run_id),
+            summary={"rubric": rubric.ref, "run": name, **summary.to_dict()},
+        )
+        session.commit()
+    return summary
+
+
+_CASES_PER_BATCH = 200
+
+
+def unit_messages(
+    engine: Engine, *, prompt: JudgePrompt, rubric: Rubric, case_id: str, turn: int
+) -> list[dict[str, str]]:
+    """The messages a run of ``prompt`` sends for one unit (the workbench's preview).
+
+    A building block: callers authorize. :class:`NotFound` when the case is gone,
+    :class:`InputError` when ``turn`` is not one of its judged (``applies_to``) turns."""
+    with Session(read_only(engine)) as session:
+        judged = judging.assistant_units(session, case_ids=[case_id], actor=rubric.applies_to)
+    if (case_id, turn) not in judged:
+        if not judged:
+            raise NotFound(f"no case {case_id!r} in the database")
+        raise InputError(
+            f"turn {turn} of {case_id} is not a {rubric.applies_to} turn", field="turn"
+        )
+    for jobs in _job_batches(engine, [(case_id, turn)], prompt=prompt, rubric=rubric):
+        for job in jobs:
+            return job.messages
+    raise NotFound(f"no turn {turn} in case {case_id!r}")
+
+
+def _job_batches(
+    engine: Engine, units: list[tuple[str, int]], *, prompt: JudgePrompt, rubric: Rubric
+) -> Iterator[list[_Job]]:
+    """The units' prompts, a batch of cases at a time (read and rendered as the run goes)."""
+    by_case: dict[str, list[int]] = {}
+    for case_id, turn in units:
+        by_case.setdefault(case_id, []).append(turn)
+    case_ids = list(by_case)
+    for begin in range(0, len(case_ids), _CASES_PER_BATCH):
+        chunk = case_ids[begin : begin + _CASES_PER_BATCH]
+        with Session(read_only(engine)) as session:
+            transcripts = cases_storage.judge_transcripts(session, case_ids=chunk)
+        jobs: list[_Job] = []
+        for case_id in chunk:
+            if case_id not in transcripts:  # removed since the run started
+                continue
+            chatbot_role, events = transcripts[case_id]
+            wanted = set(by_case[case_id])
+            shown: list[dict[str, Any]] = []
+            for event in events:
+                shown.append(
+                    {
+                        "turn": event.turn,
+                        "actor": event.actor,
+                        "text": event.text,
+                        "observed_actions": orjson.loads(event.actions_json)
+                        if event.actions_json is not None
+                        else [],
+                        "set_role": event.set_role,
+                    }
+                )
+                if event.turn in wanted:  # the transcript up to the judged turn, no further
+                    wanted.discard(event.turn)
+                    messages = render_prompt(
+                        prompt,
+                        rubric=rubric,
+                        chatbot_role=chatbot_role,
+                        events=list(shown),
+                        turn=event.turn,
+                    )
+                    jobs.append(_Job(case_id, event.turn, messages))
+        yield jobs
+
+
+async def _run_jobs(
+    engine: Engine,
+    run_id: int,
+    n_jobs: int,
+    batches: Iterator[list[_Job]],
+    rubric: Rubric,
+    endpoints: Sequence[EndpointSettings],
+    summary: JudgeRunSummary,
+    progress: Callable[[int, int], None] | None,
+    stop: Callable[[], bool] | None = None,
+) -> None:
+    todo: asyncio.Queue[_Try] = asyncio.Queue()
+
+    fed: list[int] = []
+
+    async def feed() -> None:
+        # Prompts are read and rendered in a thread, a batch at a time, while the
+        # first batches are already being asked.
+        count = 0
+        while (batch := await asyncio.to_thread(next, batches, None)) is not None:
+            for job in batch:
+                todo.put_nowait(_Try(job))
+            count += len(batch)
+        fed.append(count)
+
+    done: asyncio.Queue[_Outcome] = asyncio.Queue()
+    retries = endpoints[0].retries
+    pending: list[_Outcome] = []
+    tls = httpx.create_ssl_context()  # one for every pool: each costs ~70 ms to load
+    async with contextlib.AsyncExitStack() as stack:
+        workers = []
+        for settings in endpoints:
+            # httpcore's pool scans all its connections for every request: at a
+            # concurrency of 64 that scan costs more than the request. Pools of at
+            # most _POOL_SIZE connections, each slot bound to one, keep it cheap.
+            pools = [
+                await stack.enter_async_context(
+                    httpx.AsyncClient(
+                        timeout=settings.timeout,
+                        verify=tls,
+                        limits=httpx.Limits(
+                            max_connections=_POOL_SIZE, max_keepalive_connections=_POOL_SIZE
+                        ),
+                    )
+                )
+                for _ in range(-(-settings.concurrency // _POOL_SIZE))
+            ]
+            endpoint = _Endpoint(settings)
+            workers += [
+                asyncio.create_task(
+                    _endpoint_worker(
+                        endpoint, pools[slot // _POOL_SIZE], todo, done, rubric, retries
+                    )
+                )
+                for slot in range(settings.concurrency)
+            ]
+        feeder = asyncio.create_task(feed())
+        workers.append(feeder)
+        try:
+            finished = 0
+            while not fed or finished < fed[0]:
+                if stop is not None and stop():
+                    summary.stopped = True
+                    break
+                outcome = await _next_outcome(done, feeder, None if stop is None else 0.2)
+                if outcome is None:
+                    continue
+                finished += 1
+                pending.append(outcome)
+                if outcome.error is None:
+                    summary.answered += 1
+                elif outcome.error_kind == ANSWER_ERROR:
+                    summary.answer_errors += 1
+                else:
+                    summary.endpoint_errors += 1
+                summary.prompt_tokens += outcome.prompt_tokens or 0
+                summary.completion_tokens += outcome.completion_tokens or 0
+                if progress:
+                    progress(finished, fed[0] if fed else n_jobs)
+                if len(pending) >= 10:
+                    # Off the event loop: requests keep flowing while a batch is written.
+                    await asyncio.to_thread(_store, engine, run_id, pending)
+                    pending = []
+        finally:
+            for worker in workers:
+                worker.cancel()
+            await asyncio.gather(*workers, return_exceptions=True)
+    _store(engine, run_id, pending)
+
+
+async def _next_outcome(
+    done: asyncio.Queue[_Outcome], feeder: asyncio.Task[None], timeout: float | None = None
+) -> _Outcome | None:
+    """The next outcome, or ``None`` when the feeder finished first (its error raised)
+    or ``timeout`` seconds passed without one."""
+    if feeder.done():
+        feeder.result()  # raises what the feeder raised
+        if timeout is None:
+            return await done.get()
+        try:
+            return await asyncio.wait_for(done.get(), timeout)
+        except TimeoutError:
+            return None
+    getter = asyncio.ensure_future(done.get())
+    await asyncio.wait({getter, feeder}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    if getter.done():
+        return getter.result()
+    getter.cancel()
+    if feeder.done():
+        feeder.result()
+    return None
+
+
+def _store(engine: Engine, run_id: int, outcomes: list[_Outcome]) -> None:
+    if not outcomes:
+        return
+    with Session(engine) as session:
+        judging.replace_verdicts(
+            session,
+            run_id=run_id,
+            now=datetime.now(UTC),
+            rows=[
+                (
+                    o.job.case_id,
+                    o.job.turn,
+                    o.label,
+                    o.score,
+                    o.reason,
+                    o.error,
+                    o.error_kind,
+                    o.latency_ms,
+                    o.prompt_tokens,
+                    o.completion_tokens,
+                )
+                for o in outcomes
+            ],
+        )
+        session.commit()
+
+
+# --- runs and the calibration report ---------------------------------------------------------

@@ -1,0 +1,508 @@
+"""Reviewers' queues and how policy owners fill them.
+
+A policy owner assigns cases to reviewers for one rubric version with an overlap
+``k``: each case ends up in the queues of ``k`` reviewers (or all of them when fewer
+are chosen), spreading the load evenly. A reviewer's queue pages in SQL, so it
+stays fast with 100,000 cases.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections import Counter
+from collections.abc import Collection
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from sqlalchemy import Engine
+from sqlmodel import Session
+
+import storage.cases
+import storage.reviewers
+from review_app import input_policy
+from review_app.errors import InputError
+from review_app.evaluator import EVALUATOR_VERSION
+from review_app.rubrics import Rubric
+from review_app.services.cases.cases import check_lane
+from review_app.services.team.people import Actor, assignable_people, authorize
+from storage import assignments, audit, audit_samples, borderline
+from storage.assignments import QueueRow
+from storage.cases import list_case_summaries
+from storage.engine import read_only
+
+DEFAULT_PAGE_SIZE = 25
+PROGRESS_TTL_SECONDS = 10.0
+
+
+class _ProgressCache:
+    """``(completed, assigned)`` per reviewer and rubric version, for a few seconds.
+
+    Counting a queue reads every assignment row of the reviewer (about 30 ms for
+    100,000 cases in SQLite), and the queue page needs the counts at every rerun
+    (paging, filters). Whatever changes them in this process (a label, an import,
+    an assignment) calls :func:`forget_progress`; changes made by another process
+    (the command line, a second server) show within ``PROGRESS_TTL_SECONDS``.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[tuple[str, int, str, int], tuple[float, int, int]] = {}
+        self._generation = 0
+
+    def get(self, key: tuple[str, int, str, int]) -> tuple[tuple[int, int] | None, int]:
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None and time.monotonic() - entry[0] < PROGRESS_TTL_SECONDS:
+                return (entry[1], entry[2]), self._generation
+            return None, self._generation
+
+    def put(self, key: tuple[str, int, str, int], counts: tuple[int, int], generation: int) -> None:
+        with self._lock:
+            if generation == self._generation:  # nothing changed while we counted
+                self._entries[key] = (time.monotonic(), *counts)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._generation += 1
+
+
+_progress_cache = _ProgressCache()
+
+
+def forget_progress() -> None:
+    """Drop the cached queue counts (labels or assignments changed)."""
+    _progress_cache.clear()
+
+
+def _progress(
+    session: Session, engine: Engine, *, reviewer_id: int, rubric: Rubric
+) -> tuple[int, int]:
+    key = (
+        engine.url.render_as_string(hide_password=True),
+        reviewer_id,
+        rubric.id,
+        rubric.version,
+    )
+    counts, generation = _progress_cache.get(key)
+    if counts is None:
+        counts = assignments.queue_progress(
+            session, reviewer_id=reviewer_id, rubric_id=rubric.id, version=rubric.version
+        )
+        _progress_cache.put(key, counts, generation)
+    return counts
+
+
+@dataclass(frozen=True)
+class QueuePage:
+    rows: list[QueueRow]
+    page: int
+    n_pages: int
+    n_matching: int
+    completed: int
+    assigned: int
+
+    @property
+    def progress(self) -> float:
+        return self.completed / self.assigned if self.assigned else 0.0
+
+
+def queue_page(
+    engine: Engine,
+    actor: Actor,
+    *,
+    rubric: Rubric,
+    lane: str | None = None,
+    only_unlabeled: bool = False,
+    page: int = 1,
+    page_size: int = DEFAULT_PAGE_SIZE,
+) -> QueuePage:
+    actor = authorize(engine, actor, "reviewer")
+    check_lane(lane)
+    if actor.reviewer_id is None:
+        return QueuePage([], 1, 1, 0, 0, 0)
+    selection = assignments.QueueSelection(
+        reviewer_id=actor.reviewer_id,
+        rubric_id=rubric.id,
+        version=rubric.version,
+        evaluator_version=EVALUATOR_VERSION,
+        lane=lane,
+        only_unlabeled=only_unlabeled,
+    )
+    with Session(read_only(engine)) as session:
+        completed, assigned = _progress(
+            session, engine, reviewer_id=actor.reviewer_id, rubric=rubric
+        )
+        if lane is None:  # the progress already counts these (saves a pass over the queue)
+            matching = assigned - completed if only_unlabeled else assigned
+        else:
+            matching = assignments.queue_count(session, selection=selection)
+        n_pages = max(1, math.ceil(matching / page_size))
+        page = min(max(1, page), n_pages)
+        rows = assignments.queue_page(
+            session, selection=selection, offset=(page - 1) * page_size, limit=page_size
+        )
+    return QueuePage(rows, page, n_pages, matching, completed, assigned)
+
+
+def open_review_work(engine: Engine, actor: Actor, *, rubric: Rubric) -> int:
+    """How many cases assigned to the actor under ``rubric`` they have not finished (0 for
+    someone with no queue): pages that show everyone's labels warn about them."""
+    actor = authorize(engine, actor, "reviewer")
+    if actor.reviewer_id is None:
+        return 0
+    result = queue_page(engine, actor, rubric=rubric, page_size=1)
+    return result.assigned - result.completed
+
+
+def next_case(
+    engine: Engine,
+    actor: Actor,
+    *,
+    rubric: Rubric,
+    after: str | None,
+    order: str = "oldest",
+) -> str | None:
+    """The next unfinished case in the actor's queue after ``after`` (wrapping round), in
+    the queue's ``order``: ``"oldest"`` (by case id) or ``"informative"`` (the order of
+    :func:`informative_queue`)."""
+    actor = authorize(engine, actor, "reviewer")
+    if actor.reviewer_id is None:
+        return None
+    if order == "informative":
+        # Unfinished cases only (as the queue lists them with "not yet labeled by me"):
+        # a finished ``after`` is not among them, and the most informative one is next.
+        ranked, _ = informative_queue(
+            engine, actor, rubric=rubric, only_unlabeled=True, page_size=10**9
+        )
+        ids = [row.case_id for row in ranked.rows if not row.completed]
+        start = ids.index(after) + 1 if after in ids else 0
+        return next((c for c in ids[start:] + ids[:start] if c != after), None)
+    if order != "oldest":
+        raise ValueError(f"unknown queue order {order!r}")
+    with Session(read_only(engine)) as session:
+        return assignments.next_queued_case(
+            session,
+            reviewer_id=actor.reviewer_id,
+            rubric_id=rubric.id,
+            version=rubric.version,
+            after_case_id=after,
+        )
+
+
+@dataclass(frozen=True)
+class AssignmentReport:
+    cases: int
+    new_assignments: int
+    per_reviewer: dict[str, int]
+    already_covered: int
+
+    def line(self) -> str:
+        spread = ", ".join(f"{name} +{n}" for name, n in sorted(self.per_reviewer.items()))
+        return (
+            f"assigned {self.new_assignments} (case, reviewer) pairs over {self.cases} cases"
+            f"{' (' + spread + ')' if spread else ''}; {self.already_covered} cases already had "
+            "enough reviewers"
+        )
+
+
+def assign_cases(
+    engine: Engine,
+    actor: Actor,
+    *,
+    rubric: Rubric,
+    reviewers: list[str],
+    overlap: int,
+    lane: str | None = None,
+    case_ids: list[str] | None = None,
+) -> AssignmentReport:
+    """Put cases in reviewers' queues so each case has ``overlap`` reviewers.
+
+    Cases: ``case_ids`` when given, else every case (of ``lane`` when given). For each
+    case the reviewers who do not have it yet and carry the least load get it; ties
+    go by name, so the result is reproducible.
+    """
+    actor = authorize(engine, actor, "policy_owner")
+    check_lane(lane)
+    if overlap < 1:
+        raise InputError("the overlap is at least 1 reviewer per case", field="overlap")
+    if not reviewers:
+        raise InputError("choose at least one reviewer", field="reviewers")
+    reviewers = [input_policy.identity_key(name) for name in reviewers]  # "Ana" is ana
+    now = datetime.now(UTC)
+    with Session(engine) as session:
+        people = assignable_people(session, names=reviewers)
+        if case_ids is None:
+            summaries = list_case_summaries(
+                session, evaluator_version=EVALUATOR_VERSION, lanes=[lane] if lane else None
+            )
+            case_ids = [row.case_id for row in summaries]
+        else:
+            known = {
+                row.case_id
+                for row in list_case_summaries(
+                    session, evaluator_version=EVALUATOR_VERSION, case_ids=case_ids
+                )
+            }
+            missing = [case_id for case_id in case_ids if case_id not in known]
+            if missing:
+                raise InputError(f"no case {missing[0]!r} in the database", field="cases")
+        holders: dict[str, set[str]] = {}
+        load: Counter[str] = Counter()
+        for name, person in people.items():
+            assert person.id is not None
+            owned = assignments.assigned_case_ids(
+                session, reviewer_id=person.id, rubric_id=rubric.id, version=rubric.version
+            )
+            load[name] = len(owned)
+            for case_id in owned:
+                holders.setdefault(case_id, set()).add(name)
+        existing_counts = assignments.assignment_counts_by_case(
+            session, rubric_id=rubric.id, version=rubric.version
+        )
+        rows: list[tuple[str, int, str, int, int | None]] = []
+        added: Counter[str] = Counter()
+        covered = 0
+        for case_id in case_ids:
+            # Reviewers outside the chosen ones count towards the overlap too; the
+            # chosen ones can only add themselves, so fewer chosen means all of them.
+            need = overlap - existing_counts.get(case_id, 0)
+            if need <= 0:
+                covered += 1
+                continue
+            have = holders.get(case_id, set())
+            candidates = sorted(
+                (name for name in people if name not in have), key=lambda n: (load[n], n)
+            )
+            for name in candidates[:need]:
+                reviewer_id = people[name].id
+                assert reviewer_id is not None
+                rows.append((case_id, reviewer_id, rubric.id, rubric.version, actor.reviewer_id))
+                load[name] += 1
+                added[name] += 1
+        assignments.insert_assignments(session, rows=rows, now=now)
+        audit.add_entry(
+            session,
+            actor=actor.name,
+            action="assign",
+            object_type="rubric",
+            object_key=rubric.ref,
+            summary={
+                "overlap": overlap,
+                "lane": lane,
+                "cases": len(case_ids),
+                "new_assignments": dict(sorted(added.items())),
+            },
+        )
+        session.commit()
+    forget_progress()
+    return AssignmentReport(len(case_ids), len(rows), dict(added), covered)
+
+
+# --- "most informative first" ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CaseSignals:
+    """What is known about one case's units before the actor labels them."""
+
+    judge: dict[int, list[tuple[str | None, float | None]]]
+    """Per turn: ``(label, score)`` of each judge run's verdict."""
+    human: dict[int, dict[int, str]]
+    """Per turn: ``{reviewer_id: code}`` of the current labels."""
+    violations: frozenset[int]
+
+
+@dataclass(frozen=True)
+class Informativeness:
+    score: float
+    reasons: tuple[str, ...]
+    audit_turns: tuple[int, ...] = ()
+
+    @property
+    def why(self) -> str:
+        parts = list(self.reasons)
+        if self.audit_turns:
+            parts.append("audit sample (keeps its place)")
+        return "; ".join(parts)
+
+
+def _turn_list(turns: set[int]) -> str:
+    return ", ".join(str(t) for t in sorted(turns))
+
+
+def score_case(
+    signals: CaseSignals,
+    *,
+    open_turns: set[int],
+    pass_codes: set[str],
+    threshold: float = 0.5,
+    me: int | None = None,
+) -> Informativeness:
+    """How much labeling this case would teach, and why.
+
+    For each turn in ``open_turns`` (the actor's unlabeled units):
+
+    * judge uncertainty: ``1 - |s - t| / max(t, 1 - t)`` for a judge score ``s`` and the
+      threshold ``t`` (1 at the threshold, 0 at the far end); the largest over the runs;
+    * judge runs that disagree on the turn's label: 1;
+    * a deterministic violation on a turn some reviewer labeled with a pass code: 1.
+
+    Over the whole case: 0.5 for each turn (any turn) where the other reviewers'
+    current labels differ, at most 1. The case's score is its best turn's score plus
+    the disagreement term; ties keep the queue's own order.
+    """
+    if not 0 < threshold < 1:
+        raise ValueError("threshold must be strictly between 0 and 1")
+    span = max(threshold, 1 - threshold)
+    unsure: set[int] = set()
+    split: set[int] = set()
+    contradicted: set[int] = set()
+    best = 0.0
+    for turn in open_turns:
+        verdicts = signals.judge.get(turn, [])
+        scores = [s for _, s in verdicts if s is not None]
+        uncertainty = max((1 - abs(s - threshold) / span for s in scores), default=0.0)
+        if uncertainty >= 0.8:
+            unsure.add(turn)
+        labels = {label for label, _ in verdicts if label is not None}
+        disagree = 1.0 if len(labels) > 1 else 0.0
+        if disagree:
+            split.add(turn)
+        human = signals.human.get(turn, {})
+        contradiction = 0.0
+        if turn in signals.violations and any(code in pass_codes for code in human.values()):
+            contradiction = 1.0
+            contradicted.add(turn)
+        best = max(best, uncertainty + disagree + contradiction)
+    disputed = {
+        turn
+        for turn, by in signals.human.items()
+        if len({code for reviewer, code in by.items() if reviewer != me}) > 1
+    }
+    total = best + min(1.0, 0.5 * len(disputed))
+    reasons = []
+    if unsure:
+        reasons.append(f"judge unsure on turn{'s' if len(unsure) > 1 else ''} {_turn_list(unsure)}")
+    if split:
+        reasons.append(f"judge runs disagree on {_turn_list(split)}")
+    if disputed:
+        reasons.append(f"reviewers disagree on {_turn_list(disputed)}")
+    if contradicted:
+        reasons.append(f"finding contradicts a pass label on {_turn_list(contradicted)}")
+    return Informativeness(round(total, 6), tuple(reasons))
+
+
+def order_informative_first(
+    case_ids: list[str],
+    scores: dict[str, Informativeness],
+) -> list[str]:
+    """``case_ids`` (in queue order) with the highest scores first; cases holding an
+    audit-sample unit stay exactly where they were (a random draw keeps estimates
+    valid only if it is labeled like any other case, not pushed back or forward)."""
+    fixed = {i for i, case_id in enumerate(case_ids) if scores[case_id].audit_turns}
+    movable = [c for i, c in enumerate(case_ids) if i not in fixed]
+    movable.sort(key=lambda c: -scores[c].score)  # stable: ties keep the queue order
+    ordered: list[str] = []
+    rest = iter(movable)
+    for index, case_id in enumerate(case_ids):
+        ordered.append(case_id if index in fixed else next(rest))
+    return ordered
+
+
+def informative_queue(
+    engine: Engine,
+    actor: Actor,
+    *,
+    rubric: Rubric,
+    lane: str | None = None,
+    only_unlabeled: bool = False,
+    page: int = 1,
+    page_size: int = DEFAULT_PAGE_SIZE,
+    threshold: float = 0.5,
+    audit_units: Collection[tuple[str, int]] | None = None,
+) -> tuple[QueuePage, dict[str, Informativeness]]:
+    """The actor's queue "most informative first" (see :func:`score_case`), a page of
+    it, and each listed case's score and reasons. ``audit_units`` are ``(case_id,
+    turn)`` audit-sample units (default: every unit the rubric version's audit
+    samples drew): their cases are marked and keep their queue place, so the random
+    draws that make estimates valid are never reordered away.
+
+    Blind means blind: every score and reason is built from other reviewers' labels
+    or the judge, so a reviewer gets the order only; each case's score is 0 and its
+    reasons are empty, and only the audit-sample mark is kept. Policy owners and
+    admins get the scores and the reasons.
+
+    Reads the whole filtered queue (the score needs every case); the queue order
+    ("oldest first") pages in SQL instead.
+    """
+    actor = authorize(engine, actor, "reviewer")
+    check_lane(lane)
+    whole = queue_page(
+        engine, actor, rubric=rubric, lane=lane, only_unlabeled=only_unlabeled, page_size=10**9
+    )
+    rows = whole.rows
+    if not rows or actor.reviewer_id is None:
+        return whole, {}
+    case_ids = [row.case_id for row in rows]
+    with Session(read_only(engine)) as session:
+        verdicts = borderline.judge_turn_verdicts(
+            session, case_ids=case_ids, rubric_id=rubric.id, version=rubric.version
+        )
+        labels = borderline.current_labels(
+            session, case_ids=case_ids, rubric_id=rubric.id, version=rubric.version
+        )
+        violations = borderline.violation_turns(
+            session, case_ids=case_ids, evaluator_version=EVALUATOR_VERSION
+        )
+        actors = {
+            case_id: storage.cases.event_actors_by_turn(session, case_id=case_id)
+            for case_id in case_ids
+        }
+        if audit_units is None:
+            # Every drawn turn, uniform or by uncertainty, keeps its place.
+            audit_units = audit_samples.audited_units(
+                session, rubric_id=rubric.id, version=rubric.version, design=None
+            )
+    judge: dict[str, dict[int, list[tuple[str | None, float | None]]]] = {}
+    for case_id, turn, _run, label, score in verdicts:
+        judge.setdefault(case_id, {}).setdefault(turn, []).append((label, score))
+    human: dict[str, dict[int, dict[int, str]]] = {}
+    for case_id, turn, reviewer_id, code in labels:
+        human.setdefault(case_id, {}).setdefault(turn, {})[reviewer_id] = code
+    violated: dict[str, set[int]] = {}
+    for case_id, turn in violations:
+        violated.setdefault(case_id, set()).add(turn)
+    audit: dict[str, set[int]] = {}
+    for case_id, turn in audit_units:
+        audit.setdefault(case_id, set()).add(turn)
+    pass_codes = {label.code for label in rubric.labels if label.verdict == "pass"}
+    scores: dict[str, Informativeness] = {}
+    for case_id in case_ids:
+        by_turn = human.get(case_id, {})
+        mine = {t for t, by in by_turn.items() if actor.reviewer_id in by}
+        open_turns = {
+            t for t, who in actors[case_id].items() if who == rubric.applies_to and t not in mine
+        }
+        found = score_case(
+            CaseSignals(judge.get(case_id, {}), by_turn, frozenset(violated.get(case_id, ()))),
+            open_turns=open_turns,
+            pass_codes=pass_codes,
+            threshold=threshold,
+            me=actor.reviewer_id,
+        )
+        audit_turns = tuple(sorted(audit.get(case_id, ())))
+        scores[case_id] = Informativeness(found.score, found.reasons, audit_turns)
+    ordered = order_informative_first(case_ids, scores)
+    if not actor.has_role("policy_owner"):
+        scores = {c: Informativeness(0.0, (), found.audit_turns) for c, found in scores.items()}
+    by_id = {row.case_id: row for row in rows}
+    n_pages = max(1, math.ceil(len(ordered) / page_size))
+    page = min(max(1, page), n_pages)
+    listed = ordered[(page - 1) * page_size : page * page_size]
+    result = QueuePage(
+        [by_id[c] for c in listed], page, n_pages, whole.n_matching, whole.completed, whole.assigned
+    )
+    return result, {c: scores[c] for c in listed}
