@@ -268,8 +268,8 @@ def db_part(arguments: argparse.Namespace) -> None:
     from sqlalchemy import inspect
 
     from review_app.services.judging.estimate import break_rate_estimate
-    from review_app.services.judging.judge_import import list_judge_runs
     from review_app.services.judging.judge_report import calibration_report
+    from review_app.services.judging.runs import list_judge_runs
     from review_app.services.rubrics.rubric_catalog import sync_rubrics
     from review_app.services.team.people import Actor
     from storage.engine import create_database_engine

@@ -37,6 +37,7 @@ from review_app.services.judging import (
     judge_report,
     judge_runner,
     prompt_workbench,
+    runs,
     selective,
 )
 from review_app.services.labels import adjudication, key_events, labeling, labels_io
@@ -68,7 +69,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     upgrade_database(engine)
     load_demo(engine, operator())
     rubric = rubric_catalog.sync_rubrics(engine, operator()).get(RUBRIC)
-    run_id = judge_import.list_judge_runs(engine, operator(), rubric=rubric)[0]["id"]
+    run_id = runs.list_judge_runs(engine, operator(), rubric=rubric)[0]["id"]
     yield World(engine, rubric, tmp, run_id)
     engine.dispose()
 
@@ -236,12 +237,12 @@ GUARDED: dict[str, tuple[Call, str]] = {
         lambda w, a: judge_import.import_verdicts(w.engine, a, DEMO_VERDICTS, rubric=w.rubric),
         "denied",
     ),
-    "judge_import.judge_token": (
-        lambda w, a: judge_import.judge_token(w.engine, a, rubric=w.rubric),
+    "runs.judge_token": (
+        lambda w, a: runs.judge_token(w.engine, a, rubric=w.rubric),
         "denied",
     ),
-    "judge_import.list_judge_runs": (
-        lambda w, a: judge_import.list_judge_runs(w.engine, a, rubric=w.rubric),
+    "runs.list_judge_runs": (
+        lambda w, a: runs.list_judge_runs(w.engine, a, rubric=w.rubric),
         "denied",
     ),
     "endpoints.list_endpoints": (lambda w, a: endpoints.list_endpoints(w.engine, a), "denied"),
@@ -496,8 +497,9 @@ EXEMPT: dict[str, str] = {
     "cases.claims_role_change": "pure: a regular expression over text",
     "cases.list_cases": "case metadata only (ids, lanes, findings), no labels",
     "export.write_export": "writes an ExportResult that export_data authorized",
-    "judge_import.find_or_create_run": "takes an open Session: a building block",
-    "judge_import.run_name": "pure: formats a run",
+    "runs.find_or_create_run": "takes an open Session: a building block",
+    "runs.run_name": "pure: formats a run",
+    "runs.run_verdicts": "a building block: every use case calling it authorized its actor first",
     "judge_compare.render_run_comparison": "pure: formats a report the caller computed",
     "judge_prompts.parse_prompt_ref": "pure: parses a judge@vN reference",
     "judge_prompts.store_for_run": "takes an open Session: a building block of run_judge",
@@ -546,12 +548,13 @@ EXEMPT: dict[str, str] = {
 
 # Exempt functions that nevertheless reach the database, each for the reason above.
 EXEMPT_WITH_DATABASE = {
+    "runs.run_verdicts",
     "case_selection.selected_cases",
     "file_import.with_stored_turns",
     "cases.case_view",
     "database.open_database",
     "cases.list_cases",
-    "judge_import.find_or_create_run",
+    "runs.find_or_create_run",
     "judge_prompts.store_for_run",
     "judge_runner.select_case_ids",
     "judge_runner.unit_messages",

@@ -17,7 +17,7 @@ import pytest
 
 from review_app.services.cases.demo import DEMO_VERDICTS, load_demo
 from review_app.services.cases.importing import import_paths
-from review_app.services.judging.judge_import import list_judge_runs
+from review_app.services.judging.runs import list_judge_runs
 from review_app.services.labels.adjudication import record_gold
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
 from review_app.services.team.people import Actor, operator_actor

@@ -19,7 +19,7 @@ from review_app.errors import DatabaseBusy, InputError, PermissionDenied
 from review_app.rubrics import Rubric
 from review_app.services.cases.importing import import_paths
 from review_app.services.judging.judge_compare import compare_judge_runs, render_run_comparison
-from review_app.services.judging.judge_import import import_verdicts, list_judge_runs
+from review_app.services.judging.judge_import import import_verdicts
 from review_app.services.judging.judge_prompts import (
     create_judge_prompt,
     list_judge_prompts,
@@ -28,6 +28,7 @@ from review_app.services.judging.judge_prompts import (
     show_judge_prompt,
 )
 from review_app.services.judging.judge_runner import run_judge
+from review_app.services.judging.runs import list_judge_runs
 from review_app.services.labels.adjudication import record_gold
 from review_app.services.operations.audit import audit_entries
 from review_app.services.rubrics.rubric_catalog import sync_rubrics

@@ -43,7 +43,7 @@ from review_app.judging import JudgePrompt, find_judge_prompt
 from review_app.rubrics import Rubric
 from review_app.services.cases.demo import DEMO_VERDICTS, load_demo
 from review_app.services.cases.importing import import_paths
-from review_app.services.judging.judge_import import import_verdicts, list_judge_runs
+from review_app.services.judging.judge_import import import_verdicts
 from review_app.services.judging.judge_report import (
     calibrated_probability,
     calibration_report,
@@ -58,6 +58,7 @@ from review_app.services.judging.judge_runner import (
     run_judge,
     select_case_ids,
 )
+from review_app.services.judging.runs import list_judge_runs
 from review_app.services.labels.adjudication import gold_labels, record_gold
 from review_app.services.labels.labels_io import import_labels
 from review_app.services.operations.audit import audit_entries

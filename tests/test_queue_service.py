@@ -269,7 +269,8 @@ def test_turns_drawn_by_uncertainty_keep_their_place_too(sqlite_database: Databa
     from pathlib import Path
 
     from review_app.services.judging.audit_samples import draw_uncertainty_sample
-    from review_app.services.judging.judge_import import import_verdicts, list_judge_runs
+    from review_app.services.judging.judge_import import import_verdicts
+    from review_app.services.judging.runs import list_judge_runs
 
     engine = sqlite_database.engine
     import_paths(engine, operator_actor(), [DEMO_CASES])

@@ -18,8 +18,9 @@ from streamlit.testing.v1 import AppTest
 
 from review_app.services.judging.drift import drift_report
 from review_app.services.judging.estimate import break_rate_estimate, render_estimate
-from review_app.services.judging.judge_import import import_verdicts, list_judge_runs
+from review_app.services.judging.judge_import import import_verdicts
 from review_app.services.judging.judge_report import calibration_report, disagreement_explorer
+from review_app.services.judging.runs import list_judge_runs
 from review_app.services.judging.selective import certified_verdicts, route_judges
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
 from review_app.services.team.people import Actor, operator_actor

@@ -11,8 +11,8 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from review_app.services.judging.endpoints import ENDPOINTS_ENV
-from review_app.services.judging.judge_import import list_judge_runs
 from review_app.services.judging.judge_prompts import list_judge_prompts
+from review_app.services.judging.runs import list_judge_runs
 from review_app.services.labels.adjudication import gold_labels
 from review_app.services.operations.jobs import list_jobs, run_worker
 from review_app.services.rubrics.rubric_catalog import sync_rubrics

@@ -169,7 +169,7 @@ def judge_runs(
     db: DbOption = None,
 ) -> None:
     """Stored judge runs with their verdict and error counts."""
-    from review_app.services.judging.judge_import import list_judge_runs
+    from review_app.services.judging.runs import list_judge_runs
 
     engine = open_engine(db)
     chosen = catalog(engine).for_reports(rubric) if rubric else None

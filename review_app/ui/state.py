@@ -20,8 +20,8 @@ from review_app.services.cases.cases import CaseView, case_fingerprint, load_cas
 from review_app.services.judging.audit_samples import audited_units
 from review_app.services.judging.drift import drift_report
 from review_app.services.judging.estimate import break_rate_estimate
-from review_app.services.judging.judge_import import judge_token
 from review_app.services.judging.judge_report import calibration_report, few_shot_material
+from review_app.services.judging.runs import judge_token
 from review_app.services.judging.selective import coverage_curve
 from review_app.services.labels.adjudication import DisagreementUnit, disagreement_queue
 from review_app.services.operations.database import database_url, open_database

@@ -10,7 +10,6 @@ from sqlalchemy import Engine
 from review_app.errors import InputError, NotFound, PermissionDenied
 from review_app.rubrics import Rubric
 from review_app.services.judging.endpoints import list_endpoints
-from review_app.services.judging.judge_import import list_judge_runs
 from review_app.services.judging.judge_prompts import (
     PromptCatalog,
     create_judge_prompt,
@@ -25,6 +24,7 @@ from review_app.services.judging.prompt_workbench import (
     run_on_every_turn,
     run_on_gold_units,
 )
+from review_app.services.judging.runs import list_judge_runs
 from review_app.services.operations.jobs import stop_job
 from review_app.services.review import readings
 from review_app.services.team.people import Actor

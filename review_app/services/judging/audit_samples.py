@@ -23,7 +23,7 @@ import storage.audit_samples
 import storage.reviewers
 from review_app.errors import InputError
 from review_app.rubrics import Rubric
-from review_app.services.judging.judge_import import _run_verdicts
+from review_app.services.judging.runs import run_verdicts
 from review_app.services.review.queue import AssignmentReport, assign_cases
 from review_app.services.team.people import Actor, assignable_people, authorize
 from review_app.stats.active import draw_by_uncertainty
@@ -187,7 +187,7 @@ def draw_uncertainty_sample(
         raise InputError(f"must be between 0 and 1, got {mix}", field="--mix")
     if not reviewers:
         raise InputError("choose at least one reviewer", field="reviewers")
-    ((_, columns),) = _run_verdicts(engine, rubric, [run_id])
+    ((_, columns),) = run_verdicts(engine, rubric, [run_id])
     scored = scored_turns(columns)
     if size > len(scored):
         raise InputError(

@@ -22,7 +22,7 @@ from review_app.agreement.coefficients import krippendorff_alpha
 from review_app.errors import InputError
 from review_app.evaluator import EVALUATOR_VERSION
 from review_app.rubrics import Rubric
-from review_app.services.judging.judge_import import _run_verdicts, run_name
+from review_app.services.judging.runs import run_name, run_verdicts
 from review_app.services.labels.adjudication import gold_labels
 from review_app.services.labels.label_table import load_rating_table
 from review_app.services.team.people import Actor, authorize
@@ -167,7 +167,7 @@ def drift_report(
     if not gold_rows.size:
         warnings.append("no unit has break / no-break gold yet: only the judge runs are shown")
     judged: dict[int, dict[int, bool]] = {}
-    for run, columns in _run_verdicts(engine, rubric, None if run_id is None else [run_id]):
+    for run, columns in run_verdicts(engine, rubric, None if run_id is None else [run_id]):
         assert run.id is not None
         said: dict[int, bool] = {}
         for case_id, turn, label, error in zip(

@@ -23,7 +23,7 @@ from review_app.services.judging.audit_samples import (
     scored_turns,
     uncertainty_sample,
 )
-from review_app.services.judging.judge_import import _run_verdicts, run_name
+from review_app.services.judging.runs import run_name, run_verdicts
 from review_app.services.judging.turn_verdicts import TurnVerdicts
 from review_app.services.labels.adjudication import gold_labels
 from review_app.services.team.people import Actor, authorize
@@ -118,7 +118,7 @@ def break_rate_estimate(
     actor = authorize(engine, actor, "policy_owner")
     if level not in LEVELS:
         raise InputError(f"must be turn or conversation, got {level!r}", field="--level")
-    ((run, columns),) = _run_verdicts(engine, rubric, [run_id])
+    ((run, columns),) = run_verdicts(engine, rubric, [run_id])
     mapping = rubric.break_mapping()
     verdicts = TurnVerdicts(columns)
     # Units are the verdicts' integer keys from here on (TurnVerdicts.key).

@@ -18,7 +18,7 @@ from review_app import calibration
 from review_app.errors import InputError
 from review_app.rubrics import Rubric
 from review_app.services.judging.audit_samples import audited_units
-from review_app.services.judging.judge_import import _run_verdicts, run_name
+from review_app.services.judging.runs import run_name, run_verdicts
 from review_app.services.judging.turn_verdicts import TurnVerdicts
 from review_app.services.labels.adjudication import gold_labels
 from review_app.services.review.agreement_reports import load_label_columns
@@ -77,7 +77,7 @@ def compare_judge_runs(
         raise InputError(f"must be an integer >= 0, got {n_resamples!r}", field="--resamples")
     gold = gold_labels(engine, actor, rubric=rubric)
     gold_codes = {unit: g.code for unit, g in gold.labels.items()}
-    runs = _run_verdicts(engine, rubric, None)
+    runs = run_verdicts(engine, rubric, None)
     if not runs:
         raise InputError(f"{rubric.ref} has no judge runs to compare", field="--runs")
     by_id = {run.id: (run, columns) for run, columns in runs}

@@ -18,7 +18,7 @@ from review_app import calibration
 from review_app.errors import InputError, NotFound
 from review_app.rubrics import Rubric
 from review_app.services.cases.cases import case_view
-from review_app.services.judging.judge_import import _run_verdicts, run_name
+from review_app.services.judging.runs import run_name, run_verdicts
 from review_app.services.judging.turn_verdicts import TurnVerdicts
 from review_app.services.labels.adjudication import gold_labels
 from review_app.services.review.agreement_reports import load_label_columns
@@ -66,7 +66,7 @@ def calibration_report(
     break_codes = set(rubric.break_codes)
     ignore = tuple(rubric.abstain_codes)
     gold_first = gold.first_break_turns(break_codes)
-    runs = _run_verdicts(engine, rubric, run_ids)
+    runs = run_verdicts(engine, rubric, run_ids)
     report: dict[str, Any] = {
         "rubric": rubric.ref,
         "gold": gold.counts(),
@@ -171,7 +171,7 @@ def _judge_versions_side_by_side(
     for (rubric, runs), gold in zip(versions, golds, strict=True):
         reference = {unit: code for unit, code in gold.items() if unit in common}
         kappas: dict[str, Any] = {}
-        for run, stored in runs if runs is not None else _run_verdicts(engine, rubric, None):
+        for run, stored in runs if runs is not None else run_verdicts(engine, rubric, None):
             judged = {
                 unit: code for unit, code in TurnVerdicts(stored).coded().items() if unit in common
             }
@@ -338,7 +338,7 @@ def fit_run_calibration(
         raise InputError("--method is isotonic or platt", field="--method")
     gold = gold_labels(engine, actor, rubric=rubric)
     gold_codes = {unit: g.code for unit, g in gold.labels.items()}
-    [(_, columns)] = _run_verdicts(engine, rubric, [run_id])
+    [(_, columns)] = run_verdicts(engine, rubric, [run_id])
     y_true, scores = _binary_pairs(TurnVerdicts(columns), gold_codes, rubric.break_mapping())
     breaks = int(sum(1 for y in y_true if y))
     if min(breaks, len(y_true) - breaks) < cv:

@@ -35,8 +35,8 @@ from review_app.judging import (
 )
 from review_app.rubrics import Rubric
 from review_app.services.cases.case_selection import selected_cases
-from review_app.services.judging.judge_import import find_or_create_run, run_name
 from review_app.services.judging.judge_prompts import store_for_run
+from review_app.services.judging.runs import find_or_create_run, run_name
 from review_app.services.team.people import Actor, authorize
 from storage import audit, judging
 from storage import cases as cases_storage

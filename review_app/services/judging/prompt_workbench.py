@@ -116,7 +116,7 @@ def compare_for_workbench(
     against the best earlier run of its judge, else (its judge's first run) against the
     run before it. ``None`` with fewer than two runs. Policy owners and admins."""
     from review_app.services.judging.judge_compare import compare_judge_runs
-    from review_app.services.judging.judge_import import list_judge_runs
+    from review_app.services.judging.runs import list_judge_runs
 
     actor = authorize(engine, actor, "policy_owner")
     if run_ids is not None:

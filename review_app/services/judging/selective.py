@@ -21,7 +21,7 @@ import storage.selective
 from review_app.errors import InputError
 from review_app.rubrics import Rubric
 from review_app.services.judging.audit_samples import audited_units
-from review_app.services.judging.judge_import import _run_verdicts
+from review_app.services.judging.runs import run_verdicts
 from review_app.services.labels.adjudication import gold_labels
 from review_app.services.review.queue import assign_cases
 from review_app.services.team.people import Actor, authorize
@@ -85,7 +85,7 @@ def _routing_inputs(
     engine: Engine, actor: Actor, *, rubric: Rubric, run_ids: list[int], on: str
 ) -> _Inputs:
     """Each run's confidence and disagreement with gold on every unit any run judged."""
-    loaded = dict((run.id, columns) for run, columns in _run_verdicts(engine, rubric, run_ids))
+    loaded = dict((run.id, columns) for run, columns in run_verdicts(engine, rubric, run_ids))
     mapping = rubric.break_mapping()
     per_run = [_run_units(loaded[r], mapping) for r in run_ids]
     warnings: list[str] = []
