@@ -29,14 +29,16 @@ Coefficient = Estimate
 """An agreement figure is an :class:`~review_app.stats.core.Estimate` (``n`` = units)."""
 
 
-def _small_sample_warning(n_units: int) -> str | None:
+def small_sample_warning(n_units: int) -> str | None:
+    """:data:`SMALL_SAMPLE_WARNING` for a figure on fewer than :data:`SMALL_SAMPLE_UNITS`
+    units, else ``None``."""
     return SMALL_SAMPLE_WARNING if n_units < SMALL_SAMPLE_UNITS else None
 
 
 def _defined(value: float, n_units: int, *, ci95: tuple[float, float] | None = None) -> Coefficient:
     if not math.isfinite(value):  # a guard: the formulas below never divide by zero
         return Coefficient(None, n_units, reason="the computation did not give a finite number")
-    return Coefficient(float(value), n_units, ci95=ci95, warning=_small_sample_warning(n_units))
+    return Coefficient(float(value), n_units, ci95=ci95, warning=small_sample_warning(n_units))
 
 
 def _undefined(n_units: int, reason: str) -> Coefficient:
@@ -63,8 +65,9 @@ def _single_category_reason(table: RatingTable, counts: IntArray, where: str) ->
     )
 
 
-def _pairable_counts(table: RatingTable) -> tuple[IntArray, IntArray]:
-    """Value counts and number of ratings for the units rated at least twice."""
+def pairable_counts(table: RatingTable) -> tuple[IntArray, IntArray]:
+    """Value counts (units x values) and number of ratings of the units rated at least twice
+    (the pairable units, in table order)."""
     counts = table.value_counts()
     per_unit = counts.sum(axis=1)
     pairable = per_unit >= 2
@@ -94,20 +97,24 @@ def percent_agreement(table: RatingTable) -> Coefficient:
 
     Undefined (``None``) when no unit was rated by two or more raters.
     """
-    counts, per_unit = _pairable_counts(table)
+    counts, per_unit = pairable_counts(table)
     n_units = len(per_unit)
     if n_units == 0:
         return _undefined(0, _no_pairs_reason(table))
     return _defined(float(_agreeing_pair_share(counts, per_unit).mean()), n_units)
 
 
-def _alpha_parts(counts: IntArray, per_unit: IntArray) -> tuple[FloatArray, FloatArray]:
-    """Per pairable unit: its value counts (its share of ``n_c``) and its ``sum_c o_cc``."""
+def alpha_parts(counts: IntArray, per_unit: IntArray) -> tuple[FloatArray, FloatArray]:
+    """Per pairable unit: its value counts (its share of ``n_c``) and its ``sum_c o_cc``.
+
+    The sufficient statistics of nominal alpha: summed over any multiset of units (a
+    bootstrap resample) they give that multiset's alpha by :func:`alpha_from_totals`.
+    """
     diagonal = (counts * (counts - 1)).sum(axis=1) / (per_unit - 1)
     return counts.astype(np.float64), diagonal
 
 
-def _alpha_from_totals(n_c: FloatArray, observed_diagonal: FloatArray) -> FloatArray:
+def alpha_from_totals(n_c: FloatArray, observed_diagonal: FloatArray) -> FloatArray:
     """Nominal alpha from the value totals and the coincidence diagonal sum.
 
     Works row-wise: ``n_c`` is (..., V) and ``observed_diagonal`` (...). Cells whose
@@ -135,15 +142,15 @@ def krippendorff_alpha(table: RatingTable) -> Coefficient:
     Undefined (``None``) when no unit was rated by two or more raters, or when a
     single value occurs in the pairable units (expected disagreement ``D_e = 0``).
     """
-    counts, per_unit = _pairable_counts(table)
+    counts, per_unit = pairable_counts(table)
     n_units = len(per_unit)
     if n_units == 0:
         return _undefined(0, _no_pairs_reason(table))
-    value_counts, diagonal = _alpha_parts(counts, per_unit)
+    value_counts, diagonal = alpha_parts(counts, per_unit)
     n_c = value_counts.sum(axis=0)
     if np.count_nonzero(n_c) < 2:
         return _undefined(n_units, _single_category_reason(table, counts, "the pairable units"))
-    return _defined(float(_alpha_from_totals(n_c, np.asarray(diagonal.sum()))), n_units)
+    return _defined(float(alpha_from_totals(n_c, np.asarray(diagonal.sum()))), n_units)
 
 
 def fleiss_kappa(table: RatingTable) -> Coefficient:
@@ -249,15 +256,15 @@ def cohen_kappa_pairs(table: RatingTable) -> dict[str, Coefficient]:
     """
     n_values = max(table.n_values, 1)
     return {
-        pair.key: _cohen_kappa(
+        pair.key: pair_kappa(
             pair.values_a, pair.values_b, n_values, table, pair.rater_a, pair.rater_b
         )
-        for pair in _rater_pairs(table)
+        for pair in rater_pairs(table)
     }
 
 
 @dataclass(frozen=True)
-class _RaterPair:
+class RaterPair:
     """Two raters and the units both rated (table unit indices, ascending) with their codes."""
 
     key: str
@@ -268,7 +275,7 @@ class _RaterPair:
     values_b: IntArray
 
 
-def _rater_pairs(table: RatingTable) -> list[_RaterPair]:
+def rater_pairs(table: RatingTable) -> list[RaterPair]:
     """Every pair of raters, in key order, with the units both of them rated."""
     order = np.lexsort((table.unit_idx, table.rater_idx))
     sorted_units = table.unit_idx[order]
@@ -276,7 +283,7 @@ def _rater_pairs(table: RatingTable) -> list[_RaterPair]:
     bounds = np.concatenate(
         ([0], np.cumsum(np.bincount(table.rater_idx, minlength=table.n_raters)))
     )
-    pairs: list[_RaterPair] = []
+    pairs: list[RaterPair] = []
     for a in range(table.n_raters):
         units_a = sorted_units[bounds[a] : bounds[a + 1]]
         values_a = sorted_values[bounds[a] : bounds[a + 1]]
@@ -287,7 +294,7 @@ def _rater_pairs(table: RatingTable) -> list[_RaterPair]:
                 units_a, units_b, assume_unique=True, return_indices=True
             )
             pairs.append(
-                _RaterPair(
+                RaterPair(
                     _pair_key(table.raters[a], table.raters[b]),
                     table.raters[a],
                     table.raters[b],
@@ -299,7 +306,7 @@ def _rater_pairs(table: RatingTable) -> list[_RaterPair]:
     return sorted(pairs, key=lambda pair: pair.key)
 
 
-def _cohen_kappa(
+def pair_kappa(
     values_a: IntArray,
     values_b: IntArray,
     n_values: int,
@@ -307,6 +314,9 @@ def _cohen_kappa(
     rater_a: Hashable,
     rater_b: Hashable,
 ) -> Coefficient:
+    """Cohen's kappa of two raters' value codes (``0..n_values-1``) on their shared units,
+    undefined (with the reason naming ``rater_a``, ``rater_b`` and the one value used)
+    when there are none or both used one value throughout (:func:`cohen_kappa_pairs`)."""
     n_units = len(values_a)
     if n_units == 0:
         return _undefined(0, f"raters {rater_a!r} and {rater_b!r} share no rated unit")
@@ -332,7 +342,7 @@ def per_label_alpha(table: RatingTable) -> dict[Hashable, Coefficient]:
     (``None``) for a code that never occurs in a pairable unit, or that every
     rating of every pairable unit uses.
     """
-    counts, per_unit = _pairable_counts(table)
+    counts, per_unit = pairable_counts(table)
     n_units = len(per_unit)
     if n_units == 0:
         reason = _no_pairs_reason(table)
