@@ -51,6 +51,7 @@ __all__ = [
     "Estimate",
     "break_mapping_from_verdicts",
     "canonical_order",
+    "cluster_draws",
     "draw_cluster_counts",
     "kappa_from_confusion",
     "kappa_from_margins",
@@ -299,14 +300,14 @@ def resample_weights(
     0..n-1``): both draw from the same generator in the same way, so with one turn per
     conversation they give identical resamples.
     """
-    for start, cluster_counts, cluster_of in _cluster_draws(
+    for start, cluster_counts, cluster_of in cluster_draws(
         n_units, n_resamples=n_resamples, seed=seed, clusters=clusters
     ):
         weights = cluster_counts[:, cluster_of] if clusters is not None else cluster_counts
         yield start, weights.astype(np.float64)
 
 
-def _cluster_draws(
+def cluster_draws(
     n_units: int, *, n_resamples: int, seed: int, clusters: ArrayLike | None
 ) -> Iterator[tuple[int, IntArray, IntArray]]:
     """The draws behind :func:`resample_weights`: ``(start, counts, cluster_of)`` with
@@ -400,7 +401,7 @@ def bootstrap_confusions(
         used = np.unique(cells)
         column = np.searchsorted(used, cells)
         per_cluster: FloatArray | None = None
-        for start, cluster_counts, cluster_of in _cluster_draws(
+        for start, cluster_counts, cluster_of in cluster_draws(
             n, n_resamples=n_resamples, seed=seed, clusters=clusters
         ):
             rows, n_clusters = cluster_counts.shape
