@@ -40,6 +40,15 @@ def check_seed(seed: object) -> int:
     return int(seed)
 
 
+def check_finite_vector(values: ArrayLike, name: str) -> NDArray[np.float64]:
+    """``values`` as a 1-d ``float64`` array; ``"<name> must be a one-dimensional array of
+    finite numbers"`` unless it is one."""
+    array = np.asarray(values, dtype=np.float64)
+    if array.ndim != 1 or not np.all(np.isfinite(array)):
+        raise ValueError(f"{name} must be a one-dimensional array of finite numbers")
+    return array
+
+
 def check_binary(values: Sequence[int] | ArrayLike, name: str) -> NDArray[np.int64]:
     """``values`` as a 1-d ``int64`` array of 0 (no break) and 1 (break).
 
