@@ -238,9 +238,7 @@ def _plan_pairs(
     result: dict[str, Coefficient] = {}
     measured: list[tuple[str, Coefficient, str, IntArray, IntArray, IntArray]] = []
     for pair in rater_pairs(table):
-        point = pair_kappa(
-            pair.values_a, pair.values_b, n_values, table, pair.rater_a, pair.rater_b
-        )
+        point = pair_kappa(pair, table)
         result[pair.key] = point
         if point.value is None:
             continue

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from review_app.stats.confusion import confusion_from_codes
 from review_app.stats.core import Estimate, kappa_from_confusion
 from review_app.stats.table import FloatArray, IntArray, RatingTable
 
@@ -254,13 +255,7 @@ def cohen_kappa_pairs(table: RatingTable) -> dict[str, Coefficient]:
     shared units, or when both raters used one and the same category on all of
     them (``p_e = 1``). A table with fewer than two raters gives ``{}``.
     """
-    n_values = max(table.n_values, 1)
-    return {
-        pair.key: pair_kappa(
-            pair.values_a, pair.values_b, n_values, table, pair.rater_a, pair.rater_b
-        )
-        for pair in rater_pairs(table)
-    }
+    return {pair.key: pair_kappa(pair, table) for pair in rater_pairs(table)}
 
 
 @dataclass(frozen=True)
@@ -306,22 +301,19 @@ def rater_pairs(table: RatingTable) -> list[RaterPair]:
     return sorted(pairs, key=lambda pair: pair.key)
 
 
-def pair_kappa(
-    values_a: IntArray,
-    values_b: IntArray,
-    n_values: int,
-    table: RatingTable,
-    rater_a: Hashable,
-    rater_b: Hashable,
-) -> Coefficient:
-    """Cohen's kappa of two raters' value codes (``0..n_values-1``) on their shared units,
-    undefined (with the reason naming ``rater_a``, ``rater_b`` and the one value used)
-    when there are none or both used one value throughout (:func:`cohen_kappa_pairs`)."""
-    n_units = len(values_a)
+def pair_kappa(pair: RaterPair, table: RatingTable) -> Coefficient:
+    """Cohen's kappa of one pair of ``table``'s raters on their shared units.
+
+    Undefined (with a reason naming the two raters, and the one value used) when they
+    share no unit or both used one value throughout (:func:`cohen_kappa_pairs`).
+    """
+    rater_a, rater_b = pair.rater_a, pair.rater_b
+    n_units = len(pair.values_a)
     if n_units == 0:
         return _undefined(0, f"raters {rater_a!r} and {rater_b!r} share no rated unit")
-    confusion = np.bincount(values_a * n_values + values_b, minlength=n_values * n_values)
-    confusion = confusion.reshape(n_values, n_values)
+    confusion = confusion_from_codes(
+        pair.values_a, pair.values_b, n_categories=max(table.n_values, 1)
+    )
     kappa = float(kappa_from_confusion(confusion))
     if not math.isfinite(kappa):
         category = table.values[int(np.argmax(confusion.sum(axis=1)))]

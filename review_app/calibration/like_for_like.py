@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from review_app.stats.checks import check_int, check_seed
+from review_app.stats.confusion import confusion_from_codes
 from review_app.stats.core import (
     CLUSTER_METHOD,
     UNIT_METHOD,
@@ -54,7 +55,7 @@ def kappa_estimate(
     n = len(a)
     if n == 0:
         return Estimate(None, 0, None, no_units_reason)
-    confusion = np.bincount(a * k + b, minlength=k * k).reshape(k, k)
+    confusion = confusion_from_codes(a, b, n_categories=k)
     value = float(kappa_from_confusion(confusion))
     if not math.isfinite(value):
         return Estimate(None, n, None, constant_reason)

@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 
 from review_app.stats.checks import check_break_mapping, check_codes, check_int, check_seed
 from review_app.stats.codes import BreakMapping
-from review_app.stats.confusion import binary_confusion, binary_metrics
+from review_app.stats.confusion import binary_confusion, binary_metrics, confusion_from_codes
 from review_app.stats.core import (
     BREAK,
     NO_BREAK,
@@ -271,9 +271,7 @@ def compare_to_reference(
     is_no_break = np.array([mapping[c] == NO_BREAK for c in labels], dtype=np.int64)
 
     n = len(compared)
-    confusion = np.bincount(
-        reference_index * n_labels + judged_index, minlength=n_labels * n_labels
-    ).reshape(n_labels, n_labels)
+    confusion = confusion_from_codes(reference_index, judged_index, n_categories=n_labels)
     binary = binary_confusion(confusion, is_no_break, is_break)
     (tn, fp), (fn, tp) = binary.tolist()
     n_binary = tn + fp + fn + tp

@@ -5,11 +5,26 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
+from numpy.typing import ArrayLike, NDArray
 
 from review_app.stats.core import kappa_from_confusion, ratio
 
-__all__ = ["binary_confusion", "binary_metrics"]
+__all__ = ["binary_confusion", "binary_metrics", "confusion_from_codes"]
+
+
+def confusion_from_codes(
+    first: ArrayLike, second: ArrayLike, *, n_categories: int
+) -> NDArray[np.int64]:
+    """The confusion matrix of two integer-coded ratings of the same units.
+
+    ``C[i, j]`` counts the units that ``first`` codes ``i`` and ``second`` codes ``j``
+    (rows ``first``, the reference by convention), counted in one ``numpy.bincount``
+    over the cells ``first * n_categories + second``.
+    """
+    a = np.asarray(first, dtype=np.int64)
+    b = np.asarray(second, dtype=np.int64)
+    k = n_categories
+    return np.bincount(a * k + b, minlength=k * k).reshape(k, k)
 
 
 def binary_confusion(
