@@ -138,10 +138,65 @@ def krippendorff_alpha(table: RatingTable) -> Coefficient:
         alpha = 1 - D_o / D_e
               = 1 - (n - 1) (n - sum_c o_cc) / (n^2 - sum_c n_c^2)
 
-    (Krippendorff 2011, section C). ``n_units`` is the number of pairable units.
+    ([1]_, section C). It equals ``krippendorff.alpha(..., level_of_measurement=
+    "nominal")`` on :meth:`RatingTable.to_reliability_data`.
 
-    Undefined (``None``) when no unit was rated by two or more raters, or when a
-    single value occurs in the pairable units (expected disagreement ``D_e = 0``).
+    Parameters
+    ----------
+    table : RatingTable
+        The ratings; any rater may leave any unit unrated.
+
+    Returns
+    -------
+    Coefficient
+        Alpha, ``n_units`` the pairable units. Undefined (``value`` None, with a
+        ``reason``) when no unit was rated by two or more raters, or when a single value
+        occurs in the pairable units (expected disagreement ``D_e = 0``); a warning
+        under :data:`SMALL_SAMPLE_UNITS` units.
+
+    References
+    ----------
+    .. [1] Krippendorff, K. (2011). Computing Krippendorff's Alpha-Reliability.
+       Annenberg School for Communication, University of Pennsylvania.
+    .. [2] Wikipedia, "Krippendorff's alpha", the computational example.
+
+    Examples
+    --------
+    The reliability data of [1]_, section C: four observers, twelve units, values 1-5,
+    missing ratings as ``.``; Krippendorff gives nominal alpha = 0.743 on the eleven
+    pairable units.
+
+    >>> data = {
+    ...     "A": "1 2 3 3 2 1 4 1 2 . . .",
+    ...     "B": "1 2 3 3 2 2 4 1 2 5 . 3",
+    ...     "C": ". 3 3 3 2 3 4 2 2 5 1 .",
+    ...     "D": "1 2 3 3 2 4 4 1 2 5 1 .",
+    ... }
+    >>> table = RatingTable.from_records(
+    ...     (unit, observer, value)
+    ...     for observer, row in data.items()
+    ...     for unit, value in enumerate(row.split(), start=1)
+    ...     if value != "."
+    ... )
+    >>> alpha = krippendorff_alpha(table)
+    >>> round(alpha.value, 3), alpha.n_units
+    (0.743, 11)
+
+    The three coders and fifteen units of [2]_ give 0.691:
+
+    >>> data = {
+    ...     "A": ". . . . . 3 4 1 2 1 1 3 3 . 3",
+    ...     "B": "1 . 2 1 3 3 4 3 . . . . . . .",
+    ...     "C": ". . 2 1 3 4 4 . 2 1 1 3 3 . 4",
+    ... }
+    >>> table = RatingTable.from_records(
+    ...     (unit, coder, value)
+    ...     for coder, row in data.items()
+    ...     for unit, value in enumerate(row.split(), start=1)
+    ...     if value != "."
+    ... )
+    >>> round(krippendorff_alpha(table).value, 3)
+    0.691
     """
     counts, per_unit = pairable_counts(table)
     n_units = len(per_unit)
@@ -170,6 +225,41 @@ def fleiss_kappa(table: RatingTable) -> Coefficient:
 
     Undefined (``None``) with fewer than two raters, when no unit was rated by all
     of them, or when those units use a single category (``P_e = 1``).
+
+    Parameters
+    ----------
+    table : RatingTable
+        The ratings.
+
+    Returns
+    -------
+    Coefficient
+        Kappa, ``n_units`` the units rated by every rater. It equals
+        ``statsmodels.stats.inter_rater.fleiss_kappa`` on those units' category counts.
+
+    References
+    ----------
+    .. [1] Fleiss, J. L. (1971). Measuring nominal scale agreement among many raters.
+       Psychological Bulletin, 76(5), 378-382.
+    .. [2] Wikipedia, "Fleiss' kappa", the worked example.
+
+    Examples
+    --------
+    The worked example of [2]_: fourteen raters put ten subjects in five categories
+    (each row counts the raters per category); kappa = 0.210.
+
+    >>> counts = [
+    ...     [0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0],
+    ...     [2, 2, 8, 1, 1], [7, 7, 0, 0, 0], [3, 2, 6, 3, 0], [2, 5, 3, 2, 2],
+    ...     [6, 5, 2, 1, 0], [0, 2, 2, 3, 7],
+    ... ]
+    >>> records = []
+    >>> for subject, row in enumerate(counts, start=1):
+    ...     chosen = [category for category, n in enumerate(row, start=1) for _ in range(n)]
+    ...     records += [(subject, rater, category) for rater, category in enumerate(chosen)]
+    >>> kappa = fleiss_kappa(RatingTable.from_records(records))
+    >>> round(kappa.value, 3), kappa.n_units
+    (0.21, 10)
     """
     n_raters = table.n_raters
     if n_raters < 2:
@@ -251,9 +341,39 @@ def cohen_kappa_pairs(table: RatingTable) -> dict[str, Coefficient]:
         p_e   = sum_k p_a(k) p_b(k)
         kappa = (p_o - p_e) / (1 - p_e)
 
-    (Cohen 1960). ``n_units`` is ``N``. Undefined (``None``) for a pair without
+    ([1]_). ``n_units`` is ``N``. Undefined (``None``) for a pair without
     shared units, or when both raters used one and the same category on all of
     them (``p_e = 1``). A table with fewer than two raters gives ``{}``.
+
+    Parameters
+    ----------
+    table : RatingTable
+        The ratings.
+
+    Returns
+    -------
+    dict of str to Coefficient
+        ``"<a>|<b>"`` -> the pair's kappa (:func:`pair_kappa`), in key order.
+
+    References
+    ----------
+    .. [1] Cohen, J. (1960). A coefficient of agreement for nominal scales. Educational
+       and Psychological Measurement, 20(1), 37-46.
+
+    Examples
+    --------
+    The 50 grant proposals of :func:`review_app.stats.core.kappa_from_confusion`
+    (kappa 0.4):
+
+    >>> said = [("yes", "yes")] * 20 + [("yes", "no")] * 5 + [("no", "yes")] * 10
+    >>> said += [("no", "no")] * 15
+    >>> table = RatingTable.from_records(
+    ...     (proposal, reader, answer)
+    ...     for proposal, answers in enumerate(said)
+    ...     for reader, answer in zip("AB", answers)
+    ... )
+    >>> {pair: round(kappa.value, 3) for pair, kappa in cohen_kappa_pairs(table).items()}
+    {'A|B': 0.4}
     """
     return {pair.key: pair_kappa(pair, table) for pair in rater_pairs(table)}
 

@@ -36,12 +36,24 @@ def sort_key(value: object) -> tuple[Any, ...]:
 
 
 def sorted_units(units: Iterable[UnitT]) -> list[UnitT]:
-    """``units`` as a list in the order of :func:`sort_key`."""
+    """``units`` as a list in the order of :func:`sort_key`.
+
+    Examples
+    --------
+    >>> sorted_units([("case-b", 2), "case-a", None, 3, ("case-a", 10), ("case-a", 2)])
+    [None, 3, 'case-a', ('case-a', 2), ('case-a', 10), ('case-b', 2)]
+    """
     return sorted(units, key=sort_key)
 
 
 def json_value(value: object) -> Any:
-    """A unit or conversation key as JSON: tuples become lists, exotic objects strings."""
+    """A unit or conversation key as JSON: tuples become lists, exotic objects strings.
+
+    Examples
+    --------
+    >>> json_value(("case-1", np.int64(4))), json_value(float("nan"))
+    (['case-1', 4], None)
+    """
     if value is None or isinstance(value, str | bool | int):
         return value
     if isinstance(value, float):
