@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from sklearn.metrics import cohen_kappa_score
+from sklearn.metrics import cohen_kappa_score, confusion_matrix
 from statsmodels.stats.proportion import proportion_confint
 
 from review_app.calibration import kappa_estimate
 from review_app.stats import core
+from review_app.stats.confusion import confusion_from_codes
 from review_app.stats.core import (
     Estimate,
     bootstrap_confusions,
@@ -58,6 +59,18 @@ def test_kappa_from_confusion_matches_sklearn() -> None:
         confusion = np.bincount(a * 4 + b, minlength=16).reshape(4, 4)
         assert float(kappa_from_confusion(confusion)) == pytest.approx(cohen_kappa_score(a, b))
     assert np.isnan(kappa_from_confusion(np.array([[5, 0], [0, 0]])))
+
+
+def test_confusion_from_codes_matches_sklearn() -> None:
+    rng = np.random.default_rng(2)
+    for k in (2, 3, 5):
+        a = rng.integers(0, k, size=50)
+        b = rng.integers(0, k, size=50)
+        expected = confusion_matrix(a, b, labels=list(range(k)))
+        assert np.array_equal(confusion_from_codes(a, b, n_categories=k), expected)
+    assert confusion_from_codes([0, 0], [0, 0], n_categories=1).tolist() == [[2]]
+    empty = confusion_from_codes([], [], n_categories=3)
+    assert empty.shape == (3, 3) and not empty.any()
 
 
 def test_one_turn_per_conversation_makes_both_bootstraps_the_same() -> None:

@@ -11,12 +11,12 @@ import numpy as np
 
 from review_app.agreement.coefficients import (
     Coefficient,
-    _alpha_from_totals,
-    _alpha_parts,
-    _cohen_kappa,
-    _pairable_counts,
-    _rater_pairs,
+    alpha_from_totals,
+    alpha_parts,
     krippendorff_alpha,
+    pair_kappa,
+    pairable_counts,
+    rater_pairs,
 )
 from review_app.stats.checks import check_confidence, check_positive_int
 from review_app.stats.core import (
@@ -71,7 +71,7 @@ def alpha_bootstrap_ci(
     point = krippendorff_alpha(table)
     if point.value is None:
         return point
-    counts, per_unit = _pairable_counts(table)
+    counts, per_unit = pairable_counts(table)
     clusters = None
     if cluster_of is not None:
         _, clusters = _pairable_clusters(table, cluster_of)
@@ -183,7 +183,7 @@ def intervals_of_alpha_and_pairs(
     plan = _plan_pairs(table, codes, by_conversation=True, min_units=min_units)
     blocks: list[FloatArray] = []
     if point.value is not None:
-        counts, per_unit = _pairable_counts(table)
+        counts, per_unit = pairable_counts(table)
         blocks.append(_alpha_cluster_statistics(counts, per_unit, codes))
     if plan.measured:
         blocks.append(plan.statistics)
@@ -193,7 +193,7 @@ def intervals_of_alpha_and_pairs(
     alpha = point
     if point.value is not None:
         alpha_totals = totals.pop(0)
-        alphas = _alpha_from_totals(alpha_totals[:, :-1], alpha_totals[:, -1])
+        alphas = alpha_from_totals(alpha_totals[:, :-1], alpha_totals[:, -1])
         alphas[~np.isfinite(alphas)] = np.nan
         alpha = _alpha_interval(point, alphas, confidence=confidence, method=CLUSTER_METHOD)
     pairs = plan.finish(totals[0], confidence=confidence) if plan.measured else plan.result
@@ -237,10 +237,8 @@ def _plan_pairs(
     cluster_of_unit[table.ratings_per_unit >= 2] = codes
     result: dict[str, Coefficient] = {}
     measured: list[tuple[str, Coefficient, str, IntArray, IntArray, IntArray]] = []
-    for pair in _rater_pairs(table):
-        point = _cohen_kappa(
-            pair.values_a, pair.values_b, n_values, table, pair.rater_a, pair.rater_b
-        )
+    for pair in rater_pairs(table):
+        point = pair_kappa(pair, table)
         result[pair.key] = point
         if point.value is None:
             continue
@@ -306,7 +304,7 @@ def _alpha_cluster_statistics(
 ) -> FloatArray:
     """Per cluster: the value counts and the coincidence diagonal of its pairable units
     (clusters x (values + 1)); a cluster resample's alpha needs only their sums."""
-    value_counts, diagonal = _alpha_parts(counts, per_unit)
+    value_counts, diagonal = alpha_parts(counts, per_unit)
     n_clusters = int(clusters.max()) + 1 if len(clusters) else 0
     n_columns = value_counts.shape[1]
     cells = (clusters[:, np.newaxis] * n_columns + np.arange(n_columns)).ravel()
@@ -391,7 +389,7 @@ def _bootstrap_alphas(
         (totals,) = _resampled_totals(
             statistics.shape[0], [statistics], n_resamples=n_resamples, seed=seed
         )
-        cluster_alphas = _alpha_from_totals(totals[:, :-1], totals[:, -1])
+        cluster_alphas = alpha_from_totals(totals[:, :-1], totals[:, -1])
         cluster_alphas[~np.isfinite(cluster_alphas)] = np.nan
         return cluster_alphas
     n_units = counts.shape[0]
@@ -400,10 +398,10 @@ def _bootstrap_alphas(
     # One multinomial cell costs about as much as drawing eight units.
     use_profiles = draw == "profiles" or (draw == "auto" and len(profiles) * 8 <= n_units)
     if use_profiles:
-        value_counts, diagonal = _alpha_parts(profiles, profiles.sum(axis=1))
+        value_counts, diagonal = alpha_parts(profiles, profiles.sum(axis=1))
         probabilities = profile_sizes / n_units
     else:
-        value_counts, diagonal = _alpha_parts(counts, per_unit)
+        value_counts, diagonal = alpha_parts(counts, per_unit)
     statistics = np.column_stack([value_counts, diagonal])
     n_rows = statistics.shape[0]
     rows_per_chunk = max(1, min(n_resamples, BOOTSTRAP_CHUNK_CELLS // n_rows))
@@ -417,7 +415,7 @@ def _bootstrap_alphas(
             draws += (np.arange(rows, dtype=np.int64) * n_units)[:, np.newaxis]
             weights = np.bincount(draws.ravel(), minlength=rows * n_units).reshape(rows, n_units)
         totals = weights.astype(np.float64) @ statistics
-        alphas[start : start + rows] = _alpha_from_totals(totals[:, :-1], totals[:, -1])
+        alphas[start : start + rows] = alpha_from_totals(totals[:, :-1], totals[:, -1])
     # A resample with a single value has D_e = 0: the division gave inf or NaN.
     alphas[~np.isfinite(alphas)] = np.nan
     return alphas

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from review_app.stats.confusion import confusion_from_codes
 from review_app.stats.core import Estimate, kappa_from_confusion
 from review_app.stats.table import FloatArray, IntArray, RatingTable
 
@@ -29,14 +30,16 @@ Coefficient = Estimate
 """An agreement figure is an :class:`~review_app.stats.core.Estimate` (``n`` = units)."""
 
 
-def _small_sample_warning(n_units: int) -> str | None:
+def small_sample_warning(n_units: int) -> str | None:
+    """:data:`SMALL_SAMPLE_WARNING` for a figure on fewer than :data:`SMALL_SAMPLE_UNITS`
+    units, else ``None``."""
     return SMALL_SAMPLE_WARNING if n_units < SMALL_SAMPLE_UNITS else None
 
 
 def _defined(value: float, n_units: int, *, ci95: tuple[float, float] | None = None) -> Coefficient:
     if not math.isfinite(value):  # a guard: the formulas below never divide by zero
         return Coefficient(None, n_units, reason="the computation did not give a finite number")
-    return Coefficient(float(value), n_units, ci95=ci95, warning=_small_sample_warning(n_units))
+    return Coefficient(float(value), n_units, ci95=ci95, warning=small_sample_warning(n_units))
 
 
 def _undefined(n_units: int, reason: str) -> Coefficient:
@@ -63,8 +66,9 @@ def _single_category_reason(table: RatingTable, counts: IntArray, where: str) ->
     )
 
 
-def _pairable_counts(table: RatingTable) -> tuple[IntArray, IntArray]:
-    """Value counts and number of ratings for the units rated at least twice."""
+def pairable_counts(table: RatingTable) -> tuple[IntArray, IntArray]:
+    """Value counts (units x values) and number of ratings of the units rated at least twice
+    (the pairable units, in table order)."""
     counts = table.value_counts()
     per_unit = counts.sum(axis=1)
     pairable = per_unit >= 2
@@ -94,20 +98,24 @@ def percent_agreement(table: RatingTable) -> Coefficient:
 
     Undefined (``None``) when no unit was rated by two or more raters.
     """
-    counts, per_unit = _pairable_counts(table)
+    counts, per_unit = pairable_counts(table)
     n_units = len(per_unit)
     if n_units == 0:
         return _undefined(0, _no_pairs_reason(table))
     return _defined(float(_agreeing_pair_share(counts, per_unit).mean()), n_units)
 
 
-def _alpha_parts(counts: IntArray, per_unit: IntArray) -> tuple[FloatArray, FloatArray]:
-    """Per pairable unit: its value counts (its share of ``n_c``) and its ``sum_c o_cc``."""
+def alpha_parts(counts: IntArray, per_unit: IntArray) -> tuple[FloatArray, FloatArray]:
+    """Per pairable unit: its value counts (its share of ``n_c``) and its ``sum_c o_cc``.
+
+    The sufficient statistics of nominal alpha: summed over any multiset of units (a
+    bootstrap resample) they give that multiset's alpha by :func:`alpha_from_totals`.
+    """
     diagonal = (counts * (counts - 1)).sum(axis=1) / (per_unit - 1)
     return counts.astype(np.float64), diagonal
 
 
-def _alpha_from_totals(n_c: FloatArray, observed_diagonal: FloatArray) -> FloatArray:
+def alpha_from_totals(n_c: FloatArray, observed_diagonal: FloatArray) -> FloatArray:
     """Nominal alpha from the value totals and the coincidence diagonal sum.
 
     Works row-wise: ``n_c`` is (..., V) and ``observed_diagonal`` (...). Cells whose
@@ -130,20 +138,75 @@ def krippendorff_alpha(table: RatingTable) -> Coefficient:
         alpha = 1 - D_o / D_e
               = 1 - (n - 1) (n - sum_c o_cc) / (n^2 - sum_c n_c^2)
 
-    (Krippendorff 2011, section C). ``n_units`` is the number of pairable units.
+    ([1]_, section C). It equals ``krippendorff.alpha(..., level_of_measurement=
+    "nominal")`` on :meth:`RatingTable.to_reliability_data`.
 
-    Undefined (``None``) when no unit was rated by two or more raters, or when a
-    single value occurs in the pairable units (expected disagreement ``D_e = 0``).
+    Parameters
+    ----------
+    table : RatingTable
+        The ratings; any rater may leave any unit unrated.
+
+    Returns
+    -------
+    Coefficient
+        Alpha, ``n_units`` the pairable units. Undefined (``value`` None, with a
+        ``reason``) when no unit was rated by two or more raters, or when a single value
+        occurs in the pairable units (expected disagreement ``D_e = 0``); a warning
+        under :data:`SMALL_SAMPLE_UNITS` units.
+
+    References
+    ----------
+    .. [1] Krippendorff, K. (2011). Computing Krippendorff's Alpha-Reliability.
+       Annenberg School for Communication, University of Pennsylvania.
+    .. [2] Wikipedia, "Krippendorff's alpha", the computational example.
+
+    Examples
+    --------
+    The reliability data of [1]_, section C: four observers, twelve units, values 1-5,
+    missing ratings as ``.``; Krippendorff gives nominal alpha = 0.743 on the eleven
+    pairable units.
+
+    >>> data = {
+    ...     "A": "1 2 3 3 2 1 4 1 2 . . .",
+    ...     "B": "1 2 3 3 2 2 4 1 2 5 . 3",
+    ...     "C": ". 3 3 3 2 3 4 2 2 5 1 .",
+    ...     "D": "1 2 3 3 2 4 4 1 2 5 1 .",
+    ... }
+    >>> table = RatingTable.from_records(
+    ...     (unit, observer, value)
+    ...     for observer, row in data.items()
+    ...     for unit, value in enumerate(row.split(), start=1)
+    ...     if value != "."
+    ... )
+    >>> alpha = krippendorff_alpha(table)
+    >>> round(alpha.value, 3), alpha.n_units
+    (0.743, 11)
+
+    The three coders and fifteen units of [2]_ give 0.691:
+
+    >>> data = {
+    ...     "A": ". . . . . 3 4 1 2 1 1 3 3 . 3",
+    ...     "B": "1 . 2 1 3 3 4 3 . . . . . . .",
+    ...     "C": ". . 2 1 3 4 4 . 2 1 1 3 3 . 4",
+    ... }
+    >>> table = RatingTable.from_records(
+    ...     (unit, coder, value)
+    ...     for coder, row in data.items()
+    ...     for unit, value in enumerate(row.split(), start=1)
+    ...     if value != "."
+    ... )
+    >>> round(krippendorff_alpha(table).value, 3)
+    0.691
     """
-    counts, per_unit = _pairable_counts(table)
+    counts, per_unit = pairable_counts(table)
     n_units = len(per_unit)
     if n_units == 0:
         return _undefined(0, _no_pairs_reason(table))
-    value_counts, diagonal = _alpha_parts(counts, per_unit)
+    value_counts, diagonal = alpha_parts(counts, per_unit)
     n_c = value_counts.sum(axis=0)
     if np.count_nonzero(n_c) < 2:
         return _undefined(n_units, _single_category_reason(table, counts, "the pairable units"))
-    return _defined(float(_alpha_from_totals(n_c, np.asarray(diagonal.sum()))), n_units)
+    return _defined(float(alpha_from_totals(n_c, np.asarray(diagonal.sum()))), n_units)
 
 
 def fleiss_kappa(table: RatingTable) -> Coefficient:
@@ -162,6 +225,41 @@ def fleiss_kappa(table: RatingTable) -> Coefficient:
 
     Undefined (``None``) with fewer than two raters, when no unit was rated by all
     of them, or when those units use a single category (``P_e = 1``).
+
+    Parameters
+    ----------
+    table : RatingTable
+        The ratings.
+
+    Returns
+    -------
+    Coefficient
+        Kappa, ``n_units`` the units rated by every rater. It equals
+        ``statsmodels.stats.inter_rater.fleiss_kappa`` on those units' category counts.
+
+    References
+    ----------
+    .. [1] Fleiss, J. L. (1971). Measuring nominal scale agreement among many raters.
+       Psychological Bulletin, 76(5), 378-382.
+    .. [2] Wikipedia, "Fleiss' kappa", the worked example.
+
+    Examples
+    --------
+    The worked example of [2]_: fourteen raters put ten subjects in five categories
+    (each row counts the raters per category); kappa = 0.210.
+
+    >>> counts = [
+    ...     [0, 0, 0, 0, 14], [0, 2, 6, 4, 2], [0, 0, 3, 5, 6], [0, 3, 9, 2, 0],
+    ...     [2, 2, 8, 1, 1], [7, 7, 0, 0, 0], [3, 2, 6, 3, 0], [2, 5, 3, 2, 2],
+    ...     [6, 5, 2, 1, 0], [0, 2, 2, 3, 7],
+    ... ]
+    >>> records = []
+    >>> for subject, row in enumerate(counts, start=1):
+    ...     chosen = [category for category, n in enumerate(row, start=1) for _ in range(n)]
+    ...     records += [(subject, rater, category) for rater, category in enumerate(chosen)]
+    >>> kappa = fleiss_kappa(RatingTable.from_records(records))
+    >>> round(kappa.value, 3), kappa.n_units
+    (0.21, 10)
     """
     n_raters = table.n_raters
     if n_raters < 2:
@@ -243,21 +341,45 @@ def cohen_kappa_pairs(table: RatingTable) -> dict[str, Coefficient]:
         p_e   = sum_k p_a(k) p_b(k)
         kappa = (p_o - p_e) / (1 - p_e)
 
-    (Cohen 1960). ``n_units`` is ``N``. Undefined (``None``) for a pair without
+    ([1]_). ``n_units`` is ``N``. Undefined (``None``) for a pair without
     shared units, or when both raters used one and the same category on all of
     them (``p_e = 1``). A table with fewer than two raters gives ``{}``.
+
+    Parameters
+    ----------
+    table : RatingTable
+        The ratings.
+
+    Returns
+    -------
+    dict of str to Coefficient
+        ``"<a>|<b>"`` -> the pair's kappa (:func:`pair_kappa`), in key order.
+
+    References
+    ----------
+    .. [1] Cohen, J. (1960). A coefficient of agreement for nominal scales. Educational
+       and Psychological Measurement, 20(1), 37-46.
+
+    Examples
+    --------
+    The 50 grant proposals of :func:`review_app.stats.core.kappa_from_confusion`
+    (kappa 0.4):
+
+    >>> said = [("yes", "yes")] * 20 + [("yes", "no")] * 5 + [("no", "yes")] * 10
+    >>> said += [("no", "no")] * 15
+    >>> table = RatingTable.from_records(
+    ...     (proposal, reader, answer)
+    ...     for proposal, answers in enumerate(said)
+    ...     for reader, answer in zip("AB", answers)
+    ... )
+    >>> {pair: round(kappa.value, 3) for pair, kappa in cohen_kappa_pairs(table).items()}
+    {'A|B': 0.4}
     """
-    n_values = max(table.n_values, 1)
-    return {
-        pair.key: _cohen_kappa(
-            pair.values_a, pair.values_b, n_values, table, pair.rater_a, pair.rater_b
-        )
-        for pair in _rater_pairs(table)
-    }
+    return {pair.key: pair_kappa(pair, table) for pair in rater_pairs(table)}
 
 
 @dataclass(frozen=True)
-class _RaterPair:
+class RaterPair:
     """Two raters and the units both rated (table unit indices, ascending) with their codes."""
 
     key: str
@@ -268,7 +390,7 @@ class _RaterPair:
     values_b: IntArray
 
 
-def _rater_pairs(table: RatingTable) -> list[_RaterPair]:
+def rater_pairs(table: RatingTable) -> list[RaterPair]:
     """Every pair of raters, in key order, with the units both of them rated."""
     order = np.lexsort((table.unit_idx, table.rater_idx))
     sorted_units = table.unit_idx[order]
@@ -276,7 +398,7 @@ def _rater_pairs(table: RatingTable) -> list[_RaterPair]:
     bounds = np.concatenate(
         ([0], np.cumsum(np.bincount(table.rater_idx, minlength=table.n_raters)))
     )
-    pairs: list[_RaterPair] = []
+    pairs: list[RaterPair] = []
     for a in range(table.n_raters):
         units_a = sorted_units[bounds[a] : bounds[a + 1]]
         values_a = sorted_values[bounds[a] : bounds[a + 1]]
@@ -287,7 +409,7 @@ def _rater_pairs(table: RatingTable) -> list[_RaterPair]:
                 units_a, units_b, assume_unique=True, return_indices=True
             )
             pairs.append(
-                _RaterPair(
+                RaterPair(
                     _pair_key(table.raters[a], table.raters[b]),
                     table.raters[a],
                     table.raters[b],
@@ -299,19 +421,19 @@ def _rater_pairs(table: RatingTable) -> list[_RaterPair]:
     return sorted(pairs, key=lambda pair: pair.key)
 
 
-def _cohen_kappa(
-    values_a: IntArray,
-    values_b: IntArray,
-    n_values: int,
-    table: RatingTable,
-    rater_a: Hashable,
-    rater_b: Hashable,
-) -> Coefficient:
-    n_units = len(values_a)
+def pair_kappa(pair: RaterPair, table: RatingTable) -> Coefficient:
+    """Cohen's kappa of one pair of ``table``'s raters on their shared units.
+
+    Undefined (with a reason naming the two raters, and the one value used) when they
+    share no unit or both used one value throughout (:func:`cohen_kappa_pairs`).
+    """
+    rater_a, rater_b = pair.rater_a, pair.rater_b
+    n_units = len(pair.values_a)
     if n_units == 0:
         return _undefined(0, f"raters {rater_a!r} and {rater_b!r} share no rated unit")
-    confusion = np.bincount(values_a * n_values + values_b, minlength=n_values * n_values)
-    confusion = confusion.reshape(n_values, n_values)
+    confusion = confusion_from_codes(
+        pair.values_a, pair.values_b, n_categories=max(table.n_values, 1)
+    )
     kappa = float(kappa_from_confusion(confusion))
     if not math.isfinite(kappa):
         category = table.values[int(np.argmax(confusion.sum(axis=1)))]
@@ -332,7 +454,7 @@ def per_label_alpha(table: RatingTable) -> dict[Hashable, Coefficient]:
     (``None``) for a code that never occurs in a pairable unit, or that every
     rating of every pairable unit uses.
     """
-    counts, per_unit = _pairable_counts(table)
+    counts, per_unit = pairable_counts(table)
     n_units = len(per_unit)
     if n_units == 0:
         reason = _no_pairs_reason(table)

@@ -11,8 +11,8 @@ import numpy.typing as npt
 
 from review_app.agreement.coefficients import (
     Coefficient,
-    _small_sample_warning,
     krippendorff_alpha,
+    small_sample_warning,
 )
 from review_app.stats.core import canonical_order
 from review_app.stats.table import IntArray, RatingTable, factorize
@@ -56,8 +56,12 @@ class FirstBreakAgreement:
 
 
 @dataclass(frozen=True)
-class _FirstBreaks:
-    """Long form of "rater r first breaks conversation c at turn t" (has_break false: none)."""
+class FirstBreaks:
+    """Long form of "rater r first breaks conversation c at turn t" (has_break false: none).
+
+    Built from a rating table (:meth:`from_table`) or a mapping (:meth:`from_mapping`); gives
+    the conversation-level figures (:meth:`agreement`, :meth:`any_break_alpha`).
+    """
 
     conversation_idx: IntArray
     rater_idx: IntArray
@@ -66,89 +70,140 @@ class _FirstBreaks:
     conversations: tuple[Hashable, ...]
     raters: tuple[Hashable, ...]
 
+    @classmethod
+    def from_table(
+        cls,
+        table: RatingTable,
+        *,
+        conversation_of: Callable[[Any], Hashable],
+        turn_of: Callable[[Any], int],
+        break_values: Collection[Hashable],
+    ) -> FirstBreaks:
+        """Each rater's first break per conversation in a turn-level ``table`` (a rating is a
+        break when its value is in ``break_values``; see :func:`conversation_first_breaks`)."""
+        conversation_codes, conversation_uniques = factorize(
+            np.fromiter(map(conversation_of, table.units), dtype=object, count=table.n_units)
+        )
+        if len(conversation_codes) and conversation_codes.min() < 0:
+            raise ValueError("conversation_of returned None for a unit")
+        conversation_codes, conversations = canonical_order(
+            conversation_codes, conversation_uniques
+        )
+        turn_list = list(map(turn_of, table.units))
+        turns = np.asarray(turn_list) if turn_list else np.zeros(0, dtype=np.int64)
+        if turns.dtype.kind not in "iu" or turns.ndim != 1:
+            for unit, turn in zip(table.units, turn_list, strict=True):
+                _checked_turn(turn, unit)
+        turns = turns.astype(np.int64, copy=False)
+        breaking_value = np.array([value in break_values for value in table.values], dtype=bool)
 
-def _first_breaks_from_table(
-    table: RatingTable,
-    *,
-    conversation_of: Callable[[Any], Hashable],
-    turn_of: Callable[[Any], int],
-    break_values: Collection[Hashable],
-) -> _FirstBreaks:
-    conversation_codes, conversation_uniques = factorize(
-        np.fromiter(map(conversation_of, table.units), dtype=object, count=table.n_units)
-    )
-    if len(conversation_codes) and conversation_codes.min() < 0:
-        raise ValueError("conversation_of returned None for a unit")
-    conversation_codes, conversations = canonical_order(conversation_codes, conversation_uniques)
-    turn_list = list(map(turn_of, table.units))
-    turns = np.asarray(turn_list) if turn_list else np.zeros(0, dtype=np.int64)
-    if turns.dtype.kind not in "iu" or turns.ndim != 1:
-        for unit, turn in zip(table.units, turn_list, strict=True):
-            _checked_turn(turn, unit)
-    turns = turns.astype(np.int64, copy=False)
-    breaking_value = np.array([value in break_values for value in table.values], dtype=bool)
+        rating_conversation = conversation_codes[table.unit_idx]
+        rating_turn = turns[table.unit_idx]
+        rating_breaks = breaking_value[table.value_idx] if table.n_ratings else np.zeros(0, bool)
 
-    rating_conversation = conversation_codes[table.unit_idx]
-    rating_turn = turns[table.unit_idx]
-    rating_breaks = breaking_value[table.value_idx] if table.n_ratings else np.zeros(0, bool)
+        group_key = rating_conversation * max(table.n_raters, 1) + table.rater_idx
+        groups, group_of_rating = np.unique(group_key, return_inverse=True)
+        group_of_rating = group_of_rating.reshape(-1)
+        has_break = np.bincount(group_of_rating, weights=rating_breaks, minlength=len(groups)) > 0
+        first_turn = np.zeros(len(groups), dtype=np.int64)
+        breaking = np.flatnonzero(rating_breaks)
+        if len(breaking):
+            order = np.lexsort((rating_turn[breaking], group_of_rating[breaking]))
+            ordered_groups = group_of_rating[breaking][order]
+            first_of_group = np.concatenate(([True], ordered_groups[1:] != ordered_groups[:-1]))
+            ordered_turns = rating_turn[breaking][order]
+            first_turn[ordered_groups[first_of_group]] = ordered_turns[first_of_group]
+        n_raters = max(table.n_raters, 1)
+        return cls(
+            conversation_idx=(groups // n_raters).astype(np.int64),
+            rater_idx=(groups % n_raters).astype(np.int64),
+            has_break=has_break,
+            first_turn=first_turn,
+            conversations=conversations,
+            raters=table.raters,
+        )
 
-    group_key = rating_conversation * max(table.n_raters, 1) + table.rater_idx
-    groups, group_of_rating = np.unique(group_key, return_inverse=True)
-    group_of_rating = group_of_rating.reshape(-1)
-    has_break = np.bincount(group_of_rating, weights=rating_breaks, minlength=len(groups)) > 0
-    first_turn = np.zeros(len(groups), dtype=np.int64)
-    breaking = np.flatnonzero(rating_breaks)
-    if len(breaking):
-        order = np.lexsort((rating_turn[breaking], group_of_rating[breaking]))
-        ordered_groups = group_of_rating[breaking][order]
-        first_of_group = np.concatenate(([True], ordered_groups[1:] != ordered_groups[:-1]))
-        first_turn[ordered_groups[first_of_group]] = rating_turn[breaking][order][first_of_group]
-    n_raters = max(table.n_raters, 1)
-    return _FirstBreaks(
-        conversation_idx=(groups // n_raters).astype(np.int64),
-        rater_idx=(groups % n_raters).astype(np.int64),
-        has_break=has_break,
-        first_turn=first_turn,
-        conversations=conversations,
-        raters=table.raters,
-    )
+    @classmethod
+    def from_mapping(cls, first_break: Mapping[Any, Mapping[Any, int | None]]) -> FirstBreaks:
+        """The long form of conversation -> rater -> first break turn (``None``: no break)."""
+        conversation_ids: list[Hashable] = []
+        rater_names: list[Hashable] = []
+        has_break: list[bool] = []
+        first_turn: list[int] = []
+        for conversation, by_rater in first_break.items():
+            for rater, turn in by_rater.items():
+                conversation_ids.append(conversation)
+                rater_names.append(rater)
+                has_break.append(turn is not None)
+                first_turn.append(0 if turn is None else _checked_turn(turn, conversation))
+        conversation_codes, conversations = canonical_order(
+            *factorize(np.fromiter(conversation_ids, dtype=object, count=len(conversation_ids)))
+        )
+        rater_codes, raters = canonical_order(
+            *factorize(np.fromiter(rater_names, dtype=object, count=len(rater_names)))
+        )
+        if (conversation_codes < 0).any() or (rater_codes < 0).any():
+            raise ValueError("first_break must not contain a missing conversation or rater (None)")
+        return cls(
+            conversation_idx=conversation_codes,
+            rater_idx=rater_codes,
+            has_break=np.asarray(has_break, dtype=bool),
+            first_turn=np.asarray(first_turn, dtype=np.int64),
+            conversations=conversations,
+            raters=raters,
+        )
+
+    def agreement(self) -> FirstBreakAgreement:
+        """:func:`first_break_agreement` of these first breaks."""
+        n_conversations = len(self.conversations)
+        raters_per_conversation = np.bincount(self.conversation_idx, minlength=n_conversations)
+        n_units = int(np.count_nonzero(raters_per_conversation >= 2))
+        n_pairs = _pairs(raters_per_conversation)
+        # Same outcome = same conversation, and the same first turn or both "no break".
+        outcome = np.where(self.has_break, self.first_turn, 0)
+        outcome_has_break, outcome_sizes = _outcome_groups(
+            self.conversation_idx, self.has_break, outcome
+        )
+        n_agreeing = _pairs(outcome_sizes)
+        breakers_per_conversation = np.bincount(
+            self.conversation_idx, weights=self.has_break, minlength=n_conversations
+        )
+        n_both_break = _pairs(breakers_per_conversation.astype(np.int64))
+        n_same_turn = _pairs(outcome_sizes[outcome_has_break])
+        if n_pairs == 0:
+            if len(self.raters) < 2:
+                reason = "fewer than two raters rated any conversation"
+            else:
+                reason = "no conversation was rated by two or more raters"
+            return FirstBreakAgreement(None, 0, 0, 0, 0, 0, reason=reason, warning=None)
+        return FirstBreakAgreement(
+            value=n_agreeing / n_pairs,
+            n_units=n_units,
+            n_pairs=n_pairs,
+            n_agreeing_pairs=n_agreeing,
+            n_both_break_pairs=n_both_break,
+            n_same_turn_pairs=n_same_turn,
+            warning=small_sample_warning(n_units),
+        )
+
+    def any_break_alpha(self) -> Coefficient:
+        """:func:`any_break_alpha` of these first breaks."""
+        used_values, value_idx = np.unique(self.has_break, return_inverse=True)
+        table = RatingTable(
+            unit_idx=self.conversation_idx,
+            rater_idx=self.rater_idx,
+            value_idx=value_idx.reshape(-1),
+            units=self.conversations,
+            raters=self.raters,
+            values=tuple(bool(value) for value in used_values),
+        )
+        return krippendorff_alpha(table)
 
 
 def _checked_turn(turn: Any, where: Hashable) -> int:
     if isinstance(turn, bool) or not isinstance(turn, int | np.integer):
         raise ValueError(f"turn of {where!r} must be an integer, got {turn!r}")
     return int(turn)
-
-
-def _first_breaks_from_mapping(
-    first_break: Mapping[Any, Mapping[Any, int | None]],
-) -> _FirstBreaks:
-    conversation_ids: list[Hashable] = []
-    rater_names: list[Hashable] = []
-    has_break: list[bool] = []
-    first_turn: list[int] = []
-    for conversation, by_rater in first_break.items():
-        for rater, turn in by_rater.items():
-            conversation_ids.append(conversation)
-            rater_names.append(rater)
-            has_break.append(turn is not None)
-            first_turn.append(0 if turn is None else _checked_turn(turn, conversation))
-    conversation_codes, conversations = canonical_order(
-        *factorize(np.fromiter(conversation_ids, dtype=object, count=len(conversation_ids)))
-    )
-    rater_codes, raters = canonical_order(
-        *factorize(np.fromiter(rater_names, dtype=object, count=len(rater_names)))
-    )
-    if (conversation_codes < 0).any() or (rater_codes < 0).any():
-        raise ValueError("first_break must not contain a missing conversation or rater (None)")
-    return _FirstBreaks(
-        conversation_idx=conversation_codes,
-        rater_idx=rater_codes,
-        has_break=np.asarray(has_break, dtype=bool),
-        first_turn=np.asarray(first_turn, dtype=np.int64),
-        conversations=conversations,
-        raters=raters,
-    )
 
 
 def conversation_first_breaks(
@@ -169,7 +224,7 @@ def conversation_first_breaks(
     rated turns of that conversation and marked none. Raters who rated no turn of
     a conversation do not appear under it.
     """
-    breaks = _first_breaks_from_table(
+    breaks = FirstBreaks.from_table(
         table, conversation_of=conversation_of, turn_of=turn_of, break_values=break_values
     )
     result: dict[Hashable, dict[Hashable, int | None]] = {}
@@ -210,39 +265,6 @@ def _outcome_groups(
     return triples[1] == 1, sizes.astype(np.int64)
 
 
-def _first_break_agreement(breaks: _FirstBreaks) -> FirstBreakAgreement:
-    n_conversations = len(breaks.conversations)
-    raters_per_conversation = np.bincount(breaks.conversation_idx, minlength=n_conversations)
-    n_units = int(np.count_nonzero(raters_per_conversation >= 2))
-    n_pairs = _pairs(raters_per_conversation)
-    # Same outcome = same conversation, and the same first turn or both "no break".
-    outcome = np.where(breaks.has_break, breaks.first_turn, 0)
-    outcome_has_break, outcome_sizes = _outcome_groups(
-        breaks.conversation_idx, breaks.has_break, outcome
-    )
-    n_agreeing = _pairs(outcome_sizes)
-    breakers_per_conversation = np.bincount(
-        breaks.conversation_idx, weights=breaks.has_break, minlength=n_conversations
-    )
-    n_both_break = _pairs(breakers_per_conversation.astype(np.int64))
-    n_same_turn = _pairs(outcome_sizes[outcome_has_break])
-    if n_pairs == 0:
-        if len(breaks.raters) < 2:
-            reason = "fewer than two raters rated any conversation"
-        else:
-            reason = "no conversation was rated by two or more raters"
-        return FirstBreakAgreement(None, 0, 0, 0, 0, 0, reason=reason, warning=None)
-    return FirstBreakAgreement(
-        value=n_agreeing / n_pairs,
-        n_units=n_units,
-        n_pairs=n_pairs,
-        n_agreeing_pairs=n_agreeing,
-        n_both_break_pairs=n_both_break,
-        n_same_turn_pairs=n_same_turn,
-        warning=_small_sample_warning(n_units),
-    )
-
-
 def first_break_agreement(
     first_break: Mapping[Any, Mapping[Any, int | None]],
 ) -> FirstBreakAgreement:
@@ -258,20 +280,7 @@ def first_break_agreement(
 
     Undefined (``None``) when no conversation has two raters.
     """
-    return _first_break_agreement(_first_breaks_from_mapping(first_break))
-
-
-def _any_break_alpha(breaks: _FirstBreaks) -> Coefficient:
-    used_values, value_idx = np.unique(breaks.has_break, return_inverse=True)
-    table = RatingTable(
-        unit_idx=breaks.conversation_idx,
-        rater_idx=breaks.rater_idx,
-        value_idx=value_idx.reshape(-1),
-        units=breaks.conversations,
-        raters=breaks.raters,
-        values=tuple(bool(value) for value in used_values),
-    )
-    return krippendorff_alpha(table)
+    return FirstBreaks.from_mapping(first_break).agreement()
 
 
 def any_break_alpha(first_break: Mapping[Any, Mapping[Any, int | None]]) -> Coefficient:
@@ -283,4 +292,4 @@ def any_break_alpha(first_break: Mapping[Any, Mapping[Any, int | None]]) -> Coef
     raters. Undefined as :func:`krippendorff_alpha` is (no conversation with two
     raters, or every rater saying the same thing about every conversation).
     """
-    return _any_break_alpha(_first_breaks_from_mapping(first_break))
+    return FirstBreaks.from_mapping(first_break).any_break_alpha()

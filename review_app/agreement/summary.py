@@ -15,12 +15,7 @@ from review_app.agreement.coefficients import (
     per_label_alpha,
     percent_agreement,
 )
-from review_app.agreement.conversations import (
-    FirstBreakAgreement,
-    _any_break_alpha,
-    _first_break_agreement,
-    _first_breaks_from_table,
-)
+from review_app.agreement.conversations import FirstBreakAgreement, FirstBreaks
 from review_app.stats.core import CLUSTER_METHOD
 from review_app.stats.table import RatingTable
 
@@ -83,7 +78,7 @@ def agreement_summary(
         alpha, pairwise = krippendorff_alpha(table), cohen_kappa_pairs(table)
     break_table = table.collapse(break_mapping)
     verdict_table = table.collapse(verdict_mapping)
-    breaks = _first_breaks_from_table(
+    breaks = FirstBreaks.from_table(
         break_table,
         conversation_of=conversation_of,
         turn_of=turn_of,
@@ -97,8 +92,8 @@ def agreement_summary(
         "alpha_break": krippendorff_alpha(break_table),
         "alpha_verdict": krippendorff_alpha(verdict_table),
     }
-    first_break = _first_break_agreement(breaks)
-    any_break = _any_break_alpha(breaks)
+    first_break = breaks.agreement()
+    any_break = breaks.any_break_alpha()
 
     warnings: list[str] = []
     for name, figure in figures.items():

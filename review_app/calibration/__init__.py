@@ -4,7 +4,9 @@ Split by concern: :mod:`.reference` (agreement with a reference), :mod:`.first_b
 (first break per conversation), :mod:`.like_for_like` (the judge beside the reviewers),
 :mod:`.versions` (prompt versions), :mod:`.scores` (threshold sweep and reliability),
 :mod:`.score_map` (calibration maps), :mod:`.few_shot` (few-shot selection); the shared
-estimate type, kappa and intervals are in :mod:`review_app.stats.core`.
+estimate type, kappa and intervals are in :mod:`review_app.stats.core`, the input checks
+in :mod:`review_app.stats.checks`, unit order in :mod:`review_app.stats.units` and the
+break-class metrics in :mod:`review_app.stats.confusion`.
 
 Policy owners change a judge prompt and need to know two things: can the judge be
 trusted, and where does it fail. This module answers with plain numbers computed from
@@ -36,9 +38,6 @@ Invalid *arguments* raise ``ValueError`` with the exact messages given in each
 function's docstring.
 """
 
-from review_app.calibration._common import (
-    DISAGREEMENT_KINDS,
-)
 from review_app.calibration.few_shot import (
     few_shot_examples,
 )
@@ -50,6 +49,7 @@ from review_app.calibration.first_break import (
 )
 from review_app.calibration.like_for_like import kappa_estimate, like_for_like
 from review_app.calibration.reference import (
+    DISAGREEMENT_KINDS,
     AgreementReport,
     ConfusionMatrix,
     classify_disagreement,

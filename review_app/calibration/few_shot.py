@@ -7,14 +7,11 @@ import math
 from collections.abc import Collection, Hashable, Mapping, Sequence
 from typing import Any
 
-from review_app.calibration._common import (
-    Unit,
-    _check_seed,
-)
-from review_app.stats.checks import check_int
+from review_app.stats.checks import check_int, check_seed
 from review_app.stats.core import (
     break_mapping_from_verdicts,
 )
+from review_app.stats.units import Unit
 
 _EXAMPLE_KINDS = ("pass", "fail", "borderline")
 
@@ -62,7 +59,7 @@ def few_shot_examples(
     - ``"candidate <i> repeats unit <unit>"``
     """
     per_label = check_int(per_label, "per_label", 1)
-    seed = _check_seed(seed)
+    seed = check_seed(seed)
     wanted = set(kinds)
     if not wanted <= set(_EXAMPLE_KINDS):
         raise ValueError(

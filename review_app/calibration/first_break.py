@@ -12,15 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from review_app.calibration._common import (
-    UnitT,
-    _json_value,
-    _sorted_units,
-)
 from review_app.stats.core import (
     Estimate,
     proportion,
 )
+from review_app.stats.units import UnitT, json_value, sorted_units
 
 
 @dataclass(frozen=True)
@@ -31,7 +27,7 @@ class FirstBreakMismatch:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "conversation": _json_value(self.conversation),
+            "conversation": json_value(self.conversation),
             "reference_turn": self.reference_turn,
             "judged_turn": self.judged_turn,
         }
@@ -141,7 +137,7 @@ def first_break_comparison(
     """
     _check_first_breaks(reference, "reference")
     _check_first_breaks(judged, "judged")
-    shared = _sorted_units(set(reference) & set(judged))
+    shared = sorted_units(set(reference) & set(judged))
     offsets: list[int] = []
     n_exact = n_both_no_break = n_missed = n_false_alarm = 0
     mismatches: list[FirstBreakMismatch] = []

@@ -11,13 +11,8 @@ from typing import Any
 
 import numpy as np
 
-from review_app.calibration._common import (
-    UnitT,
-    _check_seed,
-    _sort_key,
-    _sorted_units,
-)
-from review_app.stats.checks import check_int
+from review_app.stats.checks import check_int, check_seed
+from review_app.stats.confusion import confusion_from_codes
 from review_app.stats.core import (
     CLUSTER_METHOD,
     UNIT_METHOD,
@@ -28,6 +23,7 @@ from review_app.stats.core import (
     kappa_from_confusion,
     percentile_interval,
 )
+from review_app.stats.units import UnitT, sort_key, sorted_units
 
 
 def kappa_estimate(
@@ -51,7 +47,7 @@ def kappa_estimate(
     behind the kappa. ``no_units_reason`` and ``constant_reason`` say why the kappa is
     undefined when there are no units, or when both sides used one code throughout.
     """
-    labels = sorted({*first, *second}, key=_sort_key)
+    labels = sorted({*first, *second}, key=sort_key)
     position = {code: i for i, code in enumerate(labels)}
     k = max(len(labels), 1)
     a = np.array([position[c] for c in first], dtype=np.int64)
@@ -59,7 +55,7 @@ def kappa_estimate(
     n = len(a)
     if n == 0:
         return Estimate(None, 0, None, no_units_reason)
-    confusion = np.bincount(a * k + b, minlength=k * k).reshape(k, k)
+    confusion = confusion_from_codes(a, b, n_categories=k)
     value = float(kappa_from_confusion(confusion))
     if not math.isfinite(value):
         return Estimate(None, n, None, constant_reason)
@@ -99,8 +95,8 @@ def like_for_like(
     when ``cluster_of`` is given (cluster bootstrap), over units otherwise.
     """
     n_resamples = check_int(n_resamples, "n_resamples", 0)
-    seed = _check_seed(seed)
-    reviewers = sorted(labels_by_reviewer, key=_sort_key)
+    seed = check_seed(seed)
+    reviewers = sorted(labels_by_reviewer, key=sort_key)
 
     def estimate(
         units: list[UnitT], first: Mapping[UnitT, str], second: Mapping[UnitT, str]
@@ -117,7 +113,7 @@ def like_for_like(
     for i, a in enumerate(reviewers):
         for b in reviewers[i + 1 :]:
             first, second = labels_by_reviewer[a], labels_by_reviewer[b]
-            units = _sorted_units(u for u in first.keys() & second.keys() if u in judged)
+            units = sorted_units(u for u in first.keys() & second.keys() if u in judged)
             pairs.append(
                 {
                     "reviewers": [str(a), str(b)],
@@ -143,7 +139,7 @@ def like_for_like(
             ]
             if len(others) >= 2 and len(set(others)) == 1:
                 gold[unit] = others[0]
-        units = _sorted_units(gold)
+        units = sorted_units(gold)
         leave_one_out.append(
             {
                 "reviewer": str(r),

@@ -6,29 +6,17 @@ First breaks are in :mod:`.first_break`, the judge beside the reviewers in :mod:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Collection, Hashable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from numpy.typing import NDArray
 
-from review_app.calibration._common import (
-    DISAGREEMENT_KINDS,
-    DOMINANT_CLASS_SHARE,
-    MIN_RELIABLE_UNITS,
-    BreakMapping,
-    DisagreementKind,
-    UnitT,
-    _binary_confusion,
-    _binary_metrics,
-    _check_break_mapping,
-    _check_codes,
-    _check_seed,
-    _estimate,
-    _sorted_units,
-)
-from review_app.stats.checks import check_int
+from review_app.stats.checks import check_break_mapping, check_codes, check_int, check_seed
+from review_app.stats.codes import BreakMapping
+from review_app.stats.confusion import binary_confusion, binary_metrics, confusion_from_codes
 from review_app.stats.core import (
     BREAK,
     NO_BREAK,
@@ -37,9 +25,41 @@ from review_app.stats.core import (
     bootstrap_method,
     cluster_codes,
     kappa_from_confusion,
+    percentile_interval,
     proportion,
     ratio,
 )
+from review_app.stats.units import UnitT, sorted_units
+
+DisagreementKind = Literal[
+    "missed_break", "false_alarm", "wrong_break_kind", "agree", "not_comparable"
+]
+DISAGREEMENT_KINDS: tuple[str, ...] = (
+    "missed_break",
+    "false_alarm",
+    "wrong_break_kind",
+    "agree",
+    "not_comparable",
+)
+
+MIN_RELIABLE_UNITS = 20
+DOMINANT_CLASS_SHARE = 0.9
+
+
+def _estimate(
+    value: float,
+    n: int,
+    resampled: NDArray[np.float64] | None,
+    *,
+    undefined_reason: str,
+    no_interval_reason: str | None,
+) -> Estimate:
+    if not math.isfinite(value):
+        return Estimate(None, n, None, undefined_reason)
+    if resampled is None:
+        return Estimate(float(value), n, None, no_interval_reason)
+    interval, reason = percentile_interval(resampled)
+    return Estimate(float(value), n, interval, reason)
 
 
 def classify_disagreement(
@@ -59,7 +79,7 @@ def classify_disagreement(
 
     Raises ``ValueError("code 'x' is not in break_mapping")`` for an unknown code.
     """
-    mapping = _check_break_mapping(break_mapping)
+    mapping = check_break_mapping(break_mapping)
     for code in (reference_code, judged_code):
         if code is not None and code not in mapping:
             raise ValueError(f"code {code!r} is not in break_mapping")
@@ -231,14 +251,14 @@ def compare_to_reference(
     - ``"n_resamples must be an integer >= 0, got <value>"``
     - ``"seed must be a non-negative integer, got <value>"``
     """
-    mapping = _check_break_mapping(break_mapping)
-    _check_codes(reference, "reference", mapping)
-    _check_codes(judged, "judged", mapping)
+    mapping = check_break_mapping(break_mapping)
+    check_codes(reference, "reference", mapping)
+    check_codes(judged, "judged", mapping)
     n_resamples = check_int(n_resamples, "n_resamples", 0)
-    seed = _check_seed(seed)
+    seed = check_seed(seed)
     ignored = frozenset(ignore_codes)
 
-    shared = _sorted_units(set(reference) & set(judged))
+    shared = sorted_units(set(reference) & set(judged))
     compared = [u for u in shared if reference[u] not in ignored and judged[u] not in ignored]
     reference_codes = [reference[u] for u in compared]
     judged_codes = [judged[u] for u in compared]
@@ -251,15 +271,13 @@ def compare_to_reference(
     is_no_break = np.array([mapping[c] == NO_BREAK for c in labels], dtype=np.int64)
 
     n = len(compared)
-    confusion = np.bincount(
-        reference_index * n_labels + judged_index, minlength=n_labels * n_labels
-    ).reshape(n_labels, n_labels)
-    binary = _binary_confusion(confusion, is_no_break, is_break)
+    confusion = confusion_from_codes(reference_index, judged_index, n_categories=n_labels)
+    binary = binary_confusion(confusion, is_no_break, is_break)
     (tn, fp), (fn, tp) = binary.tolist()
     n_binary = tn + fp + fn + tp
 
     point = {"kappa": kappa_from_confusion(confusion), "accuracy": ratio(np.trace(confusion), n)}
-    point.update(_binary_metrics(binary))
+    point.update(binary_metrics(binary))
 
     resampled: dict[str, NDArray[np.float64]] | None = None
     no_interval_reason: str | None = None
@@ -284,7 +302,7 @@ def compare_to_reference(
             "kappa": kappa_from_confusion(boot),
             "accuracy": ratio(np.trace(boot, axis1=1, axis2=2), n),
         }
-        resampled.update(_binary_metrics(_binary_confusion(boot, is_no_break, is_break)))
+        resampled.update(binary_metrics(binary_confusion(boot, is_no_break, is_break)))
 
     no_units = (
         "no unit has codes from both the reference and the judge"

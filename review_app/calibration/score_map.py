@@ -14,16 +14,27 @@ from typing import Any, Literal
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from review_app.calibration._common import (
-    CALIBRATION_MAP_FORMAT,
-    CALIBRATION_MAP_FORMAT_VERSION,
-    _check_seed,
-    _finite_floats,
-    _paired,
-    _probability_array,
+from review_app.calibration.scores import calibration_errors
+from review_app.stats.checks import (
+    check_int,
+    check_labels_and_scores,
+    check_probabilities,
+    check_seed,
 )
-from review_app.calibration.scores import _calibration_errors
-from review_app.stats.checks import check_int
+
+CALIBRATION_MAP_FORMAT = "role-review/calibration-map"
+CALIBRATION_MAP_FORMAT_VERSION = 1
+
+
+def _finite_floats(values: Sequence[Any]) -> tuple[float, ...] | None:
+    result = []
+    for value in values:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return None
+        if not math.isfinite(value):
+            return None
+        result.append(float(value))
+    return tuple(result)
 
 
 def _isotonic_transform(
@@ -121,7 +132,7 @@ class CalibrationMap:
 
         Raises ``ValueError("scores must be finite numbers in [0, 1]")``.
         """
-        s = _probability_array(np.atleast_1d(np.asarray(scores)), "scores")
+        s = check_probabilities(np.atleast_1d(np.asarray(scores)), "scores")
         if self.method == "isotonic":
             return _isotonic_transform(self.x_thresholds, self.y_thresholds, s)
         return _platt_transform(float(self.coef or 0.0), float(self.intercept or 0.0), s)
@@ -269,8 +280,8 @@ def fit_calibration_map(
     if method not in ("isotonic", "platt"):
         raise ValueError(f"method must be 'isotonic' or 'platt', got {method!r}")
     cv = check_int(cv, "cv", 2)
-    seed = _check_seed(seed)
-    y, s = _paired(y_true, scores, "scores")
+    seed = check_seed(seed)
+    y, s = check_labels_and_scores(y_true, scores, "scores")
     n_break = int(y.sum())
     n_no_break = int(y.size - n_break)
     counts = f"got {n_break} break and {n_no_break} no-break units"
@@ -297,8 +308,8 @@ def fit_calibration_map(
     for train, test in folds.split(s.reshape(-1, 1), y):
         out_of_fold[test] = fit(y[train], s[train]).transform(s[test])
 
-    _, ece_before, _ = _calibration_errors(y, s, 10)
-    _, ece_after, _ = _calibration_errors(y, out_of_fold, 10)
+    _, ece_before, _ = calibration_errors(y, s, 10)
+    _, ece_after, _ = calibration_errors(y, out_of_fold, 10)
     final = fit(y, s)
     return CalibrationMap(
         method=final.method,

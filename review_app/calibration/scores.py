@@ -13,14 +13,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from review_app.calibration._common import (
-    _TIE_TOLERANCE,
-    _binary_metrics,
-    _finite_or_none,
-    _paired,
-    _probability_array,
-)
-from review_app.stats.checks import check_int
+from review_app.stats.checks import check_int, check_labels_and_scores, check_probabilities
+from review_app.stats.confusion import binary_metrics
 from review_app.stats.core import (
     MIN_MINORITY_UNITS,
     TOO_FEW_BREAKS,
@@ -28,6 +22,15 @@ from review_app.stats.core import (
 )
 
 DEFAULT_THRESHOLDS: tuple[float, ...] = tuple(round(0.05 * i, 2) for i in range(21))
+
+_TIE_TOLERANCE = 1e-12
+
+
+def _finite_or_none(value: float | np.floating[Any] | None) -> float | None:
+    if value is None:
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
 
 
 @dataclass(frozen=True)
@@ -127,11 +130,11 @@ def threshold_sweep(
     - ``"thresholds must be finite numbers in [0, 1]"``
     - ``"thresholds must not be empty"``
     """
-    y, s = _paired(y_true, scores, "scores")
+    y, s = check_labels_and_scores(y_true, scores, "scores")
     grid = np.asarray(DEFAULT_THRESHOLDS if thresholds is None else thresholds)
     if grid.size == 0:
         raise ValueError("thresholds must not be empty")
-    grid = np.unique(_probability_array(grid, "thresholds"))
+    grid = np.unique(check_probabilities(grid, "thresholds"))
 
     n = int(y.size)
     n_break = int(y.sum())
@@ -144,7 +147,7 @@ def threshold_sweep(
     tn = (n - n_break) - fp
     binary = np.stack([np.stack([tn, fp], -1), np.stack([fn, tp], -1)], -2)
     kappa = kappa_from_confusion(binary)
-    metrics = _binary_metrics(binary)
+    metrics = binary_metrics(binary)
 
     best_index: int | None = None
     best_reason: str | None
@@ -257,9 +260,11 @@ class ReliabilityReport:
         }
 
 
-def _calibration_errors(
+def calibration_errors(
     y: NDArray[np.int64], p: NDArray[np.float64], n_bins: int
 ) -> tuple[list[ReliabilityBin], float, float]:
+    """The non-empty reliability bins, ECE and MCE of checked classes ``y`` and
+    probabilities ``p`` over ``n_bins`` equal-width bins (see :func:`reliability`)."""
     edges = np.linspace(0.0, 1.0, n_bins + 1)
     # Right-closed bins with 0 in the first one, as sklearn.calibration.calibration_curve.
     bin_ids = np.searchsorted(edges[1:-1], p, side="left")
@@ -312,10 +317,10 @@ def reliability(
     - ``"y_true and probabilities must have the same length, got <a> and <b>"``
     - ``"n_bins must be an integer >= 1, got <value>"``
     """
-    y, p = _paired(y_true, probabilities, "probabilities")
+    y, p = check_labels_and_scores(y_true, probabilities, "probabilities")
     n_bins = check_int(n_bins, "n_bins", 1)
     if y.size == 0:
         return ReliabilityReport((), 0, n_bins, None, None, None, "no units")
-    bins, ece, mce = _calibration_errors(y, p, n_bins)
+    bins, ece, mce = calibration_errors(y, p, n_bins)
     brier = float(np.mean((p - y) ** 2))
     return ReliabilityReport(tuple(bins), int(y.size), n_bins, brier, ece, mce, None)

@@ -7,23 +7,15 @@ from collections.abc import Callable, Collection, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from review_app.calibration._common import (
-    BreakMapping,
-    Unit,
-    UnitT,
-    _check_break_mapping,
-    _check_codes,
-    _check_seed,
-    _json_value,
-    _sorted_units,
-)
 from review_app.calibration.like_for_like import kappa_estimate
 from review_app.calibration.reference import AgreementReport, compare_to_reference
-from review_app.stats.checks import check_int
+from review_app.stats.checks import check_break_mapping, check_codes, check_int, check_seed
+from review_app.stats.codes import BreakMapping
 from review_app.stats.core import (
     BREAK,
     Estimate,
 )
+from review_app.stats.units import Unit, UnitT, json_value, sorted_units
 
 
 @dataclass(frozen=True)
@@ -59,7 +51,7 @@ class VersionDifference:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "unit": _json_value(self.unit),
+            "unit": json_value(self.unit),
             "codes": dict(self.codes),
             "reference": self.reference,
         }
@@ -122,18 +114,18 @@ def compare_prompt_versions(
         raise ValueError("verdicts must name at least one prompt version")
     if reference is not None and break_mapping is None:
         raise ValueError("break_mapping is required when a reference is given")
-    mapping = None if break_mapping is None else _check_break_mapping(break_mapping)
+    mapping = None if break_mapping is None else check_break_mapping(break_mapping)
     n_resamples = check_int(n_resamples, "n_resamples", 0)
-    seed = _check_seed(seed)
+    seed = check_seed(seed)
     versions = tuple(sorted(verdicts))
     if mapping is not None:
         for version in versions:
-            _check_codes(verdicts[version], f"verdicts[{version!r}]", mapping)
+            check_codes(verdicts[version], f"verdicts[{version!r}]", mapping)
 
     shared_set = set(verdicts[versions[0]])
     for version in versions[1:]:
         shared_set &= set(verdicts[version])
-    shared = _sorted_units(shared_set)
+    shared = sorted_units(shared_set)
 
     per_version: dict[str, VersionSummary] = {}
     for version in versions:

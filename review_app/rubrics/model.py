@@ -22,7 +22,8 @@ APPLIES_TO: tuple[str, ...] = ("assistant", "user", "system", "tool")
 CHANGES: tuple[str, ...] = ("same", "reworded", "narrowed", "widened", "split", "merged", "new")
 """How a label of version N+1 relates to the codes of version N it names in ``from``."""
 
-_ID_PATTERN = re.compile(r"[a-z0-9][a-z0-9-]*")
+RUBRIC_ID_PATTERN = re.compile(r"[a-z0-9][a-z0-9-]*")
+"""A rubric id: lowercase letters, digits and hyphens, starting with a letter or digit."""
 _REF_PATTERN = re.compile(r"(?P<id>[^@\s]+)@(?P<v>v?)(?P<version>[0-9]+)")
 
 
@@ -167,7 +168,7 @@ class Rubric:
         }
 
 
-def _content_sha256(
+def content_sha256(
     *,
     rubric_id: str,
     version: int,
@@ -176,6 +177,8 @@ def _content_sha256(
     labels: tuple[RubricLabel, ...],
     examples: tuple[RubricExample, ...],
 ) -> str:
+    """The SHA-256 (hex) of a rubric's content as canonical JSON (sorted keys, no spaces):
+    the ``sha256`` a :class:`Rubric` carries, the same for the same content wherever read."""
     content = {
         "id": rubric_id,
         "version": version,
@@ -207,7 +210,7 @@ def parse_rubric_ref(text: str) -> tuple[str, int]:
             "for example role-adherence@1"
         )
     rubric_id = match["id"]
-    if not _ID_PATTERN.fullmatch(rubric_id):
+    if not RUBRIC_ID_PATTERN.fullmatch(rubric_id):
         raise InputError(
             f'rubric reference "{stripped}": the id "{rubric_id}" must use lowercase '
             "letters, digits and hyphens, starting with a letter or digit"

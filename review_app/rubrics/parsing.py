@@ -17,15 +17,15 @@ import yaml
 from review_app import input_policy
 from review_app.errors import InputError
 from review_app.rubrics.model import (
-    _ID_PATTERN,
     APPLIES_TO,
     CHANGES,
     EXAMPLE_KINDS,
+    RUBRIC_ID_PATTERN,
     VERDICTS,
     Rubric,
     RubricExample,
     RubricLabel,
-    _content_sha256,
+    content_sha256,
 )
 
 _CODE_PATTERN = re.compile(r"[a-z][a-z0-9_]*")
@@ -286,7 +286,7 @@ class _Validator:
         top = self.mapping(data, "", allowed=_TOP_KEYS, required=_TOP_REQUIRED, what="a rubric")
 
         rubric_id = self.text(top["id"], "id")
-        if not _ID_PATTERN.fullmatch(rubric_id):
+        if not RUBRIC_ID_PATTERN.fullmatch(rubric_id):
             raise self.error(
                 f'id "{rubric_id}" must use lowercase letters, digits and hyphens, '
                 "starting with a letter or digit",
@@ -318,7 +318,7 @@ class _Validator:
             applies_to=applies_to,
             labels=labels,
             examples=examples,
-            sha256=_content_sha256(
+            sha256=content_sha256(
                 rubric_id=rubric_id,
                 version=version,
                 title=title,

@@ -5,10 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["BREAK", "NO_BREAK", "break_mapping_from_verdicts"]
+__all__ = ["BREAK", "NO_BREAK", "BreakMapping", "break_mapping_from_verdicts"]
 
 BREAK = "break"
 NO_BREAK = "no_break"
+
+BreakMapping = Mapping[str, str | None]
+"""Code -> ``"break"``, ``"no_break"`` or ``None`` (not counted on the break task)."""
 
 
 def break_mapping_from_verdicts(verdict_by_code: Mapping[Any, str]) -> dict[Any, str | None]:

@@ -12,7 +12,8 @@ one place:
   :data:`MIN_PROPORTION_UNITS`;
 - :func:`resample_weights`: unit and cluster bootstrap weights, a bounded number of
   cells at a time (:data:`BOOTSTRAP_CHUNK_CELLS`); the cluster bootstrap (Field &
-  Welsh 2007) resamples conversations and keeps all of their turns;
+  Welsh 2007) resamples conversations and keeps all of their turns
+  (:func:`cluster_draws` and :func:`draw_cluster_counts` give the draws per cluster);
 - :func:`break_mapping_from_verdicts` and :func:`canonical_order`.
 
 References
@@ -24,6 +25,9 @@ Wilson, E. B. (1927). Probable inference, the law of succession, and statistical
 Efron, B., & Tibshirani, R. J. (1993). An Introduction to the Bootstrap, ch. 6 and 13.
 Field, C. A., & Welsh, A. H. (2007). Bootstrapping clustered data. Journal of the Royal
     Statistical Society B, 69(3), 369-390.
+
+Each function's docstring has numpydoc sections and examples on published values where
+there are some (tests/test_doctests.py runs them).
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ __all__ = [
     "Estimate",
     "break_mapping_from_verdicts",
     "canonical_order",
+    "cluster_draws",
     "draw_cluster_counts",
     "kappa_from_confusion",
     "kappa_from_margins",
@@ -149,7 +154,24 @@ class Estimate:
 
 
 def ratio(numerator: ArrayLike, denominator: ArrayLike) -> FloatArray:
-    """Element-wise numerator / denominator, NaN where the denominator is 0."""
+    """Element-wise ``numerator / denominator``, NaN where the denominator is 0.
+
+    Parameters
+    ----------
+    numerator, denominator : array_like
+        Counts or sums of broadcastable shapes.
+
+    Returns
+    -------
+    numpy.ndarray of float64
+        The quotients, NaN wherever the denominator is not positive (a share of no units
+        is undefined, not 0).
+
+    Examples
+    --------
+    >>> ratio([3, 1, 0], [4, 0, 2]).tolist()
+    [0.75, nan, 0.0]
+    """
     top = np.asarray(numerator, dtype=np.float64)
     bottom = np.asarray(denominator, dtype=np.float64)
     out = np.full(np.broadcast(top, bottom).shape, np.nan)
@@ -161,10 +183,45 @@ def kappa_from_confusion(confusion: ArrayLike) -> FloatArray:
     """Cohen's kappa of each confusion matrix in a stack of shape ``(..., K, K)``.
 
     kappa = (p_o - p_e) / (1 - p_e), with p_o = sum_k C_kk / n and
-    p_e = sum_k (row_k * col_k) / n^2 (Cohen 1960). Multiplying by n^2 gives
+    p_e = sum_k (row_k * col_k) / n^2 [1]_. Multiplying by n^2 gives
     (n * trace - chance) / (n^2 - chance) with chance = sum_k row_k col_k; kappa is
     undefined (NaN) when chance == n^2: both sides used one and the same category on
-    every unit. Weighted (bootstrap) counts are allowed.
+    every unit. It equals ``sklearn.metrics.cohen_kappa_score`` of the rated units.
+
+    Parameters
+    ----------
+    confusion : array_like, shape (..., K, K)
+        Counts of units per (first rating, second rating), for example from
+        :func:`review_app.stats.confusion.confusion_from_codes`. Weighted (bootstrap)
+        counts are allowed.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (...)
+        The kappa of each matrix, NaN where it is undefined.
+
+    See Also
+    --------
+    kappa_from_margins : the same kappa from the trace and the margins.
+
+    References
+    ----------
+    .. [1] Cohen, J. (1960). A coefficient of agreement for nominal scales. Educational
+       and Psychological Measurement, 20(1), 37-46.
+    .. [2] Wikipedia, "Cohen's kappa", the worked example of 50 grant proposals.
+
+    Examples
+    --------
+    Two readers say yes or no to 50 grant proposals (rows reader A, columns reader B):
+    p_o = 0.7, p_e = 0.5, so kappa = 0.4 [2]_.
+
+    >>> round(float(kappa_from_confusion([[20, 5], [10, 15]])), 3)
+    0.4
+
+    A stack gives one kappa per matrix; one category on both sides leaves it undefined.
+
+    >>> kappa_from_confusion([[[20, 5], [10, 15]], [[50, 0], [0, 0]]]).round(3).tolist()
+    [0.4, nan]
     """
     matrix = np.asarray(confusion, dtype=np.float64)
     return kappa_from_margins(
@@ -173,9 +230,37 @@ def kappa_from_confusion(confusion: ArrayLike) -> FloatArray:
 
 
 def kappa_from_margins(trace: ArrayLike, rows: ArrayLike, columns: ArrayLike) -> FloatArray:
-    """Cohen's kappa from a confusion matrix's trace and margins, stacked ``(...)`` and
-    ``(..., K)``: the sufficient statistics of :func:`kappa_from_confusion` (same formula,
-    same result), which a bootstrap can sum over resampled units without the K x K cells.
+    """Cohen's kappa from a confusion matrix's trace and margins.
+
+    The sufficient statistics of :func:`kappa_from_confusion` (same formula, same
+    result): a bootstrap can sum them over resampled units without the K x K cells.
+
+    Parameters
+    ----------
+    trace : array_like, shape (...)
+        The number (or weight) of units on which both sides agree.
+    rows, columns : array_like, shape (..., K)
+        How many units the first (rows) and the second side (columns) put in each
+        category.
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (...)
+        Kappa, NaN where it is undefined (both sides used one and the same category on
+        every unit).
+
+    References
+    ----------
+    .. [1] Cohen, J. (1960). A coefficient of agreement for nominal scales. Educational
+       and Psychological Measurement, 20(1), 37-46.
+
+    Examples
+    --------
+    The 50 grant proposals of :func:`kappa_from_confusion`: 35 agreements, reader A said
+    yes 25 times, reader B 30 times.
+
+    >>> round(float(kappa_from_margins(35, [25, 25], [30, 20])), 3)
+    0.4
     """
     trace = np.asarray(trace, dtype=np.float64)
     rows = np.asarray(rows, dtype=np.float64)
@@ -199,7 +284,7 @@ def _z(confidence: float) -> float:
 
 
 def wilson_interval(successes: int, n: int, *, confidence: float = 0.95) -> tuple[float, float]:
-    """Wilson (1927) score interval for a binomial proportion ``successes / n``.
+    """Wilson score interval for a binomial proportion ``successes / n`` [1]_.
 
     With p = successes / n and z the normal quantile of (1 + confidence) / 2::
 
@@ -207,8 +292,49 @@ def wilson_interval(successes: int, n: int, *, confidence: float = 0.95) -> tupl
         half-width = z / (1 + z^2 / n) * sqrt(p (1 - p) / n + z^2 / 4n^2)
 
     It equals ``statsmodels.stats.proportion.proportion_confint(successes, n,
-    method="wilson")``. Raises ``ValueError("n must be a positive integer, got <n>")``
-    and ``ValueError("successes must be an integer in 0..n, got <successes>")``.
+    method="wilson")``; unlike the Wald interval it stays inside [0, 1] and does not
+    collapse at 0 or n successes [2]_.
+
+    Parameters
+    ----------
+    successes : int
+        Successes, ``0 <= successes <= n``.
+    n : int
+        Trials, at least 1.
+    confidence : float, default 0.95
+        Coverage, strictly between 0 and 1.
+
+    Returns
+    -------
+    tuple of float
+        ``(low, high)``, clipped to [0, 1].
+
+    Raises
+    ------
+    ValueError
+        ``"n must be a positive integer, got <n>"``, ``"successes must be an integer in
+        0..n, got <successes>"`` or ``"confidence must be strictly between 0 and 1, got
+        <value>"``.
+
+    References
+    ----------
+    .. [1] Wilson, E. B. (1927). Probable inference, the law of succession, and
+       statistical inference. Journal of the American Statistical Association, 22(158),
+       209-212.
+    .. [2] Newcombe, R. G. (1998). Two-sided confidence intervals for the single
+       proportion: comparison of seven methods. Statistics in Medicine, 17(8), 857-872.
+
+    Examples
+    --------
+    Newcombe's [2]_ examples 81/263, 15/148 and 0/20, whose Wilson intervals he gives as
+    0.2553-0.3662, 0.0624-0.1605 and 0-0.1611:
+
+    >>> [round(bound, 4) for bound in wilson_interval(81, 263)]
+    [0.2553, 0.3662]
+    >>> [round(bound, 4) for bound in wilson_interval(15, 148)]
+    [0.0624, 0.1605]
+    >>> [round(bound, 4) for bound in wilson_interval(0, 20)]
+    [0.0, 0.1611]
     """
     check_positive_int(n, "n")
     if (
@@ -235,10 +361,32 @@ def proportion(
 ) -> Estimate:
     """``successes / n`` with a Wilson 95% interval, or no interval under ``min_units``.
 
-    ``n == 0`` gives an undefined value with ``undefined_reason``. A denominator under
-    ``min_units`` gives the value without an interval and the reason
-    ``"no interval: only <n> units behind this proportion (fewer than <min_units>)"``
-    (a proportion over so few units gets no honest interval).
+    Parameters
+    ----------
+    successes, n : int
+        The count and its denominator.
+    undefined_reason : str
+        The reason given when ``n == 0`` (the value is then undefined).
+    min_units : int, default :data:`MIN_PROPORTION_UNITS`
+        A denominator under this gives the value without an interval and the reason
+        ``"no interval: only <n> units behind this proportion (fewer than <min_units>)"``
+        (a proportion over so few units gets no honest interval).
+
+    Returns
+    -------
+    Estimate
+        The proportion, its :func:`wilson_interval` (``method`` :data:`WILSON_METHOD`),
+        ``n`` the denominator.
+
+    Examples
+    --------
+    >>> share = proportion(81, 263, undefined_reason="no units")
+    >>> round(share.value, 4), [round(bound, 4) for bound in share.ci95]
+    (0.308, [0.2553, 0.3662])
+    >>> proportion(3, 9, undefined_reason="no units").reason
+    'no interval: only 9 units behind this proportion (fewer than 10)'
+    >>> proportion(0, 0, undefined_reason="no units").value is None
+    True
     """
     if n == 0:
         return Estimate(None, 0, None, undefined_reason)
@@ -258,10 +406,37 @@ def proportion(
 def percentile_interval(
     resampled: FloatArray, *, confidence: float = 0.95
 ) -> tuple[tuple[float, float] | None, str | None]:
-    """Efron's percentile interval over the resamples where the statistic is defined.
+    """Efron's percentile interval over the resamples where the statistic is defined [1]_.
 
-    No interval (with a reason) when the statistic is undefined in more than half of
-    the resamples.
+    Parameters
+    ----------
+    resampled : numpy.ndarray of float64, shape (n_resamples,)
+        The statistic in each bootstrap resample, NaN where it is undefined.
+    confidence : float, default 0.95
+        The interval holds the ``(1 - confidence) / 2`` and ``(1 + confidence) / 2``
+        percentiles (linear interpolation).
+
+    Returns
+    -------
+    interval : tuple of float or None
+        ``(low, high)``, or None when the statistic is undefined in more than half of
+        the resamples.
+    reason : str or None
+        Why there is no interval, else None.
+
+    References
+    ----------
+    .. [1] Efron, B., & Tibshirani, R. J. (1993). An Introduction to the Bootstrap,
+       chapter 13. Chapman & Hall.
+
+    Examples
+    --------
+    >>> (low, high), reason = percentile_interval(np.arange(101.0))
+    >>> round(low, 6), round(high, 6), reason
+    (2.5, 97.5, None)
+    >>> interval, reason = percentile_interval(np.array([0.5, np.nan, np.nan]))
+    >>> interval is None, reason.startswith("no confidence interval: the statistic is undefined")
+    (True, True)
     """
     defined = resampled[np.isfinite(resampled)]
     if defined.size == 0 or 2 * defined.size < resampled.size:
@@ -284,34 +459,96 @@ def resample_weights(
     seed: int,
     clusters: ArrayLike | None = None,
 ) -> Iterator[tuple[int, FloatArray]]:
-    """Bootstrap weights, chunk by chunk: ``(start, weights)`` with weights (rows x units).
-
-    ``weights[r, u]`` is how often unit ``u`` is drawn in resample ``start + r``.
+    """Bootstrap weights, chunk by chunk: how often each unit is drawn in each resample.
 
     - Unit bootstrap (``clusters`` is ``None``): each resample draws ``n_units`` units
-      with replacement (Efron & Tibshirani 1993, ch. 6).
-    - Cluster bootstrap: ``clusters[u]`` is the cluster (conversation) of unit ``u``,
-      coded ``0..C-1``. Each resample draws ``C`` clusters with replacement and every
-      unit of a drawn cluster comes with it (Field & Welsh 2007), so the dependence of
-      turns within a conversation is kept.
+      with replacement [1]_.
+    - Cluster bootstrap: each resample draws ``C`` clusters with replacement and every
+      unit of a drawn cluster comes with it [2]_, so the dependence of turns within a
+      conversation is kept.
 
     The unit bootstrap is the cluster bootstrap with one unit per cluster (``clusters =
     0..n-1``): both draw from the same generator in the same way, so with one turn per
     conversation they give identical resamples.
+
+    Parameters
+    ----------
+    n_units : int
+        The units resampled.
+    n_resamples : int
+        How many resamples, at least 1.
+    seed : int
+        Seed of ``numpy.random.default_rng``; the same seed gives the same resamples.
+    clusters : array_like of int, shape (n_units,), optional
+        The cluster (conversation) of each unit, coded ``0..C-1``.
+
+    Yields
+    ------
+    start : int
+        The index of the chunk's first resample.
+    weights : numpy.ndarray of float64, shape (rows, n_units)
+        ``weights[r, u]`` is how often unit ``u`` is drawn in resample ``start + r``;
+        a chunk holds at most about :data:`BOOTSTRAP_CHUNK_CELLS` cells.
+
+    References
+    ----------
+    .. [1] Efron, B., & Tibshirani, R. J. (1993). An Introduction to the Bootstrap,
+       chapter 6. Chapman & Hall.
+    .. [2] Field, C. A., & Welsh, A. H. (2007). Bootstrapping clustered data. Journal of
+       the Royal Statistical Society B, 69(3), 369-390.
+
+    Examples
+    --------
+    Every resample draws as many units as there are; units of one cluster come together.
+
+    >>> [(start, w.sum(axis=1).tolist()) for start, w in resample_weights(
+    ...     4, n_resamples=3, seed=0)]
+    [(0, [4.0, 4.0, 4.0])]
+    >>> (_, weights), = resample_weights(3, n_resamples=5, seed=0, clusters=[0, 0, 1])
+    >>> bool((weights[:, 0] == weights[:, 1]).all()), weights[:, [0, 2]].sum(axis=1).tolist()
+    (True, [2.0, 2.0, 2.0, 2.0, 2.0])
     """
-    for start, cluster_counts, cluster_of in _cluster_draws(
+    for start, cluster_counts, cluster_of in cluster_draws(
         n_units, n_resamples=n_resamples, seed=seed, clusters=clusters
     ):
         weights = cluster_counts[:, cluster_of] if clusters is not None else cluster_counts
         yield start, weights.astype(np.float64)
 
 
-def _cluster_draws(
+def cluster_draws(
     n_units: int, *, n_resamples: int, seed: int, clusters: ArrayLike | None
 ) -> Iterator[tuple[int, IntArray, IntArray]]:
-    """The draws behind :func:`resample_weights`: ``(start, counts, cluster_of)`` with
-    ``counts[r, c]`` how often cluster ``c`` is drawn in resample ``start + r`` and
-    ``cluster_of`` the cluster code of each unit (``0..n-1`` without clusters)."""
+    """The draws behind :func:`resample_weights`, per cluster rather than per unit.
+
+    Parameters
+    ----------
+    n_units, n_resamples, seed, clusters
+        As in :func:`resample_weights`.
+
+    Yields
+    ------
+    start : int
+        The index of the chunk's first resample.
+    counts : numpy.ndarray of int64, shape (rows, C)
+        ``counts[r, c]`` is how often cluster ``c`` is drawn in resample ``start + r``
+        (the draws of :func:`draw_cluster_counts`).
+    cluster_of : numpy.ndarray of int64, shape (n_units,)
+        The cluster code of each unit (``0..n_units-1`` without clusters), so that
+        ``counts[:, cluster_of]`` are the unit weights.
+
+    Raises
+    ------
+    ValueError
+        ``"clusters must hold one cluster per unit (<n_units>)"`` or ``"n_resamples must
+        be a positive integer, got <value>"``.
+
+    Examples
+    --------
+    >>> (start, counts, cluster_of), = cluster_draws(
+    ...     3, n_resamples=4, seed=0, clusters=[0, 0, 1])
+    >>> counts.shape, counts.sum(axis=1).tolist(), cluster_of.tolist()
+    ((4, 2), [2, 2, 2, 2], [0, 0, 1])
+    """
     check_positive_int(n_resamples, "n_resamples")
     if clusters is None:
         cluster_of = np.arange(n_units, dtype=np.int64)
@@ -339,13 +576,46 @@ def draw_cluster_counts(
 ) -> Iterator[tuple[int, NDArray[Any]]]:
     """How often each of ``n_clusters`` clusters is drawn in each resample, chunk by chunk.
 
-    Yields ``(start, counts)`` with ``counts[r, c]`` the number of times cluster ``c`` is
-    drawn in resample ``start + r``: each resample draws ``n_clusters`` clusters uniformly
-    with replacement from ``numpy.random.default_rng(seed)`` (``integers(0, n_clusters)``,
-    row after row). The draws do not depend on how the resamples are chunked, so every
-    caller with the same ``seed`` and ``n_clusters`` sees the same resamples. Counting is
-    done one resample at a time (a bincount that stays in cache), into an array of
-    ``dtype`` (a float type saves a conversion before a matrix product).
+    Each resample draws ``n_clusters`` clusters uniformly with replacement from
+    ``numpy.random.default_rng(seed)`` (``integers(0, n_clusters)``, row after row). The
+    draws do not depend on how the resamples are chunked, so every caller with the same
+    ``seed`` and ``n_clusters`` sees the same resamples [1]_.
+
+    Parameters
+    ----------
+    n_clusters : int
+        The clusters (conversations) resampled.
+    n_resamples : int
+        How many resamples, at least 1.
+    seed : int
+        Seed of the generator.
+    rows_per_chunk : int, optional
+        Resamples per chunk; by default about :data:`BOOTSTRAP_CHUNK_CELLS` cells a chunk.
+    dtype : numpy scalar type, default numpy.int64
+        Type of the counts (a float type saves a conversion before a matrix product).
+
+    Yields
+    ------
+    start : int
+        The index of the chunk's first resample.
+    counts : numpy.ndarray, shape (rows, n_clusters)
+        ``counts[r, c]`` is the number of times cluster ``c`` is drawn in resample
+        ``start + r``. Counting is done in one bincount for small chunks and one
+        resample at a time (in cache) for large ones; the counts are the same.
+
+    References
+    ----------
+    .. [1] Field, C. A., & Welsh, A. H. (2007). Bootstrapping clustered data. Journal of
+       the Royal Statistical Society B, 69(3), 369-390.
+
+    Examples
+    --------
+    The draws do not depend on the chunking:
+
+    >>> whole = np.vstack([c for _, c in draw_cluster_counts(5, n_resamples=6, seed=1)])
+    >>> parts = [c for _, c in draw_cluster_counts(5, n_resamples=6, seed=1, rows_per_chunk=4)]
+    >>> bool((whole == np.vstack(parts)).all()), whole.sum(axis=1).tolist()
+    (True, [5, 5, 5, 5, 5, 5])
     """
     check_positive_int(n_resamples, "n_resamples")
     rng = np.random.default_rng(seed)
@@ -371,7 +641,13 @@ def bootstrap_method(clusters: ArrayLike | None) -> str:
 
 
 def cluster_codes(keys: Sequence[Hashable]) -> IntArray:
-    """Cluster codes ``0..C-1`` (in order of first appearance) for per-unit cluster keys."""
+    """Cluster codes ``0..C-1`` (in order of first appearance) for per-unit cluster keys.
+
+    Examples
+    --------
+    >>> cluster_codes(["case-b", "case-a", "case-b"]).tolist()
+    [0, 1, 0]
+    """
     code = {key: index for index, key in enumerate(dict.fromkeys(keys))}
     return np.fromiter(map(code.__getitem__, keys), dtype=np.int64, count=len(keys))
 
@@ -387,7 +663,27 @@ def bootstrap_confusions(
 ) -> FloatArray:
     """Confusion matrices (rows reference) of ``n_resamples`` (cluster) bootstrap resamples.
 
-    Shape ``(n_resamples, n_labels, n_labels)``; see :func:`resample_weights`.
+    Parameters
+    ----------
+    reference_index, judged_index : numpy.ndarray of int64, shape (n,)
+        The codes ``0..n_labels-1`` of each unit on both sides.
+    n_labels : int
+        The number of codes.
+    n_resamples, seed, clusters
+        As in :func:`resample_weights` (the same resamples).
+
+    Returns
+    -------
+    numpy.ndarray of float64, shape (n_resamples, n_labels, n_labels)
+        Resample ``r``'s confusion matrix: each unit counted as often as it (its
+        cluster) is drawn; :func:`kappa_from_confusion` takes the whole stack.
+
+    Examples
+    --------
+    >>> reference = np.array([0, 0, 1, 1])
+    >>> stack = bootstrap_confusions(reference, reference, 2, n_resamples=3, seed=0)
+    >>> stack.shape, stack.sum(axis=(1, 2)).tolist(), float(np.abs(stack[:, 0, 1]).sum())
+    ((3, 2, 2), [4.0, 4.0, 4.0], 0.0)
     """
     n = int(reference_index.size)
     cells = reference_index * n_labels + judged_index
@@ -400,7 +696,7 @@ def bootstrap_confusions(
         used = np.unique(cells)
         column = np.searchsorted(used, cells)
         per_cluster: FloatArray | None = None
-        for start, cluster_counts, cluster_of in _cluster_draws(
+        for start, cluster_counts, cluster_of in cluster_draws(
             n, n_resamples=n_resamples, seed=seed, clusters=clusters
         ):
             rows, n_clusters = cluster_counts.shape
@@ -431,6 +727,26 @@ def canonical_order(codes: IntArray, uniques: list[Any]) -> tuple[IntArray, tupl
 
     Categories that cannot be compared are ordered by type name and ``repr``; code -1
     (missing) stays -1.
+
+    Parameters
+    ----------
+    codes : numpy.ndarray of int64
+        Codes into ``uniques`` (-1: missing).
+    uniques : list
+        The category of each code.
+
+    Returns
+    -------
+    codes : numpy.ndarray of int64
+        The same categories, coded in sorted order.
+    categories : tuple
+        The categories, sorted.
+
+    Examples
+    --------
+    >>> codes, categories = canonical_order(np.array([0, 1, -1, 0]), ["pass", "fail"])
+    >>> codes.tolist(), categories
+    ([1, 0, -1, 1], ('fail', 'pass'))
     """
     if not uniques:
         return codes, ()

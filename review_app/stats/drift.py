@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from review_app.stats.core import _cluster_draws, percentile_interval
+from review_app.stats.core import cluster_draws, percentile_interval
 
 __all__ = [
     "PositionBin",
@@ -116,7 +116,7 @@ def grouped_rates(
     np.add.at(hits, (c, g), y)
     resampled = np.full((n_resamples, n_groups), np.nan)
     if n_clusters:
-        for start, counts, _ in _cluster_draws(
+        for start, counts, _ in cluster_draws(
             n_clusters, n_resamples=n_resamples, seed=seed, clusters=None
         ):
             weights = counts.astype(np.float64)

@@ -45,6 +45,7 @@ import numpy as np
 from review_app.stats.alt_test import DEFAULT_EPSILON, AltTestResult, alt_test
 from review_app.stats.checks import check_int
 from review_app.stats.codes import BREAK
+from review_app.stats.confusion import confusion_from_codes
 from review_app.stats.core import (
     MIN_BOOTSTRAP_UNITS,
     Estimate,
@@ -253,10 +254,10 @@ def compare_two_runs(
     n_conversations = int(clusters.max()) + 1 if clusters is not None and n else n
     method = bootstrap_method(clusters)
 
-    def confusion(judged: np.ndarray) -> np.ndarray:
-        return np.bincount(gold_idx * k + judged, minlength=k * k).reshape(k, k)
-
-    point_kappa = [float(kappa_from_confusion(confusion(idx))) for idx in (first_idx, second_idx)]
+    point_kappa = [
+        float(kappa_from_confusion(confusion_from_codes(gold_idx, idx, n_categories=k)))
+        for idx in (first_idx, second_idx)
+    ]
     point_accuracy = [
         float(np.mean(idx == gold_idx)) if n else math.nan for idx in (first_idx, second_idx)
     ]

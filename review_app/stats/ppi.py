@@ -34,7 +34,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy import stats
 
-from review_app.stats.checks import check_confidence
+from review_app.stats.checks import check_confidence, check_finite_vector
 
 __all__ = ["PpiEstimate", "ppi_mean"]
 
@@ -77,13 +77,6 @@ class PpiEstimate:
         return max(0, math.ceil(self.rectifier_variance / room) - self.n_gold)
 
 
-def _vector(values: ArrayLike, name: str) -> np.ndarray:
-    array = np.asarray(values, dtype=np.float64)
-    if array.ndim != 1 or not np.all(np.isfinite(array)):
-        raise ValueError(f"{name} must be a one-dimensional array of finite numbers")
-    return array
-
-
 def ppi_mean(
     y_gold: ArrayLike,
     judge_gold: ArrayLike,
@@ -103,9 +96,9 @@ def ppi_mean(
     - ``"<name> must be a one-dimensional array of finite numbers"``
     - ``"confidence must be strictly between 0 and 1, got <value>"``
     """
-    y = _vector(y_gold, "y_gold")
-    f = _vector(judge_gold, "judge_gold")
-    f_u = _vector(judge_unlabeled, "judge_unlabeled")
+    y = check_finite_vector(y_gold, "y_gold")
+    f = check_finite_vector(judge_gold, "judge_gold")
+    f_u = check_finite_vector(judge_unlabeled, "judge_unlabeled")
     if len(y) != len(f):
         raise ValueError(
             f"y_gold and judge_gold must have the same length, got {len(y)} and {len(f)}"
