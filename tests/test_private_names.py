@@ -6,8 +6,8 @@ the project (a module, or anything imported from one; dotted chains such as
 ``storage.models._x`` included). Dunder names are not private. What a module needs from
 another is public there, with a docstring.
 
-``ALLOWED`` lists the uses still waiting for the services reorganisation (issue 24), each
-by file and use; the test also fails when one of them is gone, so the list only shrinks.
+There is no allowlist: the last uses (the judge-run registry's verdict reader) became
+public in the services reorganisation (issue 24).
 """
 
 from __future__ import annotations
@@ -17,18 +17,6 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 PROJECT_PACKAGES = ("review_app", "storage")
-
-ALLOWED: frozenset[tuple[str, str]] = frozenset(
-    {
-        # The run registry's verdict reader, to become public in the services reorganisation.
-        ("review_app/services/audit_samples.py", "review_app.services.judge_import._run_verdicts"),
-        ("review_app/services/drift.py", "review_app.services.judge_import._run_verdicts"),
-        ("review_app/services/estimate.py", "review_app.services.judge_import._run_verdicts"),
-        ("review_app/services/judge_compare.py", "review_app.services.judge_import._run_verdicts"),
-        ("review_app/services/judge_report.py", "review_app.services.judge_import._run_verdicts"),
-        ("review_app/services/selective.py", "review_app.services.judge_import._run_verdicts"),
-    }
-)
 
 
 def _is_private(name: str) -> bool:
@@ -108,14 +96,8 @@ def project_private_uses() -> list[tuple[str, int, str]]:
 
 def test_no_private_name_is_used_across_modules() -> None:
     found = project_private_uses()
-    new = [f"{path}:{line}: {use}" for path, line, use in found if (path, use) not in ALLOWED]
-    assert not new, "private names used across modules (make them public):\n" + "\n".join(new)
-    gone = ALLOWED - {(path, use) for path, _, use in found}
-    assert not gone, f"no longer used, remove from ALLOWED: {sorted(gone)}"
-
-
-def test_the_allowlist_holds_only_service_uses() -> None:
-    assert all(path.startswith("review_app/services/") for path, _ in ALLOWED)
+    uses = [f"{path}:{line}: {use}" for path, line, use in found]
+    assert not uses, "private names used across modules (make them public):\n" + "\n".join(uses)
 
 
 def test_the_scan_finds_each_kind_of_private_use() -> None:

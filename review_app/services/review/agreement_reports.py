@@ -24,6 +24,7 @@ from review_app.rubrics import Rubric
 from review_app.services.labels.adjudication import gold_counts
 from review_app.services.labels.label_table import load_rating_table, rating_table
 from review_app.services.team.people import Actor, authorize
+from review_app.stats.confusion import confusion_from_codes
 from storage import carry, labels
 from storage.engine import read_only
 from storage.labels import LabelColumns
@@ -235,7 +236,7 @@ def confusion_between(
     first, second = code_by[reviewer_a], code_by[reviewer_b]
     both = (first >= 0) & (second >= 0)
     n_values = table.n_values
-    shared = np.bincount(first[both] * n_values + second[both], minlength=n_values * n_values)
+    shared = confusion_from_codes(first[both], second[both], n_categories=n_values).ravel()
     rows = []
     for cell in np.flatnonzero(shared).tolist():  # values are sorted: (code A, code B) order
         code_a, code_b = str(table.values[cell // n_values]), str(table.values[cell % n_values])
