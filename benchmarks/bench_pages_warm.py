@@ -52,6 +52,7 @@ if str(REPO) not in sys.path:
 
 from benchmarks.bench_pages_large import IDLE, Page, _title  # noqa: E402
 from benchmarks.large_db import LOCAL_USER, load_demo_database  # noqa: E402
+from review_app.cli.server import streamlit_flags  # noqa: E402
 
 POLICY_PAGES = (
     Page("queue", "queue", _title("Queue")),
@@ -65,17 +66,6 @@ POLICY_PAGES = (
 )
 FLOOR = Page("floor", "", _title("Hello"))
 FLOOR_SCRIPT = 'import streamlit as st\n\nst.title("Hello")\nst.write("A bare page.")\n'
-
-
-def streamlit_flags(port: int) -> list[str]:
-    """The flags ``review-app serve`` gives Streamlit (review_app/cli/server.py)."""
-    return [
-        "--server.port", str(port), "--server.address", "127.0.0.1",
-        "--server.headless", "true", "--server.fileWatcherType", "none",
-        "--browser.gatherUsageStats", "false", "--global.developmentMode", "false",
-        "--client.toolbarMode", "viewer", "--client.showErrorDetails", "none",
-        "--runner.postScriptGC", "false",
-    ]  # fmt: skip
 
 
 @contextmanager
@@ -128,8 +118,10 @@ def _floor(stack: ExitStack, root: Path) -> str:
     script.write_text(FLOOR_SCRIPT, encoding="utf-8")
     env = dict(os.environ)
     env["HOME"] = str(root / "home")
-    command = [sys.executable, "-m", "streamlit", "run", str(script), *streamlit_flags(0)]
-    command[command.index("--server.port") + 1] = "{port}"
+    # the options review-app serve gives Streamlit (a bare page, the same server)
+    flags = streamlit_flags(port=0, host="127.0.0.1")
+    flags[flags.index("--server.port") + 1] = "{port}"
+    command = [sys.executable, "-m", "streamlit", "run", str(script), *flags]
     return stack.enter_context(started(command, env, root))
 
 
