@@ -295,3 +295,58 @@ def test_the_scan_catches_what_it_should(tmp_path: Path) -> None:
 def scan_outside(path: Path) -> list[str]:
     """:func:`scan` for a file outside the repository (named by its bare name)."""
     return scan(path, shown_as=REPO / path.name)
+
+
+def magic_expressions(path: Path) -> list[str]:
+    """Expression statements Streamlit's "magic" would draw with ``st.write`` (as
+    Markdown): any but a call, ``yield``, ``await`` or a docstring."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    docstrings = {
+        id(node.body[0])
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+        and isinstance(node.body[0].value.value, str)
+    }
+    drawn = (ast.Call, ast.Yield, ast.YieldFrom, ast.Await)
+    return [
+        f"{path.name}:{node.lineno}: a bare expression (magic would draw it)"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Expr)
+        and not isinstance(node.value, drawn)
+        and id(node) not in docstrings
+    ]
+
+
+def test_no_page_relies_on_magic() -> None:
+    """``serve`` turns Streamlit's magic off (review_app/cli/server.py): a bare expression
+    in the entry script or a page would be drawn in AppTest, not for people."""
+    from review_app.cli.server import streamlit_flags
+
+    flags = streamlit_flags(port=8501, host="127.0.0.1")
+    assert flags[flags.index("--runner.magicEnabled") + 1] == "false"
+    scripts = [UI / "app.py", *sorted((UI / "views").glob("*.py"))]
+    assert len(scripts) >= 9
+    problems = [problem for path in scripts for problem in magic_expressions(path)]
+    assert problems == [], "\n" + "\n".join(problems)
+
+
+def test_the_magic_scan_catches_bare_expressions(tmp_path: Path) -> None:
+    source = tmp_path / "page.py"
+    source.write_text(
+        '"""A docstring."""\n'
+        "import streamlit as st\n"
+        "st.title('fine')\n"
+        "'drawn'\n"
+        "def helper():\n"
+        '    """A docstring."""\n'
+        "    value = 1\n"
+        "    value\n",
+        encoding="utf-8",
+    )
+    assert magic_expressions(source) == [
+        "page.py:4: a bare expression (magic would draw it)",
+        "page.py:8: a bare expression (magic would draw it)",
+    ]

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from contextlib import nullcontext
 from typing import Any, cast
 
 import altair as alt
@@ -9,6 +14,40 @@ import altair as alt
 from review_app.services.review import readings
 
 COEFFICIENT_NAMES = readings.NAMES
+
+_SPECS: OrderedDict[str, dict[str, Any]] = OrderedDict()
+_SPECS_LOCK = threading.Lock()
+_SPECS_MAX = 64
+_THEME_LOCK = threading.Lock()
+
+
+def vega_lite(build: Callable[..., alt.TopLevelMixin], *args: Any) -> dict[str, Any]:
+    """The Vega-Lite spec of the chart ``build(*args)``, for ``st.vega_lite_chart``: built
+    once per distinct input in this process, shared between sessions (read-only).
+
+    ``st.altair_chart`` builds and validates the Altair chart again at every run (on the
+    demo: 0.1-0.3 s of a warm agreement or judge page), though its rows come from reports
+    that change only with the data. Converted as ``st.altair_chart`` converts: without
+    Altair's default theme, which sets sizes Streamlit does not want
+    (tests/test_ui_charts.py compares the two).
+    """
+    key = f"{build.__qualname__}:{json.dumps(args, sort_keys=True, default=repr)}"
+    with _SPECS_LOCK:
+        found = _SPECS.get(key)
+        if found is not None:
+            _SPECS.move_to_end(key)
+            return found
+    chart = build(*args)
+    # The theme is global to the process: one conversion at a time.
+    with _THEME_LOCK:
+        theme = alt.theme.enable("none") if alt.theme.active == "default" else nullcontext()
+        with theme:
+            spec: dict[str, Any] = chart.to_dict()
+    with _SPECS_LOCK:
+        _SPECS[key] = spec
+        while len(_SPECS) > _SPECS_MAX:
+            _SPECS.popitem(last=False)
+    return spec
 
 
 def coefficient_rows(reports: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:

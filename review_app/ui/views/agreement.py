@@ -64,7 +64,7 @@ if versions:
 rows = charts.coefficient_rows(reports)
 st.subheader("Coefficients by rubric version")
 if rows:
-    st.altair_chart(charts.coefficients_chart(rows), width="stretch")
+    st.vega_lite_chart(spec=charts.vega_lite(charts.coefficients_chart, rows), width="stretch")
 with st.expander("Every coefficient, with its interval and units"):
     st.dataframe(charts.coefficient_table_rows(reports), hide_index=True, key="agreement_table")
 
@@ -72,7 +72,10 @@ left, right = st.columns(2)
 with left:
     st.subheader("Cohen's kappa per pair")
     if any(readings.enough(c) for c in report["cohen_kappa"].values()):
-        st.altair_chart(charts.pairwise_kappa_chart(report["cohen_kappa"]), width="stretch")
+        st.vega_lite_chart(
+            spec=charts.vega_lite(charts.pairwise_kappa_chart, report["cohen_kappa"]),
+            width="stretch",
+        )
         st.dataframe(
             charts.pairwise_kappa_rows(report["cohen_kappa"]),
             hide_index=True,
@@ -88,7 +91,9 @@ with left:
         st.info(f"Not enough data: no two reviewers share {readings.MIN_UNITS:d} labeled turns.")
 with right:
     st.subheader("Labels per reviewer")
-    st.altair_chart(charts.distribution_chart(data.distribution), width="stretch")
+    st.vega_lite_chart(
+        spec=charts.vega_lite(charts.distribution_chart, data.distribution), width="stretch"
+    )
 
 st.subheader("Per label (one-vs-rest alpha)")
 st.dataframe(
@@ -111,11 +116,9 @@ if len(data.reviewers) >= 2:
     second.selectbox("against", data.reviewers, key="confusion_b")
     matrix = state.confusion(ref, st.session_state["confusion_a"], st.session_state["confusion_b"])
     if matrix:
-        st.altair_chart(
-            charts.confusion_chart(
-                matrix, st.session_state["confusion_a"], st.session_state["confusion_b"]
-            ),
-            width="stretch",
+        chosen = (st.session_state["confusion_a"], st.session_state["confusion_b"])
+        st.vega_lite_chart(
+            spec=charts.vega_lite(charts.confusion_chart, matrix, *chosen), width="stretch"
         )
     else:
         st.info("These two reviewers share no labeled turn.")
@@ -123,7 +126,7 @@ if len(data.reviewers) >= 2:
 drift = state.drift(ref)
 if any(source["by_position"] for source in drift["sources"]):
     st.subheader("Where in the conversation the role breaks")
-    st.altair_chart(charts.drift_chart(drift), width="stretch")
+    st.vega_lite_chart(spec=charts.vega_lite(charts.drift_chart, drift), width="stretch")
     st.dataframe(charts.drift_agreement_rows(drift), hide_index=True, key="drift_table")
 
 cautions = readings.agreement_warnings(report)

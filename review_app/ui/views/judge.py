@@ -191,7 +191,9 @@ else:
         f"(gold: {escape(curve['gold_source'])}). Apply with `review-app judge route --apply`."
     )
 if any(p["coverage"] is not None for p in curve["points"]):
-    st.altair_chart(charts.coverage_chart(curve, chosen_alpha), width="stretch")
+    st.vega_lite_chart(
+        spec=charts.vega_lite(charts.coverage_chart, curve, chosen_alpha), width="stretch"
+    )
 for warning in curve["warnings"]:
     if warning.startswith("WARNING: "):
         text = warning.removeprefix("WARNING: ")
@@ -200,7 +202,7 @@ for warning in curve["warnings"]:
 drift = state.drift(rubric.ref)
 if any(source["by_position"] for source in drift["sources"]):
     st.subheader("Where in the conversation the role breaks")
-    st.altair_chart(charts.drift_chart(drift), width="stretch")
+    st.vega_lite_chart(spec=charts.vega_lite(charts.drift_chart, drift), width="stretch")
     st.dataframe(charts.drift_agreement_rows(drift), hide_index=True, key="judge_drift_table")
 
 st.subheader("The alternative annotator test")
@@ -225,10 +227,15 @@ if scores:
     left, right = st.columns(2)
     with left:
         st.subheader("Threshold sweep")
-        st.altair_chart(charts.threshold_chart(scores["sweep"]), width="stretch")
+        st.vega_lite_chart(
+            spec=charts.vega_lite(charts.threshold_chart, scores["sweep"]), width="stretch"
+        )
     with right:
         st.subheader("Reliability")
-        st.altair_chart(charts.reliability_chart(scores["reliability"]), width="stretch")
+        st.vega_lite_chart(
+            spec=charts.vega_lite(charts.reliability_chart, scores["reliability"]),
+            width="stretch",
+        )
         reliability = scores["reliability"]
         st.caption(
             f"Brier {reliability['brier_score']:.3f} · ECE "
