@@ -1,7 +1,10 @@
 """What several pages share: their opening (who may see the page, which rubric
-version), a choice where "all" means no filter, and a disagreement's row of links."""
+version), a choice where "all" means no filter, a disagreement's row of links, and the
+sentence saying a report's intervals are still being computed."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
@@ -9,6 +12,7 @@ from streamlit.delta_generator import DeltaGenerator
 from review_app.rubrics import Rubric
 from review_app.services.adjudication import DisagreementUnit
 from review_app.services.people import Actor
+from review_app.services.report_store import Shown
 from review_app.ui import state
 from review_app.ui.safe import code_span, escape
 
@@ -53,3 +57,33 @@ def disagreement_row(unit: DisagreementUnit, widths: list[int]) -> list[DeltaGen
     cells[1].markdown(", ".join(code_span(code) for code in unit.codes))
     cells[2].caption(", ".join(escape(kind.replace("_", " ")) for kind in unit.kinds))
     return cells
+
+
+INTERVALS_REFRESH_SECONDS = 3
+"""How often a page waiting for intervals asks whether they are ready."""
+
+
+def intervals_notice(*shown: Shown[Any]) -> None:
+    """Under a page's headline: one sentence while the intervals of ``shown`` reports are
+    computed in the background (the page draws again by itself once they are stored),
+    or why they could not be."""
+    failed = [report.error for report in shown if report.intervals == "failed"]
+    if failed:
+        st.caption("The intervals could not be computed; the figures show without them.")
+        st.text(str(failed[0]))
+    waiting = [report.waiting for report in shown if report.computing and report.waiting]
+    if waiting:
+        st.info(
+            "Intervals are being computed in the background; until they are ready the "
+            "figures show without them, and this page adds them by itself.",
+            icon=":material/hourglass_top:",
+        )
+        _redraw_when_ready(waiting)
+
+
+@st.fragment(run_every=INTERVALS_REFRESH_SECONDS)
+def _redraw_when_ready(waiting: list[dict[str, Any]]) -> None:
+    # A fragment reruns alone every few seconds; the whole page reruns once one of the
+    # awaited reports has its intervals (or its job ended).
+    if any(state.intervals_ready(one) for one in waiting):
+        st.rerun(scope="app")

@@ -53,16 +53,18 @@ with st.expander('Import judge verdicts (CSV or JSONL; docs/reference.md, "Judge
             st.error("Nothing was stored.")
             st.text(str(error))
         else:
-            state.refresh_judge()
             st.success(escape(summary.line()))
 
-report = state.judge_report(rubric.ref)
+shown = state.judge_report(rubric.ref)
+drift_shown = state.drift(rubric.ref)
+report = shown.value
 gold = report["gold"]
 st.caption(
     f"Gold labels: {gold['with_gold']:d} units ({gold['adjudicated']:d} adjudicated, "
     f"{gold['unanimous']:d} unanimous); without gold: {gold['in_disagreement']:d} in "
     f"disagreement, {gold['single_rater']:d} with one reviewer."
 )
+common.intervals_notice(shown, drift_shown)
 carried = report.get("carried_units") or {}
 if carried.get("labels") or carried.get("gold_labels"):
     st.caption(
@@ -197,7 +199,7 @@ for warning in curve["warnings"]:
         text = warning.removeprefix("WARNING: ")
         st.warning(escape(text[:1].upper() + text[1:]))
 
-drift = state.drift(rubric.ref)
+drift = drift_shown.value
 if any(source["by_position"] for source in drift["sources"]):
     st.subheader("Where in the conversation the role breaks")
     st.altair_chart(charts.drift_chart(drift), width="stretch")
@@ -251,7 +253,6 @@ if scores:
         except InputError as error:
             st.error("No calibration map was stored: " + escape(error.message))
         else:
-            state.refresh_judge()
             st.success(
                 f"Stored. Held-out Brier {fitted['heldout_brier_before']:.4f} → "
                 f"{fitted['heldout_brier_after']:.4f}"
