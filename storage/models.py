@@ -544,8 +544,9 @@ class ComputedReport(SQLModel, table=True):
     ``key`` names the report: its kind, rubric version and parameters (the bootstrap's
     resamples among them: the point figures and the figures with intervals are two
     rows). ``token`` is the state of the data it was computed for (labels, gold labels,
-    verdicts, rubric content, ...); a reader whose current token differs computes the
-    report again and replaces the row (review_app/services/report_store.py).
+    verdicts, rubric content, ...); a reader whose current token differs gets the report
+    computed again (at once, or by a background job while the page shows this row's
+    older figures) and the row replaced (review_app/services/report_store.py).
     """
 
     __tablename__ = "computed_reports"
@@ -555,4 +556,6 @@ class ComputedReport(SQLModel, table=True):
     rubric_version: int
     token: str = Field(sa_column=Column(Text, nullable=False))
     payload_json: str = Field(sa_column=Column(Text, nullable=False))
+    seconds: float = 0.0
+    """How long computing it took: a page computes a report at once only if that was quick."""
     computed_at: datetime = Field(default_factory=utcnow)

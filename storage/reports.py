@@ -8,8 +8,11 @@ never fail: the later write wins, and a reader checks the token anyway.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 
+from sqlalchemy import select as sql_select
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session, col, select
@@ -24,6 +27,32 @@ def stored_payload(session: Session, *, key: str, token: str) -> str | None:
             col(ComputedReport.key) == key, col(ComputedReport.token) == token
         )
     ).first()
+
+
+@dataclass(frozen=True)
+class StoredReport:
+    key: str
+    token: str
+    payload_json: str
+    seconds: float
+    computed_at: datetime
+
+
+def latest_reports(session: Session, *, keys: Sequence[str]) -> dict[str, StoredReport]:
+    """The rows of ``keys`` whatever their token (the figures last computed), by key."""
+    rows = session.execute(
+        sql_select(
+            col(ComputedReport.key),
+            col(ComputedReport.token),
+            col(ComputedReport.payload_json),
+            col(ComputedReport.seconds),
+            col(ComputedReport.computed_at),
+        ).where(col(ComputedReport.key).in_(list(keys)))
+    )
+    return {
+        key: StoredReport(key, token, payload, float(seconds), computed_at)
+        for key, token, payload, seconds, computed_at in rows
+    }
 
 
 def has_report(session: Session, *, key: str, token: str) -> bool:
@@ -45,6 +74,7 @@ def store_report(
     rubric_version: int,
     token: str,
     payload_json: str,
+    seconds: float,
     now: datetime,
 ) -> None:
     """Insert or replace the row of ``key`` (the caller commits)."""
@@ -55,6 +85,7 @@ def store_report(
         "rubric_version": rubric_version,
         "token": token,
         "payload_json": payload_json,
+        "seconds": seconds,
         "computed_at": now,
     }
     insert = postgresql_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
@@ -64,6 +95,7 @@ def store_report(
         set_={
             "token": statement.excluded.token,
             "payload_json": statement.excluded.payload_json,
+            "seconds": statement.excluded.seconds,
             "computed_at": statement.excluded.computed_at,
         },
     )

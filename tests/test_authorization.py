@@ -338,8 +338,8 @@ GUARDED: dict[str, tuple[Call, str]] = {
         ),
         "denied",
     ),
-    "report_store.compute_report_intervals": (
-        lambda w, a: report_store.compute_report_intervals(
+    "report_store.compute_report": (
+        lambda w, a: report_store.compute_report(
             w.engine, a, parameters={"report": "drift", "rubric": RUBRIC, "parameters": {}}
         ),
         "denied",
@@ -613,6 +613,7 @@ EXEMPT: dict[str, str] = {
     "report_store.decode_report": "pure: the report in JSON text the caller read",
     "report_store.report_key": "pure: names a report from its kind and parameters",
     "report_store.inline_rows": "no data: a setting from the environment",
+    "report_store.wait_seconds": "no data: a setting from the environment",
     "jobs.worker_name": "no data: this worker's lease owner name",
     "jobs.run_worker": "the worker: runs each job as the person who started it, authorized "
     "again by the job's services",

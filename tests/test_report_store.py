@@ -4,8 +4,10 @@ On SQLite and PostgreSQL, with two engines on one database standing for two serv
 the second gets the first one's report without computing it; a new label changes the
 token and the report is computed again; a reviewer reads nothing from the table; on a
 database too large for intervals at once the page's report comes without them and a
-report-intervals job (run by the other server's worker) stores them; payloads come back
-from the table as the very objects stored. docs/reference.md, "Computed reports".
+report job (run by the other server's worker) stores them; when even the point figures
+were slow the page gets the figures last computed while a job computes the current
+ones; payloads come back from the table as the very objects stored. docs/reference.md,
+"Computed reports".
 """
 
 from __future__ import annotations
@@ -122,7 +124,7 @@ def test_a_second_server_reads_the_report_the_first_stored(
 ) -> None:
     calls = counted(monkeypatch, "dashboard_data")
     first = report_store.agreement_dashboard(servers.first, servers.owner, rubric=servers.rubric)
-    assert first.intervals == "shown"  # the demo is small: intervals at once
+    assert first.status == "current"  # the demo is small: intervals at once
     assert calls == Counter({"500": 1})
     assert first.value.report["alpha_ci95"] is not None
 
@@ -222,27 +224,27 @@ def test_the_interval_job_fills_in_what_the_page_showed_without(
 ) -> None:
     monkeypatch.setenv(report_store.INLINE_ROWS_ENV, "0")  # as on a large database
     point = read(servers.first, servers.owner, rubric=servers.rubric)
-    assert point.intervals == "computing" and point.waiting is not None
+    assert point.status == "computing" and point.waiting is not None
     assert interval(point.value) is None
     assert point.waiting["report"] == kind
     again = read(servers.first, servers.owner, rubric=servers.rubric)
     assert again.waiting == point.waiting
     same(again.value, point.value)
-    queued = jobs.list_jobs(servers.first, servers.owner, kinds=[jobs.REPORT_INTERVALS])
+    queued = jobs.list_jobs(servers.first, servers.owner, kinds=[jobs.REPORT_JOB])
     assert [job.status for job in queued] == ["queued"]  # one job per key and token
     assert not report_store.intervals_ready(servers.first, servers.owner, waiting=point.waiting)
 
     # the other server's worker (as in each serve process) runs it
-    assert jobs.run_worker(servers.second, until_idle=True, kinds=[jobs.REPORT_INTERVALS]) == 1
-    (done,) = jobs.list_jobs(servers.first, servers.owner, kinds=[jobs.REPORT_INTERVALS])
+    assert jobs.run_worker(servers.second, until_idle=True, kinds=[jobs.REPORT_JOB]) == 1
+    (done,) = jobs.list_jobs(servers.first, servers.owner, kinds=[jobs.REPORT_JOB])
     assert done.status == "done" and done.result is not None and done.result["computed"]
     assert report_store.intervals_ready(servers.first, servers.owner, waiting=point.waiting)
 
     full = read(servers.first, servers.owner, rubric=servers.rubric)
-    assert full.intervals == "shown" and full.waiting is None
+    assert full.status == "current" and full.waiting is None
     assert interval(full.value) is not None
     same(full.value, compute(servers))
-    assert len(jobs.list_jobs(servers.first, servers.owner, kinds=[jobs.REPORT_INTERVALS])) == 1
+    assert len(jobs.list_jobs(servers.first, servers.owner, kinds=[jobs.REPORT_JOB])) == 1
 
 
 def test_a_failed_interval_job_is_said_and_not_queued_again(
@@ -257,12 +259,66 @@ def test_a_failed_interval_job_is_said_and_not_queued_again(
 
     monkeypatch.setattr(report_store, "drift_report", broken)
     report_store.drift(servers.first, servers.owner, rubric=servers.rubric)
-    jobs.run_worker(servers.first, until_idle=True, kinds=[jobs.REPORT_INTERVALS])
+    jobs.run_worker(servers.first, until_idle=True, kinds=[jobs.REPORT_JOB])
     shown = report_store.drift(servers.first, servers.owner, rubric=servers.rubric)
-    assert shown.intervals == "failed"
+    assert shown.status == "failed"
     assert shown.error == "RuntimeError: the bootstrap ran out of memory"
-    (job,) = jobs.list_jobs(servers.first, servers.owner, kinds=[jobs.REPORT_INTERVALS])
+    (job,) = jobs.list_jobs(servers.first, servers.owner, kinds=[jobs.REPORT_JOB])
     assert job.status == "failed"
+
+
+def test_after_a_change_a_slow_report_shows_its_last_figures_until_a_job_has_new_ones(
+    servers: Servers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(report_store.INLINE_ROWS_ENV, "0")
+    monkeypatch.setenv(report_store.WAIT_SECONDS_ENV, "0")  # every computation was slow
+    s = servers
+    assert report_store.judge_calibration(s.first, s.owner, rubric=s.rubric).status == "computing"
+    estimate = report_store.run_estimate(s.first, s.owner, rubric=s.rubric, run_id=s.run_id)
+    assert estimate.status == "current"  # never computed: at once (it has no intervals)
+    jobs.run_worker(s.second, until_idle=True, kinds=[jobs.REPORT_JOB])
+    before = report_store.judge_calibration(s.first, s.owner, rubric=s.rubric)
+    assert before.status == "current"
+
+    _label_again(s.first, s.rubric)
+    judge_calls = counted(monkeypatch, "calibration_report")
+    estimate_calls = counted(monkeypatch, "break_rate_estimate")
+    queue_calls = counted(monkeypatch, "disagreement_queue")
+    stale = report_store.judge_calibration(s.second, s.owner, rubric=s.rubric)
+    stale_estimate = report_store.run_estimate(s.second, s.owner, rubric=s.rubric, run_id=s.run_id)
+    assert (stale.status, stale_estimate.status) == ("stale", "stale")
+    assert sum(judge_calls.values()) == 0 and sum(estimate_calls.values()) == 0
+    same(stale.value, before.value)
+    same(stale_estimate.value, estimate.value)
+    assert stale.computed_at is not None and stale.waiting is not None
+    assert not report_store.intervals_ready(s.first, s.owner, waiting=stale.waiting)
+    # the queue the adjudication page works through is never stale
+    report_store.open_disagreements(s.second, s.owner, rubric=s.rubric)
+    assert sum(queue_calls.values()) == 1
+
+    assert jobs.run_worker(s.first, until_idle=True, kinds=[jobs.REPORT_JOB]) == 2
+    assert report_store.intervals_ready(s.first, s.owner, waiting=stale.waiting)
+    fresh = report_store.judge_calibration(s.second, s.owner, rubric=s.rubric)
+    assert fresh.status == "current"
+    same(fresh.value, calibration_report(s.first, s.owner, rubric=s.rubric, n_resamples=500))
+    assert fresh.value != before.value  # ana's new label counts
+
+
+def test_a_report_that_was_quick_is_computed_at_once_after_a_change(
+    servers: Servers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(report_store.INLINE_ROWS_ENV, "0")
+    monkeypatch.setenv(report_store.WAIT_SECONDS_ENV, "1000")
+    s = servers
+    assert report_store.agreement_dashboard(s.first, s.owner, rubric=s.rubric).status == (
+        "computing"  # never computed, and large by the rows it reads
+    )
+    jobs.run_worker(s.first, until_idle=True, kinds=[jobs.REPORT_JOB])
+    _label_again(s.first, s.rubric)
+    calls = counted(monkeypatch, "dashboard_data")
+    again = report_store.agreement_dashboard(s.second, s.owner, rubric=s.rubric)
+    assert again.status == "current"
+    assert calls == Counter({"500": 1})  # with its intervals, at once
 
 
 def test_payloads_come_back_as_the_objects_stored(servers: Servers) -> None:
@@ -301,6 +357,7 @@ def test_payloads_come_back_as_the_objects_stored(servers: Servers) -> None:
                 rubric_version=s.rubric.version,
                 token="t",
                 payload_json=report_store.encode_report(value),
+                seconds=1.5,
                 now=datetime.now(UTC),
             )
             session.commit()
@@ -351,6 +408,7 @@ def test_two_servers_storing_one_key_at_once_both_succeed(database: Database) ->
                         rubric_version=1,
                         token=f"{name}-{round_}",
                         payload_json=f'"{name}"',
+                        seconds=0.5,
                         now=datetime.now(UTC),
                     )
                     session.commit()

@@ -670,21 +670,16 @@ def test_recording_the_last_open_unit_says_nothing_is_left(engine: Engine) -> No
 # --- intervals computed in the background ------------------------------------------------
 
 
-INTERVALS_NOTICE = (
-    "Intervals are being computed in the background; until they are ready the figures "
-    "show without them, and this page adds them by itself."
-)
-
-
 def test_point_figures_first_then_the_intervals_once_their_job_ran(
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """As on a large database (no intervals at once): the page draws the point figures
     and says the intervals are being computed; a worker's job stores them and the next
     run shows them."""
-    from review_app.services.jobs import REPORT_INTERVALS, list_jobs, run_worker
+    from review_app.services.jobs import REPORT_JOB, list_jobs, run_worker
     from review_app.services.readings import alpha_sentence
     from review_app.services.report_store import INLINE_ROWS_ENV
+    from review_app.ui.common import INTERVALS_NOTICE
 
     monkeypatch.setenv(INLINE_ROWS_ENV, "0")
     at = open_page("views/agreement.py")
@@ -697,10 +692,10 @@ def test_point_figures_first_then_the_intervals_once_their_job_ran(
     (pair_table,) = [t.value for t in at.dataframe if "reviewers" in t.value.columns]
     assert set(pair_table["95% interval"]) == {"—"}
     # the agreement report and the drift report, one job each
-    queued = list_jobs(engine, operator_actor(), kinds=[REPORT_INTERVALS])
+    queued = list_jobs(engine, operator_actor(), kinds=[REPORT_JOB])
     assert sorted(job.parameters["report"] for job in queued) == ["agreement", "drift"]
 
-    assert run_worker(engine, until_idle=True, kinds=[REPORT_INTERVALS]) == 2
+    assert run_worker(engine, until_idle=True, kinds=[REPORT_JOB]) == 2
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     full = agreement_report(engine, operator_actor(), rubric=rubric, n_resamples=500)

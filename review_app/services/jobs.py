@@ -1,5 +1,5 @@
-"""Background jobs: judge runs and report intervals, run off the page by a worker
-holding a lease.
+"""Background jobs: judge runs and heavy reports, run off the page by a worker holding
+a lease.
 
 A policy owner (or admin) starts a job (:func:`start_judge_job`); it is stored
 ``queued`` with its parameters (rubric, prompt, endpoint NAME, cases: never a key).
@@ -8,12 +8,12 @@ jobs work``) claims it atomically (storage/jobs.py), renews its lease with a
 heartbeat that also records progress, runs it as the person who started it (their
 role is checked again), and honours a Stop (:func:`stop_job`). If the worker dies its
 lease runs out and another worker resumes the job; a judge run asks only the units
-not answered yet, so nothing stored is asked twice. A report-intervals job
-(:data:`REPORT_INTERVALS`, queued by review_app/services/report_store.py when a page
-shows a report's point figures) computes the report's bootstrap intervals and stores
-them in the reports table. Each server runs one worker for judge runs and one for
-report intervals, so intervals never wait behind a long judge run. docs/reference.md,
-"Background jobs" and "Computed reports".
+not answered yet, so nothing stored is asked twice. A report job (:data:`REPORT_JOB`,
+queued by review_app/services/report_store.py when a page shows a report without its
+intervals, or its figures from before the latest change) computes the report for the
+data as it is and stores it in the reports table. Each server runs one worker for
+judge runs and one for reports, so a report never waits behind a long judge run.
+docs/reference.md, "Background jobs" and "Computed reports".
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from storage.models import BackgroundJob
 log = logging.getLogger(__name__)
 
 JUDGE_RUN = "judge_run"
-REPORT_INTERVALS = "report_intervals"
+REPORT_JOB = "report"
 LEASE_SECONDS = 60.0
 """A worker renews its lease every second (every third of a shorter lease); another may
 take the job over once this long passed without a heartbeat."""
@@ -195,7 +195,7 @@ def start_judge_job(
 
 
 def queue_report_job(engine: Engine, actor: Actor, *, parameters: dict[str, Any]) -> JobView:
-    """Queue a report-intervals job for ``parameters`` (report, rubric, parameters, token),
+    """Queue a report job for ``parameters`` (report, rubric, parameters, token),
     unless one with the same parameters is queued or running: then that one. Called by
     review_app/services/report_store.py for the person looking at the report (a policy
     owner or admin); no audit entry (it changes no data, and report keys carry no
@@ -203,18 +203,16 @@ def queue_report_job(engine: Engine, actor: Actor, *, parameters: dict[str, Any]
     actor = authorize(engine, actor, "policy_owner")
     parameters_json = json.dumps(parameters, sort_keys=True)
     with Session(engine) as session:
-        job_storage.lock_job_parameters(
-            session, kind=REPORT_INTERVALS, parameters_json=parameters_json
-        )
+        job_storage.lock_job_parameters(session, kind=REPORT_JOB, parameters_json=parameters_json)
         same = job_storage.unfinished_same(
-            session, kind=REPORT_INTERVALS, parameters_json=parameters_json
+            session, kind=REPORT_JOB, parameters_json=parameters_json
         )
         if same is not None:
             session.rollback()
             return job_status(engine, actor, job_id=same)
         job = job_storage.add_job(
             session,
-            kind=REPORT_INTERVALS,
+            kind=REPORT_JOB,
             parameters_json=parameters_json,
             created_by=actor.name,
             created_by_id=actor.reviewer_id,
@@ -227,11 +225,11 @@ def queue_report_job(engine: Engine, actor: Actor, *, parameters: dict[str, Any]
 def latest_report_job(
     engine: Engine, actor: Actor, *, parameters: dict[str, Any]
 ) -> tuple[int, str, str | None] | None:
-    """``(id, status, error)`` of the newest report-intervals job with ``parameters``."""
+    """``(id, status, error)`` of the newest report job with ``parameters``."""
     authorize(engine, actor, "policy_owner")
     with Session(read_only(engine)) as session:
         return job_storage.latest_same(
-            session, kind=REPORT_INTERVALS, parameters_json=json.dumps(parameters, sort_keys=True)
+            session, kind=REPORT_JOB, parameters_json=json.dumps(parameters, sort_keys=True)
         )
 
 
@@ -423,7 +421,7 @@ def _execute(engine: Engine, view: JobView, *, owner: str, lease_seconds: float)
     if view.status == "stopping":  # stop requested, then its worker died
         finish("stopped")
         return
-    if view.kind == REPORT_INTERVALS:
+    if view.kind == REPORT_JOB:
         _execute_report_job(engine, view, owner=owner, lease_seconds=lease_seconds)
         return
     if view.kind != JUDGE_RUN:
@@ -452,7 +450,7 @@ def _execute(engine: Engine, view: JobView, *, owner: str, lease_seconds: float)
 
 
 def _execute_report_job(engine: Engine, view: JobView, *, owner: str, lease_seconds: float) -> None:
-    from review_app.services.report_store import compute_report_intervals
+    from review_app.services.report_store import compute_report
 
     def finish(status: str, **values: Any) -> None:
         with Session(engine) as session:
@@ -463,9 +461,7 @@ def _execute_report_job(engine: Engine, view: JobView, *, owner: str, lease_seco
     with _Beat(engine, view.id, owner, lease_seconds) as beat:
         beat.progress(0, 1)
         try:
-            result = compute_report_intervals(
-                engine, _job_actor(engine, view), parameters=view.parameters
-            )
+            result = compute_report(engine, _job_actor(engine, view), parameters=view.parameters)
         except (InputError, NotFound, PermissionDenied) as error:
             finish("failed", error=str(error), done=0, total=1)
             return
@@ -532,9 +528,9 @@ _process_worker: dict[str, threading.Thread] = {}
 _process_worker_lock = threading.Lock()
 
 
-WORKER_KINDS = {"judge runs": (JUDGE_RUN,), "report intervals": (REPORT_INTERVALS,)}
-"""The process's worker threads and the job kinds each claims: report intervals never
-wait behind a judge run of several hours."""
+WORKER_KINDS = {"judge runs": (JUDGE_RUN,), "reports": (REPORT_JOB,)}
+"""The process's worker threads and the job kinds each claims: a report never waits
+behind a judge run of several hours."""
 
 
 def start_process_worker(engine: Engine, *, url: str, lease_seconds: float = LEASE_SECONDS) -> bool:

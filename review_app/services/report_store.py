@@ -3,23 +3,27 @@
 The agreement dashboard, the judge calibration report, the drift report, a run's
 break-rate estimate and coverage curve, the disagreement queue and the few-shot
 material read every label, gold label or verdict of a rubric version: at team scale
-(100,000 conversations) seconds to a minute with their bootstrap intervals. Each is
-stored in the reports table (storage/reports.py) under its key (kind, rubric version,
-parameters) with the *data token* it was computed for: the counts and highest ids of
-the labels, gold labels, verdicts and audit samples it reads, the cases' import stamp,
-the rubric's content hash (and the version before's, where the report compares the
-two) and a hash of the code computing it. A reader whose current token matches gets the
-stored report; otherwise it computes the report, stores it (replacing the row) and
-returns it. Every call checks the actor first (policy owners and admins).
+(100,000 conversations) seconds to a minute. Each is stored in the reports table
+(storage/reports.py) under its key (kind, rubric version, parameters) with the *data
+token* it was computed for: the counts and highest ids of the labels, gold labels,
+verdicts and audit samples it reads, the cases' import stamp, the rubric's content hash
+(and the version before's, where the report compares the two) and a hash of the code
+computing it. Every call checks the actor first (policy owners and admins).
 
-Reports with bootstrap intervals (agreement, judge report, drift) come in two rows: the
-point figures (0 resamples, quick) and the figures with intervals. A page gets the
-figures with intervals when they are stored for the current token; else, on a small
-database (at most :data:`INLINE_ROWS_ENV` rows read, default
-:data:`DEFAULT_INLINE_ROWS`), it computes them at once; else it gets the point figures
-and a report-intervals background job (review_app/services/jobs.py) is queued, one per
-key and token, which computes and stores the intervals; :func:`intervals_ready` tells
-the page when to draw again. docs/reference.md, "Computed reports".
+A page gets the stored report when its token is current. Otherwise:
+
+- computed at once, when computing it last took at most :data:`WAIT_SECONDS_ENV`
+  (default 2 s), or, never computed, it has no intervals or reads at most
+  :data:`INLINE_ROWS_ENV` rows (default 5,000);
+- else, for a report with bootstrap intervals (agreement, judge report, drift): its
+  point figures (0 resamples) at once, and a report job (review_app/services/jobs.py,
+  one per key and token) computes and stores the figures with intervals;
+- else, when the point figures were slow too and the report is one a page only reads:
+  the figures last computed (``stale``, from before the change) while a report job
+  computes the current ones.
+
+:func:`intervals_ready` tells a waiting page when to draw again. docs/reference.md,
+"Computed reports".
 """
 
 from __future__ import annotations
@@ -66,10 +70,14 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-INLINE_ROWS_ENV = "REVIEW_APP_INLINE_INTERVAL_ROWS"
+INLINE_ROWS_ENV = "REVIEW_APP_REPORT_INLINE_ROWS"
 DEFAULT_INLINE_ROWS = 5_000
-"""A report reading at most this many labels, gold labels and verdicts gets its
-intervals at once (well under a second); a larger one in the background."""
+"""A report never computed before that reads at most this many labels, gold labels and
+verdicts gets its intervals at once (well under a second); a larger one its point
+figures at once and its intervals from a background job."""
+WAIT_SECONDS_ENV = "REVIEW_APP_REPORT_WAIT_SECONDS"
+DEFAULT_WAIT_SECONDS = 2.0
+"""A page computes a report at once when computing it last took at most this long."""
 
 AGREEMENT = "agreement"
 JUDGE_REPORT = "judge_report"
@@ -174,6 +182,9 @@ class _Kind:
     ``audit`` (audit samples), ``previous`` (the version before, compared side by side)."""
     resamples: int | None
     """The bootstrap resamples of the figures with intervals; ``None``: it has none."""
+    stale_ok: bool
+    """Whether a page may show its figures from before the latest change while a job
+    computes the current ones (reports a page only reads; not a queue it works through)."""
     compute: Callable[[Engine, Actor, Rubric, Rubric | None, dict[str, Any], int], Any]
 
 
@@ -278,13 +289,13 @@ def _few_shot(
 
 
 KINDS: dict[str, _Kind] = {
-    AGREEMENT: _Kind(frozenset({"previous"}), 500, _agreement),
-    JUDGE_REPORT: _Kind(frozenset({"judge", "previous"}), 500, _judge),
-    DRIFT: _Kind(frozenset({"judge"}), 300, _drift),
-    ESTIMATE: _Kind(frozenset({"judge", "audit"}), None, _estimate),
-    COVERAGE: _Kind(frozenset({"judge", "audit"}), None, _coverage),
-    DISAGREEMENTS: _Kind(frozenset(), None, _disagreements),
-    FEW_SHOT: _Kind(frozenset({"judge"}), None, _few_shot),
+    AGREEMENT: _Kind(frozenset({"previous"}), 500, True, _agreement),
+    JUDGE_REPORT: _Kind(frozenset({"judge", "previous"}), 500, True, _judge),
+    DRIFT: _Kind(frozenset({"judge"}), 300, True, _drift),
+    ESTIMATE: _Kind(frozenset({"judge", "audit"}), None, True, _estimate),
+    COVERAGE: _Kind(frozenset({"judge", "audit"}), None, True, _coverage),
+    DISAGREEMENTS: _Kind(frozenset(), None, False, _disagreements),
+    FEW_SHOT: _Kind(frozenset({"judge"}), None, True, _few_shot),
 }
 """Report kind -> what it reads, its bootstrap resamples, how it is computed."""
 
@@ -328,7 +339,37 @@ def _fetch(engine: Engine, key: str, token: str) -> str | None:
     return payload
 
 
-def _store(engine: Engine, kind: str, rubric: Rubric, key: str, token: str, value: Any) -> None:
+_MISSING = object()
+
+
+def _read(engine: Engine, key: str, token: str) -> Any:
+    """The report stored for ``key`` and ``token``, else :data:`_MISSING`."""
+    payload = _fetch(engine, key, token)
+    if payload is None:
+        return _MISSING
+    try:
+        return decode_report(payload)
+    except (KeyError, TypeError, ValueError):  # not readable: computed again
+        log.warning("report %s could not be read back; computing it again", key)
+        return _MISSING
+
+
+def _computed(
+    engine: Engine,
+    actor: Actor,
+    *,
+    kind: str,
+    rubric: Rubric,
+    previous: Rubric | None,
+    parameters: dict[str, Any],
+    resamples: int,
+    key: str,
+    token: str,
+) -> Any:
+    """Compute the report and store it for ``token`` (replacing the row of ``key``)."""
+    started = time.perf_counter()
+    value = KINDS[kind].compute(engine, actor, rubric, previous, parameters, resamples)
+    seconds = time.perf_counter() - started
     payload = encode_report(value)
     try:
         with Session(engine) as session:
@@ -340,61 +381,56 @@ def _store(engine: Engine, kind: str, rubric: Rubric, key: str, token: str, valu
                 rubric_version=rubric.version,
                 token=token,
                 payload_json=payload,
+                seconds=round(seconds, 3),
                 now=datetime.now(UTC),
             )
             session.commit()
     except DatabaseBusy:  # the report is right; the next reader computes it again
         log.warning("report %s not stored: the database is busy", key)
     _remember(engine, key, token, payload)
-
-
-def _stored_or_computed(
-    engine: Engine,
-    actor: Actor,
-    *,
-    kind: str,
-    rubric: Rubric,
-    previous: Rubric | None,
-    parameters: dict[str, Any],
-    resamples: int,
-    token: str,
-) -> Any:
-    spec = KINDS[kind]
-    shown = dict(parameters) if spec.resamples is None else {**parameters, "resamples": resamples}
-    key = report_key(kind, rubric.ref, shown)
-    payload = _fetch(engine, key, token)
-    if payload is not None:
-        try:
-            return decode_report(payload)
-        except (KeyError, TypeError, ValueError):  # stored by other code: compute again
-            log.warning("report %s could not be read back; computing it again", key)
-    value = spec.compute(engine, actor, rubric, previous, parameters, resamples)
-    _store(engine, kind, rubric, key, token, value)
     return value
 
 
 def inline_rows() -> int:
-    """Reports reading at most this many rows get their intervals at once."""
+    """A report never computed before gets its intervals at once when it reads at most
+    this many labels, gold labels and verdicts."""
     given = os.environ.get(INLINE_ROWS_ENV, "").strip()
     return int(given) if given else DEFAULT_INLINE_ROWS
 
 
+def wait_seconds() -> float:
+    """A page computes a report at once when computing it took at most this long last
+    time."""
+    given = os.environ.get(WAIT_SECONDS_ENV, "").strip()
+    return float(given) if given else DEFAULT_WAIT_SECONDS
+
+
 @dataclass(frozen=True)
 class Shown(Generic[T]):
-    """A report as a page shows it, and where its intervals stand."""
+    """A report as a page shows it, and whether newer figures are on their way."""
 
     value: T
-    intervals: str
-    """``shown`` (the value has them), ``computing`` (a background job computes them;
-    the value has point figures only), ``failed`` (that job failed: ``error`` says
-    why) or ``none`` (this kind of report has no bootstrap intervals)."""
+    status: str
+    """``current``: the figures of the data as it is (with intervals, for reports that
+    have them). ``computing``: the point figures of the data as it is; a background job
+    computes the intervals. ``stale``: the figures computed at ``computed_at``, before
+    the latest change of the data; a background job computes the current ones.
+    ``failed``: the point figures; the job computing the intervals failed (``error``)."""
     waiting: dict[str, Any] | None = None
-    """While ``computing``: the job's parameters, for :func:`intervals_ready`."""
+    """While ``computing`` or ``stale``: the job's parameters, for :func:`intervals_ready`."""
     error: str | None = None
+    computed_at: datetime | None = None
 
     @property
-    def computing(self) -> bool:
-        return self.intervals == "computing"
+    def pending(self) -> bool:
+        return self.status in ("computing", "stale")
+
+
+def _code_of(token: str) -> str | None:
+    try:
+        return str(json.loads(token)["code"])
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def _shown(
@@ -406,35 +442,90 @@ def _shown(
     previous: Rubric | None = None,
     parameters: dict[str, Any] | None = None,
 ) -> Shown[Any]:
+    """The report for the page: the stored one if it is current; else computed at once if
+    that was quick (or, never computed, the data is small); else the point figures now
+    and the intervals from a job; else, for a report a page only reads, the figures last
+    computed while a job computes the current ones."""
     from review_app.services import jobs
 
     actor = authorize(engine, actor, "policy_owner")
     spec = KINDS[kind]
     parameters = parameters or {}
     token, rows = _data_token(engine, rubric=rubric, previous=previous, reads=spec.reads)
+    full = spec.resamples or 0
+    full_key = _key_of(kind, rubric.ref, parameters, spec.resamples)
+    point_key = _key_of(kind, rubric.ref, parameters, 0) if spec.resamples else None
 
-    def stored_or_computed(resamples: int) -> Any:
-        return _stored_or_computed(
+    def computed(resamples: int, key: str) -> Any:
+        return _computed(
             engine, actor, kind=kind, rubric=rubric, previous=previous,
-            parameters=parameters, resamples=resamples, token=token,
+            parameters=parameters, resamples=resamples, key=key, token=token,
         )  # fmt: skip
 
-    if spec.resamples is None:
-        return Shown(stored_or_computed(0), "none")
-    full_key = report_key(kind, rubric.ref, {**parameters, "resamples": spec.resamples})
-    if rows <= inline_rows() or _fetch(engine, full_key, token) is not None:
-        return Shown(stored_or_computed(spec.resamples), "shown")
-    point = stored_or_computed(0)
+    found = _read(engine, full_key, token)
+    if found is not _MISSING:
+        return Shown(found, "current")
+    with Session(read_only(engine)) as session:
+        last = reports.latest_reports(session, keys=[k for k in (full_key, point_key) if k])
+    budget = wait_seconds()
+    last_full, last_point = last.get(full_key), last.get(point_key or "")
+    quick = (
+        last_full.seconds <= budget
+        if last_full is not None
+        else spec.resamples is None or rows <= inline_rows()
+    )
+    if quick:
+        return Shown(computed(full, full_key), "current")
+
     waiting = {"report": kind, "rubric": rubric.ref, "parameters": parameters, "token": token}
     latest = jobs.latest_report_job(engine, actor, parameters=waiting)
     if latest is not None and latest[1] in ("failed", "stopped"):
         error = latest[2] or f"job {latest[0]} was stopped"
+        if point_key is None:
+            return Shown(computed(full, full_key), "current")
+        point = _read(engine, point_key, token)
+        if point is _MISSING:
+            point = computed(0, point_key)
         return Shown(point, "failed", error=error)
-    if latest is None or latest[1] == "done":
-        # none yet, or one that stored its figures for another token (the data changed
-        # while it ran) or lost them to an older write: one more job
-        jobs.queue_report_job(engine, actor, parameters=waiting)
+
+    def job() -> None:
+        if latest is None or latest[1] == "done":
+            # none yet, or one that stored its report for a later token (the data
+            # changed while it ran) or lost it to an older write: one more
+            jobs.queue_report_job(engine, actor, parameters=waiting)
+
+    if point_key is not None:
+        point = _read(engine, point_key, token)
+        if point is not _MISSING:
+            job()
+            return Shown(point, "computing", waiting=waiting)
+    older = last_full or last_point
+    if (
+        spec.stale_ok
+        and older is not None
+        and (last_point is None or last_point.seconds > budget)
+        and _code_of(older.token) == code_version()
+    ):
+        try:
+            value = decode_report(older.payload_json)
+        except (KeyError, TypeError, ValueError):
+            value = _MISSING
+        if value is not _MISSING:
+            job()
+            return Shown(value, "stale", waiting=waiting, computed_at=older.computed_at)
+    if point_key is None:
+        return Shown(computed(full, full_key), "current")
+    point = computed(0, point_key)
+    job()
     return Shown(point, "computing", waiting=waiting)
+
+
+def _key_of(kind: str, rubric: str, parameters: dict[str, Any], resamples: int | None) -> str:
+    return report_key(
+        kind,
+        rubric,
+        dict(parameters) if resamples is None else {**parameters, "resamples": resamples},
+    )
 
 
 # --- what the pages ask for ----------------------------------------------------------------
@@ -459,9 +550,11 @@ def drift(engine: Engine, actor: Actor, *, rubric: Rubric) -> Shown[dict[str, An
     return _shown(engine, actor, kind=DRIFT, rubric=rubric)
 
 
-def run_estimate(engine: Engine, actor: Actor, *, rubric: Rubric, run_id: int) -> dict[str, Any]:
+def run_estimate(
+    engine: Engine, actor: Actor, *, rubric: Rubric, run_id: int
+) -> Shown[dict[str, Any]]:
     """One run's break rate (PPI++, no bootstrap)."""
-    return _shown(engine, actor, kind=ESTIMATE, rubric=rubric, parameters={"run": run_id}).value
+    return _shown(engine, actor, kind=ESTIMATE, rubric=rubric, parameters={"run": run_id})
 
 
 def run_coverage(
@@ -473,38 +566,36 @@ def run_coverage(
     delta: float,
     alphas: list[float],
     min_units: int = 30,
-) -> dict[str, Any]:
+) -> Shown[dict[str, Any]]:
     """Coverage against alpha for one run (the judge page's dial)."""
     parameters = {"run": run_id, "delta": delta, "alphas": list(alphas), "min_units": min_units}
-    return _shown(engine, actor, kind=COVERAGE, rubric=rubric, parameters=parameters).value
+    return _shown(engine, actor, kind=COVERAGE, rubric=rubric, parameters=parameters)
 
 
 def open_disagreements(
     engine: Engine, actor: Actor, *, rubric: Rubric, include_adjudicated: bool = False
 ) -> list[DisagreementUnit]:
-    """The disagreement queue (review_app/services/adjudication.py)."""
+    """The disagreement queue (review_app/services/adjudication.py): always current (the
+    adjudication page moves through it)."""
     parameters = {"include_adjudicated": include_adjudicated}
     return _shown(engine, actor, kind=DISAGREEMENTS, rubric=rubric, parameters=parameters).value
 
 
 def run_few_shot(
     engine: Engine, actor: Actor, *, rubric: Rubric, run_id: int
-) -> list[dict[str, Any]]:
+) -> Shown[list[dict[str, Any]]]:
     """Adjudicated contrasting examples for the next prompt version of a run."""
-    return _shown(engine, actor, kind=FEW_SHOT, rubric=rubric, parameters={"run": run_id}).value
+    return _shown(engine, actor, kind=FEW_SHOT, rubric=rubric, parameters={"run": run_id})
 
 
 def intervals_ready(engine: Engine, actor: Actor, *, waiting: dict[str, Any]) -> bool:
-    """Whether a page waiting for intervals (:attr:`Shown.waiting`) should draw again:
-    they are stored for its token, or their job ended (done elsewhere, or failed)."""
+    """Whether a page waiting for a report (:attr:`Shown.waiting`) should draw again: it
+    is stored for the awaited token, or its job ended (done elsewhere, or failed)."""
     from review_app.services import jobs
 
     actor = authorize(engine, actor, "policy_owner")
-    kind = waiting["report"]
-    spec = KINDS[kind]
-    key = report_key(
-        kind, str(waiting["rubric"]), {**waiting["parameters"], "resamples": spec.resamples}
-    )
+    kind = str(waiting["report"])
+    key = _key_of(kind, str(waiting["rubric"]), waiting["parameters"], KINDS[kind].resamples)
     with Session(read_only(engine)) as session:
         if reports.has_report(session, key=key, token=waiting["token"]):
             return True
@@ -512,30 +603,28 @@ def intervals_ready(engine: Engine, actor: Actor, *, waiting: dict[str, Any]) ->
     return latest is not None and latest[1] in ("done", "failed", "stopped")
 
 
-def compute_report_intervals(
-    engine: Engine, actor: Actor, *, parameters: dict[str, Any]
-) -> dict[str, Any]:
-    """The report-intervals job's work: the report named by ``parameters`` (``report``,
-    ``rubric``, ``parameters``) with its intervals, for the data as it is now, stored
-    unless it is already. Returns what the job records as its result."""
+def compute_report(engine: Engine, actor: Actor, *, parameters: dict[str, Any]) -> dict[str, Any]:
+    """A report job's work: the report named by ``parameters`` (``report``, ``rubric``,
+    ``parameters``), with its intervals, for the data as it is now, stored unless it is
+    already. Returns what the job records as its result."""
     from review_app.services.rubric_catalog import sync_rubrics
 
     actor = authorize(engine, actor, "policy_owner")
     kind = str(parameters.get("report"))
     spec = KINDS.get(kind)
-    resamples = None if spec is None else spec.resamples
-    if spec is None or resamples is None:
-        raise InputError(f"no report with intervals called {kind!r}")
+    if spec is None:
+        raise InputError(f"no report called {kind!r}")
     known = sync_rubrics(engine, actor)
     rubric = known.for_reports(str(parameters["rubric"]))
     previous = known.previous_of(rubric) if "previous" in spec.reads else None
+    given = dict(parameters["parameters"])
     token, _ = _data_token(engine, rubric=rubric, previous=previous, reads=spec.reads)
-    started = time.perf_counter()
-    key = report_key(kind, rubric.ref, {**parameters["parameters"], "resamples": resamples})
+    key = _key_of(kind, rubric.ref, given, spec.resamples)
     if _fetch(engine, key, token) is not None:
         return {"key": key, "computed": False, "seconds": 0.0}
-    _stored_or_computed(
-        engine, actor, kind=kind, rubric=rubric, previous=previous,
-        parameters=dict(parameters["parameters"]), resamples=resamples, token=token,
+    started = time.perf_counter()
+    _computed(
+        engine, actor, kind=kind, rubric=rubric, previous=previous, parameters=given,
+        resamples=spec.resamples or 0, key=key, token=token,
     )  # fmt: skip
     return {"key": key, "computed": True, "seconds": round(time.perf_counter() - started, 3)}

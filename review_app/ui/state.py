@@ -300,7 +300,7 @@ def drift(ref: str) -> Shown[dict[str, Any]]:
 ROUTE_ALPHAS = (0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3)
 
 
-def coverage(ref: str, run_id: int, delta: float) -> dict[str, Any]:
+def coverage(ref: str, run_id: int, delta: float) -> Shown[dict[str, Any]]:
     """Coverage against alpha for one run (the judge page's dial)."""
     return report_store.run_coverage(
         engine(),
@@ -313,25 +313,24 @@ def coverage(ref: str, run_id: int, delta: float) -> dict[str, Any]:
     )
 
 
-def estimate(ref: str, run_id: int) -> dict[str, Any]:
-    """The judge page's break rate of one run (PPI++), recomputed when labels, gold, runs
-    or audit samples change: it reads every verdict of the run (hundreds of thousands at
-    team scale), too slow for every rerun."""
+def estimate(ref: str, run_id: int) -> Shown[dict[str, Any]]:
+    """The judge page's break rate of one run (PPI++): it reads every verdict of the run
+    (hundreds of thousands at team scale), too slow for every rerun."""
     return report_store.run_estimate(
         engine(), actor(), rubric=catalog().for_reports(ref), run_id=run_id
     )
 
 
-def few_shot(ref: str, run_id: int) -> list[dict[str, Any]]:
-    """The judge page's few-shot examples for a run, recomputed when labels, gold or runs
-    change (they read every label and gold label of the version)."""
+def few_shot(ref: str, run_id: int) -> Shown[list[dict[str, Any]]]:
+    """The judge page's few-shot examples for a run (they read every label and gold label
+    of the version)."""
     return report_store.run_few_shot(
         engine(), actor(), rubric=catalog().for_reports(ref), run_id=run_id
     )
 
 
 def intervals_ready(waiting: dict[str, Any]) -> bool:
-    """Whether the intervals a page waits for are stored (or their job ended)."""
+    """Whether the report a page waits for is stored (or its job ended)."""
     return report_store.intervals_ready(engine(), actor(), waiting=waiting)
 
 

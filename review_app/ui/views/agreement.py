@@ -34,7 +34,7 @@ st.caption(
     f"{gold['in_disagreement']:d} in disagreement · {gold['single_rater']:d} with one reviewer"
 )
 st.subheader(escape(readings.alpha_sentence(report)))
-common.intervals_notice(shown, drift_shown)
+common.report_notice(shown, drift_shown)
 
 if report.get("carried_units"):
     st.caption(

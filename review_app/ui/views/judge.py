@@ -64,7 +64,7 @@ st.caption(
     f"{gold['unanimous']:d} unanimous); without gold: {gold['in_disagreement']:d} in "
     f"disagreement, {gold['single_rater']:d} with one reviewer."
 )
-common.intervals_notice(shown, drift_shown)
+notice = st.container()  # filled at the end, once every report of the page is read
 carried = report.get("carried_units") or {}
 if carried.get("labels") or carried.get("gold_labels"):
     st.caption(
@@ -93,6 +93,8 @@ if not report["runs"]:
         "No judge runs for this rubric version yet: import verdicts above, or run "
         "`review-app judge run`."
     )
+    with notice:
+        common.report_notice(shown, drift_shown)
     st.stop()
 
 names = [run["name"] for run in report["runs"]]
@@ -106,7 +108,8 @@ st.session_state["judge_newest_run"] = newest["id"]
 st.selectbox("Judge run", names, key="judge_run")
 run = next(r for r in report["runs"] if r["name"] == st.session_state["judge_run"])
 
-estimate = state.estimate(rubric.ref, run["id"])
+estimate_shown = state.estimate(rubric.ref, run["id"])
+estimate = estimate_shown.value
 vs_gold = run.get("vs_gold") or {}
 alt_test = run.get("alt_test") or {}
 card = readings.decision_card(alt_test=alt_test, estimate=estimate)
@@ -177,7 +180,8 @@ left.select_slider(
 right.select_slider(
     "delta: chance the guarantee fails", options=[0.01, 0.05, 0.1, 0.2], key="judge_route_delta"
 )
-curve = state.coverage(rubric.ref, run["id"], st.session_state["judge_route_delta"])
+curve_shown = state.coverage(rubric.ref, run["id"], st.session_state["judge_route_delta"])
+curve = curve_shown.value
 chosen_alpha = st.session_state["judge_route_alpha"]
 point = next(p for p in curve["points"] if p["alpha"] == chosen_alpha)
 if point["thresholds"][0] is None:
@@ -330,7 +334,8 @@ if len(rows) > common.FIRST_ROWS:
     )
 
 st.subheader("Few-shot material for the next prompt version")
-examples = state.few_shot(rubric.ref, run["id"])
+examples_shown = state.few_shot(rubric.ref, run["id"])
+examples = examples_shown.value
 st.caption(f"{len(examples)} adjudicated contrasting examples (pass / fail / borderline).")
 st.download_button(
     "Download examples (JSON)",
@@ -339,3 +344,5 @@ st.download_button(
     mime="application/json",
     key="judge_few_shot",
 )
+with notice:
+    common.report_notice(shown, drift_shown, estimate_shown, curve_shown, examples_shown)

@@ -5,7 +5,7 @@ Revises: 0016
 Create Date: 2026-12-09
 
 One row per report key (kind, rubric version, parameters): the data token it was
-computed for, its payload (JSON) and when it was computed. Every server reads it before
+computed for, its payload (JSON), how long computing it took and when. Every server reads it before
 computing a report again, and replaces it when the token changed
 (review_app/services/report_store.py, storage/reports.py). An index on the cases'
 import time keeps the cases' part of that token cheap.
@@ -32,6 +32,7 @@ def upgrade() -> None:
     sa.Column('rubric_version', sa.Integer(), nullable=False),
     sa.Column('token', sa.Text(), nullable=False),
     sa.Column('payload_json', sa.Text(), nullable=False),
+    sa.Column('seconds', sa.Float(), nullable=False),
     sa.Column('computed_at', sqlmodel.sql.sqltypes.UTCDateTime(), nullable=False),
     sa.PrimaryKeyConstraint('key')
     )
