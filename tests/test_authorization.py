@@ -617,7 +617,7 @@ EXEMPT: dict[str, str] = {
     "jobs.worker_name": "no data: this worker's lease owner name",
     "jobs.run_worker": "the worker: runs each job as the person who started it, authorized "
     "again by the job's services",
-    "jobs.start_process_worker": "starts this process's worker threads (run_worker)",
+    "jobs.start_process_worker": "starts this process's worker thread (run_worker)",
     "people.actor_for_job": "issues the actor of a stored job's creator to the worker; "
     "authorize still checks their current role",
 }

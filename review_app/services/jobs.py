@@ -12,7 +12,8 @@ not answered yet, so nothing stored is asked twice. A report job (:data:`REPORT_
 queued by review_app/services/report_store.py when a page shows a report without its
 intervals, or its figures from before the latest change) computes the report for the
 data as it is and stores it in the reports table. Each server runs one worker for
-judge runs and one for reports, so a report never waits behind a long judge run.
+judge runs (a thread) and one for reports (a child process: review_app/ui/launch.py), so
+a report never waits behind a long judge run nor slows the pages down.
 docs/reference.md, "Background jobs" and "Computed reports".
 """
 
@@ -528,31 +529,33 @@ _process_worker: dict[str, threading.Thread] = {}
 _process_worker_lock = threading.Lock()
 
 
-WORKER_KINDS = {"judge runs": (JUDGE_RUN,), "reports": (REPORT_JOB,)}
-"""The process's worker threads and the job kinds each claims: a report never waits
-behind a judge run of several hours."""
-
-
-def start_process_worker(engine: Engine, *, url: str, lease_seconds: float = LEASE_SECONDS) -> bool:
-    """Start this process's worker threads for the database at ``url`` once (daemon
-    threads, one per entry of :data:`WORKER_KINDS`: they live as long as the server
-    process, across page reruns and reloads). Whether they were started by this call."""
+def start_process_worker(
+    engine: Engine,
+    *,
+    url: str,
+    lease_seconds: float = LEASE_SECONDS,
+    kinds: Sequence[str] = (JUDGE_RUN,),
+) -> bool:
+    """Start this process's worker thread for jobs of ``kinds`` on the database at ``url``
+    once (a daemon thread: it lives as long as the process, across page reruns and
+    reloads). Whether it was started by this call. ``serve`` runs one for judge runs (they
+    wait on the endpoint, not the processor); report jobs compute for seconds to minutes
+    in Python, so ``serve`` runs their worker in a child process
+    (review_app/ui/launch.py), where it does not slow the pages down."""
+    name = f"{url} {','.join(kinds)}"
     with _process_worker_lock:
-        started = False
-        for name, kinds in WORKER_KINDS.items():
-            thread = _process_worker.get(f"{url} {name}")
-            if thread is not None and thread.is_alive():
-                continue
-            thread = threading.Thread(
-                target=_worker_forever,
-                args=(engine, lease_seconds, kinds),
-                name=f"review-app-jobs ({name})",
-                daemon=True,
-            )
-            _process_worker[f"{url} {name}"] = thread
-            thread.start()
-            started = True
-        return started
+        thread = _process_worker.get(name)
+        if thread is not None and thread.is_alive():
+            return False
+        thread = threading.Thread(
+            target=_worker_forever,
+            args=(engine, lease_seconds, tuple(kinds)),
+            name=f"review-app-jobs ({', '.join(kinds)})",
+            daemon=True,
+        )
+        _process_worker[name] = thread
+        thread.start()
+        return True
 
 
 def _worker_forever(engine: Engine, lease_seconds: float, kinds: Sequence[str]) -> None:
