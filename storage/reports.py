@@ -30,28 +30,28 @@ def stored_payload(session: Session, *, key: str, token: str) -> str | None:
 
 
 @dataclass(frozen=True)
-class StoredReport:
+class ReportStamp:
+    """Which data a stored report was computed for, how long it took, and when."""
+
     key: str
     token: str
-    payload_json: str
     seconds: float
     computed_at: datetime
 
 
-def latest_reports(session: Session, *, keys: Sequence[str]) -> dict[str, StoredReport]:
-    """The rows of ``keys`` whatever their token (the figures last computed), by key."""
+def report_stamps(session: Session, *, keys: Sequence[str]) -> dict[str, ReportStamp]:
+    """The stamps of the rows of ``keys`` whatever their token (without their payloads)."""
     rows = session.execute(
         sql_select(
             col(ComputedReport.key),
             col(ComputedReport.token),
-            col(ComputedReport.payload_json),
             col(ComputedReport.seconds),
             col(ComputedReport.computed_at),
         ).where(col(ComputedReport.key).in_(list(keys)))
     )
     return {
-        key: StoredReport(key, token, payload, float(seconds), computed_at)
-        for key, token, payload, seconds, computed_at in rows
+        key: ReportStamp(key, token, float(seconds), computed_at)
+        for key, token, seconds, computed_at in rows
     }
 
 

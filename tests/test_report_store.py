@@ -13,12 +13,14 @@ ones; payloads come back from the table as the very objects stored. docs/referen
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -34,7 +36,7 @@ from review_app.services.agreement_reports import DashboardData, dashboard_data
 from review_app.services.demo import load_demo
 from review_app.services.drift import drift_report
 from review_app.services.estimate import break_rate_estimate
-from review_app.services.judge_import import list_judge_runs
+from review_app.services.judge_import import import_verdicts, list_judge_runs
 from review_app.services.judge_report import calibration_report, few_shot_material
 from review_app.services.people import Actor
 from review_app.services.rubric_catalog import sync_rubrics
@@ -163,6 +165,30 @@ def test_a_new_label_changes_the_token_and_the_report_is_computed_again(
         again.value,
         dashboard_data(servers.first, servers.owner, rubric=servers.rubric, n_resamples=500),
     )
+
+
+def test_a_new_verdict_changes_the_token_of_the_reports_that_read_verdicts(
+    servers: Servers, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    s = servers
+    judge_calls = counted(monkeypatch, "calibration_report")
+    agreement_calls = counted(monkeypatch, "dashboard_data")
+    before = report_store.judge_calibration(s.first, s.owner, rubric=s.rubric)
+    report_store.agreement_dashboard(s.first, s.owner, rubric=s.rubric)
+    verdict = {
+        "case_id": CASE, "turn": 2, "judge": "role-judge", "prompt_version": "v1",
+        "model": "gemma-3-270m-it", "label": "in_role", "score": 0.2, "reason": "again",
+    }  # fmt: skip
+    path = tmp_path / "one.jsonl"
+    path.write_text(json.dumps(verdict) + "\n", encoding="utf-8")
+    import_verdicts(s.first, s.owner, path, rubric=s.rubric)  # replaces one verdict
+
+    after = report_store.judge_calibration(s.second, s.owner, rubric=s.rubric)
+    report_store.agreement_dashboard(s.second, s.owner, rubric=s.rubric)
+    assert sum(judge_calls.values()) == 2  # computed again
+    assert sum(agreement_calls.values()) == 1  # reads no verdict: still current
+    same(after.value, calibration_report(s.first, s.owner, rubric=s.rubric, n_resamples=500))
+    assert after.value != before.value
 
 
 def test_a_reviewer_reads_nothing_from_the_table(servers: Servers) -> None:

@@ -190,9 +190,9 @@ class _Kind:
 
 def _data_token(
     engine: Engine, *, rubric: Rubric, previous: Rubric | None, reads: frozenset[str]
-) -> tuple[str, int]:
-    """The token of the data a report reads (text), and how many labels, gold labels and
-    verdicts that is. One read transaction: the parts agree with one another."""
+) -> str:
+    """The token of the data a report reads (text), from one read transaction (its parts
+    agree with one another); a few index searches, milliseconds at team scale."""
     parts: dict[str, Any] = {
         "code": code_version(),
         "evaluator": EVALUATOR_VERSION,
@@ -207,7 +207,7 @@ def _data_token(
                 )
             }
             if "judge" in reads:
-                found["judge"] = storage.judging.judge_token(
+                found["judge"] = storage.judging.verdicts_token(
                     session, rubric_id=version.id, version=version.version
                 )
             return found
@@ -223,9 +223,19 @@ def _data_token(
                 **version_parts(previous),
             }
         parts["cases"] = storage.cases.cases_token(session)
-    labels, gold = parts["labels"][0], parts["labels"][2]
-    verdicts = parts["judge"][2] if "judge" in parts else 0
-    return json.dumps(parts, separators=(",", ":"), sort_keys=True), labels + gold + verdicts
+    return json.dumps(parts, separators=(",", ":"), sort_keys=True)
+
+
+def _rows_read(engine: Engine, *, rubric: Rubric, reads: frozenset[str]) -> int:
+    """How many labels, gold labels and verdicts of the version a report reads."""
+    with Session(read_only(engine)) as session:
+        labels = storage.labels.label_token(session, rubric_id=rubric.id, version=rubric.version)
+        verdicts = (
+            storage.judging.judge_token(session, rubric_id=rubric.id, version=rubric.version)[2]
+            if "judge" in reads
+            else 0
+        )
+    return labels[0] + labels[2] + verdicts
 
 
 # --- the kinds of report -----------------------------------------------------------------
@@ -451,7 +461,7 @@ def _shown(
     actor = authorize(engine, actor, "policy_owner")
     spec = KINDS[kind]
     parameters = parameters or {}
-    token, rows = _data_token(engine, rubric=rubric, previous=previous, reads=spec.reads)
+    token = _data_token(engine, rubric=rubric, previous=previous, reads=spec.reads)
     full = spec.resamples or 0
     full_key = _key_of(kind, rubric.ref, parameters, spec.resamples)
     point_key = _key_of(kind, rubric.ref, parameters, 0) if spec.resamples else None
@@ -465,40 +475,41 @@ def _shown(
     found = _read(engine, full_key, token)
     if found is not _MISSING:
         return Shown(found, "current")
-    with Session(read_only(engine)) as session:
-        last = reports.latest_reports(session, keys=[k for k in (full_key, point_key) if k])
-    budget = wait_seconds()
-    last_full, last_point = last.get(full_key), last.get(point_key or "")
-    quick = (
-        last_full.seconds <= budget
-        if last_full is not None
-        else spec.resamples is None or rows <= inline_rows()
-    )
-    if quick:
-        return Shown(computed(full, full_key), "current")
-
     waiting = {"report": kind, "rubric": rubric.ref, "parameters": parameters, "token": token}
-    latest = jobs.latest_report_job(engine, actor, parameters=waiting)
-    if latest is not None and latest[1] in ("failed", "stopped"):
-        error = latest[2] or f"job {latest[0]} was stopped"
-        if point_key is None:
-            return Shown(computed(full, full_key), "current")
-        point = _read(engine, point_key, token)
-        if point is _MISSING:
-            point = computed(0, point_key)
-        return Shown(point, "failed", error=error)
 
-    def job() -> None:
+    def job_state() -> str | None:
+        """Queue a job for ``waiting`` unless one is queued or running; ``None``, or the
+        error of the one that failed (or was stopped)."""
+        latest = jobs.latest_report_job(engine, actor, parameters=waiting)
+        if latest is not None and latest[1] in ("failed", "stopped"):
+            return latest[2] or f"job {latest[0]} was stopped"
         if latest is None or latest[1] == "done":
             # none yet, or one that stored its report for a later token (the data
             # changed while it ran) or lost it to an older write: one more
             jobs.queue_report_job(engine, actor, parameters=waiting)
+        return None
 
     if point_key is not None:
         point = _read(engine, point_key, token)
         if point is not _MISSING:
-            job()
+            failure = job_state()
+            if failure is not None:
+                return Shown(point, "failed", error=failure)
             return Shown(point, "computing", waiting=waiting)
+    with Session(read_only(engine)) as session:
+        last = reports.report_stamps(session, keys=[k for k in (full_key, point_key) if k])
+    budget = wait_seconds()
+    last_full, last_point = last.get(full_key), last.get(point_key or "")
+    if last_full is not None:
+        quick = last_full.seconds <= budget
+    else:
+        quick = spec.resamples is None or (
+            _rows_read(engine, rubric=rubric, reads=spec.reads) <= inline_rows()
+        )
+    if quick:
+        return Shown(computed(full, full_key), "current")
+    error: str | None = None
+    checked = False
     older = last_full or last_point
     if (
         spec.stale_ok
@@ -506,17 +517,18 @@ def _shown(
         and (last_point is None or last_point.seconds > budget)
         and _code_of(older.token) == code_version()
     ):
-        try:
-            value = decode_report(older.payload_json)
-        except (KeyError, TypeError, ValueError):
-            value = _MISSING
+        value = _read(engine, older.key, older.token)
         if value is not _MISSING:
-            job()
-            return Shown(value, "stale", waiting=waiting, computed_at=older.computed_at)
-    if point_key is None:
+            error, checked = job_state(), True
+            if error is None:
+                return Shown(value, "stale", waiting=waiting, computed_at=older.computed_at)
+    if point_key is None:  # no intervals, and no figures to show meanwhile
         return Shown(computed(full, full_key), "current")
     point = computed(0, point_key)
-    job()
+    if not checked:
+        error = job_state()
+    if error is not None:
+        return Shown(point, "failed", error=error)
     return Shown(point, "computing", waiting=waiting)
 
 
@@ -618,7 +630,7 @@ def compute_report(engine: Engine, actor: Actor, *, parameters: dict[str, Any]) 
     rubric = known.for_reports(str(parameters["rubric"]))
     previous = known.previous_of(rubric) if "previous" in spec.reads else None
     given = dict(parameters["parameters"])
-    token, _ = _data_token(engine, rubric=rubric, previous=previous, reads=spec.reads)
+    token = _data_token(engine, rubric=rubric, previous=previous, reads=spec.reads)
     key = _key_of(kind, rubric.ref, given, spec.resamples)
     if _fetch(engine, key, token) is not None:
         return {"key": key, "computed": False, "seconds": 0.0}
