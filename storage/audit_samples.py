@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlmodel import Session, col
 
 from storage.models import AuditSample, AuditUnit, Event
@@ -112,3 +112,14 @@ def latest_uncertainty_sample(
     )
     session.expunge(sample)
     return sample, {(c, int(t)): float(p) for c, t, p in units}
+
+
+def audit_token(session: Session, *, rubric_id: str, version: int) -> tuple[int, int]:
+    """Changes whenever an audit sample of the rubric version is drawn (samples and
+    their units are written once): ``(samples, highest sample id)``."""
+    row = session.execute(
+        select(func.count(), func.coalesce(func.max(col(AuditSample.id)), 0)).where(
+            col(AuditSample.rubric_id) == rubric_id, col(AuditSample.rubric_version) == version
+        )
+    ).one()
+    return int(row[0]), int(row[1])

@@ -220,6 +220,15 @@ def list_case_summaries(
     return [CaseSummaryRow(*row) for row in session.execute(query)]
 
 
+def cases_token(session: Session) -> tuple[int, str, int]:
+    """Changes whenever cases are imported or replaced: ``(cases, latest import time,
+    highest finding id)`` (a replacement stamps the case's import time and writes its
+    findings again)."""
+    cases = session.execute(select(func.count(), func.max(col(Case.imported_at)))).one()
+    findings = session.execute(select(func.coalesce(func.max(col(Finding.id)), 0))).scalar_one()
+    return int(cases[0]), str(cases[1]), int(findings)
+
+
 def get_case(session: Session, *, case_id: str) -> Case | None:
     return session.get(Case, case_id)
 

@@ -71,6 +71,33 @@ def unfinished_same(session: Session, *, kind: str, parameters_json: str) -> int
     return found
 
 
+def latest_same(
+    session: Session, *, kind: str, parameters_json: str
+) -> tuple[int, str, str | None] | None:
+    """``(id, status, error)`` of the newest job of ``kind`` with exactly these parameters."""
+    found = session.execute(
+        select(BackgroundJob.id, BackgroundJob.status, BackgroundJob.error)
+        .where(
+            col(BackgroundJob.kind) == kind,
+            col(BackgroundJob.parameters_json) == parameters_json,
+        )
+        .order_by(col(BackgroundJob.id).desc())
+        .limit(1)
+    ).first()
+    return None if found is None else (int(found[0]), str(found[1]), found[2])
+
+
+def lock_job_parameters(session: Session, *, kind: str, parameters_json: str) -> None:
+    """Until this transaction ends, no other transaction that takes the same lock can
+    add a job of ``kind`` with these parameters: check with :func:`unfinished_same`, then
+    add. On PostgreSQL a transaction-scoped advisory lock on their hash; SQLite writing
+    transactions are serialised already (``BEGIN IMMEDIATE``)."""
+    if session.get_bind().dialect.name == "postgresql":
+        session.execute(
+            select(func.pg_advisory_xact_lock(func.hashtext(kind + "\n" + parameters_json)))
+        )
+
+
 def _claimable(now: datetime) -> ColumnElement[bool]:
     return or_(
         col(BackgroundJob.status) == "queued",
@@ -82,16 +109,23 @@ def _claimable(now: datetime) -> ColumnElement[bool]:
 
 
 def claim_next(
-    session: Session, *, owner: str, now: datetime, lease_seconds: float
+    session: Session,
+    *,
+    owner: str,
+    now: datetime,
+    lease_seconds: float,
+    kinds: Sequence[str] | None = None,
 ) -> BackgroundJob | None:
-    """The oldest claimable job, now leased to ``owner`` (committed); ``None`` if none.
+    """The oldest claimable job (of ``kinds``), now leased to ``owner`` (committed);
+    ``None`` if none.
 
     A job found ``stopping`` with an expired lease is claimed as it is (the caller
     finishes it as stopped); any other becomes ``running``.
     """
-    candidates = session.exec(
-        select(BackgroundJob.id).where(_claimable(now)).order_by(col(BackgroundJob.id)).limit(8)
-    ).all()
+    query = select(BackgroundJob.id).where(_claimable(now))
+    if kinds:
+        query = query.where(col(BackgroundJob.kind).in_(list(kinds)))
+    candidates = session.exec(query.order_by(col(BackgroundJob.id)).limit(8)).all()
     session.rollback()  # end the reading transaction before the writes
     until = now + timedelta(seconds=lease_seconds)
     for job_id in candidates:

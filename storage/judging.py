@@ -263,6 +263,26 @@ def judge_token(session: Session, *, rubric_id: str, version: int) -> tuple[int,
     return int(runs[0]), str(runs[1]), int(verdict_rows[0]), int(verdict_rows[1])
 
 
+def verdicts_token(session: Session, *, rubric_id: str, version: int) -> list[tuple[int, str, int]]:
+    """Per judge run of the rubric version, ``(id, latest update, highest verdict id)``:
+    changes whenever a run changes or gets verdicts (verdicts are added, or replaced by
+    new rows; those deleted with a replaced case change the cases' import stamp). One
+    index search per run: milliseconds at 700,000 verdicts, where counting them
+    (:func:`judge_token`) takes a third of a second."""
+    highest = (
+        select(func.max(col(JudgeVerdict.id)))
+        .where(col(JudgeVerdict.run_id) == col(JudgeRun.id))
+        .correlate(JudgeRun)
+        .scalar_subquery()
+    )
+    rows = session.execute(
+        select(col(JudgeRun.id), col(JudgeRun.updated_at), func.coalesce(highest, 0))
+        .where(col(JudgeRun.rubric_id) == rubric_id, col(JudgeRun.rubric_version) == version)
+        .order_by(col(JudgeRun.id))
+    )
+    return [(int(run_id), str(updated), int(top)) for run_id, updated, top in rows]
+
+
 def count_errors(session: Session, *, run_id: int, kind: str) -> int:
     """How many verdicts of a run hold an error of ``kind`` (``endpoint`` or ``answer``)."""
     query = select(func.count()).where(

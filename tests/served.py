@@ -73,17 +73,24 @@ def free_port() -> int:
 
 @contextmanager
 def serving(
-    database_url: str, root: Path, *, port: int, user: str | None, auth: str = "local"
+    database_url: str,
+    root: Path,
+    *,
+    port: int,
+    user: str | None,
+    auth: str = "local",
+    repo: Path = REPO,
 ) -> Iterator[tuple[subprocess.Popen[bytes], Path]]:
     """A local-mode server for ``user`` on ``database_url`` (its log in ``root``), stopped
     on exit; ``auth="proxy"``: a server trusting the ``X-Forwarded-User`` header instead
-    (``user`` unused). Waits for nothing: callers choose how (a health request, or only
-    a TCP connect when the first HTTP request is the test's subject)."""
+    (``user`` unused). ``repo``: the checkout whose code it runs (benchmarks compare two).
+    Waits for nothing: callers choose how (a health request, or only a TCP connect when
+    the first HTTP request is the test's subject)."""
     environment = dict(os.environ)
     environment.update(
         {
             "PYTHONPATH": os.pathsep.join(
-                p for p in (str(REPO), environment.get("PYTHONPATH", "")) if p
+                p for p in (str(repo), environment.get("PYTHONPATH", "")) if p
             ),
             "REVIEW_APP_DATABASE_URL": database_url,
             "REVIEW_APP_AUTH": auth,

@@ -42,7 +42,7 @@ from review_app.services.judging import (
 )
 from review_app.services.labels import adjudication, key_events, labeling, labels_io
 from review_app.services.operations import audit, backup, jobs
-from review_app.services.review import agreement_reports, queue
+from review_app.services.review import agreement_reports, queue, report_store
 from review_app.services.rubrics import rubric_carry, rubric_catalog
 from review_app.services.team import people, team
 from review_app.services.team.people import Actor
@@ -276,6 +276,60 @@ GUARDED: dict[str, tuple[Call, str]] = {
     ),
     "prompt_workbench.compare_for_workbench": (
         lambda w, a: prompt_workbench.compare_for_workbench(w.engine, a, rubric=w.rubric),
+        "denied",
+    ),
+    "jobs.queue_report_job": (
+        lambda w, a: jobs.queue_report_job(
+            w.engine, a, parameters={"report": "drift", "rubric": RUBRIC, "parameters": {}}
+        ),
+        "denied",
+    ),
+    "jobs.latest_report_job": (
+        lambda w, a: jobs.latest_report_job(w.engine, a, parameters={"report": "drift"}),
+        "denied",
+    ),
+    "report_store.agreement_dashboard": (
+        lambda w, a: report_store.agreement_dashboard(w.engine, a, rubric=w.rubric),
+        "denied",
+    ),
+    "report_store.judge_calibration": (
+        lambda w, a: report_store.judge_calibration(w.engine, a, rubric=w.rubric),
+        "denied",
+    ),
+    "report_store.drift": (
+        lambda w, a: report_store.drift(w.engine, a, rubric=w.rubric),
+        "denied",
+    ),
+    "report_store.run_estimate": (
+        lambda w, a: report_store.run_estimate(w.engine, a, rubric=w.rubric, run_id=w.run_id),
+        "denied",
+    ),
+    "report_store.run_coverage": (
+        lambda w, a: report_store.run_coverage(
+            w.engine, a, rubric=w.rubric, run_id=w.run_id, delta=0.1, alphas=[0.1]
+        ),
+        "denied",
+    ),
+    "report_store.open_disagreements": (
+        lambda w, a: report_store.open_disagreements(w.engine, a, rubric=w.rubric),
+        "denied",
+    ),
+    "report_store.run_few_shot": (
+        lambda w, a: report_store.run_few_shot(w.engine, a, rubric=w.rubric, run_id=w.run_id),
+        "denied",
+    ),
+    "report_store.intervals_ready": (
+        lambda w, a: report_store.intervals_ready(
+            w.engine,
+            a,
+            waiting={"report": "drift", "rubric": RUBRIC, "parameters": {}, "token": "x"},
+        ),
+        "denied",
+    ),
+    "report_store.compute_report": (
+        lambda w, a: report_store.compute_report(
+            w.engine, a, parameters={"report": "drift", "rubric": RUBRIC, "parameters": {}}
+        ),
         "denied",
     ),
     "jobs.job_status": (lambda w, a: jobs.job_status(w.engine, a, job_id=1), "denied"),
@@ -538,6 +592,11 @@ EXEMPT: dict[str, str] = {
     "endpoints.find_endpoint": "no data: one configured endpoint, for authorized runs",
     "endpoints.endpoint_settings": "no data: an endpoint's settings for authorized runs",
     "endpoints.ensure_local_server": "no data: starts the bundled model's server",
+    "report_store.encode_report": "pure: a report the caller computed, as JSON text",
+    "report_store.decode_report": "pure: the report in JSON text the caller read",
+    "report_store.report_key": "pure: names a report from its kind and parameters",
+    "report_store.inline_rows": "no data: a setting from the environment",
+    "report_store.wait_seconds": "no data: a setting from the environment",
     "jobs.worker_name": "no data: this worker's lease owner name",
     "jobs.run_worker": "the worker: runs each job as the person who started it, authorized "
     "again by the job's services",

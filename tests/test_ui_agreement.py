@@ -665,3 +665,43 @@ def test_recording_the_last_open_unit_says_nothing_is_left(engine: Engine) -> No
         "Nothing to adjudicate: every disagreement has a gold label."
     ]
     assert f"0 open units under {RUBRIC}" in [plain(c.value) for c in at.caption]
+
+
+# --- intervals computed in the background ------------------------------------------------
+
+
+def test_point_figures_first_then_the_intervals_once_their_job_ran(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As on a large database (no intervals at once): the page draws the point figures
+    and says the intervals are being computed; a worker's job stores them and the next
+    run shows them."""
+    from review_app.services.operations.jobs import REPORT_JOB, list_jobs, run_worker
+    from review_app.services.review.readings import alpha_sentence
+    from review_app.services.review.report_store import INLINE_ROWS_ENV
+    from review_app.ui.common import INTERVALS_NOTICE
+
+    monkeypatch.setenv(INLINE_ROWS_ENV, "0")
+    at = open_page("views/agreement.py")
+    rubric = rubric_of(engine)
+    point = agreement_report(engine, operator_actor(), rubric=rubric, n_resamples=0)
+    sentences = [plain(h.value) for h in at.subheader if h.value.startswith("alpha ")]
+    assert sentences == [alpha_sentence(point)]
+    assert "[" not in sentences[0].split(":")[0]  # no interval yet
+    assert [plain(n.value) for n in at.info if "Intervals" in n.value] == [INTERVALS_NOTICE]
+    (pair_table,) = [t.value for t in at.dataframe if "reviewers" in t.value.columns]
+    assert set(pair_table["95% interval"]) == {"—"}
+    # the agreement report and the drift report, one job each
+    queued = list_jobs(engine, operator_actor(), kinds=[REPORT_JOB])
+    assert sorted(job.parameters["report"] for job in queued) == ["agreement", "drift"]
+
+    assert run_worker(engine, until_idle=True, kinds=[REPORT_JOB]) == 2
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    full = agreement_report(engine, operator_actor(), rubric=rubric, n_resamples=500)
+    sentences = [plain(h.value) for h in at.subheader if h.value.startswith("alpha ")]
+    assert sentences == [alpha_sentence(full)]
+    assert sentences[0].startswith(f"alpha {full['krippendorff_alpha']['value']:.2f} [")
+    assert not [notice for notice in at.info if "Intervals" in notice.value]
+    (pair_table,) = [t.value for t in at.dataframe if "reviewers" in t.value.columns]
+    assert "—" not in set(pair_table["95% interval"])

@@ -518,3 +518,57 @@ def test_the_decision_card_heads_the_page_and_draws_the_audit_sample_it_asks_for
     ]
     flashed = [plain(e.value) for kind in ("success", "info", "toast") for e in getattr(at, kind)]
     assert any("20" in text for text in flashed), flashed
+
+
+def test_after_a_change_slow_reports_show_their_last_figures_until_a_job_has_new_ones(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As on a large database where every report is slow: the first visit shows the point
+    figures (intervals from a job); after a new label the page shows the figures last
+    computed, says when they were computed, and the current ones once a job stored them."""
+    from review_app.services.labels.labeling import record_label
+    from review_app.services.operations.jobs import REPORT_JOB, run_worker
+    from review_app.services.review.readings import kappa_sentence
+    from review_app.services.review.report_store import INLINE_ROWS_ENV, WAIT_SECONDS_ENV
+    from review_app.services.team.people import sign_in
+    from review_app.ui.common import INTERVALS_NOTICE
+
+    monkeypatch.setenv(INLINE_ROWS_ENV, "0")
+    monkeypatch.setenv(WAIT_SECONDS_ENV, "0")
+    engine = create_database_engine(database_url)
+    try:
+        at = judge_page()
+        notices = [plain(n.value) for n in at.info if "background" in n.value]
+        assert notices == [INTERVALS_NOTICE]
+        assert run_worker(engine, until_idle=True, kinds=[REPORT_JOB]) == 2  # report, drift
+        at.run()
+        assert not [n for n in at.info if "background" in n.value]
+        decision = [plain(m.value) for m in at.markdown if "Judge kappa" in m.value]
+
+        rubric = sync_rubrics(engine, operator_actor()).get(RUBRIC)
+        ana = sign_in(engine, name="ana", auth_mode="oidc")
+        record_label(
+            engine, ana, case_id="support-delayed-refund-violation", turn=2, rubric=rubric,
+            code="borderline",
+        )  # fmt: skip
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        (stale,) = [plain(n.value) for n in at.info if "background" in n.value]
+        assert re.fullmatch(
+            r"These figures were computed at \d{4}-\d\d-\d\d \d\d:\d\d UTC, before the latest "
+            r"change of labels, gold labels or verdicts; the current ones are being computed in "
+            r"the background and this page shows them by itself when they are ready\.",
+            stale,
+        )
+        assert [plain(m.value) for m in at.markdown if "Judge kappa" in m.value] == decision
+        # the judge report, the drift report, the estimate, the coverage and the examples
+        assert run_worker(engine, until_idle=True, kinds=[REPORT_JOB]) == 5
+        at.run()
+        assert not [n for n in at.info if "background" in n.value]
+        current = calibration_report(engine, operator_actor(), rubric=rubric, n_resamples=500)
+        newest = max(current["runs"], key=lambda r: r["id"])
+        assert [plain(m.value) for m in at.markdown if "Judge kappa" in m.value] == [
+            kappa_sentence(newest["vs_gold"]["kappa"], who="Judge kappa")
+        ]
+    finally:
+        engine.dispose()

@@ -1,4 +1,5 @@
-"""``review-app jobs``: background jobs (judge runs) — list them, stop one, run a worker."""
+"""``review-app jobs``: background jobs (judge runs, reports) — list them, stop one, run a
+worker."""
 
 from __future__ import annotations
 
@@ -10,8 +11,9 @@ from review_app.cli.output import print_json, print_listing, terminal_safe
 from review_app.cli.shared import DbOption, JsonOption, open_engine, operator
 
 jobs_app = typer.Typer(
-    help="Background jobs (judge runs started with --background or from the judge page): "
-    "list them (no subcommand), stop one, or run a worker in the foreground.",
+    help="Background jobs (judge runs started with --background or from the judge page, "
+    "reports the agreement and judge pages wait for): list them (no subcommand), stop one, "
+    "or run a worker in the foreground.",
     invoke_without_command=True,
 )
 

@@ -102,7 +102,7 @@ def grouped_rates(
     conversations with replacement; a group's rate in it is its breaks over its units
     among the drawn conversations (undefined when it has none); the interval is the
     percentile interval of those rates (none when the rate is undefined in more than
-    half of the resamples, or the group has no unit).
+    half of the resamples, the group has no unit, or ``n_resamples`` is 0).
     """
     g = np.asarray(groups, dtype=np.int64)
     y = np.asarray(breaks, dtype=np.float64)
@@ -115,7 +115,7 @@ def grouped_rates(
     np.add.at(units, (c, g), 1.0)
     np.add.at(hits, (c, g), y)
     resampled = np.full((n_resamples, n_groups), np.nan)
-    if n_clusters:
+    if n_clusters and n_resamples:
         for start, counts, _ in cluster_draws(
             n_clusters, n_resamples=n_resamples, seed=seed, clusters=None
         ):
@@ -128,7 +128,7 @@ def grouped_rates(
     for k in range(n_groups):
         n = int(units[:, k].sum())
         b = int(hits[:, k].sum())
-        ci = percentile_interval(resampled[:, k])[0] if n else None
+        ci = percentile_interval(resampled[:, k])[0] if n and n_resamples else None
         result.append(
             {
                 "units": n,

@@ -1,13 +1,17 @@
 """What several pages share: their opening (who may see the page, which rubric
-version), a choice where "all" means no filter, and a disagreement's row of links."""
+version), a choice where "all" means no filter, a disagreement's row of links, and the
+sentence saying a report is still being computed in the background."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from review_app.rubrics import Rubric
 from review_app.services.labels.adjudication import DisagreementUnit
+from review_app.services.review.report_store import Shown
 from review_app.services.team.people import Actor
 from review_app.ui import state
 from review_app.ui.safe import code_span, escape
@@ -53,3 +57,44 @@ def disagreement_row(unit: DisagreementUnit, widths: list[int]) -> list[DeltaGen
     cells[1].markdown(", ".join(code_span(code) for code in unit.codes))
     cells[2].caption(", ".join(escape(kind.replace("_", " ")) for kind in unit.kinds))
     return cells
+
+
+REPORT_REFRESH_SECONDS = 3
+"""How often a page waiting for a report computed in the background asks whether it is ready."""
+
+INTERVALS_NOTICE = (
+    "Intervals are being computed in the background; until they are ready the figures "
+    "show without them, and this page adds them by itself."
+)
+
+
+def report_notice(*shown: Shown[Any]) -> None:
+    """One sentence when some of the page's reports are not final: figures from before the
+    latest change, or without their intervals, while a background job computes them (the
+    page draws again by itself once they are stored); or why the intervals could not be
+    computed."""
+    failed = [report.error for report in shown if report.status == "failed"]
+    if failed:
+        st.caption("The intervals could not be computed; the figures show without them.")
+        st.text(str(failed[0]))
+    stale = [r.computed_at for r in shown if r.status == "stale" and r.computed_at is not None]
+    if stale:
+        st.info(
+            f"These figures were computed at {min(stale):%Y-%m-%d %H:%M} UTC, before the latest "
+            "change of labels, gold labels or verdicts; the current ones are being computed "
+            "in the background and this page shows them by itself when they are ready.",
+            icon=":material/hourglass_top:",
+        )
+    elif any(report.status == "computing" for report in shown):
+        st.info(INTERVALS_NOTICE, icon=":material/hourglass_top:")
+    waiting = [report.waiting for report in shown if report.pending and report.waiting]
+    if waiting:
+        _redraw_when_ready(waiting)
+
+
+@st.fragment(run_every=REPORT_REFRESH_SECONDS)
+def _redraw_when_ready(waiting: list[dict[str, Any]]) -> None:
+    # A fragment reruns alone every few seconds; the whole page reruns once one of the
+    # awaited reports is stored (or its job ended).
+    if any(state.intervals_ready(one) for one in waiting):
+        st.rerun(scope="app")

@@ -1,29 +1,72 @@
-"""The ``serve`` process: a background-job worker thread, then Streamlit, in one process.
+"""The ``serve`` process: background-job workers, then Streamlit, in one process.
 
-``review-app serve`` execs ``python -m review_app.ui.launch run app.py ...``: the worker
-(review_app/services/operations/jobs.py) starts with the server, before any browser connects,
-lives across reruns, reloads and sessions, and dies with the process (so its lease
-runs out and another server resumes its job). ``REVIEW_APP_JOB_WORKER=0`` turns it off;
-``REVIEW_APP_JOB_LEASE_SECONDS`` sets its lease (default 60).
+``review-app serve`` execs ``python -m review_app.ui.launch run app.py ...``: the workers
+(review_app/services/operations/jobs.py) start with the server, before any browser connects, live
+across reruns, reloads and sessions, and die with the process (so a lease runs out and
+another server resumes its job). Judge runs are claimed by a thread of this process (they
+wait on the endpoint); report jobs (review_app/services/review/report_store.py: seconds to
+minutes of computing in Python) by a child process, ``python -m review_app.ui.launch
+--report-worker <server pid>``, so that they do not hold the interpreter the pages run
+in; it is started again if it dies, and exits within a second of the server.
+``REVIEW_APP_JOB_WORKER=0`` turns both off; ``REVIEW_APP_JOB_LEASE_SECONDS`` sets their
+lease (default 60).
 """
 
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+import threading
+import time
 
 JOB_WORKER_ENV = "REVIEW_APP_JOB_WORKER"
 JOB_LEASE_ENV = "REVIEW_APP_JOB_LEASE_SECONDS"
+REPORT_WORKER_FLAG = "--report-worker"
+RESTART_SECONDS = 5.0
+
+
+def _lease() -> float:
+    from review_app.services.operations.jobs import LEASE_SECONDS
+
+    return float(os.environ.get(JOB_LEASE_ENV) or LEASE_SECONDS)
+
+
+def _report_worker(server_pid: int) -> None:
+    """The child process: a worker for report jobs, until the server is gone."""
+    from review_app.services.operations.database import database_url, open_database
+    from review_app.services.operations.jobs import REPORT_JOB, start_process_worker
+
+    url = database_url()
+    start_process_worker(open_database(url), url=url, lease_seconds=_lease(), kinds=[REPORT_JOB])
+    while os.getppid() == server_pid:
+        time.sleep(1.0)
+    # The server is gone: leave at once (a report being computed is computed again by
+    # another worker once its lease runs out).
+    os._exit(0)
+
+
+def _keep_report_worker() -> None:
+    """A thread of the server: the report worker's child process, started again if it dies."""
+    while True:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "review_app.ui.launch", REPORT_WORKER_FLAG, str(os.getpid())]
+        )
+        child.wait()
+        time.sleep(RESTART_SECONDS)
 
 
 def main() -> None:
+    if len(sys.argv) == 3 and sys.argv[1] == REPORT_WORKER_FLAG:
+        _report_worker(int(sys.argv[2]))
+        return
     if os.environ.get(JOB_WORKER_ENV, "1") != "0":
         from review_app.services.operations.database import database_url, open_database
-        from review_app.services.operations.jobs import LEASE_SECONDS, start_process_worker
+        from review_app.services.operations.jobs import JUDGE_RUN, start_process_worker
 
         url = database_url()
-        lease = float(os.environ.get(JOB_LEASE_ENV) or LEASE_SECONDS)
-        start_process_worker(open_database(url), url=url, lease_seconds=lease)
+        start_process_worker(open_database(url), url=url, lease_seconds=_lease(), kinds=[JUDGE_RUN])
+        threading.Thread(target=_keep_report_worker, name="report-worker", daemon=True).start()
     from streamlit.web import cli
 
     sys.argv = ["streamlit", *sys.argv[1:]]

@@ -17,21 +17,12 @@ from sqlalchemy import Engine
 from review_app.errors import PermissionDenied
 from review_app.rubrics import Rubric, default_rubrics_dir
 from review_app.services.cases.cases import CaseView, case_fingerprint, load_case_view
-from review_app.services.judging.audit_samples import audited_units
-from review_app.services.judging.drift import drift_report
-from review_app.services.judging.estimate import break_rate_estimate
-from review_app.services.judging.judge_report import calibration_report, few_shot_material
-from review_app.services.judging.runs import judge_token
-from review_app.services.judging.selective import coverage_curve
-from review_app.services.labels.adjudication import DisagreementUnit, disagreement_queue
+from review_app.services.labels.adjudication import DisagreementUnit
 from review_app.services.operations.database import database_url, open_database
-from review_app.services.review.agreement_reports import (
-    DashboardData,
-    confusion_between,
-    dashboard_data,
-    label_token,
-)
+from review_app.services.review import report_store
+from review_app.services.review.agreement_reports import DashboardData, confusion_between
 from review_app.services.review.queue import open_review_work
+from review_app.services.review.report_store import Shown
 from review_app.services.rubrics.rubric_catalog import RubricCatalog, sync_rubrics
 from review_app.services.team.people import Actor, authorize, sign_in
 from review_app.ui import auth
@@ -261,19 +252,14 @@ def rubric_selector() -> Rubric | None:
     return selected
 
 
-@st.cache_data(show_spinner="Computing agreement…", max_entries=16)
-def _dashboard(url: str, ref: str, token: tuple[int, int, int, int], _who: Actor) -> DashboardData:
-    del token  # cache key only: labels are append-only, so a new label changes it
+def dashboard(ref: str) -> Shown[DashboardData]:
+    """The agreement dashboard (review_app/services/review/report_store.py: stored per state of
+    the labels, shared by every server; the actor is checked at every call)."""
     known = catalog()
     rubric = known.for_reports(ref)
-    return dashboard_data(_engine(url), _who, rubric=rubric, previous=known.previous_of(rubric))
-
-
-def dashboard(ref: str) -> DashboardData:
-    """The agreement dashboard; the label token checks the actor before the cache answers."""
-    rubric = catalog().for_reports(ref)
-    who = actor()
-    return _dashboard(database_url(), ref, label_token(engine(), who, rubric=rubric), who)
+    return report_store.agreement_dashboard(
+        engine(), actor(), rubric=rubric, previous=known.previous_of(rubric)
+    )
 
 
 def confusion(ref: str, reviewer_a: str, reviewer_b: str) -> list[dict[str, Any]]:
@@ -286,191 +272,66 @@ def confusion(ref: str, reviewer_a: str, reviewer_b: str) -> list[dict[str, Any]
     )
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
-def _disagreements(
-    url: str, ref: str, token: tuple[int, int, int, int], who: Actor, include_adjudicated: bool
-) -> list[DisagreementUnit]:
-    del token  # cache key only: a new label or gold label changes it
-    return disagreement_queue(
-        _engine(url),
-        who,
+def disagreements(ref: str, *, include_adjudicated: bool = False) -> list[DisagreementUnit]:
+    """The disagreement queue, computed again only when labels or gold labels change."""
+    return report_store.open_disagreements(
+        engine(),
+        actor(),
         rubric=catalog().for_reports(ref),
         include_adjudicated=include_adjudicated,
     )
 
 
-def disagreements(ref: str, *, include_adjudicated: bool = False) -> list[DisagreementUnit]:
-    """The disagreement queue, computed again only when labels or gold labels change."""
-    rubric = catalog().for_reports(ref)
-    return _disagreements(
-        database_url(),
-        ref,
-        label_token(engine(), actor(), rubric=rubric),
-        actor(),
-        include_adjudicated,
-    )
-
-
-@st.cache_data(show_spinner="Computing the calibration report…", max_entries=8)
-def _judge_report(
-    url: str,
-    ref: str,
-    token: tuple[int, int, int, int],
-    runs_token: tuple[int, str, int, int],
-    generation: int,
-    _who: Actor,
-) -> dict[str, Any]:
-    del token, runs_token, generation  # cache keys only
+def judge_report(ref: str) -> Shown[dict[str, Any]]:
+    """The calibration report of every judge run of the version: verdicts stored by the
+    command line or another session show on the next rerun (they change its token)."""
     known = catalog()
     rubric = known.for_reports(ref)
-    return calibration_report(
-        _engine(url), _who, rubric=rubric, n_resamples=500, previous=known.previous_of(rubric)
+    return report_store.judge_calibration(
+        engine(), actor(), rubric=rubric, previous=known.previous_of(rubric)
     )
 
 
-def judge_report(ref: str) -> dict[str, Any]:
-    rubric = catalog().for_reports(ref)
-    who = actor()
-    # Keyed on the labels and on the judge runs, so verdicts stored by the command line
-    # or by another session show on the next rerun. The tokens check the actor first.
-    return _judge_report(
-        database_url(),
-        ref,
-        label_token(engine(), who, rubric=rubric),
-        judge_token(engine(), who, rubric=rubric),
-        st.session_state.get("_judge_generation", 0),
-        who,
-    )
-
-
-@st.cache_data(show_spinner="Computing where the role breaks…", max_entries=8)
-def _drift(
-    url: str,
-    ref: str,
-    token: tuple[int, int, int, int],
-    runs_token: tuple[int, str, int, int],
-    generation: int,
-    _who: Actor,
-) -> dict[str, Any]:
-    del token, runs_token, generation  # cache keys only
-    return drift_report(_engine(url), _who, rubric=catalog().for_reports(ref), n_resamples=300)
-
-
-def drift(ref: str) -> dict[str, Any]:
+def drift(ref: str) -> Shown[dict[str, Any]]:
     """The drift report (gold and every judge run), recomputed when labels or runs change."""
-    rubric = catalog().for_reports(ref)
-    who = actor()
-    return _drift(
-        database_url(),
-        ref,
-        label_token(engine(), who, rubric=rubric),
-        judge_token(engine(), who, rubric=rubric),
-        st.session_state.get("_judge_generation", 0),
-        who,
-    )
+    return report_store.drift(engine(), actor(), rubric=catalog().for_reports(ref))
 
 
 ROUTE_ALPHAS = (0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3)
 
 
-@st.cache_data(show_spinner="Certifying thresholds…", max_entries=16)
-def _coverage(
-    url: str,
-    ref: str,
-    run_id: int,
-    delta: float,
-    token: tuple[int, int, int, int],
-    runs_token: tuple[int, str, int, int],
-    _who: Actor,
-) -> dict[str, Any]:
-    del token, runs_token  # cache keys only
-    rubric = catalog().for_reports(ref)
-    return coverage_curve(
-        _engine(url), _who, rubric=rubric, run_ids=[run_id], delta=delta,
-        alphas=list(ROUTE_ALPHAS), min_units=30,
-    )  # fmt: skip
-
-
-def coverage(ref: str, run_id: int, delta: float) -> dict[str, Any]:
+def coverage(ref: str, run_id: int, delta: float) -> Shown[dict[str, Any]]:
     """Coverage against alpha for one run (the judge page's dial)."""
-    rubric = catalog().for_reports(ref)
-    who = actor()
-    return _coverage(
-        database_url(),
-        ref,
-        run_id,
-        delta,
-        label_token(engine(), who, rubric=rubric),
-        judge_token(engine(), who, rubric=rubric),
-        who,
+    return report_store.run_coverage(
+        engine(),
+        actor(),
+        rubric=catalog().for_reports(ref),
+        run_id=run_id,
+        delta=delta,
+        alphas=list(ROUTE_ALPHAS),
+        min_units=30,
     )
 
 
-@st.cache_data(show_spinner="Estimating the break rate…", max_entries=16)
-def _estimate(
-    url: str,
-    ref: str,
-    run_id: int,
-    token: tuple[int, int, int, int],
-    runs_token: tuple[int, str, int, int],
-    audited: tuple[int, int],
-    generation: int,
-    _who: Actor,
-) -> dict[str, Any]:
-    del token, runs_token, audited, generation  # cache keys only
-    return break_rate_estimate(_engine(url), _who, rubric=catalog().for_reports(ref), run_id=run_id)
-
-
-def estimate(ref: str, run_id: int) -> dict[str, Any]:
-    """The judge page's break rate of one run (PPI++), recomputed when labels, gold, runs
-    or audit samples change: it reads every verdict of the run (hundreds of thousands at
-    team scale), too slow for every rerun."""
-    rubric = catalog().for_reports(ref)
-    who = actor()
-    drawn = audited_units(engine(), who, rubric=rubric)
-    return _estimate(
-        database_url(),
-        ref,
-        run_id,
-        label_token(engine(), who, rubric=rubric),
-        judge_token(engine(), who, rubric=rubric),
-        (len(drawn), hash(frozenset(drawn))),
-        st.session_state.get("_judge_generation", 0),
-        who,
+def estimate(ref: str, run_id: int) -> Shown[dict[str, Any]]:
+    """The judge page's break rate of one run (PPI++): it reads every verdict of the run
+    (hundreds of thousands at team scale), too slow for every rerun."""
+    return report_store.run_estimate(
+        engine(), actor(), rubric=catalog().for_reports(ref), run_id=run_id
     )
 
 
-@st.cache_data(show_spinner=False, max_entries=16)
-def _few_shot(
-    url: str,
-    ref: str,
-    run_id: int,
-    token: tuple[int, int, int, int],
-    runs_token: tuple[int, str, int, int],
-    _who: Actor,
-) -> list[dict[str, Any]]:
-    del token, runs_token  # cache keys only
-    return few_shot_material(_engine(url), _who, rubric=catalog().for_reports(ref), run_id=run_id)
-
-
-def few_shot(ref: str, run_id: int) -> list[dict[str, Any]]:
-    """The judge page's few-shot examples for a run, recomputed when labels, gold or runs
-    change (they read every label and gold label of the version)."""
-    rubric = catalog().for_reports(ref)
-    who = actor()
-    return _few_shot(
-        database_url(),
-        ref,
-        run_id,
-        label_token(engine(), who, rubric=rubric),
-        judge_token(engine(), who, rubric=rubric),
-        who,
+def few_shot(ref: str, run_id: int) -> Shown[list[dict[str, Any]]]:
+    """The judge page's few-shot examples for a run (they read every label and gold label
+    of the version)."""
+    return report_store.run_few_shot(
+        engine(), actor(), rubric=catalog().for_reports(ref), run_id=run_id
     )
 
 
-def refresh_judge() -> None:
-    """Judge runs changed (an import, a calibration map): recompute the report."""
-    st.session_state["_judge_generation"] = st.session_state.get("_judge_generation", 0) + 1
+def intervals_ready(waiting: dict[str, Any]) -> bool:
+    """Whether the report a page waits for is stored (or its job ended)."""
+    return report_store.intervals_ready(engine(), actor(), waiting=waiting)
 
 
 def page(name: str) -> st.Page:

@@ -216,7 +216,6 @@ def _job_progress(engine: Engine, actor: Actor, rubric: Rubric, job_id: int) -> 
     elif st.session_state.get("workbench_seen_end") != job.id:
         st.session_state["workbench_seen_end"] = job.id
         st.session_state["workbench_new_run"] = True  # compare the new run by default
-        state.refresh_judge()
         st.rerun(scope="app")
 
 

@@ -137,12 +137,13 @@ def drift_report(
     seed: int = 0,
 ) -> dict[str, Any]:
     """The drift report of a rubric version (docs/reference.md, "Drift JSON"); policy
-    owners. Sources: gold, then every judge run of the version (or run ``run_id``)."""
+    owners. Sources: gold, then every judge run of the version (or run ``run_id``).
+    ``n_resamples=0``: rates without intervals (a page's point figures)."""
     actor = authorize(engine, actor, "policy_owner")
     if isinstance(min_units, bool) or min_units < 1:
         raise InputError(f"must be at least 1, got {min_units}", field="--min-units")
-    if n_resamples < 1:
-        raise InputError(f"must be at least 1, got {n_resamples}", field="--resamples")
+    if isinstance(n_resamples, bool) or n_resamples < 0:
+        raise InputError(f"must be 0 or more, got {n_resamples}", field="--resamples")
     with Session(read_only(engine)) as session:
         units = storage.audit_samples.assistant_units(session)
         spans = storage.drift.role_spans(session, evaluator_version=EVALUATOR_VERSION)

@@ -96,8 +96,8 @@ def current_job(
 
     jobs = [
         job
-        for job in list_jobs(engine, actor, limit=50)
-        if job.kind == JUDGE_RUN and job.parameters.get("rubric") == rubric.ref
+        for job in list_jobs(engine, actor, limit=50, kinds=[JUDGE_RUN])
+        if job.parameters.get("rubric") == rubric.ref
     ]
     for job in jobs:
         if not job.finished:

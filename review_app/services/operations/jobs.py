@@ -1,4 +1,5 @@
-"""Background jobs: judge runs executed off the page, by a worker holding a lease.
+"""Background jobs: judge runs and heavy reports, run off the page by a worker holding
+a lease.
 
 A policy owner (or admin) starts a job (:func:`start_judge_job`); it is stored
 ``queued`` with its parameters (rubric, prompt, endpoint NAME, cases: never a key).
@@ -7,7 +8,13 @@ jobs work``) claims it atomically (storage/jobs.py), renews its lease with a
 heartbeat that also records progress, runs it as the person who started it (their
 role is checked again), and honours a Stop (:func:`stop_job`). If the worker dies its
 lease runs out and another worker resumes the job; a judge run asks only the units
-not answered yet, so nothing stored is asked twice. docs/reference.md, "Background jobs".
+not answered yet, so nothing stored is asked twice. A report job (:data:`REPORT_JOB`,
+queued by review_app/services/review/report_store.py when a page shows a report without its
+intervals, or its figures from before the latest change) computes the report for the
+data as it is and stores it in the reports table. Each server runs one worker for
+judge runs (a thread) and one for reports (a child process: review_app/ui/launch.py), so
+a report never waits behind a long judge run nor slows the pages down.
+docs/reference.md, "Background jobs" and "Computed reports".
 """
 
 from __future__ import annotations
@@ -38,6 +45,7 @@ from storage.models import BackgroundJob
 log = logging.getLogger(__name__)
 
 JUDGE_RUN = "judge_run"
+REPORT_JOB = "report"
 LEASE_SECONDS = 60.0
 """A worker renews its lease every second (every third of a shorter lease); another may
 take the job over once this long passed without a heartbeat."""
@@ -187,6 +195,45 @@ def start_judge_job(
         return _view(job)
 
 
+def queue_report_job(engine: Engine, actor: Actor, *, parameters: dict[str, Any]) -> JobView:
+    """Queue a report job for ``parameters`` (report, rubric, parameters, token),
+    unless one with the same parameters is queued or running: then that one. Called by
+    review_app/services/review/report_store.py for the person looking at the report (a policy
+    owner or admin); no audit entry (it changes no data, and report keys carry no
+    secrets)."""
+    actor = authorize(engine, actor, "policy_owner")
+    parameters_json = json.dumps(parameters, sort_keys=True)
+    with Session(engine) as session:
+        job_storage.lock_job_parameters(session, kind=REPORT_JOB, parameters_json=parameters_json)
+        same = job_storage.unfinished_same(
+            session, kind=REPORT_JOB, parameters_json=parameters_json
+        )
+        if same is not None:
+            session.rollback()
+            return job_status(engine, actor, job_id=same)
+        job = job_storage.add_job(
+            session,
+            kind=REPORT_JOB,
+            parameters_json=parameters_json,
+            created_by=actor.name,
+            created_by_id=actor.reviewer_id,
+            now=_now(),
+        )
+        session.commit()
+        return _view(job)
+
+
+def latest_report_job(
+    engine: Engine, actor: Actor, *, parameters: dict[str, Any]
+) -> tuple[int, str, str | None] | None:
+    """``(id, status, error)`` of the newest report job with ``parameters``."""
+    authorize(engine, actor, "policy_owner")
+    with Session(read_only(engine)) as session:
+        return job_storage.latest_same(
+            session, kind=REPORT_JOB, parameters_json=json.dumps(parameters, sort_keys=True)
+        )
+
+
 def _prompt_source(given: str) -> str:
     """What the worker resolves again: ``judge@vN``, or a template's absolute path."""
     path = Path(given)
@@ -216,11 +263,13 @@ def job_status(engine: Engine, actor: Actor, *, job_id: int) -> JobView:
         return _view(job)
 
 
-def list_jobs(engine: Engine, actor: Actor, *, limit: int = 50) -> list[JobView]:
-    """The latest jobs, newest first."""
+def list_jobs(
+    engine: Engine, actor: Actor, *, limit: int = 50, kinds: Sequence[str] | None = None
+) -> list[JobView]:
+    """The latest jobs (of ``kinds``), newest first."""
     authorize(engine, actor, "policy_owner")
     with Session(read_only(engine)) as session:
-        return [_view(job) for job in job_storage.list_jobs(session, limit=limit)]
+        return [_view(job) for job in job_storage.list_jobs(session, limit=limit, kinds=kinds)]
 
 
 def stop_job(engine: Engine, actor: Actor, *, job_id: int) -> JobView:
@@ -260,8 +309,10 @@ def run_worker(
     until_idle: bool = False,
     stop_event: threading.Event | None = None,
     on_claim: Callable[[JobView], None] | None = None,
+    kinds: Sequence[str] | None = None,
 ) -> int:
-    """Claim and run jobs until ``stop_event`` is set (or, ``until_idle``, none is left).
+    """Claim and run jobs (of ``kinds``; default every kind) until ``stop_event`` is set
+    (or, ``until_idle``, none is left).
 
     Each job runs as the person who started it, authorized again. Returns how many
     jobs this worker ran.
@@ -272,11 +323,11 @@ def run_worker(
     while not stop_event.is_set():
         with Session(engine) as session:
             job = job_storage.claim_next(
-                session, owner=owner, now=_now(), lease_seconds=lease_seconds
+                session, owner=owner, now=_now(), lease_seconds=lease_seconds, kinds=kinds
             )
             view = None if job is None else _view(job)
         if view is None:
-            if until_idle and not _any_waiting(engine):
+            if until_idle and not _any_waiting(engine, kinds):
                 return ran
             stop_event.wait(poll_seconds)
             continue
@@ -287,12 +338,12 @@ def run_worker(
     return ran
 
 
-def _any_waiting(engine: Engine) -> bool:
+def _any_waiting(engine: Engine, kinds: Sequence[str] | None) -> bool:
     """Whether a job is queued or running under someone else's lease (it may expire)."""
     with Session(read_only(engine)) as session:
         return any(
             job.status in ("queued", *job_storage.ACTIVE)
-            for job in job_storage.list_jobs(session, limit=1000)
+            for job in job_storage.list_jobs(session, limit=1000, kinds=kinds)
         )
 
 
@@ -371,6 +422,9 @@ def _execute(engine: Engine, view: JobView, *, owner: str, lease_seconds: float)
     if view.status == "stopping":  # stop requested, then its worker died
         finish("stopped")
         return
+    if view.kind == REPORT_JOB:
+        _execute_report_job(engine, view, owner=owner, lease_seconds=lease_seconds)
+        return
     if view.kind != JUDGE_RUN:
         finish("failed", error=f"unknown job kind {view.kind!r}")
         return
@@ -394,6 +448,31 @@ def _execute(engine: Engine, view: JobView, *, owner: str, lease_seconds: float)
         done=summary.skipped + summary.answered + summary.answer_errors + summary.endpoint_errors,
         total=summary.units,
     )
+
+
+def _execute_report_job(engine: Engine, view: JobView, *, owner: str, lease_seconds: float) -> None:
+    from review_app.services.review.report_store import compute_report
+
+    def finish(status: str, **values: Any) -> None:
+        with Session(engine) as session:
+            job_storage.finish(
+                session, job_id=view.id, owner=owner, now=_now(), status=status, **values
+            )
+
+    with _Beat(engine, view.id, owner, lease_seconds) as beat:
+        beat.progress(0, 1)
+        try:
+            result = compute_report(engine, _job_actor(engine, view), parameters=view.parameters)
+        except (InputError, NotFound, PermissionDenied) as error:
+            finish("failed", error=str(error), done=0, total=1)
+            return
+        except Exception as error:
+            log.exception("job %s failed", view.id)
+            finish("failed", error=f"{type(error).__name__}: {error}", done=0, total=1)
+            return
+    if beat.lost.is_set():
+        return  # another worker holds the job now (it finds the stored report)
+    finish("done", result_json=json.dumps(result, sort_keys=True), done=1, total=1)
 
 
 def _run_judge_job(engine: Engine, view: JobView, beat: _Beat) -> Any:
@@ -450,32 +529,43 @@ _process_worker: dict[str, threading.Thread] = {}
 _process_worker_lock = threading.Lock()
 
 
-def start_process_worker(engine: Engine, *, url: str, lease_seconds: float = LEASE_SECONDS) -> bool:
-    """Start this process's worker thread for the database at ``url`` once (a daemon
-    thread: it lives as long as the server process, across page reruns and reloads).
-    Whether it was started by this call."""
+def start_process_worker(
+    engine: Engine,
+    *,
+    url: str,
+    lease_seconds: float = LEASE_SECONDS,
+    kinds: Sequence[str] = (JUDGE_RUN,),
+) -> bool:
+    """Start this process's worker thread for jobs of ``kinds`` on the database at ``url``
+    once (a daemon thread: it lives as long as the process, across page reruns and
+    reloads). Whether it was started by this call. ``serve`` runs one for judge runs (they
+    wait on the endpoint, not the processor); report jobs compute for seconds to minutes
+    in Python, so ``serve`` runs their worker in a child process
+    (review_app/ui/launch.py), where it does not slow the pages down."""
+    name = f"{url} {','.join(kinds)}"
     with _process_worker_lock:
-        thread = _process_worker.get(url)
+        thread = _process_worker.get(name)
         if thread is not None and thread.is_alive():
             return False
         thread = threading.Thread(
             target=_worker_forever,
-            args=(engine, lease_seconds),
-            name="review-app-jobs",
+            args=(engine, lease_seconds, tuple(kinds)),
+            name=f"review-app-jobs ({', '.join(kinds)})",
             daemon=True,
         )
-        _process_worker[url] = thread
+        _process_worker[name] = thread
         thread.start()
         return True
 
 
-def _worker_forever(engine: Engine, lease_seconds: float) -> None:
+def _worker_forever(engine: Engine, lease_seconds: float, kinds: Sequence[str]) -> None:
     while True:
         try:
             run_worker(
                 engine,
                 lease_seconds=lease_seconds,
                 poll_seconds=min(POLL_SECONDS, lease_seconds / 3),
+                kinds=kinds,
             )
         except Exception:  # a lost database connection: wait, then poll again
             log.exception("the job worker stopped; restarting it")

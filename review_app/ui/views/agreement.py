@@ -22,8 +22,10 @@ st.selectbox("Rubric version", labeled, key="agreement_rubric")
 ref = st.session_state["agreement_rubric"]
 state.own_work_notice(catalog.for_reports(ref))
 
-reports = {version: state.dashboard(version).report for version in labeled}
-data = state.dashboard(ref)
+reports = {version: state.dashboard(version).value.report for version in labeled}
+shown = state.dashboard(ref)
+drift_shown = state.drift(ref)
+data = shown.value
 report = data.report
 gold = report["gold"]
 st.caption(
@@ -32,6 +34,7 @@ st.caption(
     f"{gold['in_disagreement']:d} in disagreement · {gold['single_rater']:d} with one reviewer"
 )
 st.subheader(escape(readings.alpha_sentence(report)))
+common.report_notice(shown, drift_shown)
 
 if report.get("carried_units"):
     st.caption(
@@ -123,7 +126,7 @@ if len(data.reviewers) >= 2:
     else:
         st.info("These two reviewers share no labeled turn.")
 
-drift = state.drift(ref)
+drift = drift_shown.value
 if any(source["by_position"] for source in drift["sources"]):
     st.subheader("Where in the conversation the role breaks")
     st.vega_lite_chart(spec=charts.vega_lite(charts.drift_chart, drift), width="stretch")

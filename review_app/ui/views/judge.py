@@ -53,16 +53,18 @@ with st.expander('Import judge verdicts (CSV or JSONL; docs/reference.md, "Judge
             st.error("Nothing was stored.")
             st.text(str(error))
         else:
-            state.refresh_judge()
             st.success(escape(summary.line()))
 
-report = state.judge_report(rubric.ref)
+shown = state.judge_report(rubric.ref)
+drift_shown = state.drift(rubric.ref)
+report = shown.value
 gold = report["gold"]
 st.caption(
     f"Gold labels: {gold['with_gold']:d} units ({gold['adjudicated']:d} adjudicated, "
     f"{gold['unanimous']:d} unanimous); without gold: {gold['in_disagreement']:d} in "
     f"disagreement, {gold['single_rater']:d} with one reviewer."
 )
+notice = st.container()  # filled at the end, once every report of the page is read
 carried = report.get("carried_units") or {}
 if carried.get("labels") or carried.get("gold_labels"):
     st.caption(
@@ -91,6 +93,8 @@ if not report["runs"]:
         "No judge runs for this rubric version yet: import verdicts above, or run "
         "`review-app judge run`."
     )
+    with notice:
+        common.report_notice(shown, drift_shown)
     st.stop()
 
 names = [run["name"] for run in report["runs"]]
@@ -104,7 +108,8 @@ st.session_state["judge_newest_run"] = newest["id"]
 st.selectbox("Judge run", names, key="judge_run")
 run = next(r for r in report["runs"] if r["name"] == st.session_state["judge_run"])
 
-estimate = state.estimate(rubric.ref, run["id"])
+estimate_shown = state.estimate(rubric.ref, run["id"])
+estimate = estimate_shown.value
 vs_gold = run.get("vs_gold") or {}
 alt_test = run.get("alt_test") or {}
 card = readings.decision_card(alt_test=alt_test, estimate=estimate)
@@ -175,7 +180,8 @@ left.select_slider(
 right.select_slider(
     "delta: chance the guarantee fails", options=[0.01, 0.05, 0.1, 0.2], key="judge_route_delta"
 )
-curve = state.coverage(rubric.ref, run["id"], st.session_state["judge_route_delta"])
+curve_shown = state.coverage(rubric.ref, run["id"], st.session_state["judge_route_delta"])
+curve = curve_shown.value
 chosen_alpha = st.session_state["judge_route_alpha"]
 point = next(p for p in curve["points"] if p["alpha"] == chosen_alpha)
 if point["thresholds"][0] is None:
@@ -199,7 +205,7 @@ for warning in curve["warnings"]:
         text = warning.removeprefix("WARNING: ")
         st.warning(escape(text[:1].upper() + text[1:]))
 
-drift = state.drift(rubric.ref)
+drift = drift_shown.value
 if any(source["by_position"] for source in drift["sources"]):
     st.subheader("Where in the conversation the role breaks")
     st.vega_lite_chart(spec=charts.vega_lite(charts.drift_chart, drift), width="stretch")
@@ -258,7 +264,6 @@ if scores:
         except InputError as error:
             st.error("No calibration map was stored: " + escape(error.message))
         else:
-            state.refresh_judge()
             st.success(
                 f"Stored. Held-out Brier {fitted['heldout_brier_before']:.4f} → "
                 f"{fitted['heldout_brier_after']:.4f}"
@@ -336,7 +341,8 @@ if len(rows) > common.FIRST_ROWS:
     )
 
 st.subheader("Few-shot material for the next prompt version")
-examples = state.few_shot(rubric.ref, run["id"])
+examples_shown = state.few_shot(rubric.ref, run["id"])
+examples = examples_shown.value
 st.caption(f"{len(examples)} adjudicated contrasting examples (pass / fail / borderline).")
 st.download_button(
     "Download examples (JSON)",
@@ -345,3 +351,5 @@ st.download_button(
     mime="application/json",
     key="judge_few_shot",
 )
+with notice:
+    common.report_notice(shown, drift_shown, estimate_shown, curve_shown, examples_shown)

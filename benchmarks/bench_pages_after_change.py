@@ -1,0 +1,200 @@
+"""The agreement and judge pages' first load after a change of the data, on the large
+database, with the code of another checkout ("before") and of this one ("after").
+
+    PYTHONPATH=. python benchmarks/bench_pages_after_change.py --before /work/main
+        [--cases 100000] [--rounds 3] [--keep DIR]
+
+Prints figures; asserts nothing (the machine is shared and noisy: both servers are
+measured in one run, their visits alternating).
+
+Two ``review-app serve`` servers, signed in through local mode as ``lee`` (an admin),
+each on its own copy of the demo grown to ``--cases`` conversations by
+``benchmarks/large_db.py`` (built by the checkout that serves it: the schemas differ): one
+runs the code at ``--before`` (e.g. a worktree of main, reports cached per process), one
+this checkout (reports stored in the database, intervals and slow reports computed by a
+background job).
+
+First both servers show both pages once (each report computed once; for this checkout
+until no report job is left). Then per round, for each server in turn: the reviewer ana
+relabels one turn (a new label: every report's token changes), the agreement page and
+then the judge page are opened ("after change": what the next policy owner waits for),
+then both again ("warm"), each visit in a new browser context (a new session). For this
+checkout the warm visits wait until no report job is queued or running (every report
+current again, intervals included: printed as seconds after the label).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from benchmarks.bench_pages_large import PAGES, Page, open_page  # noqa: E402
+from benchmarks.large_db import LOCAL_USER, build_large_database  # noqa: E402
+
+PAGE_NAMES = ("agreement", "judge")
+RUBRIC = "role-adherence@1"
+TIMEOUT_MS = 900_000
+
+
+def build(path: Path, *, repo: Path, n_cases: int) -> None:
+    """The large database at ``path``, built by the checkout at ``repo``."""
+    if path.exists():
+        return
+    if repo == REPO:
+        print(f"building {path.name}: {build_large_database(path, n_cases=n_cases).line()}")
+        return
+    subprocess.run(
+        [sys.executable, "benchmarks/large_db.py", str(path), "--cases", str(n_cases)],
+        cwd=repo,
+        env={"PYTHONPATH": str(repo), "PATH": "/usr/bin:/bin"},
+        check=True,
+    )
+
+
+@contextmanager
+def servers(root: Path, plan: dict[str, tuple[Path, Path]]) -> Iterator[dict[str, str]]:
+    """Per name: the address of a local-mode server running ``repo`` on ``database``."""
+    from tests.served import free_port, serving, wait_healthy
+
+    found = {}
+    with ExitStack() as stack:
+        for name, (repo, database) in plan.items():
+            port = free_port()
+            directory = root / f"server-{name}"
+            directory.mkdir(exist_ok=True)
+            process, log = stack.enter_context(
+                serving(f"sqlite:///{database}", directory, port=port, user=LOCAL_USER, repo=repo)
+            )
+            address = f"http://127.0.0.1:{port}"
+            wait_healthy(address, process, log)
+            found[name] = address
+        yield found
+
+
+class Relabel:
+    """ana's label on one turn she labeled, switched between two codes: a new label row."""
+
+    def __init__(self, database: Path) -> None:
+        from review_app.services.labels.labeling import case_labels
+        from review_app.services.rubrics.rubric_catalog import sync_rubrics
+        from review_app.services.team.people import sign_in
+        from storage.engine import create_database_engine
+
+        self.engine = create_database_engine(f"sqlite:///{database}")
+        self.ana = sign_in(self.engine, name="ana", auth_mode="local")
+        self.rubric = sync_rubrics(self.engine, self.ana).get(RUBRIC)
+        self.case = "support-delayed-refund-violation"
+        mine = case_labels(self.engine, self.ana, case_id=self.case, rubric=self.rubric).mine
+        self.turn, row = min(mine.items())
+        self.codes = [row.code, next(c for c in self.rubric.codes if c != row.code)]
+
+    def __call__(self, round_: int) -> None:
+        from review_app.services.labels.labeling import record_label
+
+        code = self.codes[(round_ + 1) % 2]
+        saved = record_label(
+            self.engine, self.ana, case_id=self.case, turn=self.turn, rubric=self.rubric, code=code
+        )
+        assert saved.changed
+
+
+def reports_settled(database: Path, *, timeout: float = 1800.0) -> float:
+    """Seconds until no report job is queued or running on ``database`` (this checkout)."""
+    from review_app.services.operations.jobs import REPORT_JOB, list_jobs
+    from review_app.services.team.people import operator_actor
+    from storage.engine import create_database_engine
+
+    engine = create_database_engine(f"sqlite:///{database}")
+    started = time.perf_counter()
+    try:
+        while time.perf_counter() - started < timeout:
+            jobs = list_jobs(engine, operator_actor(), kinds=[REPORT_JOB], limit=200)
+            if not any(not job.finished for job in jobs):
+                return time.perf_counter() - started
+            time.sleep(0.5)
+    finally:
+        engine.dispose()
+    raise TimeoutError("report jobs still running")
+
+
+def visit(browser: Any, address: str, page: Page, viewport: dict[str, int]) -> float:
+    context = browser.new_context(viewport=viewport)
+    try:
+        _, took = open_page(context, address, page, timeout_ms=TIMEOUT_MS)
+    finally:
+        context.close()
+    return took
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--before", type=Path, required=True, help="the checkout to compare")
+    parser.add_argument("--cases", type=int, default=100_000)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--keep", type=Path, help="keep the databases here (reused)")
+    args = parser.parse_args()
+    before = args.before.resolve()
+    pages = [page for page in PAGES if page.name in PAGE_NAMES]
+    viewport = {"width": 1920, "height": 1080}
+    seconds: dict[tuple[str, str, str], list[float]] = {}
+    settled: list[float] = []
+    with tempfile.TemporaryDirectory() as scratch:
+        directory = args.keep or Path(scratch)
+        directory.mkdir(parents=True, exist_ok=True)
+        databases = {
+            "before": directory / f"before-{args.cases}.db",
+            "after": directory / f"after-{args.cases}.db",
+        }
+        build(databases["before"], repo=before, n_cases=args.cases)
+        build(databases["after"], repo=REPO, n_cases=args.cases)
+        plan = {"before": (before, databases["before"]), "after": (REPO, databases["after"])}
+        relabel = {name: Relabel(path) for name, path in databases.items()}
+        from tests.served import chromium
+
+        with servers(Path(scratch), plan) as addresses, chromium() as browser:
+            for name, address in addresses.items():
+                for page in pages:
+                    took = visit(browser, address, page, viewport)
+                    print(f"{name}: first visit of {page.name}: {took:.1f} s", flush=True)
+            print(f"after: reports settled {reports_settled(databases['after']):.1f} s later")
+            for round_ in range(args.rounds):
+                for name, address in addresses.items():
+                    relabel[name](round_)
+                    changed = time.perf_counter()
+                    for when in ("after change", "warm"):
+                        if when == "warm" and name == "after":
+                            reports_settled(databases["after"])
+                            settled.append(time.perf_counter() - changed)
+                            print(f"round {round_ + 1} after: reports current {settled[-1]:.1f} s")
+                        for page in pages:
+                            took = visit(browser, address, page, viewport)
+                            seconds.setdefault((page.name, when, name), []).append(took)
+                            print(f"round {round_ + 1} {name}: {page.name} {when}: {took:.1f} s")
+    print(f"\n{args.cases:,} conversations, {args.rounds} rounds, medians (seconds)")
+    print(f"{'page':<10} {'visit':<13} {'before':>8} {'after':>8} {'after/before':>13}")
+    for page in pages:
+        for when in ("after change", "warm"):
+            old = statistics.median(seconds[(page.name, when, "before")])
+            new = statistics.median(seconds[(page.name, when, "after")])
+            print(f"{page.name:<10} {when:<13} {old:8.2f} {new:8.2f} {new / old:12.2f}x")
+    if settled:
+        print(
+            f"after: every report current (intervals included) {statistics.median(settled):.1f} s "
+            "after the label (median), computed by the server's report worker process"
+        )
+
+
+if __name__ == "__main__":
+    main()
