@@ -52,9 +52,13 @@ def test_the_intervals_appear_on_the_open_page_once_the_worker_stored_them(
             tab.wait_for_selector(IDLE, timeout=120_000)
             headline = tab.locator("h3", has_text="alpha ").first
             headline.wait_for(timeout=120_000)
-            # the first drawing: no interval yet (its job was queued by this very run)
-            assert not re.match(r"alpha -?\d\.\d\d \[", headline.inner_text())
-            assert tab.get_by_text(NOTICE).count() == 1
+            # the first drawing: no interval yet (its job was queued by this very run), unless
+            # on a loaded machine the worker finished the job before this first look
+            if re.match(r"alpha -?\d\.\d\d \[", headline.inner_text()):
+                jobs = list_jobs(engine, operator_actor(), kinds=[REPORT_JOB])
+                assert jobs and all(job.status == "done" for job in jobs)
+            else:
+                assert tab.get_by_text(NOTICE).count() == 1
             # the page redraws by itself: alpha with its interval, and no notice
             tab.locator("h3", has_text=re.compile(r"alpha -?\d\.\d\d \[")).wait_for(timeout=180_000)
             tab.get_by_text(NOTICE).wait_for(state="detached", timeout=60_000)

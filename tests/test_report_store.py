@@ -33,8 +33,9 @@ from review_app.rubrics import Rubric
 from review_app.services.cases.demo import load_demo
 from review_app.services.judging.drift import drift_report
 from review_app.services.judging.estimate import break_rate_estimate
-from review_app.services.judging.judge_import import import_verdicts, list_judge_runs
+from review_app.services.judging.judge_import import import_verdicts
 from review_app.services.judging.judge_report import calibration_report, few_shot_material
+from review_app.services.judging.runs import list_judge_runs
 from review_app.services.judging.selective import coverage_curve
 from review_app.services.labels import labeling
 from review_app.services.labels.adjudication import DisagreementUnit, disagreement_queue
