@@ -32,8 +32,11 @@ import orjson
 from review_app import input_policy
 from review_app.errors import InputError
 from review_app.evaluator import evaluate_case
+from review_app.files import json_records
+from review_app.files.limits import MAX_RECORD_BYTES, MAX_WHOLE_FILE_BYTES, record_size_error
+from review_app.files.text import UTF8_BOM, decode_utf8
 
-DEFAULT_MAX_RECORD_BYTES = input_policy.MAX_RECORD_BYTES
+DEFAULT_MAX_RECORD_BYTES = MAX_RECORD_BYTES
 EXPORTER_NAME = "role-review"
 """First word of the ``exporter`` field that Role Review writes into its exports."""
 EXPORT_MANIFEST_NAME = "manifest.json"
@@ -114,8 +117,8 @@ def is_export_manifest(path: Path) -> bool:
 
 def parse_json_bytes(data: bytes, *, source: str, line: int | None = None) -> Any:
     """Parse strict JSON (RFC 8259: UTF-8, no NaN, no BOM, no duplicate key) or raise
-    ``InputError`` (see :func:`review_app.input_policy.parse_json`)."""
-    return input_policy.parse_json(data, source=source, line=line)
+    ``InputError`` (see :func:`review_app.files.json_records.parse_json`)."""
+    return json_records.parse_json(data, source=source, line=line)
 
 
 def read_text_file(path: Path, *, allow_bom: bool = False) -> str:
@@ -125,16 +128,14 @@ def read_text_file(path: Path, *, allow_bom: bool = False) -> str:
     """
     source = str(path)
     try:
-        if path.stat().st_size > input_policy.MAX_WHOLE_FILE_BYTES:
-            raise InputError(
-                f"the file is larger than {input_policy.MAX_WHOLE_FILE_BYTES} bytes", source=source
-            )
+        if path.stat().st_size > MAX_WHOLE_FILE_BYTES:
+            raise InputError(f"the file is larger than {MAX_WHOLE_FILE_BYTES} bytes", source=source)
         raw = path.read_bytes()
     except OSError as error:
         raise InputError(f"cannot be read ({error.strerror})", source=source) from None
     if not raw.strip():
         raise InputError("the file is empty", source=source)
-    return input_policy.decode_utf8(raw, source=source, allow_bom=allow_bom)
+    return decode_utf8(raw, source=source, allow_bom=allow_bom)
 
 
 def _iter_jsonl(
@@ -152,13 +153,13 @@ def _iter_jsonl(
         line_number += 1
         if len(raw) > max_record_bytes and not raw.endswith(b"\n"):
             raise InputError(
-                input_policy.record_size_error(None, limit=max_record_bytes),
+                record_size_error(None, limit=max_record_bytes),
                 source=source,
                 line=line_number,
             )
         if progress is not None:
             progress(len(raw))
-        if line_number == 1 and raw.startswith(input_policy.UTF8_BOM):
+        if line_number == 1 and raw.startswith(UTF8_BOM):
             raise InputError(
                 "the file starts with a UTF-8 byte-order mark; save it as UTF-8 without BOM",
                 source=source,
@@ -199,16 +200,16 @@ def iter_json_records(
             if not seen_any:
                 raise InputError("the file holds no records, only blank lines", source=source)
             return
-        if size > input_policy.MAX_WHOLE_FILE_BYTES:
+        if size > MAX_WHOLE_FILE_BYTES:
             raise InputError(
-                f"a JSON file over {input_policy.MAX_WHOLE_FILE_BYTES} bytes must be JSONL "
+                f"a JSON file over {MAX_WHOLE_FILE_BYTES} bytes must be JSONL "
                 "(one case per line) so it can be streamed",
                 source=source,
             )
         data = stream.read()
     if progress is not None:
         progress(len(data))
-    if data.startswith(input_policy.UTF8_BOM):
+    if data.startswith(UTF8_BOM):
         raise InputError(
             "the file starts with a UTF-8 byte-order mark; save it as UTF-8 without BOM",
             source=source,
@@ -225,7 +226,7 @@ def iter_json_records(
                 item_size = len(orjson.dumps(item))
                 if item_size > max_record_bytes:
                     raise InputError(
-                        input_policy.record_size_error(item_size, limit=max_record_bytes),
+                        record_size_error(item_size, limit=max_record_bytes),
                         source=source,
                         field=f"[{position}]",
                     )
@@ -233,7 +234,7 @@ def iter_json_records(
     else:
         if size > max_record_bytes:
             raise InputError(
-                input_policy.record_size_error(size, limit=max_record_bytes),
+                record_size_error(size, limit=max_record_bytes),
                 source=source,
                 line=1,
             )

@@ -38,6 +38,9 @@ from typing import Any
 from review_app import input_policy
 from review_app.cases import read_text_file
 from review_app.errors import InputError
+from review_app.files.csv_rows import csv_dict_rows
+from review_app.files.json_records import jsonl_lines, parse_json
+from review_app.files.limits import MAX_RUBRIC_FILE_BYTES
 from review_app.rubrics import Rubric
 
 PROMPT_FILE = re.compile(r"v(?P<version>[1-9][0-9]{0,9})\.txt")
@@ -88,9 +91,9 @@ def check_prompt_text(text: str, *, source: str, field: str | None = None) -> se
     """
     if not text.strip():
         raise InputError("the prompt is empty", source=source, field=field)
-    if len(text.encode("utf-8")) > input_policy.MAX_RUBRIC_FILE_BYTES:
+    if len(text.encode("utf-8")) > MAX_RUBRIC_FILE_BYTES:
         raise InputError(
-            f"the text is larger than {input_policy.MAX_RUBRIC_FILE_BYTES // 1024} KB; "
+            f"the text is larger than {MAX_RUBRIC_FILE_BYTES // 1024} KB; "
             "a judge prompt is a short text",
             source=source,
             field=field,
@@ -142,9 +145,9 @@ def load_judge_prompt(path: Path) -> JudgePrompt:
     if match is None:
         raise InputError("a judge prompt file is named v<N>.txt", source=source)
     try:
-        if path.stat().st_size > input_policy.MAX_RUBRIC_FILE_BYTES:
+        if path.stat().st_size > MAX_RUBRIC_FILE_BYTES:
             raise InputError(
-                f"the file is larger than {input_policy.MAX_RUBRIC_FILE_BYTES // 1024} KB; "
+                f"the file is larger than {MAX_RUBRIC_FILE_BYTES // 1024} KB; "
                 "a judge prompt is a short text",
                 source=source,
             )
@@ -347,7 +350,7 @@ def _verdict_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
                 line=1,
                 field=unknown[0],
             )
-        for line, row in input_policy.csv_dict_rows(reader, source=source):
+        for line, row in csv_dict_rows(reader, source=source):
             if None in row:  # e.g. an unquoted comma in a reason: never drop text silently
                 raise InputError(
                     "more cells than columns (quote a text that contains a comma)",
@@ -358,10 +361,10 @@ def _verdict_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
             rows.append((line, {k: v for k, v in row.items() if v != ""}))
         return rows
     # JSONL lines end at "\n" only: U+2028 and friends are text inside a string.
-    for number, raw in input_policy.jsonl_lines(text.encode("utf-8")):
+    for number, raw in jsonl_lines(text.encode("utf-8")):
         if not raw.strip():
             continue
-        value = input_policy.parse_json(raw, source=source, line=number)
+        value = parse_json(raw, source=source, line=number)
         if not isinstance(value, dict):
             raise InputError("expected a JSON object per line", source=source, line=number)
         unknown = [name for name in value if name not in VERDICT_FIELDS]

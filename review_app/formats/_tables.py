@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from review_app import input_policy
 from review_app.cases import DEFAULT_MAX_RECORD_BYTES, iter_json_records
 from review_app.errors import InputError
 from review_app.evaluator import type_name
+from review_app.files.text import decode_utf8
 from review_app.formats._ids import join_field
 from review_app.formats.csv_safety import restore_cell
 
@@ -68,7 +68,7 @@ class Table:
 
 
 def _decode_csv(data: bytes, source: str) -> str:
-    return input_policy.decode_utf8(data, source=source)
+    return decode_utf8(data, source=source)
 
 
 def _csv_rows(text: str, source: str) -> Iterator[tuple[int, list[str]]]:
@@ -84,7 +84,7 @@ def _csv_rows(text: str, source: str) -> Iterator[tuple[int, list[str]]]:
             return
         except csv.Error as error:
             # The failing row starts after the last good one: an unclosed quote is
-            # only noticed at the end of the file (see input_policy.csv_dict_rows).
+            # only noticed at the end of the file (see files.csv_rows.csv_dict_rows).
             raise InputError(
                 f"not valid CSV ({error})", source=source, line=previous_end + 1
             ) from None
@@ -192,7 +192,7 @@ def csv_header(path: Path) -> list[str]:
     # The header is in the first 64 KiB; cut at the last complete line.
     if len(head) == 1 << 16 and b"\n" in head:
         head = head[: head.rindex(b"\n") + 1]
-    first = next(_csv_rows(input_policy.decode_utf8(head, source=source), source), None)
+    first = next(_csv_rows(decode_utf8(head, source=source), source), None)
     if first is None:
         raise InputError("the file is empty (no header row)", source=source)
     return [restore_cell(name).strip() for name in first[1]]

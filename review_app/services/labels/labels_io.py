@@ -32,6 +32,7 @@ from sqlmodel import Session
 from review_app import input_policy
 from review_app.cases import iter_json_records, read_text_file
 from review_app.errors import InputError, PermissionDenied
+from review_app.files.csv_rows import csv_dict_rows
 from review_app.formats.csv_safety import csv_text, neutralise_cell, restore_cell
 from review_app.rubrics import Rubric, parse_rubric_ref
 from review_app.services.cases.cases import not_in_queue
@@ -102,7 +103,7 @@ def _read_rows(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
             line=1,
             field=unknown[0],
         )
-    for line, row in input_policy.csv_dict_rows(reader, source=source):
+    for line, row in csv_dict_rows(reader, source=source):
         if None in row:
             raise InputError("more cells than columns", source=source, line=line)
         yield line, row
