@@ -35,9 +35,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from review_app.cases import CASE_FILE_SUFFIXES, is_export_manifest, iter_json_records
 from review_app.errors import InputError
 from review_app.evaluator import diagnostic, escaped_char, evaluate_case, log_token
+from review_app.files.discovery import CASE_FILE_SUFFIXES, is_export_manifest
+from review_app.files.json_records import iter_json_records
 
 EXIT_PASS, EXIT_VIOLATION, EXIT_BAD_INPUT = 0, 1, 2
 OUTCOMES = ("pass", "fail", "invalid", "no_contract", "unreadable")

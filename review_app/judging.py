@@ -36,11 +36,11 @@ from pathlib import Path
 from typing import Any
 
 from review_app import input_policy
-from review_app.cases import read_text_file
 from review_app.errors import InputError
 from review_app.files.csv_rows import csv_dict_rows
 from review_app.files.json_records import jsonl_lines, parse_json
 from review_app.files.limits import MAX_RUBRIC_FILE_BYTES
+from review_app.files.text import read_text_file
 from review_app.rubrics import Rubric
 
 PROMPT_FILE = re.compile(r"v(?P<version>[1-9][0-9]{0,9})\.txt")

@@ -45,13 +45,13 @@ def inspect(
 def _json_file(path: Path | None, what: str) -> Any:
     if path is None:
         return None
-    from review_app.cases import parse_json_bytes
+    from review_app.files.json_records import parse_json
 
     try:
         data = path.read_bytes()
     except OSError as error:
         raise InputError(f"cannot be read ({error.strerror})", source=str(path)) from None
-    value = parse_json_bytes(data, source=str(path))
+    value = parse_json(data, source=str(path))
     if not isinstance(value, dict):
         raise InputError(f"expected a JSON object ({what})", source=str(path))
     return value

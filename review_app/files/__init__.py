@@ -7,10 +7,12 @@ same rules, before anything checks what its values mean; refusals are
 (docs/reference.md, "Input limits").
 
 * :mod:`~review_app.files.limits`: how large a file, a record and a nesting may be;
-* :mod:`~review_app.files.text`: bytes to text (strict UTF-8, the line of a bad byte);
+* :mod:`~review_app.files.text`: bytes to text (strict UTF-8, the line of a bad byte),
+  and small files read whole;
 * :mod:`~review_app.files.json_records`: strict JSON, JSONL lines, the records of a
   JSON or JSONL file (streamed);
 * :mod:`~review_app.files.csv_rows`: CSV rows with the line each starts on;
+* :mod:`~review_app.files.discovery`: which files an import or an inspection reads.
 
 What the values of a record mean (a case, a label, a verdict) is checked by its
 reader; what text and names may hold, by :mod:`review_app.input_policy`.

@@ -1,17 +1,29 @@
 """Strict JSON and JSONL: RFC 8259 (no NaN, no BOM), at most 1024 levels deep, and no
 object with the same key twice (a duplicate would otherwise silently win). JSONL is
-split on ``\\n`` only, so U+2028 inside a string is just a character."""
+split on ``\\n`` only, so U+2028 inside a string is just a character.
+
+A JSON or JSONL file is read record by record (:func:`iter_json_records`): a JSONL file
+of any size one line at a time, and a single record larger than ``max_record_bytes``
+is refused without being read whole.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, BinaryIO
 
 import orjson
 
 from review_app.errors import InputError
-from review_app.files.limits import MAX_JSON_DEPTH
+from review_app.files.limits import (
+    MAX_JSON_DEPTH,
+    MAX_RECORD_BYTES,
+    MAX_WHOLE_FILE_BYTES,
+    record_size_error,
+)
+from review_app.files.text import UTF8_BOM
 
 _NON_JSON_NUMBERS = (b"NaN", b"Infinity", b"-Infinity")
 _ESCAPED_COLON_PREFIX = b"\\u003"  # \u003a or \u003A (and a few harmless others)
@@ -112,3 +124,106 @@ def jsonl_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
     """
     for number, raw in enumerate(data.split(b"\n"), start=1):
         yield number, raw[:-1] if raw.endswith(b"\r") else raw
+
+
+def _iter_jsonl(
+    stream: BinaryIO,
+    *,
+    source: str,
+    max_record_bytes: int,
+    progress: Callable[[int], None] | None,
+) -> Iterator[tuple[int, Any]]:
+    line_number = 0
+    while True:
+        raw = stream.readline(max_record_bytes + 1)
+        if not raw:
+            return
+        line_number += 1
+        if len(raw) > max_record_bytes and not raw.endswith(b"\n"):
+            raise InputError(
+                record_size_error(None, limit=max_record_bytes),
+                source=source,
+                line=line_number,
+            )
+        if progress is not None:
+            progress(len(raw))
+        if line_number == 1 and raw.startswith(UTF8_BOM):
+            raise InputError(
+                "the file starts with a UTF-8 byte-order mark; save it as UTF-8 without BOM",
+                source=source,
+                line=1,
+            )
+        if not raw.strip():
+            continue
+        yield line_number, parse_json(raw.rstrip(b"\r\n"), source=source, line=line_number)
+
+
+def iter_json_records(
+    path: Path,
+    *,
+    max_record_bytes: int = MAX_RECORD_BYTES,
+    progress: Callable[[int], None] | None = None,
+) -> Iterator[tuple[int | None, str | None, Any]]:
+    """Yield ``(line, path_prefix, value)`` for every record of a JSON or JSONL file.
+
+    For JSONL the line is the file line; for a JSON file holding a list the prefix
+    is ``[i]`` and the line is ``None`` (the JSON path names the place).
+    """
+    source = str(path)
+    try:
+        size = path.stat().st_size
+        stream = path.open("rb")
+    except OSError as error:
+        raise InputError(f"cannot be read ({error.strerror})", source=source) from None
+    with stream:
+        if size == 0:
+            raise InputError("the file is empty", source=source)
+        if path.suffix.lower() in (".jsonl", ".ndjson"):
+            seen_any = False
+            for line, value in _iter_jsonl(
+                stream, source=source, max_record_bytes=max_record_bytes, progress=progress
+            ):
+                seen_any = True
+                yield line, None, value
+            if not seen_any:
+                raise InputError("the file holds no records, only blank lines", source=source)
+            return
+        if size > MAX_WHOLE_FILE_BYTES:
+            raise InputError(
+                f"a JSON file over {MAX_WHOLE_FILE_BYTES} bytes must be JSONL "
+                "(one case per line) so it can be streamed",
+                source=source,
+            )
+        data = stream.read()
+    if progress is not None:
+        progress(len(data))
+    if data.startswith(UTF8_BOM):
+        raise InputError(
+            "the file starts with a UTF-8 byte-order mark; save it as UTF-8 without BOM",
+            source=source,
+            line=1,
+        )
+    value = parse_json(data, source=source)
+    # One record is at most max_record_bytes, in a .json file as in a JSONL line: the
+    # file's size bounds every item; only a larger file has its items measured.
+    if isinstance(value, list):
+        if not value:
+            raise InputError("the file holds an empty list", source=source)
+        for position, item in enumerate(value):
+            if size > max_record_bytes:
+                item_size = len(orjson.dumps(item))
+                if item_size > max_record_bytes:
+                    raise InputError(
+                        record_size_error(item_size, limit=max_record_bytes),
+                        source=source,
+                        field=f"[{position}]",
+                    )
+            yield None, f"[{position}]", item
+    else:
+        if size > max_record_bytes:
+            raise InputError(
+                record_size_error(size, limit=max_record_bytes),
+                source=source,
+                line=1,
+            )
+        yield None, None, value

@@ -1,8 +1,11 @@
-"""Bytes to text: strict UTF-8, and the line of the first byte that is not."""
+"""Bytes to text: strict UTF-8, and the line of the first byte that is not; small files whole."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from review_app.errors import InputError
+from review_app.files.limits import MAX_WHOLE_FILE_BYTES
 
 UTF8_BOM = b"\xef\xbb\xbf"
 
@@ -19,3 +22,20 @@ def decode_utf8(data: bytes, *, source: str, allow_bom: bool = True) -> str:
     except UnicodeDecodeError as error:
         line = body[: error.start].count(b"\n") + 1
         raise InputError("not valid UTF-8 text", source=source, line=line) from None
+
+
+def read_text_file(path: Path, *, allow_bom: bool = False) -> str:
+    """A small text file (labels, verdicts) as UTF-8; ``InputError`` names the file and line.
+
+    ``allow_bom`` accepts the byte-order mark spreadsheets write at the start of CSV.
+    """
+    source = str(path)
+    try:
+        if path.stat().st_size > MAX_WHOLE_FILE_BYTES:
+            raise InputError(f"the file is larger than {MAX_WHOLE_FILE_BYTES} bytes", source=source)
+        raw = path.read_bytes()
+    except OSError as error:
+        raise InputError(f"cannot be read ({error.strerror})", source=source) from None
+    if not raw.strip():
+        raise InputError("the file is empty", source=source)
+    return decode_utf8(raw, source=source, allow_bom=allow_bom)

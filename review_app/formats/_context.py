@@ -7,8 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from review_app.cases import CaseRecord, iter_json_records, validate_case
+from review_app.cases import CaseRecord, validate_case
 from review_app.errors import InputError
+from review_app.files.json_records import iter_json_records
 from review_app.formats._contracts import (
     choose_contract,
     validate_contract,

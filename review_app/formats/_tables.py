@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from review_app.cases import DEFAULT_MAX_RECORD_BYTES, iter_json_records
 from review_app.errors import InputError
 from review_app.evaluator import type_name
+from review_app.files.json_records import iter_json_records
+from review_app.files.limits import MAX_RECORD_BYTES
 from review_app.files.text import decode_utf8
 from review_app.formats._ids import join_field
 from review_app.formats.csv_safety import restore_cell
@@ -26,7 +27,7 @@ ProgressCallback = Callable[[int], None]
 
 CSV_SUFFIXES = (".csv",)
 JSON_SUFFIXES = (".json", ".jsonl", ".ndjson")
-_CSV_FIELD_LIMIT = DEFAULT_MAX_RECORD_BYTES  # one cell: the input policy's record limit
+_CSV_FIELD_LIMIT = MAX_RECORD_BYTES  # one cell: the input policy's record limit
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,7 +163,7 @@ def _json_table(
 def open_table(
     path: Path,
     *,
-    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+    max_record_bytes: int = MAX_RECORD_BYTES,
     progress: ProgressCallback | None = None,
 ) -> Table:
     """The rows of ``path``: CSV by the ``.csv`` suffix, else JSON/JSONL rows.

@@ -47,9 +47,10 @@ from typing import Any
 
 import orjson
 
-from review_app.cases import DEFAULT_MAX_RECORD_BYTES, CaseRecord
+from review_app.cases import CaseRecord
 from review_app.errors import InputError
 from review_app.evaluator import type_name
+from review_app.files.limits import MAX_RECORD_BYTES
 from review_app.formats._context import Fail, ReadContext
 from review_app.formats._contracts import map_tools
 from review_app.formats._ids import check_unique_case_ids, join_field
@@ -83,7 +84,7 @@ def read_deepeval(
     contract: dict[str, Any] | None = None,
     tool_action_map: Mapping[str, str | None] | None = None,
     case_id_prefix: str | None = None,
-    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+    max_record_bytes: int = MAX_RECORD_BYTES,
     progress: ProgressCallback | None = None,
 ) -> Iterator[CaseRecord]:
     """Cases from deepeval conversational test cases (JSON or JSONL), in file order."""

@@ -29,13 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from review_app.cases import (
-    DEFAULT_MAX_RECORD_BYTES,
-    CaseRecord,
-    iter_json_records,
-    read_case_file,
-)
+from review_app.cases import CaseRecord, read_case_file
 from review_app.errors import InputError
+from review_app.files.json_records import iter_json_records
+from review_app.files.limits import MAX_RECORD_BYTES
 from review_app.formats import deepeval, galtea, openai_chat, openlayer
 from review_app.formats._tables import CSV_SUFFIXES, JSON_SUFFIXES, csv_header
 
@@ -159,7 +156,7 @@ def _choose(found: set[str], *, source: str, line: int | None, seen: list[str]) 
     )
 
 
-def detect_format(path: Path, *, max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> str:
+def detect_format(path: Path, *, max_record_bytes: int = MAX_RECORD_BYTES) -> str:
     """The format of ``path``: one of ``native``, ``deepeval``, ``openlayer``,
     ``galtea``, ``openai``; ``InputError`` when it is unknown or ambiguous."""
     source = str(path)

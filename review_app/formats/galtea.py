@@ -38,8 +38,9 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from review_app.cases import DEFAULT_MAX_RECORD_BYTES, CaseRecord
+from review_app.cases import CaseRecord
 from review_app.errors import InputError
+from review_app.files.limits import MAX_RECORD_BYTES
 from review_app.formats._context import ReadContext
 from review_app.formats._ids import fallback_case_id, slugify
 from review_app.formats._sessions import Exchange, SessionColumns, exchange_rows
@@ -100,7 +101,7 @@ def read_galtea(
     product_description: str | None = None,
     contract: dict[str, Any] | None = None,
     case_id_prefix: str | None = None,
-    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+    max_record_bytes: int = MAX_RECORD_BYTES,
     progress: ProgressCallback | None = None,
 ) -> Iterator[CaseRecord]:
     """Cases from Galtea-style turn rows (CSV or JSON rows), one per conversation.

@@ -42,8 +42,9 @@ from typing import Any
 
 import orjson
 
-from review_app.cases import DEFAULT_MAX_RECORD_BYTES, CaseRecord
+from review_app.cases import CaseRecord
 from review_app.evaluator import type_name
+from review_app.files.limits import MAX_RECORD_BYTES
 from review_app.formats._context import Fail, ReadContext
 from review_app.formats._contracts import map_tools
 from review_app.formats._ids import check_unique_case_ids, join_field
@@ -82,7 +83,7 @@ def read_openai(
     contract: dict[str, Any] | None = None,
     tool_action_map: Mapping[str, str | None] | None = None,
     case_id_prefix: str | None = None,
-    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+    max_record_bytes: int = MAX_RECORD_BYTES,
     progress: ProgressCallback | None = None,
 ) -> Iterator[CaseRecord]:
     """Cases from OpenAI chat message lists (JSONL or JSON), one per record, in order."""

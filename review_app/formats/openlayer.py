@@ -48,8 +48,9 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from review_app.cases import DEFAULT_MAX_RECORD_BYTES, CaseRecord
+from review_app.cases import CaseRecord
 from review_app.errors import InputError
+from review_app.files.limits import MAX_RECORD_BYTES
 from review_app.formats._context import ReadContext
 from review_app.formats._sessions import Exchange, SessionColumns, exchange_rows
 from review_app.formats._tables import (
@@ -128,7 +129,7 @@ def read_openlayer(
     role_definition: str | None = None,
     contract: dict[str, Any] | None = None,
     case_id_prefix: str | None = None,
-    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+    max_record_bytes: int = MAX_RECORD_BYTES,
     progress: ProgressCallback | None = None,
 ) -> Iterator[CaseRecord]:
     """Cases from an Openlayer session table (CSV or JSON rows), one per session.

@@ -25,8 +25,8 @@ from sqlmodel import Session
 
 import storage.labels
 import storage.selective
-from review_app.cases import EXPORTER_NAME
 from review_app.errors import InputError
+from review_app.files.discovery import EXPORTER_NAME
 from review_app.formats import write_deepeval
 from review_app.formats.csv_safety import csv_text
 from review_app.formats.fixtures import (

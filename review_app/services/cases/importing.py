@@ -20,13 +20,10 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from review_app.cases import (
-    DEFAULT_MAX_RECORD_BYTES,
-    CaseRecord,
-    content_sha256,
-    discover_case_files,
-)
+from review_app.cases import CaseRecord, content_sha256
 from review_app.errors import InputError
+from review_app.files.discovery import discover_case_files
+from review_app.files.limits import MAX_RECORD_BYTES
 from review_app.formats import FORMATS, NATIVE, detect_format, read_cases
 from review_app.services.cases.case_rows import ContractHashes, PreparedCase, prepare_case
 from review_app.services.cases.file_import import file_sha256
@@ -371,7 +368,7 @@ def import_paths(
     paths: Iterable[str | Path],
     *,
     replace: bool = False,
-    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+    max_record_bytes: int = MAX_RECORD_BYTES,
     progress: ProgressFactory | None = None,
     on_file_done: Callable[[FileImport], None] | None = None,
     format: str | None = None,
