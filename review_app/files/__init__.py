@@ -12,6 +12,10 @@ same rules, before anything checks what its values mean; refusals are
 * :mod:`~review_app.files.json_records`: strict JSON, JSONL lines, the records of a
   JSON or JSONL file (streamed);
 * :mod:`~review_app.files.csv_rows`: CSV rows with the line each starts on;
+* :mod:`~review_app.files.csv_safety`: cells neutralised against formula injection
+  when written, restored when read;
+* :mod:`~review_app.files.tables`: table files (CSV, or JSON/JSONL rows) as rows of
+  cells, for the foreign formats;
 * :mod:`~review_app.files.discovery`: which files an import or an inspection reads.
 
 What the values of a record mean (a case, a label, a verdict) is checked by its

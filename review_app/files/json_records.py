@@ -126,6 +126,15 @@ def jsonl_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
         yield number, raw[:-1] if raw.endswith(b"\r") else raw
 
 
+def join_field(prefix: str | None, field: str) -> str:
+    """``prefix.field`` (or ``field`` alone); ``[3]`` + ``turns`` gives ``[3].turns``."""
+    if not prefix:
+        return field
+    if field.startswith("["):
+        return f"{prefix}{field}"
+    return f"{prefix}.{field}"
+
+
 def _iter_jsonl(
     stream: BinaryIO,
     *,

@@ -14,8 +14,8 @@ holds beyond the case shape is kept under ``source_metadata`` keys.
 
 from __future__ import annotations
 
+from review_app.files.csv_safety import neutralise_cell, restore_cell
 from review_app.formats._contracts import validate_contract
-from review_app.formats.csv_safety import neutralise_cell, restore_cell
 from review_app.formats.deepeval import read_deepeval, write_deepeval
 from review_app.formats.detect import (
     FORMAT_NAMES,

@@ -9,7 +9,8 @@ from typing import Any
 
 from review_app.cases import CaseRecord, validate_case
 from review_app.errors import InputError
-from review_app.files.json_records import iter_json_records
+from review_app.files.json_records import iter_json_records, join_field
+from review_app.files.tables import ProgressCallback, Table, open_table
 from review_app.formats._contracts import (
     choose_contract,
     validate_contract,
@@ -19,10 +20,8 @@ from review_app.formats._ids import (
     CaseIds,
     case_id_from,
     fallback_case_id,
-    join_field,
     validate_prefix,
 )
-from review_app.formats._tables import ProgressCallback, Table, open_table
 
 Fail = Callable[[str, str | None], InputError]
 """Makes the error for a message and a field below a record's place (``None``: the record)."""

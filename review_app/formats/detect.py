@@ -33,8 +33,8 @@ from review_app.cases import CaseRecord, read_case_file
 from review_app.errors import InputError
 from review_app.files.json_records import iter_json_records
 from review_app.files.limits import MAX_RECORD_BYTES
+from review_app.files.tables import CSV_SUFFIXES, JSON_SUFFIXES, csv_header
 from review_app.formats import deepeval, galtea, openai_chat, openlayer
-from review_app.formats._tables import CSV_SUFFIXES, JSON_SUFFIXES, csv_header
 
 NATIVE = "native"
 

@@ -40,11 +40,9 @@ from typing import Any
 
 from review_app.cases import CaseRecord
 from review_app.errors import InputError
+from review_app.files.csv_safety import csv_text
 from review_app.files.limits import MAX_RECORD_BYTES
-from review_app.formats._context import ReadContext
-from review_app.formats._ids import fallback_case_id, slugify
-from review_app.formats._sessions import Exchange, SessionColumns, exchange_rows
-from review_app.formats._tables import (
+from review_app.files.tables import (
     ProgressCallback,
     Row,
     Table,
@@ -55,7 +53,9 @@ from review_app.formats._tables import (
     require_keys,
     row_extras,
 )
-from review_app.formats.csv_safety import csv_text
+from review_app.formats._context import ReadContext
+from review_app.formats._ids import fallback_case_id, slugify
+from review_app.formats._sessions import Exchange, SessionColumns, exchange_rows
 
 FORMAT_NAME = "galtea"
 ORDER_COLUMNS = ("turn", "index")

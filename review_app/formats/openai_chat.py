@@ -44,11 +44,12 @@ import orjson
 
 from review_app.cases import CaseRecord
 from review_app.evaluator import type_name
+from review_app.files.json_records import join_field
 from review_app.files.limits import MAX_RECORD_BYTES
+from review_app.files.tables import ProgressCallback
 from review_app.formats._context import Fail, ReadContext
 from review_app.formats._contracts import map_tools
-from review_app.formats._ids import check_unique_case_ids, join_field
-from review_app.formats._tables import ProgressCallback
+from review_app.formats._ids import check_unique_case_ids
 
 FORMAT_NAME = "openai"
 SYSTEM_ROLES = ("system", "developer")

@@ -50,10 +50,9 @@ from typing import Any
 
 from review_app.cases import CaseRecord
 from review_app.errors import InputError
+from review_app.files.csv_safety import csv_text
 from review_app.files.limits import MAX_RECORD_BYTES
-from review_app.formats._context import ReadContext
-from review_app.formats._sessions import Exchange, SessionColumns, exchange_rows
-from review_app.formats._tables import (
+from review_app.files.tables import (
     ProgressCallback,
     optional_int,
     require_columns,
@@ -61,7 +60,8 @@ from review_app.formats._tables import (
     require_keys,
     row_extras,
 )
-from review_app.formats.csv_safety import csv_text
+from review_app.formats._context import ReadContext
+from review_app.formats._sessions import Exchange, SessionColumns, exchange_rows
 
 FORMAT_NAME = "openlayer"
 EXPORT_START = datetime(2000, 1, 1, tzinfo=UTC)

@@ -26,9 +26,9 @@ from sqlmodel import Session
 import storage.labels
 import storage.selective
 from review_app.errors import InputError
+from review_app.files.csv_safety import csv_text
 from review_app.files.discovery import EXPORTER_NAME
 from review_app.formats import write_deepeval
-from review_app.formats.csv_safety import csv_text
 from review_app.formats.fixtures import (
     EXPORTER_VERSION,
     MANIFEST_NAME,

@@ -32,9 +32,9 @@ from sqlmodel import Session
 from review_app import input_policy
 from review_app.errors import InputError, PermissionDenied
 from review_app.files.csv_rows import csv_dict_rows
+from review_app.files.csv_safety import csv_text, neutralise_cell, restore_cell
 from review_app.files.json_records import iter_json_records
 from review_app.files.text import read_text_file
-from review_app.formats.csv_safety import csv_text, neutralise_cell, restore_cell
 from review_app.rubrics import Rubric, parse_rubric_ref
 from review_app.services.cases.cases import not_in_queue
 from review_app.services.cases.export import LABEL_EXPORT_COLUMNS
