@@ -16,6 +16,8 @@ same rules, before anything checks what its values mean; refusals are
   when written, restored when read;
 * :mod:`~review_app.files.tables`: table files (CSV, or JSON/JSONL rows) as rows of
   cells, for the foreign formats;
+* :mod:`~review_app.files.named_rows`: label and verdict files (CSV with a header, or
+  JSONL objects), their columns checked;
 * :mod:`~review_app.files.discovery`: which files an import or an inspection reads.
 
 What the values of a record mean (a case, a label, a verdict) is checked by its

@@ -116,16 +116,6 @@ def find_duplicate_key(data: bytes | str) -> tuple[str, str] | None:
     return None
 
 
-def jsonl_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
-    """``(line number, line)`` of JSONL bytes, split on ``\\n`` only.
-
-    ``str.splitlines`` would also split on U+2028, U+2029, U+0085, U+001C-U+001E,
-    all legal inside a JSON string; ``\\r`` before ``\\n`` is dropped.
-    """
-    for number, raw in enumerate(data.split(b"\n"), start=1):
-        yield number, raw[:-1] if raw.endswith(b"\r") else raw
-
-
 def join_field(prefix: str | None, field: str) -> str:
     """``prefix.field`` (or ``field`` alone); ``[3]`` + ``turns`` gives ``[3].turns``."""
     if not prefix:
@@ -135,36 +125,60 @@ def join_field(prefix: str | None, field: str) -> str:
     return f"{prefix}.{field}"
 
 
-def _iter_jsonl(
-    stream: BinaryIO,
+JSONL_SUFFIXES = (".jsonl", ".ndjson")
+"""File names read as JSONL by :func:`iter_json_records` (any other name: one JSON value)."""
+_BOM = "the file starts with a UTF-8 byte-order mark; save it as UTF-8 without BOM"
+
+
+def _open(path: Path, source: str) -> tuple[BinaryIO, int]:
+    """The file open for reading, and its size; ``InputError`` when it cannot be read."""
+    try:
+        size = path.stat().st_size
+        stream = path.open("rb")
+    except OSError as error:
+        raise InputError(f"cannot be read ({error.strerror})", source=source) from None
+    return stream, size
+
+
+def iter_jsonl_records(
+    path: Path,
     *,
-    source: str,
-    max_record_bytes: int,
-    progress: Callable[[int], None] | None,
+    max_record_bytes: int = MAX_RECORD_BYTES,
+    progress: Callable[[int], None] | None = None,
 ) -> Iterator[tuple[int, Any]]:
-    line_number = 0
-    while True:
-        raw = stream.readline(max_record_bytes + 1)
-        if not raw:
-            return
-        line_number += 1
-        if len(raw) > max_record_bytes and not raw.endswith(b"\n"):
-            raise InputError(
-                record_size_error(None, limit=max_record_bytes),
-                source=source,
-                line=line_number,
-            )
-        if progress is not None:
-            progress(len(raw))
-        if line_number == 1 and raw.startswith(UTF8_BOM):
-            raise InputError(
-                "the file starts with a UTF-8 byte-order mark; save it as UTF-8 without BOM",
-                source=source,
-                line=1,
-            )
-        if not raw.strip():
-            continue
-        yield line_number, parse_json(raw.rstrip(b"\r\n"), source=source, line=line_number)
+    """Yield ``(line, value)`` for every record of a JSONL file, whatever its name.
+
+    One JSON value a line, blank lines skipped, read one line at a time: a line
+    longer than ``max_record_bytes`` is refused without being read whole.
+    """
+    source = str(path)
+    stream, size = _open(path, source)
+    with stream:
+        if size == 0:
+            raise InputError("the file is empty", source=source)
+        line_number = 0
+        seen_any = False
+        while True:
+            raw = stream.readline(max_record_bytes + 1)
+            if not raw:
+                break
+            line_number += 1
+            if len(raw) > max_record_bytes and not raw.endswith(b"\n"):
+                raise InputError(
+                    record_size_error(None, limit=max_record_bytes),
+                    source=source,
+                    line=line_number,
+                )
+            if progress is not None:
+                progress(len(raw))
+            if line_number == 1 and raw.startswith(UTF8_BOM):
+                raise InputError(_BOM, source=source, line=1)
+            if not raw.strip():
+                continue
+            seen_any = True
+            yield line_number, parse_json(raw.rstrip(b"\r\n"), source=source, line=line_number)
+    if not seen_any:
+        raise InputError("the file is empty: it holds no records, only blank lines", source=source)
 
 
 def iter_json_records(
@@ -175,28 +189,22 @@ def iter_json_records(
 ) -> Iterator[tuple[int | None, str | None, Any]]:
     """Yield ``(line, path_prefix, value)`` for every record of a JSON or JSONL file.
 
-    For JSONL the line is the file line; for a JSON file holding a list the prefix
-    is ``[i]`` and the line is ``None`` (the JSON path names the place).
+    A file named ``.jsonl`` or ``.ndjson`` is JSONL (:func:`iter_jsonl_records`) and
+    the line is the file line; any other is one JSON value, read whole: one record, or
+    a list of them, where the prefix is ``[i]`` and the line is ``None`` (the JSON path
+    names the place).
     """
     source = str(path)
-    try:
-        size = path.stat().st_size
-        stream = path.open("rb")
-    except OSError as error:
-        raise InputError(f"cannot be read ({error.strerror})", source=source) from None
+    if path.suffix.lower() in JSONL_SUFFIXES:
+        for line, value in iter_jsonl_records(
+            path, max_record_bytes=max_record_bytes, progress=progress
+        ):
+            yield line, None, value
+        return
+    stream, size = _open(path, source)
     with stream:
         if size == 0:
             raise InputError("the file is empty", source=source)
-        if path.suffix.lower() in (".jsonl", ".ndjson"):
-            seen_any = False
-            for line, value in _iter_jsonl(
-                stream, source=source, max_record_bytes=max_record_bytes, progress=progress
-            ):
-                seen_any = True
-                yield line, None, value
-            if not seen_any:
-                raise InputError("the file holds no records, only blank lines", source=source)
-            return
         if size > MAX_WHOLE_FILE_BYTES:
             raise InputError(
                 f"a JSON file over {MAX_WHOLE_FILE_BYTES} bytes must be JSONL "
@@ -207,11 +215,7 @@ def iter_json_records(
     if progress is not None:
         progress(len(data))
     if data.startswith(UTF8_BOM):
-        raise InputError(
-            "the file starts with a UTF-8 byte-order mark; save it as UTF-8 without BOM",
-            source=source,
-            line=1,
-        )
+        raise InputError(_BOM, source=source, line=1)
     value = parse_json(data, source=source)
     # One record is at most max_record_bytes, in a .json file as in a JSONL line: the
     # file's size bounds every item; only a larger file has its items measured.
