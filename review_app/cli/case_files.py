@@ -10,7 +10,6 @@ import typer
 from review_app.cli.output import print_json
 from review_app.cli.progress import file_progress
 from review_app.cli.shared import USER_ERRORS, DbOption, exit_for, open_engine, operator
-from review_app.errors import InputError
 
 
 def inspect(
@@ -45,16 +44,9 @@ def inspect(
 def _json_file(path: Path | None, what: str) -> Any:
     if path is None:
         return None
-    from review_app.files.json_records import parse_json
+    from review_app.files.json_records import read_json_object
 
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise InputError(f"cannot be read ({error.strerror})", source=str(path)) from None
-    value = parse_json(data, source=str(path))
-    if not isinstance(value, dict):
-        raise InputError(f"expected a JSON object ({what})", source=str(path))
-    return value
+    return read_json_object(path, what=what)
 
 
 def import_(

@@ -23,7 +23,7 @@ from review_app.files.limits import (
     MAX_WHOLE_FILE_BYTES,
     record_size_error,
 )
-from review_app.files.text import UTF8_BOM
+from review_app.files.text import UTF8_BOM, read_whole
 
 _NON_JSON_NUMBERS = (b"NaN", b"Infinity", b"-Infinity")
 _ESCAPED_COLON_PREFIX = b"\\u003"  # \u003a or \u003A (and a few harmless others)
@@ -114,6 +114,17 @@ def find_duplicate_key(data: bytes | str) -> tuple[str, str] | None:
         elif isinstance(item, list):
             stack.extend(reversed([(f"{path}[{i}]", child) for i, child in enumerate(item)]))
     return None
+
+
+def read_json_object(path: Path, *, what: str) -> dict[str, Any]:
+    """The JSON object a small file holds (a contract, a tool map), read whole
+    (:func:`~review_app.files.text.read_whole`); ``InputError`` names the file, and
+    ``what`` the object should have been when it holds something else."""
+    source = str(path)
+    value = parse_json(read_whole(path), source=source)
+    if not isinstance(value, dict):
+        raise InputError(f"expected a JSON object ({what})", source=source)
+    return value
 
 
 def join_field(prefix: str | None, field: str) -> str:

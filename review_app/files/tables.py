@@ -19,7 +19,7 @@ from review_app.files.csv_rows import csv_rows
 from review_app.files.csv_safety import restore_cell
 from review_app.files.json_records import iter_json_records, join_field
 from review_app.files.limits import MAX_RECORD_BYTES
-from review_app.files.text import decode_utf8
+from review_app.files.text import decode_utf8, read_whole
 
 ProgressCallback = Callable[[int], None]
 
@@ -65,18 +65,11 @@ class Table:
     rows: Iterator[Row]
 
 
-def _decode_csv(data: bytes, source: str) -> str:
-    return decode_utf8(data, source=source)
-
-
 def _csv_table(path: Path, source: str, progress: ProgressCallback | None) -> Table:
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise InputError(f"cannot be read ({error.strerror})", source=source) from None
+    data = read_whole(path)
     if progress is not None:
         progress(len(data))
-    rows = csv_rows(_decode_csv(data, source), source)
+    rows = csv_rows(decode_utf8(data, source=source), source)
     first = next(rows, None)
     if first is None:
         raise InputError("the file is empty (no header row)", source=source)
@@ -141,9 +134,10 @@ def open_table(
 ) -> Table:
     """The rows of ``path``: CSV by the ``.csv`` suffix, else JSON/JSONL rows.
 
-    CSV is read as UTF-8, with or without a byte-order mark (spreadsheets write
-    one); cells are unquoted by the standard ``csv`` module in strict mode, and
-    cells neutralised against formula injection are restored
+    CSV is read whole (:func:`~review_app.files.text.read_whole`) as UTF-8, with or
+    without a byte-order mark (spreadsheets write one); cells are unquoted by the
+    standard ``csv`` module in strict mode, and cells neutralised against formula
+    injection are restored
     (:func:`~review_app.files.csv_safety.restore_cell`). Blank rows are skipped.
     """
     source = str(path)
