@@ -69,7 +69,7 @@ def import_(
         Path | None,
         typer.Option("--contract", help="A role contract (JSON) for cases that carry none."),
     ] = None,
-    tool_map: Annotated[
+    tool_action_map: Annotated[
         Path | None,
         typer.Option("--tool-map", help="JSON object: tool name -> contract action (or null)."),
     ] = None,
@@ -164,7 +164,7 @@ def import_(
         replace=replace,
         max_record_bytes=max_record_bytes,
         contract=_json_file(contract, "a role contract"),
-        tool_action_map=_json_file(tool_map, "tool name -> action"),
+        tool_action_map=_json_file(tool_action_map, "tool name -> action"),
         case_id_prefix=case_id_prefix,
         session_column=session_column,
         timestamp_column=timestamp_column,
