@@ -8,7 +8,7 @@ its ``chatbot_role``. A test case is ``{"chatbot_role", "turns": [{"role": "user
 File: JSON holding one test case, a list of them, or ``{"test_cases": [...]}``; or
 JSONL with one test case per line (a line may also hold ``{"test_cases": [...]}``).
 
-Reading rules:
+Reading rules (for users: docs/reference.md, "Foreign formats", under ``deepeval``):
 
 * turns become events in order, numbered 1..n; ``role`` is the actor (deepeval
   knows only ``user`` and ``assistant``), ``content`` the text. A file this module

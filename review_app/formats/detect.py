@@ -1,7 +1,8 @@
 """Which format a case file is in, the registry of formats, and reading by format.
 
-:func:`detect_format` looks at a CSV file's header or at the first record of a
-JSON/JSONL file and never guesses between two candidates:
+:func:`detect_format` (docs/reference.md, "Foreign formats") looks at a CSV file's
+header or at the first record of a JSON/JSONL file and never guesses between two
+candidates:
 
 ==============  ==============================================================
 format          recognised by

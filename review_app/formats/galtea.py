@@ -8,7 +8,7 @@ inferred. Here each row is one such turn.
 File: CSV (``.csv``; UTF-8 with or without a byte-order mark) or JSON rows
 (``.jsonl``/``.ndjson`` one object per line, or a ``.json`` list).
 
-Reading rules:
+Reading rules (for users: docs/reference.md, "Foreign formats", under ``galtea``):
 
 * required columns: ``input`` and ``actual_output`` (names configurable); a missing
   one is an error naming the column (CSV header) or the line and key (JSON rows);

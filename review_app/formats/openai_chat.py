@@ -4,7 +4,7 @@ Each line is ``{"messages": [...], "id"?: ..., "metadata"?: {...}}`` (the shape 
 fine-tuning and evaluation files) or a bare list of messages. A ``.json`` file may
 hold one such object, a list of them, or one bare list of messages.
 
-Reading rules:
+Reading rules (for users: docs/reference.md, "Foreign formats", under ``openai``):
 
 * the FIRST ``system`` (or ``developer``) message is the role instruction: its text
   becomes ``chatbot_role`` and its SHA-256 (hex, of the UTF-8 text) the case's

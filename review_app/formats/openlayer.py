@@ -9,7 +9,7 @@ be a column (one value per session) or the ``role_definition`` option.
 File: CSV (``.csv``; UTF-8 with or without the byte-order mark spreadsheets write)
 or JSON rows (``.jsonl``/``.ndjson`` one object per line, or a ``.json`` list).
 
-Reading rules:
+Reading rules (for users: docs/reference.md, "Foreign formats", under ``openlayer``):
 
 * required columns: session id, timestamp, input, output (names configurable); a
   CSV header without one of them is an error naming the column; a JSON row without
