@@ -24,10 +24,10 @@ from typing import Any
 import orjson
 
 from benchmarks.corpus import generate_corpus
-from review_app import input_policy
 from review_app.cases import read_case_file
 from review_app.errors import InputError
-from review_app.input_policy import _pairs, parse_json
+from review_app.files import json_records
+from review_app.files.json_records import _pairs, parse_json
 
 
 def write_corpus(path: Path, megabytes: float) -> int:
@@ -89,18 +89,18 @@ def _orjson_only(data: bytes | str, *, source: str, line: int | None = None) -> 
 
 def compare_reading(path: Path, rounds: int) -> tuple[float, float]:
     """Best time of reading ``path`` whole, without and with the duplicate-key check."""
-    shipped = input_policy.parse_json
+    shipped = json_records.parse_json
     best = [float("inf"), float("inf")]
     for _ in range(rounds):
         for index, parser in enumerate((_orjson_only, shipped)):
-            input_policy.parse_json = parser  # type: ignore[assignment]
+            json_records.parse_json = parser  # type: ignore[assignment]
             try:
                 start = time.perf_counter()
                 for _record in read_case_file(path):
                     pass
                 best[index] = min(best[index], time.perf_counter() - start)
             finally:
-                input_policy.parse_json = shipped
+                json_records.parse_json = shipped
     return best[0], best[1]
 
 

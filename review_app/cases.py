@@ -1,9 +1,8 @@
 """Reading and validating case files (docs/reference.md, "Cases").
 
 A case file is JSON (one case object, or a list of them) or JSONL (one case per
-line; blank lines are skipped). Reading is streamed: a JSONL file of any size is
-read one line at a time, and a single record larger than ``max_record_bytes`` is
-refused without being read whole.
+line; blank lines are skipped), read record by record
+(:func:`review_app.files.json_records.iter_json_records`).
 
 Two levels of trouble:
 
@@ -22,32 +21,26 @@ its ``(case_id, turn)``.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import orjson
 
 from review_app import input_policy
 from review_app.errors import InputError
 from review_app.evaluator import evaluate_case
+from review_app.files.json_records import iter_json_records
+from review_app.files.limits import MAX_RECORD_BYTES
 
-DEFAULT_MAX_RECORD_BYTES = input_policy.MAX_RECORD_BYTES
-EXPORTER_NAME = "role-review"
-"""First word of the ``exporter`` field that Role Review writes into its exports."""
-EXPORT_MANIFEST_NAME = "manifest.json"
-"""The manifest beside exported fixtures: counts, not a case."""
 EXPECTED_BLOCK = "expected"
 """The top-level key an exported fixture adds to its case: what the export found,
 not what the conversation holds, so the content hash leaves it out (a fixture
 imported where its case is stored is the same case)."""
-CASE_FILE_SUFFIXES = (".json", ".jsonl", ".ndjson")
 CASE_ID_PATTERN = re.compile(r"[^\s\x00-\x1f\x7f]{1,200}")
 # Turns are stored in 32-bit integer columns (PostgreSQL ``integer``).
 TURN_MIN, TURN_MAX = input_policy.TURN_MIN, input_policy.TURN_MAX
-
-_READ_CHUNK = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,174 +63,6 @@ def content_sha256(value: Any) -> str:
     import hashlib  # here, not at the top: `inspect` never hashes, and _hashlib loads slowly
 
     return hashlib.sha256(canonical_json(value)).hexdigest()
-
-
-def discover_case_files(
-    paths: Iterable[str | Path], *, suffixes: Iterable[str] | None = None
-) -> list[Path]:
-    """The files to import: each file as given, and case files found under directories.
-
-    Under a directory, files with one of ``suffixes`` (default: JSON and JSONL) are
-    taken, in sorted order, so an import is repeatable; the manifest of a Role Review
-    export is left out there, so an exported fixtures directory imports as it is.
-    """
-    wanted = tuple(s.lower() for s in (suffixes or CASE_FILE_SUFFIXES))
-    found: list[Path] = []
-    for raw in paths:
-        path = Path(raw)
-        if path.is_dir():
-            found.extend(
-                sorted(
-                    p
-                    for p in path.rglob("*")
-                    if p.is_file() and p.suffix.lower() in wanted and not is_export_manifest(p)
-                )
-            )
-        elif path.exists():
-            found.append(path)
-        else:
-            raise InputError("no such file or directory", source=str(raw))
-    return found
-
-
-def is_export_manifest(path: Path) -> bool:
-    """Whether ``path`` is the ``manifest.json`` of a Role Review export (not a case)."""
-    if path.name != EXPORT_MANIFEST_NAME:
-        return False
-    try:
-        value = orjson.loads(path.read_bytes())
-    except (OSError, orjson.JSONDecodeError):
-        return False
-    exporter = value.get("exporter") if isinstance(value, dict) else None
-    return isinstance(exporter, str) and exporter.startswith(f"{EXPORTER_NAME} ")
-
-
-def parse_json_bytes(data: bytes, *, source: str, line: int | None = None) -> Any:
-    """Parse strict JSON (RFC 8259: UTF-8, no NaN, no BOM, no duplicate key) or raise
-    ``InputError`` (see :func:`review_app.input_policy.parse_json`)."""
-    return input_policy.parse_json(data, source=source, line=line)
-
-
-def read_text_file(path: Path, *, allow_bom: bool = False) -> str:
-    """A small text file (labels, verdicts) as UTF-8; ``InputError`` names the file and line.
-
-    ``allow_bom`` accepts the byte-order mark spreadsheets write at the start of CSV.
-    """
-    source = str(path)
-    try:
-        if path.stat().st_size > input_policy.MAX_WHOLE_FILE_BYTES:
-            raise InputError(
-                f"the file is larger than {input_policy.MAX_WHOLE_FILE_BYTES} bytes", source=source
-            )
-        raw = path.read_bytes()
-    except OSError as error:
-        raise InputError(f"cannot be read ({error.strerror})", source=source) from None
-    if not raw.strip():
-        raise InputError("the file is empty", source=source)
-    return input_policy.decode_utf8(raw, source=source, allow_bom=allow_bom)
-
-
-def _iter_jsonl(
-    stream: BinaryIO,
-    *,
-    source: str,
-    max_record_bytes: int,
-    progress: Callable[[int], None] | None,
-) -> Iterator[tuple[int, Any]]:
-    line_number = 0
-    while True:
-        raw = stream.readline(max_record_bytes + 1)
-        if not raw:
-            return
-        line_number += 1
-        if len(raw) > max_record_bytes and not raw.endswith(b"\n"):
-            raise InputError(
-                input_policy.record_size_error(None, limit=max_record_bytes),
-                source=source,
-                line=line_number,
-            )
-        if progress is not None:
-            progress(len(raw))
-        if line_number == 1 and raw.startswith(input_policy.UTF8_BOM):
-            raise InputError(
-                "the file starts with a UTF-8 byte-order mark; save it as UTF-8 without BOM",
-                source=source,
-                line=1,
-            )
-        if not raw.strip():
-            continue
-        yield line_number, parse_json_bytes(raw.rstrip(b"\r\n"), source=source, line=line_number)
-
-
-def iter_json_records(
-    path: Path,
-    *,
-    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
-    progress: Callable[[int], None] | None = None,
-) -> Iterator[tuple[int | None, str | None, Any]]:
-    """Yield ``(line, path_prefix, value)`` for every record of a JSON or JSONL file.
-
-    For JSONL the line is the file line; for a JSON file holding a list the prefix
-    is ``[i]`` and the line is ``None`` (the JSON path names the place).
-    """
-    source = str(path)
-    try:
-        size = path.stat().st_size
-        stream = path.open("rb")
-    except OSError as error:
-        raise InputError(f"cannot be read ({error.strerror})", source=source) from None
-    with stream:
-        if size == 0:
-            raise InputError("the file is empty", source=source)
-        if path.suffix.lower() in (".jsonl", ".ndjson"):
-            seen_any = False
-            for line, value in _iter_jsonl(
-                stream, source=source, max_record_bytes=max_record_bytes, progress=progress
-            ):
-                seen_any = True
-                yield line, None, value
-            if not seen_any:
-                raise InputError("the file holds no records, only blank lines", source=source)
-            return
-        if size > input_policy.MAX_WHOLE_FILE_BYTES:
-            raise InputError(
-                f"a JSON file over {input_policy.MAX_WHOLE_FILE_BYTES} bytes must be JSONL "
-                "(one case per line) so it can be streamed",
-                source=source,
-            )
-        data = stream.read()
-    if progress is not None:
-        progress(len(data))
-    if data.startswith(input_policy.UTF8_BOM):
-        raise InputError(
-            "the file starts with a UTF-8 byte-order mark; save it as UTF-8 without BOM",
-            source=source,
-            line=1,
-        )
-    value = parse_json_bytes(data, source=source)
-    # One record is at most max_record_bytes, in a .json file as in a JSONL line: the
-    # file's size bounds every item; only a larger file has its items measured.
-    if isinstance(value, list):
-        if not value:
-            raise InputError("the file holds an empty list", source=source)
-        for position, item in enumerate(value):
-            if size > max_record_bytes:
-                item_size = len(orjson.dumps(item))
-                if item_size > max_record_bytes:
-                    raise InputError(
-                        input_policy.record_size_error(item_size, limit=max_record_bytes),
-                        source=source,
-                        field=f"[{position}]",
-                    )
-            yield None, f"[{position}]", item
-    else:
-        if size > max_record_bytes:
-            raise InputError(
-                input_policy.record_size_error(size, limit=max_record_bytes),
-                source=source,
-                line=1,
-            )
-        yield None, None, value
 
 
 def _join(prefix: str | None, field: str) -> str:
@@ -374,7 +199,7 @@ def _check_by_policy(
 def read_case_file(
     path: Path,
     *,
-    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+    max_record_bytes: int = MAX_RECORD_BYTES,
     progress: Callable[[int], None] | None = None,
 ) -> Iterator[CaseRecord]:
     """Validated cases of one file, streamed; a case id used twice in it is an error."""

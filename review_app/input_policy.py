@@ -5,10 +5,6 @@ service taking typed text (rationales, gold notes, names) checks input here befo
 the database sees it, so SQLite and PostgreSQL accept and refuse the same things and
 each refusal is an :class:`~review_app.errors.InputError` naming the place.
 
-* **Sizes**: one record (a JSONL line, a ``.json`` file holding one case, an item of
-  a ``.json`` list, a CSV cell) is at most :data:`MAX_RECORD_BYTES`; a file read whole
-  (``.json``, ``.csv``) at most :data:`MAX_WHOLE_FILE_BYTES` (JSONL is streamed, any
-  size); a case has at most :data:`MAX_EVENTS_PER_CASE` events.
 * **Text**: what people write here (rationales, gold and ambiguity notes, judge
   reasons) may hold tab, line feed and carriage return but no other C0 control
   character (U+0000 to U+001F) and no lone surrogate. Recorded conversations are
@@ -21,30 +17,21 @@ each refusal is an :class:`~review_app.errors.InputError` naming the place.
   U+FEFF), which would let two different names display alike. A reviewer's
   identity is the case-folded name (:func:`identity_key`): ``Ana`` and ``ana`` are
   one person.
-* **JSON**: strict (RFC 8259: no NaN, no BOM), at most 1024 levels deep, and no
-  object with the same key twice (a duplicate would otherwise silently win).
-  JSONL is split on ``\\n`` only, so U+2028 inside a string is just a character.
+
+How large a file or a record may be, and what JSON and CSV are accepted, is the part
+of the policy that reads files: :mod:`review_app.files`.
 
 The module is pure (no storage, no Streamlit).
 """
 
 from __future__ import annotations
 
-import csv
-import json
 import re
 import unicodedata
-from collections.abc import Iterator
 from typing import Any
-
-import orjson
 
 from review_app.errors import InputError
 
-MAX_RECORD_BYTES = 16 * 1024 * 1024
-"""One record: a JSONL line, a ``.json`` file's case, a ``.json`` list item, a CSV cell."""
-MAX_WHOLE_FILE_BYTES = 1024 * 1024 * 1024
-"""Files read whole into memory (``.json``, ``.csv``); JSONL is streamed at any size."""
 MAX_EVENTS_PER_CASE = 100_000
 MAX_NOTE_CHARS = 4000
 """Rationale, gold note, rubric ambiguity note, judge reason."""
@@ -52,14 +39,9 @@ MAX_NAME_CHARS = 200
 """Case id, contract version, reviewer name, judge name, model."""
 MAX_SHORT_NAME_CHARS = 100
 """Judge prompt version, label code, rubric id (database key columns of 100)."""
-MAX_JSON_DEPTH = 1024
 TURN_MIN, TURN_MAX = -(2**31), 2**31 - 1
 """Turns (and rubric versions) are 32-bit integer columns."""
 MAX_RUBRIC_VERSION = 2**31 - 1
-MAX_RUBRIC_FILE_BYTES = 1024 * 1024
-"""A rubric file (YAML) or a judge prompt file: read whole, so bounded."""
-MAX_YAML_DEPTH = 32
-"""Nesting of a rubric file's mappings and lists (a rubric needs 4)."""
 
 
 # --- text ---------------------------------------------------------------------------------
@@ -239,161 +221,3 @@ def parse_turn_text(text: str) -> int | None:
         return None
     turn = int(stripped)
     return turn if TURN_MIN <= turn <= TURN_MAX else None
-
-
-# --- JSON ---------------------------------------------------------------------------------
-
-_NON_JSON_NUMBERS = (b"NaN", b"Infinity", b"-Infinity")
-_ESCAPED_COLON_PREFIX = b"\\u003"  # \u003a or \u003A (and a few harmless others)
-
-
-def _decode_error(error: orjson.JSONDecodeError, data: bytes | str) -> str:
-    message = error.msg
-    if "UTF-8" in message and "BOM" not in message:
-        return "not valid UTF-8 text"
-    if "depth limit" in message:
-        return f"JSON nested too deeply (more than {MAX_JSON_DEPTH} levels)"
-    if "empty document" in message:
-        return "an empty record"
-    head = data[error.pos : error.pos + 9]
-    if (head.encode() if isinstance(head, str) else head).startswith(_NON_JSON_NUMBERS):
-        return f"not valid JSON: NaN and Infinity are not JSON numbers (column {error.colno})"
-    return f"not valid JSON ({message}, column {error.colno})"
-
-
-def parse_json(data: bytes | str, *, source: str, line: int | None = None) -> Any:
-    """Strict JSON (RFC 8259: UTF-8, no NaN, no BOM, no duplicate key) or ``InputError``.
-
-    orjson parses; a duplicate key is detected without a second parse in the usual
-    case: each key contributes exactly one ``:`` outside strings, so the colons of the
-    input equal the colons of the parsed value written back (keys plus colons inside
-    strings) unless a key was repeated (a dropped pair) or a string spelled a colon
-    as ``\\u003a``. Only then is the text parsed again, slowly, to find and name it.
-    """
-    try:
-        value = orjson.loads(data)
-    except orjson.JSONDecodeError as error:
-        where = line if line is not None else error.lineno
-        raise InputError(_decode_error(error, data), source=source, line=where) from None
-    raw = data.encode() if isinstance(data, str) else data
-    colons = raw.count(b":")
-    if colons and (
-        colons != orjson.dumps(value).count(b":")
-        or (b"\\" in raw and raw.find(_ESCAPED_COLON_PREFIX) >= 0)
-    ):
-        duplicate = find_duplicate_key(raw)
-        if duplicate is not None:
-            raise InputError(
-                f"the key {duplicate[1]!r} appears twice in one object",
-                source=source,
-                line=line,
-                field=duplicate[0],
-            )
-    return value
-
-
-class _Duplicated(dict[str, Any]):
-    duplicate: str
-
-
-def _pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            marked = _Duplicated(result)
-            marked.duplicate = key
-            return marked
-        result[key] = value
-    return result
-
-
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def find_duplicate_key(data: bytes | str) -> tuple[str, str] | None:
-    """``(field path, key)`` of the first object holding a key twice, or ``None``.
-
-    The slow path (the standard library with ``object_pairs_hook``); the text must
-    already be known to be valid JSON (so its nesting is within orjson's limit).
-    """
-    try:
-        value = json.loads(data, object_pairs_hook=_pairs, parse_constant=_reject_constant)
-    except (ValueError, RecursionError):
-        return None
-    stack: list[tuple[str, Any]] = [("", value)]
-    while stack:
-        path, item = stack.pop()
-        if isinstance(item, dict):
-            if isinstance(item, _Duplicated):
-                return (f"{path}.{item.duplicate}" if path else item.duplicate), item.duplicate
-            children = [(f"{path}.{key}" if path else key, child) for key, child in item.items()]
-            stack.extend(reversed(children))
-        elif isinstance(item, list):
-            stack.extend(reversed([(f"{path}[{i}]", child) for i, child in enumerate(item)]))
-    return None
-
-
-def jsonl_lines(data: bytes) -> Iterator[tuple[int, bytes]]:
-    """``(line number, line)`` of JSONL bytes, split on ``\\n`` only.
-
-    ``str.splitlines`` would also split on U+2028, U+2029, U+0085, U+001C-U+001E,
-    all legal inside a JSON string; ``\\r`` before ``\\n`` is dropped.
-    """
-    for number, raw in enumerate(data.split(b"\n"), start=1):
-        yield number, raw[:-1] if raw.endswith(b"\r") else raw
-
-
-def record_size_error(size: int | None, *, limit: int = MAX_RECORD_BYTES) -> str:
-    """The message for a record over the limit (``size`` when it is known)."""
-    this = f" (this one: {size})" if size is not None else ""
-    return (
-        f"a record is longer than {limit} bytes{this}; raise the limit with "
-        "--max-record-bytes if this is intended"
-    )
-
-
-# --- CSV ----------------------------------------------------------------------------------
-
-
-def csv_dict_rows(
-    reader: csv.DictReader[str], *, source: str
-) -> Iterator[tuple[int, dict[str | Any, str | Any]]]:
-    """``(line, row)`` of a ``csv.DictReader``; a CSV error names the line its row starts on.
-
-    The ``csv`` module notices an unclosed quote only at the end of the file, when its
-    line counter is past the fault; the failing row starts on the line after the last
-    good row, and that is the line to look at.
-    """
-    last_end = reader.line_num
-    while True:
-        try:
-            row = next(reader)
-        except StopIteration:
-            return
-        except csv.Error as error:
-            message = str(error)
-            if "unexpected end of data" in message:
-                message += ": a quoted cell is never closed"
-            raise InputError(
-                f"not valid CSV ({message})", source=source, line=last_end + 1
-            ) from None
-        yield reader.line_num, row
-        last_end = reader.line_num
-
-
-UTF8_BOM = b"\xef\xbb\xbf"
-
-
-def decode_utf8(data: bytes, *, source: str, allow_bom: bool = True) -> str:
-    """UTF-8 bytes as text, or an ``InputError`` naming the line of the first bad byte.
-
-    ``allow_bom`` drops the byte-order mark spreadsheets and Windows editors write at
-    the start of a file; without it the mark stays in the text (for the caller to refuse).
-    """
-    body = data[len(UTF8_BOM) :] if allow_bom and data.startswith(UTF8_BOM) else data
-    try:
-        return body.decode("utf-8")
-    except UnicodeDecodeError as error:
-        line = body[: error.start].count(b"\n") + 1
-        raise InputError("not valid UTF-8 text", source=source, line=line) from None

@@ -35,9 +35,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from review_app.cases import CASE_FILE_SUFFIXES, is_export_manifest, iter_json_records
 from review_app.errors import InputError
 from review_app.evaluator import diagnostic, escaped_char, evaluate_case, log_token
+from review_app.files.discovery import case_files_under
+from review_app.files.json_records import iter_json_records
 
 EXIT_PASS, EXIT_VIOLATION, EXIT_BAD_INPUT = 0, 1, 2
 OUTCOMES = ("pass", "fail", "invalid", "no_contract", "unreadable")
@@ -94,21 +95,12 @@ class Item:
         return "unreadable" if self.result is None else str(self.result["status"])
 
 
-def case_files(path: Path) -> list[Path]:
-    """Case files under a directory, in sorted order (a fixtures export's manifest left out)."""
-    return sorted(
-        p
-        for p in path.rglob("*")
-        if p.suffix.lower() in CASE_FILE_SUFFIXES and p.is_file() and not is_export_manifest(p)
-    )
-
-
 def iter_items(paths: Iterable[str | Path]) -> Iterator[Item]:
     """Every case of ``paths`` evaluated, in input order, streamed (one record in memory)."""
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            files = case_files(path)
+            files = case_files_under(path)
             if not files:
                 yield Item(
                     str(path),

@@ -23,9 +23,7 @@ else is an error recorded for that unit, never a guess.
 
 from __future__ import annotations
 
-import csv
 import hashlib
-import io
 import json
 import math
 import re
@@ -36,8 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from review_app import input_policy
-from review_app.cases import read_text_file
 from review_app.errors import InputError
+from review_app.files.limits import MAX_RUBRIC_FILE_BYTES
+from review_app.files.named_rows import named_rows
 from review_app.rubrics import Rubric
 
 PROMPT_FILE = re.compile(r"v(?P<version>[1-9][0-9]{0,9})\.txt")
@@ -88,9 +87,9 @@ def check_prompt_text(text: str, *, source: str, field: str | None = None) -> se
     """
     if not text.strip():
         raise InputError("the prompt is empty", source=source, field=field)
-    if len(text.encode("utf-8")) > input_policy.MAX_RUBRIC_FILE_BYTES:
+    if len(text.encode("utf-8")) > MAX_RUBRIC_FILE_BYTES:
         raise InputError(
-            f"the text is larger than {input_policy.MAX_RUBRIC_FILE_BYTES // 1024} KB; "
+            f"the text is larger than {MAX_RUBRIC_FILE_BYTES // 1024} KB; "
             "a judge prompt is a short text",
             source=source,
             field=field,
@@ -142,9 +141,9 @@ def load_judge_prompt(path: Path) -> JudgePrompt:
     if match is None:
         raise InputError("a judge prompt file is named v<N>.txt", source=source)
     try:
-        if path.stat().st_size > input_policy.MAX_RUBRIC_FILE_BYTES:
+        if path.stat().st_size > MAX_RUBRIC_FILE_BYTES:
             raise InputError(
-                f"the file is larger than {input_policy.MAX_RUBRIC_FILE_BYTES // 1024} KB; "
+                f"the file is larger than {MAX_RUBRIC_FILE_BYTES // 1024} KB; "
                 "a judge prompt is a short text",
                 source=source,
             )
@@ -333,44 +332,13 @@ class VerdictRecord:
 
 
 def _verdict_rows(path: Path) -> list[tuple[int, dict[str, Any]]]:
-    source = str(path)
-    text = read_text_file(path, allow_bom=path.suffix.lower() == ".csv")
-    rows: list[tuple[int, dict[str, Any]]] = []
-    if path.suffix.lower() == ".csv":
-        reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
-        header = reader.fieldnames or []
-        unknown = [name for name in header if name not in VERDICT_FIELDS]
-        if unknown:
-            raise InputError(
-                f"unknown column {unknown[0]!r} (columns: {','.join(VERDICT_FIELDS)})",
-                source=source,
-                line=1,
-                field=unknown[0],
-            )
-        for line, row in input_policy.csv_dict_rows(reader, source=source):
-            if None in row:  # e.g. an unquoted comma in a reason: never drop text silently
-                raise InputError(
-                    "more cells than columns (quote a text that contains a comma)",
-                    source=source,
-                    line=line,
-                    field=header[-1],
-                )
-            rows.append((line, {k: v for k, v in row.items() if v != ""}))
-        return rows
-    # JSONL lines end at "\n" only: U+2028 and friends are text inside a string.
-    for number, raw in input_policy.jsonl_lines(text.encode("utf-8")):
-        if not raw.strip():
-            continue
-        value = input_policy.parse_json(raw, source=source, line=number)
-        if not isinstance(value, dict):
-            raise InputError("expected a JSON object per line", source=source, line=number)
-        unknown = [name for name in value if name not in VERDICT_FIELDS]
-        if unknown:
-            raise InputError(
-                f"unknown field {unknown[0]!r}", source=source, line=number, field=unknown[0]
-            )
-        rows.append((number, value))
-    return rows
+    """Rows of a verdict file: CSV (``.csv``; an empty cell is no value) or JSONL."""
+    if path.suffix.lower() != ".csv":
+        return list(named_rows(path, as_csv=False, columns=VERDICT_FIELDS))
+    return [
+        (line, {k: v for k, v in row.items() if v != ""})
+        for line, row in named_rows(path, as_csv=True, columns=VERDICT_FIELDS)
+    ]
 
 
 _VERDICT_NAME_CHARS = {

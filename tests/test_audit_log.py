@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from review_app.errors import InputError, PermissionDenied
+from review_app.formats import ImportOptions
 from review_app.services.cases import export
 from review_app.services.cases.demo import DEMO_CASES, DEMO_LABELS, DEMO_VERDICTS
 from review_app.services.cases.importing import import_paths
@@ -56,7 +57,7 @@ def test_every_kind_of_change_leaves_one_entry(database: Database, tmp_path: Pat
     changed["chatbot_role"] = "A changed role description."
     replacement = tmp_path / "changed.json"
     replacement.write_text(json.dumps(changed), encoding="utf-8")
-    import_paths(engine, admin, [replacement], replace=True)
+    import_paths(engine, admin, [replacement], ImportOptions(replace=True))
     replaced = _latest(database, "cases_replace")
     assert replaced["summary"] == {
         "sha256": _sha(replacement),

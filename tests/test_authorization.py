@@ -23,6 +23,7 @@ from sqlalchemy import Engine
 
 import review_app.services as services_package
 from review_app.errors import PermissionDenied
+from review_app.formats import ImportOptions
 from review_app.rubrics import Rubric
 from review_app.services.cases import cases, demo, export, importing, uploads
 from review_app.services.cases.demo import DEMO_CASES, DEMO_LABELS, DEMO_VERDICTS, load_demo
@@ -476,7 +477,7 @@ GUARDED: dict[str, tuple[Call, str]] = {
     ),
     "uploads.import_upload": (
         lambda w, a: uploads.import_upload(
-            w.engine, a, name="case.json", data=b"{}", format=None, options={}
+            w.engine, a, name="case.json", data=b"{}", options=ImportOptions()
         ),
         "denied",
     ),
@@ -493,7 +494,7 @@ GUARDED: dict[str, tuple[Call, str]] = {
     ),
     "uploads.validate_upload": (
         lambda w, a: uploads.validate_upload(
-            w.engine, a, name="c.json", data=b"{}", format=None, options={}
+            w.engine, a, name="c.json", data=b"{}", options=ImportOptions()
         ),
         "denied",
     ),

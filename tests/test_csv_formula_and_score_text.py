@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from review_app.errors import InputError
-from review_app.formats.csv_safety import neutralise_cell, restore_cell
+from review_app.files.csv_safety import neutralise_cell, restore_cell
 from review_app.judging import read_verdict_file
 from review_app.rubrics import load_rubric_file
 from review_app.services.cases.demo import load_demo

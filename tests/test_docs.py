@@ -1,22 +1,28 @@
-"""The docs stay honest: every command in the README, the format reference's sections
-exist and every citation of them names one, and nothing cites a document the
-repository does not contain."""
+"""The docs stay honest: every command in the README and, with every option, in the
+format reference's command reference; every option with help text; a section for every
+foreign format naming its options; the format reference's sections exist and every
+citation of them names one, and nothing cites a document the repository does not
+contain."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import fields
 from pathlib import Path
+from typing import Any
 
 from typer.main import get_command
 
 from review_app.agreement import RatingTable, agreement_summary
 from review_app.cli import app
+from review_app.formats import FORMATS, NATIVE, ImportOptions
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text(encoding="utf-8")
 REFERENCE = REPO / "docs" / "reference.md"
 REFERENCE_SECTIONS = (
     "Cases",
+    "Foreign formats",
     "Findings",
     "Rubric files",
     "Rubric versions: mapping and carry-over",
@@ -28,21 +34,29 @@ REFERENCE_SECTIONS = (
     "Judge estimate JSON",
     "Audit log",
     "Input limits",
+    "Commands",
 )
 
 
-def _command_paths(group: object, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
-    paths = []
+def _commands(group: object, prefix: tuple[str, ...] = ()) -> dict[tuple[str, ...], Any]:
+    """Every command (not group) by its path, ``("judge", "prompts", "list")``."""
+    found: dict[tuple[str, ...], Any] = {}
     for name, command in sorted(getattr(group, "commands", {}).items()):
         path = (*prefix, name)
         if getattr(command, "commands", None):
-            paths.extend(_command_paths(command, path))
+            found.update(_commands(command, path))
         else:
-            paths.append(path)
-    return paths
+            found[path] = command
+    return found
 
 
-COMMANDS = _command_paths(get_command(app))
+COMMAND_OBJECTS = _commands(get_command(app))
+COMMANDS = list(COMMAND_OBJECTS)
+
+
+def _options(command: Any) -> list[str]:
+    """A command's options, by their first flag (``--db`` included)."""
+    return [p.opts[0] for p in command.params if p.param_type_name == "option"]
 
 
 def test_there_are_commands_to_document() -> None:
@@ -155,3 +169,69 @@ def test_the_agreement_json_section_names_every_key() -> None:
     assert pair["ci95"] is not None and pair["method"]
     keys = {*summary, "rubric", "gold", *summary["bootstrap"], *pair}
     assert keys - documented == set(), "keys missing from docs/reference.md, Agreement JSON"
+
+
+def test_every_argument_and_option_has_help_text() -> None:
+    missing = [
+        f"{' '.join(path)} {param.name}"
+        for path, command in COMMAND_OBJECTS.items()
+        for param in command.params
+        if not getattr(param, "help", None)
+    ]
+    assert not missing, f"arguments and options without help text: {missing}"
+
+
+def test_the_command_reference_names_every_command_with_its_options() -> None:
+    rows = [line for line in _section("Commands").splitlines() if line.startswith("| `")]
+    problems = []
+    for path, command in COMMAND_OBJECTS.items():
+        name = " ".join(path)
+        found = [row for row in rows if re.match(rf"\| `{re.escape(name)}( [^`]*)?` \|", row)]
+        if len(found) != 1:
+            problems.append(f"{name}: {len(found)} rows")
+            continue
+        problems.extend(
+            f"{name} {option}"
+            for option in _options(command)
+            if option != "--db" and f"`{option}`" not in found[0]
+        )
+    assert not problems, f"missing from docs/reference.md, Commands: {problems}"
+    # The section says which commands take no --db; so it stays true.
+    without_db = {" ".join(p) for p, c in COMMAND_OBJECTS.items() if "--db" not in _options(c)}
+    assert without_db == {"inspect", "judge local-server"}
+    assert "but `inspect` and `judge local-server`" in " ".join(_section("Commands").split())
+
+
+def _import_flag(option: str) -> str:
+    """The ``review-app import`` flag of an ImportOptions field."""
+    [param] = [p for p in COMMAND_OBJECTS[("import",)].params if p.name == option]
+    return str(param.opts[0])
+
+
+def test_import_has_a_flag_for_every_import_option() -> None:
+    names = {p.name for p in COMMAND_OBJECTS[("import",)].params}
+    assert {field.name for field in fields(ImportOptions)} <= names
+
+
+def test_every_foreign_format_has_a_section_naming_its_options() -> None:
+    section = _section("Foreign formats")
+    intro = section.split("\n### ", 1)[0]
+    shared = {"contract", "case_id_prefix", "max_record_bytes"}
+    assert all(f"`{_import_flag(option)}`" in intro for option in shared)
+    missing = []
+    for name, spec in FORMATS.items():
+        if name == NATIVE:
+            continue
+        start = section.find(f"\n### {name}\n")
+        if start < 0:
+            missing.append(f"### {name}")
+            continue
+        end = section.find("\n### ", start + 1)
+        text = section[start : end if end >= 0 else len(section)]
+        assert shared <= set(spec.options), name
+        missing.extend(
+            f"{name} {_import_flag(option)}"
+            for option in spec.options
+            if option not in shared and f"`{_import_flag(option)}`" not in text
+        )
+    assert not missing, f"missing from docs/reference.md, Foreign formats: {missing}"

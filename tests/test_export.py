@@ -25,8 +25,8 @@ from sqlalchemy import Engine
 
 from review_app.errors import InputError
 from review_app.evaluator import EVALUATOR_VERSION, evaluate_case
+from review_app.files.csv_safety import FORMULA_TRIGGERS
 from review_app.formats import read_deepeval, restore_cell
-from review_app.formats.csv_safety import FORMULA_TRIGGERS
 from review_app.formats.fixtures import (
     EXPORTER_VERSION,
     MANIFEST_NAME,

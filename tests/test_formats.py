@@ -25,6 +25,7 @@ from review_app.errors import InputError
 from review_app.formats import (
     FORMAT_NAMES,
     FORMATS,
+    ImportOptions,
     detect_format,
     neutralise_cell,
     parse_timestamp,
@@ -158,7 +159,7 @@ def test_deepeval_reads_test_cases_with_embedded_contract_and_tool_mapping(
     tmp_path: Path,
 ) -> None:
     path = write(tmp_path / "exported.json", json.dumps(DEEPEVAL_FILE))
-    records = list(read_deepeval(path, tool_action_map=TOOLS))
+    records = list(read_deepeval(path, ImportOptions(tool_action_map=TOOLS)))
     assert [r.case["case_id"] for r in records] == ["Refund-pressure-day-3", "exported-2"]
 
     refund = records[0]
@@ -208,7 +209,7 @@ def test_deepeval_jsonl_single_objects_and_lists(tmp_path: Path) -> None:
         tmp_path / "cases.jsonl",
         jsonl(one, {"turns": [{"role": "assistant", "content": "hello"}]}),
     )
-    records = list(read_deepeval(lines, case_id_prefix="de-"))
+    records = list(read_deepeval(lines, ImportOptions(case_id_prefix="de-")))
     assert [r.case["case_id"] for r in records] == ["de-solo", "de-2"]
     assert [r.line for r in records] == [1, 2]
 
@@ -228,12 +229,12 @@ def test_deepeval_unmapped_tool_names_are_kept_as_actions(tmp_path: Path) -> Non
     path = write(tmp_path / "unmapped.json", json.dumps(case))
 
     # Without a contract the tool names are kept for reviewers; nothing is judged.
-    plain = next(read_deepeval(path, tool_action_map=TOOLS))
+    plain = next(read_deepeval(path, ImportOptions(tool_action_map=TOOLS)))
     assert plain.case["transcript"][1]["observed_actions"] == ["crm_lookup", "lookup_order"]
     assert plain.result["status"] == "no_contract"
 
     # With a contract the unmapped name is a contract-maintenance problem, reported.
-    judged = next(read_deepeval(path, tool_action_map=TOOLS, contract=CONTRACT))
+    judged = next(read_deepeval(path, ImportOptions(tool_action_map=TOOLS, contract=CONTRACT)))
     assert judged.result["status"] == "invalid"
     [error] = judged.result["fixture_errors"]
     assert (error["code"], error["action"], error["turn"]) == ("unknown_action", "crm_lookup", 2)
@@ -248,7 +249,7 @@ def test_deepeval_contract_option_and_conflict(tmp_path: Path) -> None:
         ],
     }
     path = write(tmp_path / "clean.json", json.dumps(case))
-    record = next(read_deepeval(path, contract=CONTRACT))
+    record = next(read_deepeval(path, ImportOptions(contract=CONTRACT)))
     assert record.result["status"] == "pass"
     assert record.case["transcript"][1]["observed_actions"] == []
 
@@ -256,7 +257,7 @@ def test_deepeval_contract_option_and_conflict(tmp_path: Path) -> None:
     embedded = {**case, "additional_metadata": {"role_contract": other}}
     conflict = write(tmp_path / "conflict.jsonl", jsonl(case, embedded))
     with pytest.raises(InputError) as error:
-        list(read_deepeval(conflict, contract=CONTRACT))
+        list(read_deepeval(conflict, ImportOptions(contract=CONTRACT)))
     assert located(error) == (str(conflict), 2, "additional_metadata.role_contract")
     assert "support-role-v4" in str(error.value)
 
@@ -372,7 +373,7 @@ def test_openlayer_jsonl_epoch_numbers_role_option_and_contract(tmp_path: Path) 
             {"session_id": 17, "timestamp": "1714557611", "input": None, "output": "C"},
         ),
     )
-    [record] = read_openlayer(path, role_definition=SUPPORT_ROLE, contract=CONTRACT)
+    [record] = read_openlayer(path, ImportOptions(role_definition=SUPPORT_ROLE, contract=CONTRACT))
     assert record.case["case_id"] == "17"
     assert record.case["chatbot_role"] == SUPPORT_ROLE
     assert events(record.case) == [
@@ -393,11 +394,13 @@ def test_openlayer_custom_column_names(tmp_path: Path) -> None:
     )
     [record] = read_openlayer(
         path,
-        session_column="conv",
-        timestamp_column="ts",
-        input_column="question",
-        output_column="answer",
-        sequence_column="seq",
+        ImportOptions(
+            session_column="conv",
+            timestamp_column="ts",
+            input_column="question",
+            output_column="answer",
+            sequence_column="seq",
+        ),
     )
     assert texts(record.case) == [
         ("user", "q1"),
@@ -589,7 +592,7 @@ GALTEA_CSV = (
 
 def test_galtea_groups_by_session_and_orders_by_turn(tmp_path: Path) -> None:
     path = write(tmp_path / "galtea.csv", GALTEA_CSV)
-    coach, travel = read_galtea(path, product_description="Travel booking assistant")
+    coach, travel = read_galtea(path, ImportOptions(product_description="Travel booking assistant"))
     assert coach.case["case_id"] == "coach-1"
     assert coach.case["chatbot_role"] == "Interview coach for engineers"
     assert events(coach.case) == [
@@ -614,7 +617,7 @@ def test_galtea_without_session_column_is_one_conversation(tmp_path: Path) -> No
             {"index": 0, "input": "Flights to Lisbon?", "actual_output": "Which dates?"},
         ),
     )
-    [record] = read_galtea(path, contract=CONTRACT)
+    [record] = read_galtea(path, ImportOptions(contract=CONTRACT))
     assert record.case["case_id"] == "travel-chat"
     assert [t for a, t in texts(record.case) if a == "user"] == [
         "Flights to Lisbon?",
@@ -624,7 +627,7 @@ def test_galtea_without_session_column_is_one_conversation(tmp_path: Path) -> No
     assert record.result["status"] == "pass"
 
     plain = write(tmp_path / "plain.csv", "input,actual_output\nq1,a1\nq2,\n,a3\n")
-    [record] = read_galtea(plain, case_id_prefix="g-")
+    [record] = read_galtea(plain, ImportOptions(case_id_prefix="g-"))
     assert record.case["case_id"] == "g-plain"
     assert texts(record.case) == [
         ("user", "q1"),
@@ -673,7 +676,7 @@ def test_galtea_jsonl_session_ids_all_or_none(tmp_path: Path) -> None:
 
     named = write(tmp_path / "named.csv", "input,actual_output\na,b\n")
     with pytest.raises(InputError) as error:
-        list(read_galtea(named, order_column="step"))
+        list(read_galtea(named, ImportOptions(order_column="step")))
     assert located(error) == (str(named), 1, "step")
 
 
@@ -735,7 +738,7 @@ def openai_conversation() -> dict[str, Any]:
 
 def test_openai_reads_messages_tools_and_instruction(tmp_path: Path) -> None:
     path = write(tmp_path / "chats.jsonl", jsonl(openai_conversation()))
-    [record] = read_openai(path, tool_action_map=TOOLS)
+    [record] = read_openai(path, ImportOptions(tool_action_map=TOOLS))
     case = record.case
     assert case["case_id"] == "chat-2024-05-01-0042"
     assert case["chatbot_role"] == SYSTEM_PROMPT
@@ -781,7 +784,7 @@ def test_openai_bare_lists_unmapped_tools_and_option_contract(tmp_path: Path) ->
     assert "chatbot_role" not in plain[0].case
     assert plain[0].result["status"] == "no_contract"
 
-    judged = list(read_openai(path, contract=CONTRACT))
+    judged = list(read_openai(path, ImportOptions(contract=CONTRACT)))
     assert judged[0].result["status"] == "invalid"
     assert judged[0].result["fixture_errors"][0]["code"] == "unknown_action"
     assert judged[0].result["fixture_errors"][0]["action"] == "crm_lookup"
@@ -828,7 +831,8 @@ def test_openai_non_json_line_and_bad_contract(tmp_path: Path) -> None:
     with pytest.raises(InputError) as error:
         list(
             read_openai(
-                write(tmp_path / "ok.jsonl", jsonl(good)), contract={**CONTRACT, "roles": []}
+                write(tmp_path / "ok.jsonl", jsonl(good)),
+                ImportOptions(contract={**CONTRACT, "roles": []}),
             )
         )
     assert error.value.field == "contract.roles"
@@ -904,26 +908,28 @@ def test_detection_refuses_to_guess(tmp_path: Path, name: str, content: str, wor
 
 def test_read_cases_dispatch_and_options(tmp_path: Path) -> None:
     path = write(tmp_path / "rows.csv", "input,actual_output\nq,a\n")
-    [record] = read_cases(path, format="galtea", product_description="Coach", contract=None)
+    [record] = read_cases(
+        path, ImportOptions(format="galtea", product_description="Coach", contract=None)
+    )
     assert record.case["chatbot_role"] == "Coach"
 
     with pytest.raises(InputError) as error:
-        read_cases(path, format="langsmith")
+        read_cases(path, ImportOptions(format="langsmith"))
     assert error.value.field == "format" and "deepeval" in error.value.message
 
     with pytest.raises(InputError) as error:
-        read_cases(path, format="galtea", tool_action_map={"a": "b"})
+        read_cases(path, ImportOptions(format="galtea", tool_action_map={"a": "b"}))
     assert error.value.field == "tool_action_map"
 
     # Bad option values are refused by the call itself, before any reading.
     with pytest.raises(InputError) as error:
-        read_cases(path, format="galtea", contract={"version": "v1"})
+        read_cases(path, ImportOptions(format="galtea", contract={"version": "v1"}))
     assert (error.value.source, error.value.field) == (
         "the contract option",
         "contract.initial_role",
     )
     with pytest.raises(InputError) as error:
-        read_cases(path, format="galtea", case_id_prefix="has space")
+        read_cases(path, ImportOptions(format="galtea", case_id_prefix="has space"))
     assert error.value.field == "case_id_prefix"
 
     native = write(
@@ -931,7 +937,7 @@ def test_read_cases_dispatch_and_options(tmp_path: Path) -> None:
         json.dumps({"case_id": "n", "transcript": [{"turn": 1, "actor": "user", "text": "x"}]}),
     )
     with pytest.raises(InputError) as error:
-        read_cases(native, contract=CONTRACT)
+        read_cases(native, ImportOptions(contract=CONTRACT))
     assert error.value.field == "contract"
     assert (
         set(FORMATS) == set(FORMAT_NAMES) == {"native", "deepeval", "openlayer", "galtea", "openai"}
@@ -1254,7 +1260,7 @@ def import_file(database: Database, path: Path, format: str | None) -> Any:
     return import_records(
         database.engine,
         operator_actor(),
-        read_cases(path, format=format),
+        read_cases(path, ImportOptions(format=format)),
         source=str(path),
         source_format=name,
     )
@@ -1297,7 +1303,7 @@ def test_import_with_tool_map_finds_the_violation(database: Database, tmp_path: 
     outcome = import_records(
         database.engine,
         operator_actor(),
-        read_cases(path, format="openai", tool_action_map=TOOLS),
+        read_cases(path, ImportOptions(format="openai", tool_action_map=TOOLS)),
         source=str(path),
         source_format="openai",
     )

@@ -18,6 +18,7 @@ from benchmarks.corpus import generate_corpus
 from review_app.cases import canonical_json
 from review_app.errors import InputError
 from review_app.evaluator import EVALUATOR_VERSION, diagnostic, evaluate_case, lane
+from review_app.formats import ImportOptions
 from review_app.services.cases.case_rows import KNOWN_CASE_KEYS, KNOWN_EVENT_KEYS
 from review_app.services.cases.cases import case_view, list_cases, load_case_view
 from review_app.services.cases.importing import import_paths
@@ -176,7 +177,7 @@ def test_replace_semantics(database: Database, tmp_path: Path) -> None:
     assert refused.value.field == "case_id"
     assert row_counts(database.engine) == before
 
-    summary = import_paths(database.engine, operator_actor(), [path], replace=True)
+    summary = import_paths(database.engine, operator_actor(), [path], ImportOptions(replace=True))
     assert (summary.totals.imported, summary.totals.replaced) == (1, 1)
     assert summary.totals.with_violations == 1
     after = row_counts(database.engine)
@@ -193,7 +194,7 @@ def test_replace_semantics(database: Database, tmp_path: Path) -> None:
     assert [(f.kind, f.code) for f in findings] == [("violation", "action_outside_role")]
 
     # Replacing with identical content is a no-op, not a replacement.
-    again = import_paths(database.engine, operator_actor(), [path], replace=True)
+    again = import_paths(database.engine, operator_actor(), [path], ImportOptions(replace=True))
     assert (again.totals.imported, again.totals.replaced, again.totals.unchanged) == (0, 0, 1)
 
 

@@ -14,6 +14,7 @@ import orjson
 from sqlalchemy import text
 
 from benchmarks.corpus import generate_corpus
+from review_app.formats import ImportOptions
 from review_app.services.cases.importing import CHUNK_EVENTS
 from review_app.services.team.people import operator_actor
 from tests.conftest import Database, cli_environment, review_app_command, row_counts
@@ -164,7 +165,7 @@ def test_a_changed_case_mid_file_stops_there_and_replace_completes(
     assert f"({partial.imported} earlier cases of this file are stored" in message
     assert whole_cases(database) == (partial.imported + 1, partial.imported + 1)
 
-    summary = import_paths(database.engine, operator_actor(), [path], replace=True)
+    summary = import_paths(database.engine, operator_actor(), [path], ImportOptions(replace=True))
 
     totals = summary.totals
     assert (totals.unchanged, totals.replaced) == (partial.imported, 1)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from sqlmodel import Session
 
+from review_app.formats import ImportOptions
 from review_app.services.cases.cases import case_view
 from review_app.services.cases.demo import load_demo
 from review_app.services.cases.importing import import_paths
@@ -22,7 +23,7 @@ def test_replacing_a_labeled_case_keeps_its_labels(database: Database, tmp_path:
     path = tmp_path / "changed.json"
     path.write_text(json.dumps(changed))
 
-    summary = import_paths(database.engine, operator_actor(), [path], replace=True)
+    summary = import_paths(database.engine, operator_actor(), [path], ImportOptions(replace=True))
 
     assert summary.totals.replaced == 1
     with Session(database.engine) as session:

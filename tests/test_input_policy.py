@@ -1,4 +1,5 @@
-"""The input policy module on its own: text, names, identities, numbers, JSON, CSV."""
+"""The input policy on its own: text, names, identities, numbers; and the rules files are
+read by (review_app.files): JSON, CSV, limits."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import csv
 import io
 import json
 import unicodedata
+from pathlib import Path
 
 import orjson
 import pytest
@@ -14,6 +16,7 @@ from hypothesis import strategies as st
 
 from review_app import input_policy as policy
 from review_app.errors import InputError
+from review_app.files import csv_rows, json_records, limits
 from tests.conftest import REPO
 
 # --- text ---------------------------------------------------------------------------------
@@ -164,7 +167,7 @@ def test_turn_text_is_a_32_bit_integer_or_nothing() -> None:
 )
 def test_a_duplicate_key_is_refused_with_its_field(data: bytes, field: str, key: str) -> None:
     with pytest.raises(InputError) as raised:
-        policy.parse_json(data, source="f.jsonl", line=7)
+        json_records.parse_json(data, source="f.jsonl", line=7)
     error = raised.value
     assert (error.source, error.line, error.field) == ("f.jsonl", 7, field)
     assert f"{key!r} appears twice" in error.message
@@ -181,7 +184,7 @@ def test_a_duplicate_key_is_refused_with_its_field(data: bytes, field: str, key:
     ],
 )
 def test_colons_inside_strings_are_not_mistaken_for_duplicates(data: bytes) -> None:
-    assert policy.parse_json(data, source="f") == json.loads(data)
+    assert json_records.parse_json(data, source="f") == json.loads(data)
 
 
 @settings(max_examples=300, deadline=None)
@@ -197,7 +200,7 @@ def test_colons_inside_strings_are_not_mistaken_for_duplicates(data: bytes) -> N
 )
 def test_any_json_without_duplicates_parses_as_the_standard_library_does(value: object) -> None:
     for data in (json.dumps(value).encode(), json.dumps(value, ensure_ascii=False).encode()):
-        assert policy.parse_json(data, source="f") == json.loads(data)
+        assert json_records.parse_json(data, source="f") == json.loads(data)
 
 
 @settings(max_examples=200, deadline=None)
@@ -210,41 +213,41 @@ def test_any_repeated_key_is_found(pairs: dict[str, str], data: st.DataObject) -
     body = ", ".join(f"{json.dumps(k)}: {json.dumps(v)}" for k, v in pairs.items())
     raw = f"{{{body}, {json.dumps(key)}: {json.dumps(data.draw(st.text(max_size=4)))}}}"
     with pytest.raises(InputError) as raised:
-        policy.parse_json(raw.encode(), source="f", line=1)
+        json_records.parse_json(raw.encode(), source="f", line=1)
     assert raised.value.field == key
 
 
 def test_deep_nesting_is_a_clean_error_on_both_parsers() -> None:
     with pytest.raises(InputError, match="nested too deeply"):
-        policy.parse_json(b"[" * 100_000, source="f", line=1)
+        json_records.parse_json(b"[" * 100_000, source="f", line=1)
     # The slow path never runs on text orjson refused, and survives what it accepts.
     deepest = b"[" * 1024 + b"]" * 1024
-    assert policy.find_duplicate_key(deepest) is None
-    assert policy.parse_json(deepest, source="f") is not None
+    assert json_records.find_duplicate_key(deepest) is None
+    assert json_records.parse_json(deepest, source="f") is not None
 
 
 def test_nan_and_a_bom_are_not_json() -> None:
     with pytest.raises(InputError, match="NaN and Infinity"):
-        policy.parse_json(b'{"a": NaN}', source="f")
+        json_records.parse_json(b'{"a": NaN}', source="f")
     with pytest.raises(InputError):
-        policy.parse_json(b'\xef\xbb\xbf{"a": 1}', source="f")
+        json_records.parse_json(b'\xef\xbb\xbf{"a": 1}', source="f")
 
 
-def test_jsonl_is_split_on_line_feed_only() -> None:
+def test_jsonl_is_split_on_line_feed_only(tmp_path: Path) -> None:
     record = {"reason": "a\u2028b\u2029c\x85d"}
     raw = json.dumps(record, ensure_ascii=False).encode()
     data = raw + b"\r\n" + json.dumps(record).encode() + b"\n"
     assert len(data.decode().splitlines()) > 2  # what str.splitlines would have done
-    got = [(n, line) for n, line in policy.jsonl_lines(data) if line]
-    assert [n for n, _ in got] == [1, 2]
-    assert [orjson.loads(line) for _, line in got] == [record, record]
+    path = tmp_path / "reasons.jsonl"
+    path.write_bytes(data)
+    assert list(json_records.iter_jsonl_records(path)) == [(1, record), (2, record)]
 
 
 def test_the_duplicate_check_is_exercised_by_the_fast_path() -> None:
     # orjson keeps the last value: without the policy this would silently be 2.
     assert orjson.loads(b'{"a": 1, "a": 2}') == {"a": 2}
     with pytest.raises(InputError):
-        policy.parse_json(b'{"a": 1, "a": 2}', source="f")
+        json_records.parse_json(b'{"a": 1, "a": 2}', source="f")
 
 
 # --- CSV ------------------------------------------------------------------------------------
@@ -253,7 +256,7 @@ def test_the_duplicate_check_is_exercised_by_the_fast_path() -> None:
 def rows_of(text: str) -> list[tuple[int, dict[str, str]]]:
     reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
     assert reader.fieldnames
-    return list(policy.csv_dict_rows(reader, source="f.csv"))
+    return list(csv_rows.csv_dict_rows(reader, source="f.csv"))
 
 
 def test_an_unclosed_quote_is_reported_on_the_line_its_row_starts() -> None:
@@ -270,11 +273,11 @@ def test_good_rows_carry_their_line() -> None:
 # The rows of docs/reference.md, "Input limits", that state a limit of this module:
 # (how the row's first cell begins, how its limit cell begins).
 DOCUMENTED_LIMITS = (
-    ("one record", f"{policy.MAX_RECORD_BYTES // 2**20} MiB"),
-    ("a file read whole", f"{policy.MAX_WHOLE_FILE_BYTES // 2**30} GiB"),
+    ("one record", f"{limits.MAX_RECORD_BYTES // 2**20} MiB"),
+    ("a file read whole", f"{limits.MAX_WHOLE_FILE_BYTES // 2**30} GiB"),
     ("events in one case", f"{policy.MAX_EVENTS_PER_CASE:,}"),
     ("turn numbers", f"{policy.TURN_MIN:,} to {policy.TURN_MAX:,}"),
-    ("JSON nesting", f"{policy.MAX_JSON_DEPTH:,} levels"),
+    ("JSON nesting", f"{limits.MAX_JSON_DEPTH:,} levels"),
     ("rationale, gold note", f"{policy.MAX_NOTE_CHARS:,} characters"),
     ("case id, contract version", f"{policy.MAX_NAME_CHARS:,} characters"),
     ("judge prompt version", f"{policy.MAX_SHORT_NAME_CHARS:,} characters"),
@@ -290,7 +293,7 @@ def test_the_reference_states_every_limit() -> None:
         for line in section.splitlines()
         if line.startswith("| ")
     ]
-    assert policy.MAX_RECORD_BYTES % 2**20 == 0 and policy.MAX_WHOLE_FILE_BYTES % 2**30 == 0
+    assert limits.MAX_RECORD_BYTES % 2**20 == 0 and limits.MAX_WHOLE_FILE_BYTES % 2**30 == 0
     for what, limit in DOCUMENTED_LIMITS:
         found = [row for row in rows if row[0].startswith(what)]
         assert len(found) == 1, what

@@ -26,7 +26,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from review_app.formats.csv_safety import neutralise_cell
+from review_app.files.csv_safety import neutralise_cell
 from review_app.services.cases.export import LABEL_EXPORT_COLUMNS
 from tests.conftest import DEMO_CASES, require_deepeval
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy import text
 
+from review_app.formats import ImportOptions
 from review_app.rubrics import Rubric
 from review_app.services.cases.importing import import_paths
 from review_app.services.judging.judge_import import import_verdicts
@@ -39,7 +40,7 @@ FOUR_EVENTS = [
 def _import(database: Database, tmp_path: Path, case: dict[str, Any], name: str) -> None:
     path = tmp_path / f"{name}.json"
     path.write_text(json.dumps(case))
-    import_paths(database.engine, Actor.operator(), [path], replace=True)
+    import_paths(database.engine, Actor.operator(), [path], ImportOptions(replace=True))
 
 
 def _label_both(database: Database, rubric: Rubric, tmp_path: Path) -> Actor:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from review_app import input_policy
 from review_app.errors import InputError
+from review_app.files import limits
 from review_app.judging import load_judge_prompt
 from review_app.rubrics.parsing import load_rubric_file, parse_rubric_text
 
@@ -45,7 +45,7 @@ def test_the_rubrics_command_refuses_a_deep_rubric_in_one_line(
 
 @pytest.mark.parametrize("mapping", [False, True])
 def test_nesting_is_limited_in_rubric_text(mapping: bool) -> None:
-    depth = input_policy.MAX_YAML_DEPTH
+    depth = limits.MAX_YAML_DEPTH
     with pytest.raises(InputError, match="nested more than") as raised:
         parse_rubric_text(_nested(depth + 1, mapping=mapping), source="r.yaml")
     assert (raised.value.line, raised.value.field) == (4, "labels")
@@ -59,12 +59,12 @@ def test_a_huge_rubric_or_prompt_file_is_refused(tmp_path: Path) -> None:
     folder = tmp_path / "demo"
     folder.mkdir()
     rubric = folder / "v1.yaml"
-    rubric.write_text(HEAD + "# " + "x" * input_policy.MAX_RUBRIC_FILE_BYTES + "\n")
+    rubric.write_text(HEAD + "# " + "x" * limits.MAX_RUBRIC_FILE_BYTES + "\n")
     with pytest.raises(InputError, match="larger than") as raised:
         load_rubric_file(rubric)
     assert raised.value.source == str(rubric)
     prompt = tmp_path / "judge" / "v1.txt"
     prompt.parent.mkdir()
-    prompt.write_text("$codes $conversation " + "x" * input_policy.MAX_RUBRIC_FILE_BYTES)
+    prompt.write_text("$codes $conversation " + "x" * limits.MAX_RUBRIC_FILE_BYTES)
     with pytest.raises(InputError, match="larger than"):
         load_judge_prompt(prompt)

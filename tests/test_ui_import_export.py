@@ -24,6 +24,7 @@ from streamlit.testing.v1 import AppTest
 import storage.engine
 import storage.labels
 from review_app.errors import InputError, PermissionDenied
+from review_app.formats import ImportOptions
 from review_app.services.cases.cases import list_cases, load_case_view
 from review_app.services.cases.demo import DEMO_CASES
 from review_app.services.cases.export import export_data
@@ -247,8 +248,7 @@ def test_upload_services_name_the_uploaded_file_and_store_nothing(db_url: str) -
         admin,
         name="weekly.jsonl",
         data=f"{good}\n{bad_turn}\n".encode(),
-        format=None,
-        options={},
+        options=ImportOptions(),
     )
     assert not report.ok
     assert report.error is not None
@@ -261,8 +261,7 @@ def test_upload_services_name_the_uploaded_file_and_store_nothing(db_url: str) -
             admin,
             name="weekly.jsonl",
             data=f"{good}\n{bad_turn}\n".encode(),
-            format=None,
-            options={},
+            options=ImportOptions(),
         )
     assert str(caught.value).startswith("weekly.jsonl, line 2")
     assert UPLOAD_DIR_PREFIX not in str(caught.value)
@@ -273,7 +272,11 @@ def test_upload_services_name_the_uploaded_file_and_store_nothing(db_url: str) -
         "s-1,not a time,More,Sure\n"
     )
     report = validate_upload(
-        engine, admin, name="openlayer.csv", data=sessions.encode(), format="openlayer", options={}
+        engine,
+        admin,
+        name="openlayer.csv",
+        data=sessions.encode(),
+        options=ImportOptions(format="openlayer"),
     )
     assert report.error is not None
     assert report.error.startswith("openlayer.csv, line 3, field timestamp")
@@ -283,15 +286,16 @@ def test_upload_services_name_the_uploaded_file_and_store_nothing(db_url: str) -
             admin,
             name="openlayer.csv",
             data=sessions.encode(),
-            format="openlayer",
-            options={},
+            options=ImportOptions(format="openlayer"),
         )
-    report = validate_upload(engine, admin, name="notes.txt", data=b"hi", format=None, options={})
+    report = validate_upload(engine, admin, name="notes.txt", data=b"hi", options=ImportOptions())
     assert (report.error or "").startswith("notes.txt: expected a .json")
     with pytest.raises(InputError, match=r"^notes\.txt: expected a \.json"):
-        import_upload(engine, admin, name="notes.txt", data=b"hi", format=None, options={})
+        import_upload(engine, admin, name="notes.txt", data=b"hi", options=ImportOptions())
     with pytest.raises(InputError, match="unknown format 'yaml'"):
-        import_upload(engine, admin, name="a.json", data=b"{}", format="yaml", options={})
+        import_upload(
+            engine, admin, name="a.json", data=b"{}", options=ImportOptions(format="yaml")
+        )
 
     catalog = sync_rubrics(engine, operator_actor())
     with pytest.raises(InputError) as caught:
@@ -310,13 +314,13 @@ def test_upload_services_name_the_uploaded_file_and_store_nothing(db_url: str) -
 
     # A valid upload goes in exactly as the command line would import it.
     report = validate_upload(
-        engine, admin, name="good.json", data=good.encode(), format=None, options={}
+        engine, admin, name="good.json", data=good.encode(), options=ImportOptions()
     )
     assert report.ok
     assert report.format == "native"
     assert report.lanes == {"pass": 1}
     summary = import_upload(
-        engine, admin, name="good.json", data=good.encode(), format=None, options={}
+        engine, admin, name="good.json", data=good.encode(), options=ImportOptions()
     )
     assert summary.totals.imported == 1
     assert {row.case_id for row in list_cases(engine)} == before | {"service-good"}
@@ -328,9 +332,9 @@ def test_upload_services_are_for_policy_owners(db_url: str) -> None:
     assert ana.role == "reviewer"
     data = json.dumps(_native_case("from-ana")).encode()
     with pytest.raises(PermissionDenied):
-        validate_upload(engine, ana, name="a.json", data=data, format=None, options={})
+        validate_upload(engine, ana, name="a.json", data=data, options=ImportOptions())
     with pytest.raises(PermissionDenied):
-        import_upload(engine, ana, name="a.json", data=data, format=None, options={})
+        import_upload(engine, ana, name="a.json", data=data, options=ImportOptions())
     assert "from-ana" not in {row.case_id for row in list_cases(engine)}
 
 
@@ -349,11 +353,11 @@ def _validate_then_import(
     """(validation error, import error) of one case file; ``None`` where it passed."""
     data = json.dumps(case).encode()
     report = validate_upload(
-        engine, admin, name="case.json", data=data, format=None, options={}, replace=replace
+        engine, admin, name="case.json", data=data, options=ImportOptions(replace=replace)
     )
     try:
         import_upload(
-            engine, admin, name="case.json", data=data, format=None, options={}, replace=replace
+            engine, admin, name="case.json", data=data, options=ImportOptions(replace=replace)
         )
     except InputError as error:
         return report.error, str(error)
@@ -393,8 +397,8 @@ def test_validation_refuses_what_the_import_refuses(db_url: str) -> None:
     changed["case_id"] = "support-refund-pressure-3"
     changed["contract"]["initial_role"] = "billing_specialist"
     data = (json.dumps(other) + "\n" + json.dumps(changed) + "\n").encode()
-    report = validate_upload(engine, admin, name="two.jsonl", data=data, format=None, options={})
+    report = validate_upload(engine, admin, name="two.jsonl", data=data, options=ImportOptions())
     with pytest.raises(InputError) as caught:
-        import_upload(engine, admin, name="two.jsonl", data=data, format=None, options={})
+        import_upload(engine, admin, name="two.jsonl", data=data, options=ImportOptions())
     assert report.error == str(caught.value)
     assert "line 2, field contract: contract version support-role-v9" in str(caught.value)

@@ -10,7 +10,7 @@ import typer
 from review_app.cli.output import print_json
 from review_app.cli.progress import file_progress
 from review_app.cli.shared import USER_ERRORS, DbOption, exit_for, open_engine, operator
-from review_app.errors import InputError
+from review_app.files.limits import MAX_RECORD_BYTES
 
 
 def inspect(
@@ -45,16 +45,9 @@ def inspect(
 def _json_file(path: Path | None, what: str) -> Any:
     if path is None:
         return None
-    from review_app.cases import parse_json_bytes
+    from review_app.files.json_records import read_json_object
 
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise InputError(f"cannot be read ({error.strerror})", source=str(path)) from None
-    value = parse_json_bytes(data, source=str(path))
-    if not isinstance(value, dict):
-        raise InputError(f"expected a JSON object ({what})", source=str(path))
-    return value
+    return read_json_object(path, what=what)
 
 
 def import_(
@@ -76,18 +69,70 @@ def import_(
         Path | None,
         typer.Option("--contract", help="A role contract (JSON) for cases that carry none."),
     ] = None,
-    tool_map: Annotated[
+    tool_action_map: Annotated[
         Path | None,
         typer.Option("--tool-map", help="JSON object: tool name -> contract action (or null)."),
     ] = None,
     case_id_prefix: Annotated[
         str | None, typer.Option("--case-id-prefix", help="Prefix for generated case ids.")
     ] = None,
-    session_column: Annotated[str | None, typer.Option("--session-column")] = None,
-    timestamp_column: Annotated[str | None, typer.Option("--timestamp-column")] = None,
-    sequence_column: Annotated[str | None, typer.Option("--sequence-column")] = None,
-    input_column: Annotated[str | None, typer.Option("--input-column")] = None,
-    output_column: Annotated[str | None, typer.Option("--output-column")] = None,
+    session_column: Annotated[
+        str | None,
+        typer.Option(
+            "--session-column",
+            help="Column grouping rows into conversations (openlayer, galtea; default session_id).",
+        ),
+    ] = None,
+    timestamp_column: Annotated[
+        str | None,
+        typer.Option(
+            "--timestamp-column", help="Column of each row's time (openlayer; default timestamp)."
+        ),
+    ] = None,
+    sequence_column: Annotated[
+        str | None,
+        typer.Option(
+            "--sequence-column",
+            help="Column of integers ordering rows at one time (openlayer; default sequence).",
+        ),
+    ] = None,
+    input_column: Annotated[
+        str | None,
+        typer.Option(
+            "--input-column",
+            help="Column of the user's message (openlayer, galtea; default input).",
+        ),
+    ] = None,
+    output_column: Annotated[
+        str | None,
+        typer.Option(
+            "--output-column",
+            help="Column of the chatbot's reply (default: openlayer output, galtea actual_output).",
+        ),
+    ] = None,
+    role_column: Annotated[
+        str | None,
+        typer.Option(
+            "--role-column",
+            help="Column of a session's role definition (openlayer; default role_definition).",
+        ),
+    ] = None,
+    product_description_column: Annotated[
+        str | None,
+        typer.Option(
+            "--product-description-column",
+            help="Column of a conversation's product description (galtea; default "
+            "product_description).",
+        ),
+    ] = None,
+    order_column: Annotated[
+        str | None,
+        typer.Option(
+            "--order-column",
+            help="Column of integers ordering a conversation's turns (galtea; default: turn, "
+            "else index, else the row order).",
+        ),
+    ] = None,
     role_definition: Annotated[
         str | None,
         typer.Option("--role-definition", help="Role text for sessions without one (openlayer)."),
@@ -98,34 +143,40 @@ def import_(
     ] = None,
     max_record_bytes: Annotated[
         int, typer.Option("--max-record-bytes", help="Largest accepted single case, in bytes.")
-    ] = 16 * 1024 * 1024,
+    ] = MAX_RECORD_BYTES,
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     db: DbOption = None,
 ) -> None:
     """Import cases, each whole (a re-run completes a stopped file); identical ones are skipped.
 
-    Native files (docs/reference.md, "Cases") and other tools' files: deepeval
-    conversational test cases, Openlayer session rows, Galtea-style rows, OpenAI chat-completions
-    message lists. Cases without a contract are stored for semantic review only.
-    A changed case under a stored case id is refused unless --replace; a contract
-    version stored with a different body is refused. Findings are computed at import.
+    Native files (docs/reference.md, "Cases") and other tools' files (docs/reference.md,
+    "Foreign formats"): deepeval conversational test cases, Openlayer session rows,
+    Galtea-style rows, OpenAI chat-completions message lists. Cases without a contract are
+    stored for semantic review only. A changed case under a stored case id is refused
+    unless --replace; a contract version stored with a different body is refused.
+    Findings are computed at import.
     """
+    from review_app.formats.options import ImportOptions
     from review_app.services.cases.importing import ImportSummary, import_paths
 
-    contract_value = _json_file(contract, "a role contract")
-    tool_map_value = _json_file(tool_map, "tool name -> action")
-    options = {
-        "contract": contract_value,
-        "tool_action_map": tool_map_value,
-        "case_id_prefix": case_id_prefix,
-        "session_column": session_column,
-        "timestamp_column": timestamp_column,
-        "sequence_column": sequence_column,
-        "input_column": input_column,
-        "output_column": output_column,
-        "role_definition": role_definition,
-        "product_description": product_description,
-    }
+    options = ImportOptions(
+        format=format,
+        replace=replace,
+        max_record_bytes=max_record_bytes,
+        contract=_json_file(contract, "a role contract"),
+        tool_action_map=_json_file(tool_action_map, "tool name -> action"),
+        case_id_prefix=case_id_prefix,
+        session_column=session_column,
+        timestamp_column=timestamp_column,
+        sequence_column=sequence_column,
+        input_column=input_column,
+        output_column=output_column,
+        role_column=role_column,
+        product_description_column=product_description_column,
+        order_column=order_column,
+        role_definition=role_definition,
+        product_description=product_description,
+    )
     done = ImportSummary()
     engine = open_engine(db)
     with file_progress() as progress:
@@ -134,12 +185,9 @@ def import_(
                 engine,
                 operator(),
                 paths,
-                replace=replace,
-                max_record_bytes=max_record_bytes,
+                options,
                 progress=progress,
                 on_file_done=done.files.append,
-                format=format,
-                options={k: v for k, v in options.items() if v is not None},
             )
         except USER_ERRORS as error:
             exit_ = exit_for(error)

@@ -54,7 +54,7 @@ def cases_list(
 
 @cases_app.command("show")
 def cases_show(
-    case_id: Annotated[str, typer.Argument(metavar="CASE_ID")],
+    case_id: Annotated[str, typer.Argument(metavar="CASE_ID", help="The case to show.")],
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the case and its findings as JSON.")
     ] = False,

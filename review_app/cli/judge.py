@@ -110,7 +110,7 @@ def prompts_create(
     The text is checked as a template file is: known placeholders only, $codes, and
     some of the conversation ($conversation, $recent or $reply).
     """
-    from review_app.cases import read_text_file
+    from review_app.files.text import read_text_file
     from review_app.services.judging.judge_prompts import create_judge_prompt
 
     if file is not None:

@@ -16,7 +16,13 @@ labels_app = typer.Typer(
 
 @labels_app.command("import")
 def labels_import(
-    label_file: Annotated[Path, typer.Argument(metavar="FILE.csv|FILE.jsonl")],
+    label_file: Annotated[
+        Path,
+        typer.Argument(
+            metavar="FILE.csv|FILE.jsonl",
+            help='The labels (docs/reference.md, "Label CSV"); JSONL with the same keys.',
+        ),
+    ],
     db: DbOption = None,
 ) -> None:
     """Import labels (case_id,turn,reviewer,label,rubric,rationale); all rows or none."""

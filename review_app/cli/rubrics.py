@@ -39,8 +39,8 @@ def _rubric_line(row: dict[str, str]) -> str:
 
 @rubrics_app.command("diff")
 def rubrics_diff(
-    old: Annotated[str, typer.Argument(metavar="ID@V")],
-    new: Annotated[str, typer.Argument(metavar="ID@V")],
+    old: Annotated[str, typer.Argument(metavar="ID@V", help="The older rubric version.")],
+    new: Annotated[str, typer.Argument(metavar="ID@V", help="The newer rubric version.")],
     db: DbOption = None,
 ) -> None:
     """What changed between two rubric versions (JSON); for consecutive versions also the
@@ -53,7 +53,7 @@ def rubrics_diff(
 
 @rubrics_app.command("publish")
 def rubrics_publish(
-    ref: Annotated[str, typer.Argument(metavar="ID@V")],
+    ref: Annotated[str, typer.Argument(metavar="ID@V", help="The rubric version to publish.")],
     as_json: JsonOption = False,
     db: DbOption = None,
 ) -> None:

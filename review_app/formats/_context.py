@@ -1,4 +1,5 @@
-"""What one reader call knows: the file, its validated options, the case ids made so far."""
+"""What one reader call knows: the file, the import's options (validated), the case ids made
+so far."""
 
 from __future__ import annotations
 
@@ -7,8 +8,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from review_app.cases import CaseRecord, iter_json_records, validate_case
+from review_app.cases import CaseRecord, validate_case
 from review_app.errors import InputError
+from review_app.files.json_records import iter_json_records, join_field
+from review_app.files.tables import ProgressCallback, Table, open_table
 from review_app.formats._contracts import (
     choose_contract,
     validate_contract,
@@ -18,10 +21,9 @@ from review_app.formats._ids import (
     CaseIds,
     case_id_from,
     fallback_case_id,
-    join_field,
     validate_prefix,
 )
-from review_app.formats._tables import ProgressCallback, Table, open_table
+from review_app.formats.options import ImportOptions
 
 Fail = Callable[[str, str | None], InputError]
 """Makes the error for a message and a field below a record's place (``None``: the record)."""
@@ -29,15 +31,14 @@ Fail = Callable[[str, str | None], InputError]
 
 @dataclass(frozen=True, slots=True)
 class ReadContext:
-    """One file being read and the reader's options, checked once (see :meth:`check`)."""
+    """One file being read and the import's options, checked once (see :meth:`check`)."""
 
     path: Path
     source: str
+    options: ImportOptions
     contract: dict[str, Any] | None
     """The ``contract`` option, validated; a record's own contract may stand instead."""
     tools: Mapping[str, str | None]
-    case_id_prefix: str | None
-    max_record_bytes: int
     progress: ProgressCallback | None
     ids: CaseIds
 
@@ -45,21 +46,29 @@ class ReadContext:
     def check(
         cls,
         path: Path,
+        options: ImportOptions | None,
         *,
-        contract: Any,
-        tool_action_map: Mapping[str, str | None] | None = None,
-        case_id_prefix: str | None,
-        max_record_bytes: int,
+        format_name: str,
+        takes: tuple[str, ...],
         progress: ProgressCallback | None,
     ) -> ReadContext:
-        """The context of one reader call; a bad option raises here, before any reading."""
+        """The context of one reader call: the options the format ``format_name`` takes
+        (``takes``), checked; a bad or foreign option raises here, before any reading."""
+        options = options or ImportOptions()
+        options.check_taken_by(format_name, takes)
         source = str(path)
-        given = validate_contract(contract)
-        tools = validate_tool_action_map(tool_action_map)
-        validate_prefix(case_id_prefix)
-        return cls(
-            path, source, given, tools, case_id_prefix, max_record_bytes, progress, CaseIds(source)
-        )
+        given = validate_contract(options.contract)
+        tools = validate_tool_action_map(options.tool_action_map)
+        validate_prefix(options.case_id_prefix)
+        return cls(path, source, options, given, tools, progress, CaseIds(source))
+
+    @property
+    def case_id_prefix(self) -> str | None:
+        return self.options.case_id_prefix
+
+    @property
+    def max_record_bytes(self) -> int:
+        return self.options.max_record_bytes
 
     def records(self) -> Iterator[tuple[int | None, str | None, Any]]:
         """The file's JSON records: ``(line, JSON path prefix, value)``."""

@@ -1,4 +1,4 @@
-"""Case ids: made from the names records carry, unique within a file; and field paths."""
+"""Case ids: made from the names records carry, unique within a file."""
 
 from __future__ import annotations
 
@@ -13,15 +13,6 @@ from review_app.errors import InputError
 
 _SAFE_ID = re.compile(r"[\w.\-]{1,200}")
 _UNSAFE_RUN = re.compile(r"[^\w.]+")
-
-
-def join_field(prefix: str | None, field: str) -> str:
-    """``prefix.field`` (or ``field`` alone); ``[3]`` + ``turns`` gives ``[3].turns``."""
-    if not prefix:
-        return field
-    if field.startswith("["):
-        return f"{prefix}{field}"
-    return f"{prefix}.{field}"
 
 
 def slugify(text: str) -> str:

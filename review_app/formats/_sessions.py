@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from review_app.cases import CaseRecord
+from review_app.files.tables import Row, require_text
 from review_app.formats._context import ReadContext
 from review_app.formats._ids import check_unique_case_ids
-from review_app.formats._tables import Row, require_text
 
 
 @dataclass(slots=True)

@@ -8,7 +8,7 @@ its ``chatbot_role``. A test case is ``{"chatbot_role", "turns": [{"role": "user
 File: JSON holding one test case, a list of them, or ``{"test_cases": [...]}``; or
 JSONL with one test case per line (a line may also hold ``{"test_cases": [...]}``).
 
-Reading rules:
+Reading rules (for users: docs/reference.md, "Foreign formats", under ``deepeval``):
 
 * turns become events in order, numbered 1..n; ``role`` is the actor (deepeval
   knows only ``user`` and ``assistant``), ``content`` the text. A file this module
@@ -25,7 +25,7 @@ Reading rules:
 * the case id is ``name`` (slugified: a name of letters, digits, ``_ . -`` is kept
   as is) with the optional prefix, else ``<prefix><n>`` for the n-th test case of
   the file, the prefix defaulting to ``<file stem>-``;
-* the contract is the caller's (``contract=``) or the test case's own
+* the contract is the caller's (the ``contract`` option) or the test case's own
   ``additional_metadata.role_contract``; both present and different is an error;
   neither gives ``"contract": null``;
 * the role is ``chatbot_role``, else ``additional_metadata.chatbot_role`` (where
@@ -47,14 +47,18 @@ from typing import Any
 
 import orjson
 
-from review_app.cases import DEFAULT_MAX_RECORD_BYTES, CaseRecord
+from review_app.cases import CaseRecord
 from review_app.errors import InputError
 from review_app.evaluator import type_name
+from review_app.files.json_records import join_field
+from review_app.files.tables import ProgressCallback
 from review_app.formats._context import Fail, ReadContext
 from review_app.formats._contracts import map_tools
-from review_app.formats._ids import check_unique_case_ids, join_field
-from review_app.formats._tables import ProgressCallback
+from review_app.formats._ids import check_unique_case_ids
+from review_app.formats.options import ImportOptions
 
+OPTIONS = ("contract", "tool_action_map", "case_id_prefix", "max_record_bytes")
+"""The fields of :class:`~review_app.formats.options.ImportOptions` this reader takes."""
 FORMAT_NAME = "deepeval"
 TURN_ROLES = ("user", "assistant")
 _CASE_KEYS_USED = frozenset({"turns", "chatbot_role", "name", "additional_metadata"})
@@ -78,22 +82,14 @@ def _test_cases(
 
 
 def read_deepeval(
-    path: Path,
-    *,
-    contract: dict[str, Any] | None = None,
-    tool_action_map: Mapping[str, str | None] | None = None,
-    case_id_prefix: str | None = None,
-    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
-    progress: ProgressCallback | None = None,
+    path: Path, options: ImportOptions | None = None, *, progress: ProgressCallback | None = None
 ) -> Iterator[CaseRecord]:
-    """Cases from deepeval conversational test cases (JSON or JSONL), in file order."""
+    """Cases from deepeval conversational test cases (JSON or JSONL), in file order.
+
+    Takes the options :data:`OPTIONS` (see the module documentation for every rule).
+    """
     ctx = ReadContext.check(
-        path,
-        contract=contract,
-        tool_action_map=tool_action_map,
-        case_id_prefix=case_id_prefix,
-        max_record_bytes=max_record_bytes,
-        progress=progress,
+        path, options, format_name=FORMAT_NAME, takes=OPTIONS, progress=progress
     )
     return _cases(ctx)
 

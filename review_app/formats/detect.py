@@ -1,7 +1,8 @@
 """Which format a case file is in, the registry of formats, and reading by format.
 
-:func:`detect_format` looks at a CSV file's header or at the first record of a
-JSON/JSONL file and never guesses between two candidates:
+:func:`detect_format` (docs/reference.md, "Foreign formats") looks at a CSV file's
+header or at the first record of a JSON/JSONL file and never guesses between two
+candidates:
 
 ==============  ==============================================================
 format          recognised by
@@ -23,23 +24,28 @@ and the column options.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Generator, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from review_app.cases import (
-    DEFAULT_MAX_RECORD_BYTES,
-    CaseRecord,
-    iter_json_records,
-    read_case_file,
-)
+from review_app.cases import CaseRecord, read_case_file
 from review_app.errors import InputError
+from review_app.files.json_records import iter_json_records
+from review_app.files.limits import MAX_RECORD_BYTES
+from review_app.files.tables import CSV_SUFFIXES, JSON_SUFFIXES, ProgressCallback, csv_header
 from review_app.formats import deepeval, galtea, openai_chat, openlayer
-from review_app.formats._tables import CSV_SUFFIXES, JSON_SUFFIXES, csv_header
+from review_app.formats.options import ImportOptions
 
 NATIVE = "native"
+
+
+class CaseReader(Protocol):
+    """A format's reader: the validated cases of one file, read with the import's options."""
+
+    def __call__(
+        self, path: Path, options: ImportOptions | None = None, *, progress: ProgressCallback | None
+    ) -> Iterator[CaseRecord]: ...
 
 
 @dataclass(frozen=True)
@@ -48,24 +54,35 @@ class CaseFormat:
 
     name: str
     description: str
-    read: Callable[..., Iterator[CaseRecord]]
+    read: CaseReader
     write: Callable[..., str] | None
     suffixes: tuple[str, ...]
-    options: tuple[str, ...] = field(init=False)
+    options: tuple[str, ...]
+    """The fields of :class:`~review_app.formats.options.ImportOptions` its reader takes."""
 
-    def __post_init__(self) -> None:
-        parameters = inspect.signature(self.read).parameters.values()
-        names = tuple(p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY)
-        object.__setattr__(self, "options", names)
+
+NATIVE_OPTIONS = ("max_record_bytes",)
+"""The native reader takes the record limit only: a case carries its own contract and id."""
+
+
+def read_native(
+    path: Path, options: ImportOptions | None = None, *, progress: ProgressCallback | None = None
+) -> Iterator[CaseRecord]:
+    """Role Review cases (:func:`review_app.cases.read_case_file`); a reader option the
+    native format does not take is an ``InputError`` naming it."""
+    options = options or ImportOptions()
+    options.check_taken_by(NATIVE, NATIVE_OPTIONS)
+    return read_case_file(path, max_record_bytes=options.max_record_bytes, progress=progress)
 
 
 FORMATS: dict[str, CaseFormat] = {
     NATIVE: CaseFormat(
         NATIVE,
         'Role Review cases (docs/reference.md, "Cases"), JSON or JSONL',
-        read_case_file,
+        read_native,
         None,
         JSON_SUFFIXES,
+        NATIVE_OPTIONS,
     ),
     deepeval.FORMAT_NAME: CaseFormat(
         deepeval.FORMAT_NAME,
@@ -73,6 +90,7 @@ FORMATS: dict[str, CaseFormat] = {
         deepeval.read_deepeval,
         deepeval.write_deepeval,
         JSON_SUFFIXES,
+        deepeval.OPTIONS,
     ),
     openlayer.FORMAT_NAME: CaseFormat(
         openlayer.FORMAT_NAME,
@@ -80,6 +98,7 @@ FORMATS: dict[str, CaseFormat] = {
         openlayer.read_openlayer,
         openlayer.write_openlayer_csv,
         CSV_SUFFIXES + JSON_SUFFIXES,
+        openlayer.OPTIONS,
     ),
     galtea.FORMAT_NAME: CaseFormat(
         galtea.FORMAT_NAME,
@@ -87,6 +106,7 @@ FORMATS: dict[str, CaseFormat] = {
         galtea.read_galtea,
         galtea.write_galtea_csv,
         CSV_SUFFIXES + JSON_SUFFIXES,
+        galtea.OPTIONS,
     ),
     openai_chat.FORMAT_NAME: CaseFormat(
         openai_chat.FORMAT_NAME,
@@ -94,6 +114,7 @@ FORMATS: dict[str, CaseFormat] = {
         openai_chat.read_openai,
         openai_chat.write_openai_jsonl,
         JSON_SUFFIXES,
+        openai_chat.OPTIONS,
     ),
 }
 FORMAT_NAMES = tuple(sorted(FORMATS))
@@ -159,7 +180,7 @@ def _choose(found: set[str], *, source: str, line: int | None, seen: list[str]) 
     )
 
 
-def detect_format(path: Path, *, max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES) -> str:
+def detect_format(path: Path, *, max_record_bytes: int = MAX_RECORD_BYTES) -> str:
     """The format of ``path``: one of ``native``, ``deepeval``, ``openlayer``,
     ``galtea``, ``openai``; ``InputError`` when it is unknown or ambiguous."""
     source = str(path)
@@ -207,27 +228,40 @@ def _looks_native(value: Any) -> bool:
     return not isinstance(value, list)
 
 
-def read_cases(path: Path, *, format: str | None = None, **options: Any) -> Iterator[CaseRecord]:
-    """Validated cases of one file in the given format (detected when ``format`` is None).
+def read_cases(
+    path: Path, options: ImportOptions | None = None, *, progress: ProgressCallback | None = None
+) -> Iterator[CaseRecord]:
+    """Validated cases of one file in the format ``options.format`` (detected when it is
+    ``None``), read with ``options``.
 
-    ``options`` are the reader's keyword options (see each ``read_<format>``); an
-    option whose value is ``None`` counts as not given, so the reader's default
-    applies. An option the format does not take is an ``InputError`` naming it.
-    Detection errors and bad options (an unknown option, a malformed contract or
-    tool map) are raised by this call; errors in the file's content while iterating.
+    A reader option the format does not take is an ``InputError`` naming it. Detection
+    errors and bad options (an unknown format or option, a malformed contract or tool
+    map) are raised by this call; errors in the file's content while iterating.
     """
-    name = detect_format(path) if format is None else format
+    options = options or ImportOptions()
+    name = options.format or detect_format(path, max_record_bytes=options.max_record_bytes)
+    return _format(name).read(path, options, progress=progress)
+
+
+def open_cases(
+    path: Path, options: ImportOptions | None = None, *, progress: ProgressCallback | None = None
+) -> tuple[str, Iterator[CaseRecord]]:
+    """The format of one file of an import, and its cases (as :func:`read_cases` reads
+    them), with one difference: a native file takes no reader option and ignores those
+    given, which are meant for the other tools' files of the same import (a directory
+    may hold both)."""
+    options = options or ImportOptions()
+    name = options.format or detect_format(path, max_record_bytes=options.max_record_bytes)
+    if name == NATIVE:
+        records = read_case_file(path, max_record_bytes=options.max_record_bytes, progress=progress)
+        return name, records
+    return name, _format(name).read(path, options, progress=progress)
+
+
+def _format(name: str) -> CaseFormat:
     spec = FORMATS.get(name)
     if spec is None:
         raise InputError(
             f"unknown format {name!r}; the formats are {', '.join(FORMAT_NAMES)}", field="format"
         )
-    given = {key: value for key, value in options.items() if value is not None}
-    unknown = sorted(set(given) - set(spec.options))
-    if unknown:
-        raise InputError(
-            f"the {name} format does not take the option {unknown[0]} (its options: "
-            f"{', '.join(spec.options)})",
-            field=unknown[0],
-        )
-    return spec.read(path, **given)
+    return spec

@@ -17,8 +17,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from review_app import __version__
-from review_app.cases import EXPECTED_BLOCK, EXPORT_MANIFEST_NAME, EXPORTER_NAME
+from review_app.cases import EXPECTED_BLOCK
 from review_app.evaluator import EVALUATOR_VERSION, diagnostic, evaluate_case
+from review_app.files.discovery import EXPORT_MANIFEST_NAME, EXPORTER_NAME
 
 EXPORTER_VERSION = f"{EXPORTER_NAME} {__version__} / fixtures 1"
 TEST_MODULE_NAME = "test_role_fixtures.py"

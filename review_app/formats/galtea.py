@@ -8,7 +8,7 @@ inferred. Here each row is one such turn.
 File: CSV (``.csv``; UTF-8 with or without a byte-order mark) or JSON rows
 (``.jsonl``/``.ndjson`` one object per line, or a ``.json`` list).
 
-Reading rules:
+Reading rules (for users: docs/reference.md, "Foreign formats", under ``galtea``):
 
 * required columns: ``input`` and ``actual_output`` (names configurable); a missing
   one is an error naming the column (CSV header) or the line and key (JSON rows);
@@ -24,7 +24,7 @@ Reading rules:
   error;
 * the ``product_description`` column (one value per conversation; differing values
   are an error), else the ``product_description`` option, becomes ``chatbot_role``;
-* no contract unless one is given (``contract=``).
+* no contract unless one is given (the ``contract`` option).
 
 Other non-empty columns of a row are kept under its last event's
 ``source_metadata``; the session id under the case's.
@@ -38,12 +38,10 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from review_app.cases import DEFAULT_MAX_RECORD_BYTES, CaseRecord
+from review_app.cases import CaseRecord
 from review_app.errors import InputError
-from review_app.formats._context import ReadContext
-from review_app.formats._ids import fallback_case_id, slugify
-from review_app.formats._sessions import Exchange, SessionColumns, exchange_rows
-from review_app.formats._tables import (
+from review_app.files.csv_safety import csv_text
+from review_app.files.tables import (
     ProgressCallback,
     Row,
     Table,
@@ -54,9 +52,24 @@ from review_app.formats._tables import (
     require_keys,
     row_extras,
 )
-from review_app.formats.csv_safety import csv_text
+from review_app.formats._context import ReadContext
+from review_app.formats._ids import fallback_case_id, slugify
+from review_app.formats._sessions import Exchange, SessionColumns, exchange_rows
+from review_app.formats.options import ImportOptions, column
 
 FORMAT_NAME = "galtea"
+OPTIONS = (
+    "session_column",
+    "input_column",
+    "output_column",
+    "product_description_column",
+    "order_column",
+    "product_description",
+    "contract",
+    "case_id_prefix",
+    "max_record_bytes",
+)
+"""The fields of :class:`~review_app.formats.options.ImportOptions` this reader takes."""
 ORDER_COLUMNS = ("turn", "index")
 """Columns tried, in this order, for the turn order when ``order_column`` is not given."""
 
@@ -90,40 +103,28 @@ def _layout(
 
 
 def read_galtea(
-    path: Path,
-    *,
-    session_column: str = "session_id",
-    input_column: str = "input",
-    output_column: str = "actual_output",
-    product_description_column: str = "product_description",
-    order_column: str | None = None,
-    product_description: str | None = None,
-    contract: dict[str, Any] | None = None,
-    case_id_prefix: str | None = None,
-    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
-    progress: ProgressCallback | None = None,
+    path: Path, options: ImportOptions | None = None, *, progress: ProgressCallback | None = None
 ) -> Iterator[CaseRecord]:
     """Cases from Galtea-style turn rows (CSV or JSON rows), one per conversation.
 
-    ``order_column=None`` looks for ``turn`` then ``index``; a named order column
-    must exist. See the module documentation for every rule.
+    Takes the options :data:`OPTIONS`; the columns default to ``session_id``,
+    ``input``, ``actual_output`` and ``product_description``, and without an
+    ``order_column`` one named ``turn`` then ``index`` is looked for (a named order
+    column must exist). See the module documentation for every rule.
     """
     ctx = ReadContext.check(
-        path,
-        contract=contract,
-        case_id_prefix=case_id_prefix,
-        max_record_bytes=max_record_bytes,
-        progress=progress,
+        path, options, format_name=FORMAT_NAME, takes=OPTIONS, progress=progress
     )
+    given = ctx.options
     columns = SessionColumns(
-        session=session_column,
-        input=input_column,
-        output=output_column,
-        role=product_description_column,
+        session=column(given.session_column, "session_id"),
+        input=column(given.input_column, "input"),
+        output=column(given.output_column, "actual_output"),
+        role=column(given.product_description_column, "product_description"),
         role_name="product description",
-        role_option=product_description,
+        role_option=given.product_description,
     )
-    return _cases(ctx, columns, order_column=order_column)
+    return _cases(ctx, columns, order_column=given.order_column)
 
 
 def _cases(

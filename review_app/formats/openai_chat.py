@@ -4,7 +4,7 @@ Each line is ``{"messages": [...], "id"?: ..., "metadata"?: {...}}`` (the shape 
 fine-tuning and evaluation files) or a bare list of messages. A ``.json`` file may
 hold one such object, a list of them, or one bare list of messages.
 
-Reading rules:
+Reading rules (for users: docs/reference.md, "Foreign formats", under ``openai``):
 
 * the FIRST ``system`` (or ``developer``) message is the role instruction: its text
   becomes ``chatbot_role`` and its SHA-256 (hex, of the UTF-8 text) the case's
@@ -25,7 +25,7 @@ Reading rules:
 * the case id is ``id`` (slugified; letters, digits, ``_ . -`` are kept as they are)
   with the optional prefix, else ``<prefix><n>`` for the n-th record, the prefix
   defaulting to ``<file stem>-``;
-* the contract is ``metadata.role_contract`` or the caller's ``contract=``; both
+* the contract is ``metadata.role_contract`` or the caller's (the ``contract`` option); both
   present and different is an error; neither gives ``"contract": null``;
 * the rest of ``metadata`` and other top-level keys (``tools``, ``model``, ...) are
   kept under the case's ``source_metadata``; a message's keys other than ``role``
@@ -42,13 +42,17 @@ from typing import Any
 
 import orjson
 
-from review_app.cases import DEFAULT_MAX_RECORD_BYTES, CaseRecord
+from review_app.cases import CaseRecord
 from review_app.evaluator import type_name
+from review_app.files.json_records import join_field
+from review_app.files.tables import ProgressCallback
 from review_app.formats._context import Fail, ReadContext
 from review_app.formats._contracts import map_tools
-from review_app.formats._ids import check_unique_case_ids, join_field
-from review_app.formats._tables import ProgressCallback
+from review_app.formats._ids import check_unique_case_ids
+from review_app.formats.options import ImportOptions
 
+OPTIONS = ("contract", "tool_action_map", "case_id_prefix", "max_record_bytes")
+"""The fields of :class:`~review_app.formats.options.ImportOptions` this reader takes."""
 FORMAT_NAME = "openai"
 SYSTEM_ROLES = ("system", "developer")
 MESSAGE_ROLES = ("system", "developer", "user", "assistant", "tool", "function")
@@ -77,22 +81,14 @@ def _records(ctx: ReadContext) -> Iterator[tuple[int | None, str | None, Any]]:
 
 
 def read_openai(
-    path: Path,
-    *,
-    contract: dict[str, Any] | None = None,
-    tool_action_map: Mapping[str, str | None] | None = None,
-    case_id_prefix: str | None = None,
-    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
-    progress: ProgressCallback | None = None,
+    path: Path, options: ImportOptions | None = None, *, progress: ProgressCallback | None = None
 ) -> Iterator[CaseRecord]:
-    """Cases from OpenAI chat message lists (JSONL or JSON), one per record, in order."""
+    """Cases from OpenAI chat message lists (JSONL or JSON), one per record, in order.
+
+    Takes the options :data:`OPTIONS` (see the module documentation for every rule).
+    """
     ctx = ReadContext.check(
-        path,
-        contract=contract,
-        tool_action_map=tool_action_map,
-        case_id_prefix=case_id_prefix,
-        max_record_bytes=max_record_bytes,
-        progress=progress,
+        path, options, format_name=FORMAT_NAME, takes=OPTIONS, progress=progress
     )
     return (
         _read_record(value, ctx, line=line, prefix=prefix, index=index)

@@ -9,7 +9,7 @@ be a column (one value per session) or the ``role_definition`` option.
 File: CSV (``.csv``; UTF-8 with or without the byte-order mark spreadsheets write)
 or JSON rows (``.jsonl``/``.ndjson`` one object per line, or a ``.json`` list).
 
-Reading rules:
+Reading rules (for users: docs/reference.md, "Foreign formats", under ``openlayer``):
 
 * required columns: session id, timestamp, input, output (names configurable); a
   CSV header without one of them is an error naming the column; a JSON row without
@@ -30,7 +30,7 @@ Reading rules:
   values in one session are an error; empty cells fall back to the option;
 * sessions become cases in order of first appearance; the case id is the session id
   (:func:`~review_app.formats._ids.slugify`-ed, with the optional prefix);
-* no contract unless one is given (``contract=``): the case is ``no_contract``.
+* no contract unless one is given (the ``contract`` option): the case is ``no_contract``.
 
 What the table has beyond that is kept: the session id under the case's
 ``source_metadata``, and each row's timestamp and other non-empty columns under its
@@ -48,11 +48,10 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from review_app.cases import DEFAULT_MAX_RECORD_BYTES, CaseRecord
+from review_app.cases import CaseRecord
 from review_app.errors import InputError
-from review_app.formats._context import ReadContext
-from review_app.formats._sessions import Exchange, SessionColumns, exchange_rows
-from review_app.formats._tables import (
+from review_app.files.csv_safety import csv_text
+from review_app.files.tables import (
     ProgressCallback,
     optional_int,
     require_columns,
@@ -60,9 +59,24 @@ from review_app.formats._tables import (
     require_keys,
     row_extras,
 )
-from review_app.formats.csv_safety import csv_text
+from review_app.formats._context import ReadContext
+from review_app.formats._sessions import Exchange, SessionColumns, exchange_rows
+from review_app.formats.options import ImportOptions, column
 
 FORMAT_NAME = "openlayer"
+OPTIONS = (
+    "session_column",
+    "timestamp_column",
+    "input_column",
+    "output_column",
+    "role_column",
+    "sequence_column",
+    "role_definition",
+    "contract",
+    "case_id_prefix",
+    "max_record_bytes",
+)
+"""The fields of :class:`~review_app.formats.options.ImportOptions` this reader takes."""
 EXPORT_START = datetime(2000, 1, 1, tzinfo=UTC)
 """Synthetic time of the first row of every session written by :func:`write_openlayer_csv`."""
 
@@ -117,41 +131,33 @@ class _Timed:
 
 
 def read_openlayer(
-    path: Path,
-    *,
-    session_column: str = "session_id",
-    timestamp_column: str = "timestamp",
-    input_column: str = "input",
-    output_column: str = "output",
-    role_column: str = "role_definition",
-    sequence_column: str = "sequence",
-    role_definition: str | None = None,
-    contract: dict[str, Any] | None = None,
-    case_id_prefix: str | None = None,
-    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
-    progress: ProgressCallback | None = None,
+    path: Path, options: ImportOptions | None = None, *, progress: ProgressCallback | None = None
 ) -> Iterator[CaseRecord]:
     """Cases from an Openlayer session table (CSV or JSON rows), one per session.
 
-    The role and sequence columns are optional; the others are required. See the
-    module documentation for every rule.
+    Takes the options :data:`OPTIONS`; the columns default to ``session_id``,
+    ``timestamp``, ``input``, ``output``, ``role_definition`` and ``sequence``. The
+    role and sequence columns are optional; the others are required. See the module
+    documentation for every rule.
     """
     ctx = ReadContext.check(
-        path,
-        contract=contract,
-        case_id_prefix=case_id_prefix,
-        max_record_bytes=max_record_bytes,
-        progress=progress,
+        path, options, format_name=FORMAT_NAME, takes=OPTIONS, progress=progress
     )
+    given = ctx.options
     columns = SessionColumns(
-        session=session_column,
-        input=input_column,
-        output=output_column,
-        role=role_column,
+        session=column(given.session_column, "session_id"),
+        input=column(given.input_column, "input"),
+        output=column(given.output_column, "output"),
+        role=column(given.role_column, "role_definition"),
         role_name="role definition",
-        role_option=role_definition,
+        role_option=given.role_definition,
     )
-    return _cases(ctx, columns, timestamp_column=timestamp_column, sequence_column=sequence_column)
+    return _cases(
+        ctx,
+        columns,
+        timestamp_column=column(given.timestamp_column, "timestamp"),
+        sequence_column=column(given.sequence_column, "sequence"),
+    )
 
 
 def _cases(

@@ -16,6 +16,8 @@ import yaml
 
 from review_app import input_policy
 from review_app.errors import InputError
+from review_app.files.limits import MAX_RUBRIC_FILE_BYTES, MAX_YAML_DEPTH
+from review_app.files.text import decode_utf8
 from review_app.rubrics.model import (
     APPLIES_TO,
     CHANGES,
@@ -114,7 +116,7 @@ def _index_nodes(node: yaml.Node, path: str, locations: _Locations, source: str)
 
 def _too_deep(event: yaml.Event, source: str, field: str | None) -> InputError:
     return InputError(
-        f"nested more than {input_policy.MAX_YAML_DEPTH} levels deep (a rubric needs 4)",
+        f"nested more than {MAX_YAML_DEPTH} levels deep (a rubric needs 4)",
         source=source,
         line=event.start_mark.line + 1 if event.start_mark else None,
         field=field,
@@ -122,10 +124,9 @@ def _too_deep(event: yaml.Event, source: str, field: str | None) -> InputError:
 
 
 def _read_yaml(text: str, source: str) -> tuple[Any, _Locations]:
-    if len(text) > input_policy.MAX_RUBRIC_FILE_BYTES:
+    if len(text) > MAX_RUBRIC_FILE_BYTES:
         raise InputError(
-            f"the file is larger than {input_policy.MAX_RUBRIC_FILE_BYTES // 1024} KB; "
-            "a rubric is a short text",
+            f"the file is larger than {MAX_RUBRIC_FILE_BYTES // 1024} KB; a rubric is a short text",
             source=source,
         )
     # The events are read one by one (no recursion) and the nesting checked before
@@ -137,7 +138,7 @@ def _read_yaml(text: str, source: str) -> tuple[Any, _Locations]:
         for event in yaml.parse(text, Loader=yaml.SafeLoader):
             if isinstance(event, yaml.MappingStartEvent | yaml.SequenceStartEvent):
                 depth += 1
-                if depth > input_policy.MAX_YAML_DEPTH:
+                if depth > MAX_YAML_DEPTH:
                     raise _too_deep(event, source, top_key)
                 if depth == 1:
                     top_is_mapping = expect_top_key = isinstance(event, yaml.MappingStartEvent)
@@ -517,9 +518,9 @@ def load_rubric_file(path: str | os.PathLike[str]) -> Rubric:
             source=source,
         )
     try:
-        if file_path.stat().st_size > input_policy.MAX_RUBRIC_FILE_BYTES:
+        if file_path.stat().st_size > MAX_RUBRIC_FILE_BYTES:
             raise InputError(
-                f"the file is larger than {input_policy.MAX_RUBRIC_FILE_BYTES // 1024} KB; "
+                f"the file is larger than {MAX_RUBRIC_FILE_BYTES // 1024} KB; "
                 "a rubric is a short text",
                 source=source,
             )
@@ -528,7 +529,7 @@ def load_rubric_file(path: str | os.PathLike[str]) -> Rubric:
         raise InputError(
             f"cannot read the file: {error.strerror or error}", source=source
         ) from None
-    text = input_policy.decode_utf8(raw, source=source)
+    text = decode_utf8(raw, source=source)
 
     data, locations = _read_yaml(text, source)
     validator = _Validator(source, locations)

@@ -25,10 +25,10 @@ from sqlmodel import Session
 
 import storage.labels
 import storage.selective
-from review_app.cases import EXPORTER_NAME
 from review_app.errors import InputError
+from review_app.files.csv_safety import csv_text
+from review_app.files.discovery import export_manifest
 from review_app.formats import write_deepeval
-from review_app.formats.csv_safety import csv_text
 from review_app.formats.fixtures import (
     EXPORTER_VERSION,
     MANIFEST_NAME,
@@ -318,16 +318,7 @@ def _earlier_manifest(out_dir: Path) -> dict[str, Any] | None:
     path = out_dir / MANIFEST_NAME
     if path.is_symlink() or not path.is_file():
         return None
-    try:
-        value = json.loads(path.read_bytes())
-    except ValueError:
-        return None
-    if not isinstance(value, dict):
-        return None
-    exporter = value.get("exporter")
-    if isinstance(exporter, str) and exporter.startswith(f"{EXPORTER_NAME} "):
-        return value
-    return None
+    return export_manifest(path)
 
 
 def _files_of(manifest: dict[str, Any], out_dir: Path) -> list[Path]:

@@ -20,14 +20,10 @@ from typing import Any
 
 from sqlalchemy import Engine
 
-from review_app.cases import (
-    DEFAULT_MAX_RECORD_BYTES,
-    CaseRecord,
-    content_sha256,
-    discover_case_files,
-)
+from review_app.cases import CaseRecord, content_sha256
 from review_app.errors import InputError
-from review_app.formats import FORMATS, NATIVE, detect_format, read_cases
+from review_app.files.discovery import discover_case_files
+from review_app.formats import FORMATS, ImportOptions, open_cases
 from review_app.services.cases.case_rows import ContractHashes, PreparedCase, prepare_case
 from review_app.services.cases.file_import import file_sha256
 from review_app.services.review.queue import forget_progress
@@ -369,38 +365,27 @@ def import_paths(
     engine: Engine,
     actor: Actor,
     paths: Iterable[str | Path],
+    options: ImportOptions | None = None,
     *,
-    replace: bool = False,
-    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
     progress: ProgressFactory | None = None,
     on_file_done: Callable[[FileImport], None] | None = None,
-    format: str | None = None,
-    options: dict[str, Any] | None = None,
 ) -> ImportSummary:
     """Import case files (and directories of them), each case whole (see :func:`import_records`).
 
-    ``format`` names the files' format (see :data:`review_app.formats.FORMATS`); without
-    it each file's format is detected. ``options`` go to the format's reader. Stops at
+    ``options`` (the command line's or the import page's, passed on unchanged) name the
+    files' format (see :data:`review_app.formats.FORMATS`; without it each file's format
+    is detected), whether to replace changed cases, and the readers' options. Stops at
     the first file that cannot be stored by raising ``InputError`` (the files before
     it stay imported, and so do the cases of that file stored before the error;
     ``on_file_done`` hears about those too, with ``complete=False``).
     """
     authorize(engine, actor, "policy_owner")
+    options = options or ImportOptions()
     summary = ImportSummary()
-    suffixes = FORMATS[format].suffixes if format in FORMATS else None
+    suffixes = FORMATS[options.format].suffixes if options.format in FORMATS else None
     for path in discover_case_files(paths, suffixes=suffixes):
         callback = progress(path, path.stat().st_size) if progress else None
-        name = format or detect_format(path, max_record_bytes=max_record_bytes)
-        reader_options = dict(options or {})
-        if name == NATIVE:
-            reader_options = {}
-        records = read_cases(
-            path,
-            format=name,
-            max_record_bytes=max_record_bytes,
-            progress=callback,
-            **reader_options,
-        )
+        name, records = open_cases(path, options, progress=callback)
         outcome = FileImport(path=str(path))
         try:
             import_records(
@@ -408,7 +393,7 @@ def import_paths(
                 actor,
                 records,
                 source=str(path),
-                replace=replace,
+                replace=options.replace,
                 source_format=name,
                 outcome=outcome,
                 sha256=file_sha256(path),

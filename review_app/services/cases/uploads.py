@@ -21,7 +21,7 @@ from sqlalchemy import Engine
 
 from review_app.errors import InputError
 from review_app.evaluator import lane
-from review_app.formats import FORMATS, detect_format, read_cases
+from review_app.formats import FORMATS, ImportOptions, open_cases
 from review_app.rubrics import Rubric
 from review_app.services.cases.export import ExportResult
 from review_app.services.cases.importing import ImportSummary, StoredConflicts, import_paths
@@ -72,21 +72,19 @@ def validate_upload(
     *,
     name: str,
     data: bytes,
-    format: str | None,
-    options: dict[str, Any],
-    replace: bool = False,
+    options: ImportOptions,
 ) -> ValidationReport:
-    """Read and check the file as the import would, against what is stored too (cases
-    stored with other content unless ``replace``, contract versions stored with another
-    body): a file reported ``ok`` is one the import accepts."""
+    """Read and check the file as the import would, with the same ``options``, against
+    what is stored too (cases stored with other content unless ``options.replace``,
+    contract versions stored with another body): a file reported ``ok`` is one the
+    import accepts."""
     authorize(engine, actor, "policy_owner")
-    report = ValidationReport(file=name, format=format or "?")
-    conflicts = StoredConflicts(engine, replace=replace)
+    report = ValidationReport(file=name, format=options.format or "?")
+    conflicts = StoredConflicts(engine, replace=options.replace)
     try:
         with uploaded_file(name, data) as path:
-            report.format = format or detect_format(path)
-            given = {} if report.format == "native" else options
-            for record in read_cases(path, format=report.format, **given):
+            report.format, records = open_cases(path, options)
+            for record in records:
                 conflicts.add(record)
                 result = record.result
                 report.cases.append(
@@ -130,15 +128,14 @@ def import_upload(
     *,
     name: str,
     data: bytes,
-    format: str | None,
-    options: dict[str, Any],
-    replace: bool = False,
+    options: ImportOptions,
 ) -> ImportSummary:
+    """Import an uploaded case file with ``options``, as ``review-app import`` would."""
     actor = authorize(engine, actor, "policy_owner")
-    if format is not None and format not in FORMATS:
-        raise InputError(f"unknown format {format!r}", field="format")
+    if options.format is not None and options.format not in FORMATS:
+        raise InputError(f"unknown format {options.format!r}", field="format")
     with _imported_upload(name, data) as path:
-        return import_paths(engine, actor, [path], replace=replace, format=format, options=options)
+        return import_paths(engine, actor, [path], options)
 
 
 def import_label_upload(

@@ -18,8 +18,6 @@ gives back exactly the stored case ids, reviewer names and rationales.
 
 from __future__ import annotations
 
-import csv
-import io
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -30,9 +28,9 @@ from sqlalchemy import Engine
 from sqlmodel import Session
 
 from review_app import input_policy
-from review_app.cases import iter_json_records, read_text_file
 from review_app.errors import InputError, PermissionDenied
-from review_app.formats.csv_safety import csv_text, neutralise_cell, restore_cell
+from review_app.files.csv_safety import csv_text, neutralise_cell, restore_cell
+from review_app.files.named_rows import named_rows
 from review_app.rubrics import Rubric, parse_rubric_ref
 from review_app.services.cases.cases import not_in_queue
 from review_app.services.cases.export import LABEL_EXPORT_COLUMNS
@@ -78,56 +76,24 @@ class LabelImportSummary:
 
 
 def _read_rows(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
-    if path.suffix.lower() in (".jsonl", ".ndjson"):
-        yield from _read_jsonl_rows(path)
-        return
-    source = str(path)
-    text = read_text_file(path, allow_bom=True)
-    reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
-    header = reader.fieldnames or []
-    missing = [name for name in REQUIRED_COLUMNS if name not in header]
-    if missing:
-        raise InputError(
-            f"missing column{'s' if len(missing) > 1 else ''} {', '.join(missing)} "
-            f"(expected {','.join(LABEL_COLUMNS)})",
-            source=source,
-            line=1,
-            field=missing[0],
-        )
-    unknown = [name for name in header if name not in LABEL_COLUMNS]
-    if unknown:
-        raise InputError(
-            f"unknown column {unknown[0]!r} (expected {','.join(LABEL_COLUMNS)})",
-            source=source,
-            line=1,
-            field=unknown[0],
-        )
-    for line, row in input_policy.csv_dict_rows(reader, source=source):
-        if None in row:
-            raise InputError("more cells than columns", source=source, line=line)
-        yield line, row
-
-
-def _read_jsonl_rows(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
-    """Rows of a JSONL label file: one object per line with the label CSV's keys.
+    """Rows of a label file: CSV, or JSONL (``.jsonl``, ``.ndjson``) with the CSV's keys.
 
     The context keys of ``review-app export --format jsonl`` are accepted and
     ignored, so that export imports back. JSONL cells are not neutralised, so the
     text columns are neutralised here for :func:`parse_label_file` to restore.
     """
     source = str(path)
-    for line, _, value in iter_json_records(path):
-        number = line or 1
-        if not isinstance(value, dict):
-            raise InputError("expected a JSON object per line", source=source, line=number)
-        unknown = [key for key in value if key not in LABEL_COLUMNS + _EXPORT_CONTEXT_KEYS]
-        if unknown:
-            raise InputError(
-                f"unknown key {unknown[0]!r} (expected {','.join(LABEL_COLUMNS)})",
-                source=source,
-                line=number,
-                field=unknown[0],
-            )
+    jsonl = path.suffix.lower() in (".jsonl", ".ndjson")
+    for line, value in named_rows(
+        path,
+        as_csv=not jsonl,
+        columns=LABEL_COLUMNS,
+        required=REQUIRED_COLUMNS,
+        also_accepted=_EXPORT_CONTEXT_KEYS,
+    ):
+        if not jsonl:
+            yield line, value
+            continue
         row: dict[str, str] = {}
         for name in LABEL_COLUMNS:
             cell = value.get(name)
@@ -139,11 +105,11 @@ def _read_jsonl_rows(path: Path) -> Iterator[tuple[int, dict[str, str]]]:
                 raise InputError(
                     f"expected text, got {type(cell).__name__}",
                     source=source,
-                    line=number,
+                    line=line,
                     field=name,
                 )
             row[name] = neutralise_cell(cell) if name in _NEUTRALISED_COLUMNS else cell
-        yield number, row
+        yield line, row
 
 
 def parse_label_file(path: Path, *, catalog: RubricCatalog) -> list[LabelRecord]:

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import streamlit as st
 
 from review_app.errors import InputError, PermissionDenied
-from review_app.formats import FORMAT_NAMES
+from review_app.formats import FORMAT_NAMES, ImportOptions
 from review_app.services.cases.uploads import import_label_upload, import_upload, validate_upload
 from review_app.ui import auth, common, state
 from review_app.ui.safe import code_span, escape
@@ -25,18 +23,15 @@ with cases_tab:
     st.checkbox("Replace stored cases whose content changed", key="import_replace")
     upload = st.session_state["import_file"]
     chosen = st.session_state["import_format"]
-    form = None if chosen == "detect" else chosen
+    options = ImportOptions(
+        format=None if chosen == "detect" else chosen,
+        replace=st.session_state["import_replace"],
+    )
     if upload is not None:
-        # Checked as the import would (the same file and choices), against what is
+        # Checked as the import would (the same file and options), against what is
         # stored too (contracts, cases).
-        chosen_upload: dict[str, Any] = {
-            "name": upload.name,
-            "data": upload.getvalue(),
-            "format": form,
-            "options": {},
-            "replace": st.session_state["import_replace"],
-        }
-        report = validate_upload(state.engine(), actor, **chosen_upload)
+        name, data = upload.name, upload.getvalue()
+        report = validate_upload(state.engine(), actor, name=name, data=data, options=options)
         if not report.ok:
             st.error("This file cannot be imported; nothing was stored.")
             st.text(report.error or "")
@@ -50,7 +45,9 @@ with cases_tab:
             st.dataframe(report.cases, hide_index=True, key="import_preview")
             if st.button("Import these cases", key="import_submit", type="primary"):
                 try:
-                    summary = import_upload(state.engine(), actor, **chosen_upload)
+                    summary = import_upload(
+                        state.engine(), actor, name=name, data=data, options=options
+                    )
                 except InputError as error:
                     st.error("Nothing was stored.")
                     st.text(str(error))

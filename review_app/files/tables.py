@@ -7,26 +7,24 @@ file holding a list the JSON path (``[3].timestamp``) names the place instead.
 
 from __future__ import annotations
 
-import csv
-import io
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from review_app import input_policy
-from review_app.cases import DEFAULT_MAX_RECORD_BYTES, iter_json_records
 from review_app.errors import InputError
 from review_app.evaluator import type_name
-from review_app.formats._ids import join_field
-from review_app.formats.csv_safety import restore_cell
+from review_app.files.csv_rows import csv_rows
+from review_app.files.csv_safety import restore_cell
+from review_app.files.json_records import iter_json_records, join_field
+from review_app.files.limits import MAX_RECORD_BYTES
+from review_app.files.text import decode_utf8, read_whole
 
 ProgressCallback = Callable[[int], None]
 
 CSV_SUFFIXES = (".csv",)
 JSON_SUFFIXES = (".json", ".jsonl", ".ndjson")
-_CSV_FIELD_LIMIT = DEFAULT_MAX_RECORD_BYTES  # one cell: the input policy's record limit
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,42 +65,11 @@ class Table:
     rows: Iterator[Row]
 
 
-def _decode_csv(data: bytes, source: str) -> str:
-    return input_policy.decode_utf8(data, source=source)
-
-
-def _csv_rows(text: str, source: str) -> Iterator[tuple[int, list[str]]]:
-    """``(first line, cells)`` of every non-blank CSV row, strictly parsed."""
-    if csv.field_size_limit() < _CSV_FIELD_LIMIT:
-        csv.field_size_limit(_CSV_FIELD_LIMIT)
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-    previous_end = 0
-    while True:
-        try:
-            cells = next(reader)
-        except StopIteration:
-            return
-        except csv.Error as error:
-            # The failing row starts after the last good one: an unclosed quote is
-            # only noticed at the end of the file (see input_policy.csv_dict_rows).
-            raise InputError(
-                f"not valid CSV ({error})", source=source, line=previous_end + 1
-            ) from None
-        start = previous_end + 1
-        previous_end = reader.line_num
-        if not any(cells):
-            continue
-        yield start, cells
-
-
 def _csv_table(path: Path, source: str, progress: ProgressCallback | None) -> Table:
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise InputError(f"cannot be read ({error.strerror})", source=source) from None
+    data = read_whole(path)
     if progress is not None:
         progress(len(data))
-    rows = _csv_rows(_decode_csv(data, source), source)
+    rows = csv_rows(decode_utf8(data, source=source), source)
     first = next(rows, None)
     if first is None:
         raise InputError("the file is empty (no header row)", source=source)
@@ -162,15 +129,16 @@ def _json_table(
 def open_table(
     path: Path,
     *,
-    max_record_bytes: int = DEFAULT_MAX_RECORD_BYTES,
+    max_record_bytes: int = MAX_RECORD_BYTES,
     progress: ProgressCallback | None = None,
 ) -> Table:
     """The rows of ``path``: CSV by the ``.csv`` suffix, else JSON/JSONL rows.
 
-    CSV is read as UTF-8, with or without a byte-order mark (spreadsheets write
-    one); cells are unquoted by the standard ``csv`` module in strict mode, and
-    cells neutralised against formula injection are restored
-    (:func:`~review_app.formats.csv_safety.restore_cell`). Blank rows are skipped.
+    CSV is read whole (:func:`~review_app.files.text.read_whole`) as UTF-8, with or
+    without a byte-order mark (spreadsheets write one); cells are unquoted by the
+    standard ``csv`` module in strict mode, and cells neutralised against formula
+    injection are restored
+    (:func:`~review_app.files.csv_safety.restore_cell`). Blank rows are skipped.
     """
     source = str(path)
     suffix = path.suffix.lower()
@@ -192,7 +160,7 @@ def csv_header(path: Path) -> list[str]:
     # The header is in the first 64 KiB; cut at the last complete line.
     if len(head) == 1 << 16 and b"\n" in head:
         head = head[: head.rindex(b"\n") + 1]
-    first = next(_csv_rows(input_policy.decode_utf8(head, source=source), source), None)
+    first = next(csv_rows(decode_utf8(head, source=source), source), None)
     if first is None:
         raise InputError("the file is empty (no header row)", source=source)
     return [restore_cell(name).strip() for name in first[1]]
