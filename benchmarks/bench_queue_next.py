@@ -17,6 +17,9 @@ by side on one database), rounds alternating between checkouts:
   the median of the rest;
 * ``informative_queue`` page 1 (the queue page in that order);
 * ``next_case(order="oldest")`` for scale.
+
+Wall-clock times and, beside them, the process's CPU time per call (less sensitive to
+other work on a shared machine).
 """
 
 from __future__ import annotations
@@ -45,22 +48,26 @@ engine = create_database_engine(sys.argv[1])
 rubric = get_rubric(load_rubrics(default_rubrics_dir()), DEMO_RUBRIC)
 lee = sign_in(engine, name="lee", auth_mode="local")
 rounds = int(sys.argv[2])
-times = {"next informative (first)": [], "next informative (after)": [],
-         "informative page 1": [], "next oldest": []}
-first = None
+times = {}
+answers = {}
+
+def timed(name, call):
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = call()
+    times.setdefault(name, []).append((time.perf_counter() - wall, time.process_time() - cpu))
+    return result
+
 for _ in range(rounds):
-    start = time.perf_counter()
-    first = next_case(engine, lee, rubric=rubric, after=None, order="informative")
-    times["next informative (first)"].append(time.perf_counter() - start)
-    start = time.perf_counter()
-    following = next_case(engine, lee, rubric=rubric, after=first, order="informative")
-    times["next informative (after)"].append(time.perf_counter() - start)
-    start = time.perf_counter()
-    page, _ = informative_queue(engine, lee, rubric=rubric)
-    times["informative page 1"].append(time.perf_counter() - start)
-    start = time.perf_counter()
-    next_case(engine, lee, rubric=rubric, after=None, order="oldest")
-    times["next oldest"].append(time.perf_counter() - start)
+    first = timed(
+        "next informative (first)",
+        lambda: next_case(engine, lee, rubric=rubric, after=None, order="informative"),
+    )
+    following = timed(
+        "next informative (after)",
+        lambda: next_case(engine, lee, rubric=rubric, after=first, order="informative"),
+    )
+    page, _ = timed("informative page 1", lambda: informative_queue(engine, lee, rubric=rubric))
+    timed("next oldest", lambda: next_case(engine, lee, rubric=rubric, after=None, order="oldest"))
 queue = queue_page(engine, lee, rubric=rubric, page_size=1)
 print(json.dumps({"times": times, "first": first, "following": following,
                   "assigned": queue.assigned, "completed": queue.completed,
@@ -115,9 +122,10 @@ def main() -> None:
             cold = [run["times"][name][0] for run in runs]  # type: ignore[index]
             warm = [t for run in runs for t in run["times"][name][1:]]  # type: ignore[index]
             print(
-                f"  {name:<26} cold {statistics.median(cold) * 1000:7.0f} ms   "
-                f"warm median {statistics.median(warm) * 1000:7.0f} ms   "
-                f"(warm best {min(warm) * 1000:.0f} ms)"
+                f"  {name:<26} cold {statistics.median(w for w, _ in cold) * 1000:6.0f} ms   "
+                f"warm median {statistics.median(w for w, _ in warm) * 1000:6.0f} ms "
+                f"(best {min(w for w, _ in warm) * 1000:4.0f})   "
+                f"CPU warm median {statistics.median(c for _, c in warm) * 1000:6.0f} ms"
             )
     if len(checkouts) > 1:
         print(f"\nsame next cases and page in every checkout: {len(answers) == 1}")
