@@ -60,9 +60,7 @@ def canonical_json(value: Any) -> bytes:
 
 
 def content_sha256(value: Any) -> str:
-    import hashlib  # here, not at the top: `inspect` never hashes, and _hashlib loads slowly
-
-    return hashlib.sha256(canonical_json(value)).hexdigest()
+    return _sha256_hex(canonical_json(value))
 
 
 def _join(prefix: str | None, field: str) -> str:
@@ -92,8 +90,51 @@ def validate_case(
                 error["message"], source=source, line=line, field=_join(prefix, error["field"])
             )
     result = _check_by_policy(case, result, source=source, line=line, prefix=prefix)
+    content = (
+        case
+        if EXPECTED_BLOCK not in case
+        else {key: value for key, value in case.items() if key != EXPECTED_BLOCK}
+    )
+    try:
+        canonical: bytes | None = canonical_json(content)
+    except orjson.JSONEncodeError:
+        canonical = None  # the checks below name the field, or the error comes again
+    transcript = case["transcript"]
+    if (
+        canonical is None
+        or result["fixture_errors"]
+        or _ESCAPED_NUL in canonical
+        or not _plain_events(transcript)
+    ):
+        _check_events(transcript, source=source, line=line, prefix=prefix)
+    if canonical is None:
+        canonical = canonical_json(content)
+    return CaseRecord(case, source, line, result, _sha256_hex(canonical))
+
+
+_ESCAPED_NUL = b"\\u0000"
+"""How a NUL in a string looks in :func:`canonical_json`'s output (orjson escapes it)."""
+_TEXT_TYPES = frozenset({str, type(None)})
+
+
+def _plain_events(transcript: list[dict[str, Any]]) -> bool:
+    """Whether :func:`_check_events` would find nothing, for a case without fixture
+    errors (its turns are integers in increasing order, so unique) whose canonical
+    JSON holds no NUL: its first and last turns are in range and every text is text."""
+    if not transcript:
+        return True
+    if not (transcript[0]["turn"] >= TURN_MIN and transcript[-1]["turn"] <= TURN_MAX):
+        return False
+    return set(map(type, [event.get("text") for event in transcript])) <= _TEXT_TYPES
+
+
+def _check_events(
+    transcript: list[dict[str, Any]], *, source: str, line: int | None, prefix: str | None
+) -> None:
+    """Refuse the first event that cannot be stored: a turn out of range or used twice,
+    a text that is not text, a NUL in a text, a set_role the input policy refuses."""
     seen: dict[int, int] = {}
-    for index, event in enumerate(case["transcript"]):
+    for index, event in enumerate(transcript):
         turn = event["turn"]
         if not TURN_MIN <= turn <= TURN_MAX:
             raise InputError(
@@ -133,8 +174,12 @@ def validate_case(
                 line=line,
                 field=_join(prefix, f"transcript[{index}].set_role"),
             )
-    content = {key: value for key, value in case.items() if key != EXPECTED_BLOCK}
-    return CaseRecord(case, source, line, result, content_sha256(content))
+
+
+def _sha256_hex(data: bytes) -> str:
+    import hashlib  # here, not at the top: `inspect` never hashes, and _hashlib loads slowly
+
+    return hashlib.sha256(data).hexdigest()
 
 
 def _refuse_text(value: Any, *, source: str, line: int | None, field: str) -> None:

@@ -186,6 +186,14 @@ def _selected(query: Any, selection: QueueSelection) -> Any:
     return query
 
 
+def queue_cases(selection: QueueSelection) -> Any:
+    """The case ids of a queue selection as a subquery (``column.in_(queue_cases(...))``)."""
+    query = select(col(Assignment.case_id))
+    if selection.lane is not None:
+        query = query.join(Evaluation, _evaluation_of_assignment(selection.evaluator_version))
+    return _selected(query, selection)
+
+
 def queue_page(
     session: Session, *, selection: QueueSelection, offset: int = 0, limit: int = 25
 ) -> list[QueueRow]:
@@ -227,6 +235,21 @@ def queue_progress(
     )
     total, completed = session.execute(query).one()
     return int(completed), int(total)
+
+
+def unfinished_case_ids(
+    session: Session, *, reviewer_id: int, rubric_id: str, version: int
+) -> list[str]:
+    """The reviewer's unfinished cases under a rubric version, by case id (queue order)."""
+    query = (
+        select(col(Assignment.case_id))
+        .where(
+            *_queue_of(reviewer_id=reviewer_id, rubric_id=rubric_id, version=version),
+            col(Assignment.completed_at).is_(None),
+        )
+        .order_by(col(Assignment.case_id))
+    )
+    return list(session.scalars(query))
 
 
 def next_queued_case(

@@ -259,6 +259,12 @@ CORPUS: list[BadFile] = [
         says="outside the storable range",
     ),
     BadFile(
+        "first-turn-below-range.json",
+        dump(edited(_set(("transcript", 0, "turn"), -(2**40)))),
+        field="transcript[0].turn",
+        says="outside the storable range",
+    ),
+    BadFile(
         "contract-version-too-long.json",
         dump(edited(_set(("contract", "version"), "v" * 201))),
         field="contract.version",

@@ -288,3 +288,108 @@ def test_turns_drawn_by_uncertainty_keep_their_place_too(sqlite_database: Databa
     page, why = informative_queue(engine, rita, rubric=rubric)
     marked = {row.case_id for row in page.rows if why[row.case_id].audit_turns}
     assert marked == {unit["case_id"] for unit in drawn.units}
+
+
+def test_the_queue_scores_from_per_turn_sums_as_score_case_does_from_every_signal(
+    database: Database,
+) -> None:
+    """The queue sums verdicts and labels up per turn in the database; each case's score
+    and reasons equal :func:`score_case` fed every verdict and label one by one."""
+    import random
+
+    from sqlalchemy import select
+
+    from review_app.evaluator import EVALUATOR_VERSION
+    from storage.models import Event, Finding, Label
+
+    engine = database.engine
+    load_demo(engine, operator_actor())  # labels by ana, ben and chloe; two judge runs
+    rubric = sync_rubrics(engine, operator_actor()).get(RUBRIC)
+    add_person(engine, operator_actor(), name="polly", role="policy_owner")
+    assign_cases(engine, operator_actor(), rubric=rubric, reviewers=["polly"], overlap=4)
+    polly = sign_in(engine, name="polly", auth_mode="local")
+    rng = random.Random(5)
+    with Session(engine) as session:
+        units = session.execute(
+            select(Event.case_id, Event.turn).where(Event.actor == rubric.applies_to)
+        ).all()
+        runs = [
+            JudgeRun(
+                judge="j",
+                prompt_version=f"p{k}",
+                model="m",
+                rubric_id=rubric.id,
+                rubric_version=rubric.version,
+                status="complete",
+            )
+            for k in range(3)
+        ]
+        session.add_all(runs)
+        session.flush()
+        codes = [label.code for label in rubric.labels]
+        session.add_all(
+            JudgeVerdict(
+                run_id=run.id,
+                case_id=case_id,
+                turn=turn,
+                label=rng.choice([*codes[:2], None]),
+                score=rng.choice([None, round(rng.random(), 3), 0.5]),
+            )
+            for run in runs
+            for case_id, turn in units
+            if rng.random() < 0.6
+        )
+        session.commit()
+    mine = rng.sample(units, 5)
+    for case_id, turn in mine:
+        record_label(
+            engine, polly, case_id=case_id, turn=turn, rubric=rubric, code=rng.choice(codes)
+        )
+
+    for threshold in (0.5, 0.3):
+        page, found = informative_queue(
+            engine, polly, rubric=rubric, page_size=1000, threshold=threshold, audit_units=()
+        )
+        assert len(found) == 17
+        with Session(engine) as session:
+            verdicts = session.execute(
+                select(
+                    JudgeVerdict.case_id, JudgeVerdict.turn, JudgeVerdict.label, JudgeVerdict.score
+                )
+                .join(JudgeRun, JudgeRun.id == JudgeVerdict.run_id)
+                .where(JudgeRun.rubric_id == rubric.id, JudgeVerdict.error.is_(None))  # type: ignore[union-attr]
+            ).all()
+            labels = session.execute(
+                select(Label.case_id, Label.turn, Label.reviewer_id, Label.code).where(
+                    Label.rubric_id == rubric.id, Label.current
+                )
+            ).all()
+            violations = session.execute(
+                select(Finding.case_id, Finding.turn).where(
+                    Finding.kind == "violation", Finding.evaluator_version == EVALUATOR_VERSION
+                )
+            ).all()
+        pass_codes = {label.code for label in rubric.labels if label.verdict == "pass"}
+        for case_id, got in found.items():
+            judge: dict[int, list[tuple[str | None, float | None]]] = {}
+            for c, turn, label, score in verdicts:
+                if c == case_id and turn is not None:
+                    judge.setdefault(turn, []).append((label, score))
+            human: dict[int, dict[int, str]] = {}
+            for c, turn, reviewer_id, code in labels:
+                if c == case_id:
+                    human.setdefault(turn, {})[reviewer_id] = code
+            open_turns = {
+                t for c, t in units if c == case_id and polly.reviewer_id not in human.get(t, {})
+            }
+            expected = score_case(
+                CaseSignals(judge, human, frozenset(t for c, t in violations if c == case_id)),
+                open_turns=open_turns,
+                pass_codes=pass_codes,
+                threshold=threshold,
+                me=polly.reviewer_id,
+            )
+            assert (got.score, got.reasons) == (expected.score, expected.reasons), case_id
+        assert any(item.reasons for item in found.values())
+        listed = [found[row.case_id].score for row in page.rows]
+        assert listed == sorted(listed, reverse=True)  # no audit sample: by score

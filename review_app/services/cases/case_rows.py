@@ -87,7 +87,37 @@ def prepare_case(
     events: list[tuple[Any, ...]] = []
     append = events.append
     assistant_turns = 0
+    dumps = orjson.dumps
     for seq, event in enumerate(transcript):
+        # The two common shapes first. Every event has "turn" and "actor" (validated),
+        # so three keys with a text are exactly those, and four with a text and actions
+        # too: no set_role, no request, nothing extra.
+        size = len(event)
+        if size == 3 or size == 4:
+            text = event.get("text")
+            if text is not None:
+                actor = event["actor"]
+                if size == 3:
+                    append((case_id, seq, event["turn"], actor, text, None, None, None, None))
+                    assistant_turns += actor == "assistant"
+                    continue
+                actions = event.get("observed_actions")
+                if actions is not None:
+                    append(
+                        (
+                            case_id,
+                            seq,
+                            event["turn"],
+                            actor,
+                            text,
+                            dumps(actions).decode(),
+                            None,
+                            None,
+                            None,
+                        )
+                    )
+                    assistant_turns += actor == "assistant"
+                    continue
         get = event.get
         text = get("text")
         actions = get("observed_actions")

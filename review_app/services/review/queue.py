@@ -13,14 +13,12 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from sqlalchemy import Engine
 from sqlmodel import Session
 
-import storage.cases
-import storage.reviewers
 from review_app import input_policy
 from review_app.errors import InputError
 from review_app.evaluator import EVALUATOR_VERSION
@@ -174,10 +172,20 @@ def next_case(
     if order == "informative":
         # Unfinished cases only (as the queue lists them with "not yet labeled by me"):
         # a finished ``after`` is not among them, and the most informative one is next.
-        ranked, _ = informative_queue(
-            engine, actor, rubric=rubric, only_unlabeled=True, page_size=10**9
-        )
-        ids = [row.case_id for row in ranked.rows if not row.completed]
+        with Session(read_only(engine)) as session:
+            unfinished = assignments.unfinished_case_ids(
+                session, reviewer_id=actor.reviewer_id, rubric_id=rubric.id, version=rubric.version
+            )
+        ids = _rank(
+            engine,
+            actor.reviewer_id,
+            unfinished,
+            rubric=rubric,
+            lane=None,
+            only_unlabeled=True,
+            threshold=0.5,
+            audit_units=None,
+        ).ordered
         start = ids.index(after) + 1 if after in ids else 0
         return next((c for c in ids[start:] + ids[:start] if c != after), None)
     if order != "oldest":
@@ -315,6 +323,27 @@ class CaseSignals:
     violations: frozenset[int]
 
 
+@dataclass(frozen=True, slots=True)
+class TurnSummary:
+    """A case's signals summed up per turn: all that its score and reasons need.
+
+    :func:`summarise` makes one from :class:`CaseSignals`; the queue makes them from
+    the per-turn sums the database computes (``storage.borderline``).
+    """
+
+    closest: dict[int, float]
+    """Per turn with a judge score: the smallest ``|score - threshold|`` over the runs."""
+    split: frozenset[int]
+    """Turns whose judge runs gave different labels."""
+    disputed: frozenset[int]
+    """Turns (any turn) whose current labels by reviewers other than the actor differ."""
+    contradicted: frozenset[int]
+    """Violation turns some reviewer labeled with a pass code."""
+
+
+_NOTHING_KNOWN = TurnSummary({}, frozenset(), frozenset(), frozenset())
+
+
 @dataclass(frozen=True)
 class Informativeness:
     score: float
@@ -329,15 +358,45 @@ class Informativeness:
         return "; ".join(parts)
 
 
-def _turn_list(turns: set[int]) -> str:
+def _turn_list(turns: Collection[int]) -> str:
     return ", ".join(str(t) for t in sorted(turns))
+
+
+def _check_threshold(threshold: float) -> None:
+    if not 0 < threshold < 1:
+        raise ValueError("threshold must be strictly between 0 and 1")
+
+
+def summarise(
+    signals: CaseSignals, *, pass_codes: Collection[str], threshold: float, me: int | None
+) -> TurnSummary:
+    """``signals`` summed up per turn (what :func:`score_case` scores)."""
+    closest: dict[int, float] = {}
+    split: set[int] = set()
+    for turn, verdicts in signals.judge.items():
+        distances = [abs(s - threshold) for _, s in verdicts if s is not None]
+        if distances:
+            closest[turn] = min(distances)
+        if len({label for label, _ in verdicts if label is not None}) > 1:
+            split.add(turn)
+    disputed = {
+        turn
+        for turn, by in signals.human.items()
+        if len({code for reviewer, code in by.items() if reviewer != me}) > 1
+    }
+    contradicted = {
+        turn
+        for turn in signals.violations
+        if any(code in pass_codes for code in signals.human.get(turn, {}).values())
+    }
+    return TurnSummary(closest, frozenset(split), frozenset(disputed), frozenset(contradicted))
 
 
 def score_case(
     signals: CaseSignals,
     *,
-    open_turns: set[int],
-    pass_codes: set[str],
+    open_turns: Collection[int],
+    pass_codes: Collection[str],
     threshold: float = 0.5,
     me: int | None = None,
 ) -> Informativeness:
@@ -354,45 +413,43 @@ def score_case(
     current labels differ, at most 1. The case's score is its best turn's score plus
     the disagreement term; ties keep the queue's own order.
     """
-    if not 0 < threshold < 1:
-        raise ValueError("threshold must be strictly between 0 and 1")
+    _check_threshold(threshold)
+    summary = summarise(signals, pass_codes=pass_codes, threshold=threshold, me=me)
+    return score_summary(summary, open_turns=open_turns, threshold=threshold)
+
+
+def score_summary(
+    summary: TurnSummary, *, open_turns: Collection[int], threshold: float, explain: bool = True
+) -> Informativeness:
+    """:func:`score_case` from the signals summed up per turn; ``explain=False`` leaves
+    the reasons out (the score is the same)."""
     span = max(threshold, 1 - threshold)
-    unsure: set[int] = set()
-    split: set[int] = set()
-    contradicted: set[int] = set()
+    closest, split, contradicted = summary.closest, summary.split, summary.contradicted
     best = 0.0
     for turn in open_turns:
-        verdicts = signals.judge.get(turn, [])
-        scores = [s for _, s in verdicts if s is not None]
-        uncertainty = max((1 - abs(s - threshold) / span for s in scores), default=0.0)
-        if uncertainty >= 0.8:
-            unsure.add(turn)
-        labels = {label for label, _ in verdicts if label is not None}
-        disagree = 1.0 if len(labels) > 1 else 0.0
-        if disagree:
-            split.add(turn)
-        human = signals.human.get(turn, {})
-        contradiction = 0.0
-        if turn in signals.violations and any(code in pass_codes for code in human.values()):
-            contradiction = 1.0
-            contradicted.add(turn)
-        best = max(best, uncertainty + disagree + contradiction)
-    disputed = {
-        turn
-        for turn, by in signals.human.items()
-        if len({code for reviewer, code in by.items() if reviewer != me}) > 1
-    }
-    total = best + min(1.0, 0.5 * len(disputed))
+        distance = closest.get(turn)
+        # 1 - min|s - t| / span is the largest 1 - |s - t| / span: the same float.
+        value = 0.0 if distance is None else 1 - distance / span
+        if turn in split:
+            value += 1.0
+        if turn in contradicted:
+            value += 1.0
+        if value > best:
+            best = value
+    total = round(best + min(1.0, 0.5 * len(summary.disputed)), 6)
+    if not explain:
+        return Informativeness(total, ())
+    unsure = {turn for turn in open_turns if turn in closest and 1 - closest[turn] / span >= 0.8}
     reasons = []
     if unsure:
         reasons.append(f"judge unsure on turn{'s' if len(unsure) > 1 else ''} {_turn_list(unsure)}")
-    if split:
-        reasons.append(f"judge runs disagree on {_turn_list(split)}")
-    if disputed:
-        reasons.append(f"reviewers disagree on {_turn_list(disputed)}")
-    if contradicted:
-        reasons.append(f"finding contradicts a pass label on {_turn_list(contradicted)}")
-    return Informativeness(round(total, 6), tuple(reasons))
+    if split_open := split.intersection(open_turns):
+        reasons.append(f"judge runs disagree on {_turn_list(split_open)}")
+    if summary.disputed:
+        reasons.append(f"reviewers disagree on {_turn_list(summary.disputed)}")
+    if contradicted_open := contradicted.intersection(open_turns):
+        reasons.append(f"finding contradicts a pass label on {_turn_list(contradicted_open)}")
+    return Informativeness(total, tuple(reasons))
 
 
 def order_informative_first(
@@ -435,74 +492,155 @@ def informative_queue(
     reasons are empty, and only the audit-sample mark is kept. Policy owners and
     admins get the scores and the reasons.
 
-    Reads the whole filtered queue (the score needs every case); the queue order
-    ("oldest first") pages in SQL instead.
+    Reads the whole filtered queue (the score needs every case), each kind of signal
+    summed up per turn by the database; the queue order ("oldest first") pages in SQL
+    instead.
     """
     actor = authorize(engine, actor, "reviewer")
     check_lane(lane)
+    _check_threshold(threshold)
     whole = queue_page(
         engine, actor, rubric=rubric, lane=lane, only_unlabeled=only_unlabeled, page_size=10**9
     )
-    rows = whole.rows
-    if not rows or actor.reviewer_id is None:
+    if not whole.rows or actor.reviewer_id is None:
         return whole, {}
-    case_ids = [row.case_id for row in rows]
-    with Session(read_only(engine)) as session:
-        verdicts = borderline.judge_turn_verdicts(
-            session, case_ids=case_ids, rubric_id=rubric.id, version=rubric.version
+    ranking = _rank(
+        engine,
+        actor.reviewer_id,
+        [row.case_id for row in whole.rows],
+        rubric=rubric,
+        lane=lane,
+        only_unlabeled=only_unlabeled,
+        threshold=threshold,
+        audit_units=audit_units,
+    )
+    ordered = ranking.ordered
+    n_pages = max(1, math.ceil(len(ordered) / page_size))
+    page = min(max(1, page), n_pages)
+    listed = ordered[(page - 1) * page_size : page * page_size]
+    by_id = {row.case_id: row for row in whole.rows}
+    result = QueuePage(
+        [by_id[c] for c in listed], page, n_pages, whole.n_matching, whole.completed, whole.assigned
+    )
+    if not actor.has_role("policy_owner"):
+        return result, {c: Informativeness(0.0, (), ranking.audit_turns(c)) for c in listed}
+    return result, {c: ranking.explain(c) for c in listed}
+
+
+@dataclass
+class _Ranking:
+    """A queue in the informative order, and what explains each case's place."""
+
+    threshold: float
+    ordered: list[str] = field(default_factory=list)
+    summaries: dict[str, TurnSummary] = field(default_factory=dict)
+    open_turns: dict[str, set[int]] = field(default_factory=dict)
+    audit: dict[str, set[int]] = field(default_factory=dict)
+
+    def audit_turns(self, case_id: str) -> tuple[int, ...]:
+        return tuple(sorted(self.audit.get(case_id, ())))
+
+    def score(self, case_id: str, *, explain: bool) -> Informativeness:
+        found = score_summary(
+            self.summaries.get(case_id, _NOTHING_KNOWN),
+            open_turns=self.open_turns.get(case_id, ()),
+            threshold=self.threshold,
+            explain=explain,
         )
-        labels = borderline.current_labels(
-            session, case_ids=case_ids, rubric_id=rubric.id, version=rubric.version
+        return Informativeness(found.score, found.reasons, self.audit_turns(case_id))
+
+    def explain(self, case_id: str) -> Informativeness:
+        return self.score(case_id, explain=True)
+
+
+def _rank(
+    engine: Engine,
+    me: int,
+    case_ids: list[str],
+    *,
+    rubric: Rubric,
+    lane: str | None,
+    only_unlabeled: bool,
+    threshold: float,
+    audit_units: Collection[tuple[str, int]] | None,
+) -> _Ranking:
+    """``case_ids`` (reviewer ``me``'s queue so selected, in queue order) in the
+    informative order: one read of each kind of signal for the whole queue, summed up
+    per turn by the database, and every case scored without its reasons."""
+    cases = assignments.queue_cases(
+        assignments.QueueSelection(
+            reviewer_id=me,
+            rubric_id=rubric.id,
+            version=rubric.version,
+            evaluator_version=EVALUATOR_VERSION,
+            lane=lane,
+            only_unlabeled=only_unlabeled,
+        )
+    )
+    pass_codes = {label.code for label in rubric.labels if label.verdict == "pass"}
+    with Session(read_only(engine)) as session:
+        verdicts = borderline.judge_turn_summaries(
+            session, cases=cases, rubric_id=rubric.id, version=rubric.version, threshold=threshold
+        )
+        labels = borderline.label_turn_summaries(
+            session,
+            cases=cases,
+            rubric_id=rubric.id,
+            version=rubric.version,
+            me=me,
+            pass_codes=pass_codes,
         )
         violations = borderline.violation_turns(
-            session, case_ids=case_ids, evaluator_version=EVALUATOR_VERSION
+            session, cases=cases, evaluator_version=EVALUATOR_VERSION
         )
-        actors = {
-            case_id: storage.cases.event_actors_by_turn(session, case_id=case_id)
-            for case_id in case_ids
-        }
+        units = borderline.turns_of_actor(session, cases=cases, actor=rubric.applies_to)
         if audit_units is None:
             # Every drawn turn, uniform or by uncertainty, keeps its place.
             audit_units = audit_samples.audited_units(
                 session, rubric_id=rubric.id, version=rubric.version, design=None
             )
-    judge: dict[str, dict[int, list[tuple[str | None, float | None]]]] = {}
-    for case_id, turn, _run, label, score in verdicts:
-        judge.setdefault(case_id, {}).setdefault(turn, []).append((label, score))
-    human: dict[str, dict[int, dict[int, str]]] = {}
-    for case_id, turn, reviewer_id, code in labels:
-        human.setdefault(case_id, {}).setdefault(turn, {})[reviewer_id] = code
-    violated: dict[str, set[int]] = {}
-    for case_id, turn in violations:
-        violated.setdefault(case_id, set()).add(turn)
-    audit: dict[str, set[int]] = {}
-    for case_id, turn in audit_units:
-        audit.setdefault(case_id, set()).add(turn)
-    pass_codes = {label.code for label in rubric.labels if label.verdict == "pass"}
-    scores: dict[str, Informativeness] = {}
-    for case_id in case_ids:
-        by_turn = human.get(case_id, {})
-        mine = {t for t, by in by_turn.items() if actor.reviewer_id in by}
-        open_turns = {
-            t for t, who in actors[case_id].items() if who == rubric.applies_to and t not in mine
-        }
-        found = score_case(
-            CaseSignals(judge.get(case_id, {}), by_turn, frozenset(violated.get(case_id, ()))),
-            open_turns=open_turns,
-            pass_codes=pass_codes,
-            threshold=threshold,
-            me=actor.reviewer_id,
+    ranking = _Ranking(threshold)
+    closest: dict[str, dict[int, float]] = {}
+    split: dict[str, set[int]] = {}
+    for case_id, turn, distance, n_labels in verdicts:
+        if distance is not None:
+            found = closest.get(case_id)
+            if found is None:
+                closest[case_id] = {turn: distance}
+            else:
+                found[turn] = distance
+        if n_labels > 1:
+            split.setdefault(case_id, set()).add(turn)
+    violated = {(case_id, turn) for case_id, turn in violations}
+    mine: dict[str, set[int]] = {}
+    disputed: dict[str, set[int]] = {}
+    contradicted: dict[str, set[int]] = {}
+    for case_id, turn, by_me, other_codes, passed in labels:
+        if by_me:
+            mine.setdefault(case_id, set()).add(turn)
+        if other_codes > 1:
+            disputed.setdefault(case_id, set()).add(turn)
+        if passed and (case_id, turn) in violated:
+            contradicted.setdefault(case_id, set()).add(turn)
+    for case_id in closest.keys() | split.keys() | disputed.keys() | contradicted.keys():
+        ranking.summaries[case_id] = TurnSummary(
+            closest.get(case_id, {}),
+            frozenset(split.get(case_id, ())),
+            frozenset(disputed.get(case_id, ())),
+            frozenset(contradicted.get(case_id, ())),
         )
-        audit_turns = tuple(sorted(audit.get(case_id, ())))
-        scores[case_id] = Informativeness(found.score, found.reasons, audit_turns)
-    ordered = order_informative_first(case_ids, scores)
-    if not actor.has_role("policy_owner"):
-        scores = {c: Informativeness(0.0, (), found.audit_turns) for c, found in scores.items()}
-    by_id = {row.case_id: row for row in rows}
-    n_pages = max(1, math.ceil(len(ordered) / page_size))
-    page = min(max(1, page), n_pages)
-    listed = ordered[(page - 1) * page_size : page * page_size]
-    result = QueuePage(
-        [by_id[c] for c in listed], page, n_pages, whole.n_matching, whole.completed, whole.assigned
-    )
-    return result, {c: scores[c] for c in listed}
+    open_turns = ranking.open_turns
+    for case_id, turn in units:
+        turns = open_turns.get(case_id)
+        if turns is None:
+            open_turns[case_id] = {turn}
+        else:
+            turns.add(turn)
+    for case_id, done in mine.items():
+        if case_id in open_turns:
+            open_turns[case_id] -= done
+    for case_id, turn in audit_units:
+        ranking.audit.setdefault(case_id, set()).add(turn)
+    scores = {case_id: ranking.score(case_id, explain=False) for case_id in case_ids}
+    ranking.ordered = order_informative_first(case_ids, scores)
+    return ranking
