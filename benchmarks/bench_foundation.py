@@ -7,7 +7,8 @@ read off ratios measured side by side in one run, not off wall-clock limits).
 
 1. Evaluator: ``review_app.evaluator.evaluate_case`` against a straightforward
    dict-walking evaluator that makes a separate ordering pass and rebuilds the
-   allowed-action set at every event. Rounds alternate between the two.
+   allowed-action set at every event. Rounds alternate between the two; the ratio is
+   printed in wall time and in the process's CPU time.
 2. Import into SQLite: ``review-app import`` of the corpus as JSONL (in a child
    process, for its peak memory) against a bare ``json.loads`` + ``executemany``
    of the same case and event rows into the same schema.
@@ -101,28 +102,33 @@ def bench_evaluator(corpus_path: Path, rounds: int) -> None:
         ours, theirs = evaluate_case(case), baseline_evaluate(case)
         assert ours["violations"] == theirs["violations"], case["case_id"]
         assert ours["role_by_turn"] == theirs["role_by_turn"], case["case_id"]
-    timings: dict[str, list[float]] = {"baseline": [], "evaluate_case": []}
+    # Wall time, and the process's CPU time beside it: on a shared machine another
+    # process taking the core inflates the first, seldom the second.
+    wall: dict[str, list[float]] = {"baseline": [], "evaluate_case": []}
+    cpu: dict[str, list[float]] = {"baseline": [], "evaluate_case": []}
     for _ in range(rounds):
         for name, function in (("baseline", baseline_evaluate), ("evaluate_case", evaluate_case)):
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.process_time()
             for case in cases:
                 function(case)
-            timings[name].append(time.perf_counter() - start)
+            wall[name].append(time.perf_counter() - start)
+            cpu[name].append(time.process_time() - start_cpu)
     print(f"\n[evaluator] {len(cases):,} cases, {n_events:,} events, {rounds} alternating rounds")
-    for name, values in timings.items():
-        best, median = min(values), statistics.median(values)
-        print(
-            f"  {name:<14} best {n_events / best / 1e6:5.2f} M events/s"
-            f"   median {n_events / median / 1e6:5.2f} M events/s"
+    for clock, timings in (("wall", wall), ("cpu", cpu)):
+        for name, values in timings.items():
+            best, median = min(values), statistics.median(values)
+            print(
+                f"  {name:<14} {clock:<4} best {n_events / best / 1e6:5.2f} M events/s"
+                f"   median {n_events / median / 1e6:5.2f} M events/s"
+            )
+        ratio_best = min(timings["baseline"]) / min(timings["evaluate_case"])
+        ratio_median = statistics.median(timings["baseline"]) / statistics.median(
+            timings["evaluate_case"]
         )
-    ratio_best = min(timings["baseline"]) / min(timings["evaluate_case"])
-    ratio_median = statistics.median(timings["baseline"]) / statistics.median(
-        timings["evaluate_case"]
-    )
-    print(
-        f"  speed-up over baseline: best {ratio_best:.2f}x, median {ratio_median:.2f}x "
-        "(target >= 2x)"
-    )
+        print(
+            f"  speed-up over baseline ({clock} time): best {ratio_best:.2f}x, "
+            f"median {ratio_median:.2f}x (target >= 2.5x)"
+        )
 
 
 def _child_import(corpus_path: Path, url: str) -> tuple[float, float]:

@@ -317,6 +317,50 @@ def evaluate_case(case: Any) -> dict[str, Any]:
     ``case`` is a plain dict as read from JSON. The function never mutates it and
     never raises for JSON-shaped input.
     """
+    # The common case, checked with the least work: a case whose fields have their
+    # types, whose contract equals one remembered without errors, and whose transcript
+    # the fast pass finishes. Its result is what _evaluate would build (no fixture
+    # errors, so "fail" or "pass"); anything else goes to _evaluate.
+    if type(case) is dict:
+        case_id = case.get("case_id")
+        chatbot_role = case.get("chatbot_role")
+        raw_contract = case.get("contract")
+        transcript = case.get("transcript")
+        if (
+            type(case_id) is str
+            and case_id
+            and (chatbot_role is None or type(chatbot_role) is str)
+            and type(raw_contract) is dict
+            and type(transcript) is list
+        ):
+            version = raw_contract.get("version")
+            cached = _CONTRACT_CACHE.get(version) if type(version) is str else None
+            if cached is not None and cached[0] == raw_contract:
+                contract = cached[1]
+                found = _fast_pass(transcript, contract)
+                if found is None:
+                    return _evaluate(case, try_fast_pass=False)
+                violations = found[0]
+                return {
+                    "case_id": case_id,
+                    "contract_version": contract.version,
+                    "status": "fail" if violations else "pass",
+                    "fixture_errors": [],
+                    "violations": violations,
+                    "first_violation": violations[0] if violations else None,
+                    "role_by_turn": found[1],
+                    "harness_findings": found[2],
+                    "evaluator_version": EVALUATOR_VERSION,
+                }
+    return _evaluate(case, try_fast_pass=True)
+
+
+def _evaluate(case: Any, *, try_fast_pass: bool) -> dict[str, Any]:
+    """:func:`evaluate_case` for any input, explaining every problem.
+
+    ``try_fast_pass`` is false when :func:`evaluate_case` has run the fast pass on this
+    case already and it gave up.
+    """
     errors: list[dict[str, Any]] = []
     violations: list[dict[str, Any]] = []
     harness: list[dict[str, Any]] = []
@@ -346,11 +390,15 @@ def evaluate_case(case: Any) -> dict[str, Any]:
     if type(transcript) is not list:
         errors.append(_malformed("transcript", f"expected a list, got {type_name(transcript)}"))
     else:
-        fast = _fast_pass(transcript, contract) if contract is not None and not errors else None
-        if fast is None:
+        found = (
+            _fast_pass(transcript, contract)
+            if try_fast_pass and contract is not None and not errors
+            else None
+        )
+        if found is None:
             _careful_pass(transcript, contract, errors, violations, harness, role_by_turn)
         else:
-            violations, role_by_turn, harness = fast
+            violations, role_by_turn, harness = found
     return _result(
         case_id,
         contract_version,
@@ -360,6 +408,10 @@ def evaluate_case(case: Any) -> dict[str, Any]:
         role_by_turn,
         has_contract=has_contract,
     )
+
+
+_EVENT_KEYS = ("turn", "actor", "text", "observed_actions")
+"""The keys of an assistant event with actions, in the order cases usually write them."""
 
 
 def _fast_pass(
@@ -372,12 +424,30 @@ def _fast_pass(
     error) abandons it; :func:`_careful_pass` then walks the case once more and
     explains every problem. Both apply the same rules; a property test checks that
     they agree wherever this one finishes.
+
+    The loop is the evaluator's hot path (benchmarks/bench_foundation.py), so it counts
+    operations: builtins bound to locals, one dictionary lookup per key it needs, and
+    the two common shapes (a user event with text; an assistant event with text and
+    a list of actions) settled before the general checks.
     """
     allowed_by_role = contract.allowed
     vocabulary = contract.vocabulary
     active_role = contract.initial_role
     allowed = allowed_by_role[active_role]  # type: ignore[index]
     actors = ACTORS
+    int_, list_, type_, len_ = int, list, type, len
+    # A JSON parser gives every object of one document the same key strings (the
+    # standard library's per document, orjson's from a cache), so looking keys up
+    # with the case's own strings matches by identity instead of comparing text.
+    # They are read from the second event (the first assistant turn, as a rule)
+    # when it has exactly these keys; otherwise the literals serve, as correctly.
+    k_turn, k_actor, k_text, k_actions = _EVENT_KEYS
+    if len_(transcript) > 1:
+        second = transcript[1]
+        if type_(second) is dict and len_(second) == 4:
+            keys = tuple(second)
+            if keys == _EVENT_KEYS:
+                k_turn, k_actor, k_text, k_actions = keys
     violations: list[dict[str, Any]] = []
     harness: list[dict[str, Any]] = []
     role_by_turn: dict[int, str | None] = {}
@@ -386,29 +456,31 @@ def _fast_pass(
     context: _ContextTurns | None = None
     try:
         for event in transcript:
-            turn = event["turn"]
-            if type(turn) is not int or turn <= previous_turn:
+            turn = event[k_turn]
+            if type_(turn) is not int_ or turn <= previous_turn:
                 return None
             previous_turn = turn
-            actor = event["actor"]
             role_by_turn[turn] = active_role
-            # Shortcuts for the two common shapes. Once "turn" and "actor" were found, a
-            # three-key event holding "text" has no other key, and a four-key one holding
-            # "text" and "observed_actions" neither: no transition, no request to check.
-            size = len(event)
-            if size == 3 and "text" in event:
-                if actor in actors:
+            actor = event[k_actor]
+            # The two common shapes. Once "turn" and "actor" were found, a three-key
+            # user event holding "text" has no other key, and a four-key assistant
+            # event holding "text" and "observed_actions" neither: no transition, no
+            # request to check. (== on the actor: comparing two short strings costs
+            # less than hashing a fresh one for a set lookup.)
+            if actor == "user":
+                if len_(event) == 3 and k_text in event:
                     continue
-                return None
-            if size == 4 and actor == "assistant" and "text" in event:
-                actions = event.get("observed_actions")
-                if type(actions) is list:
+            elif actor == "assistant" and len_(event) == 4 and k_text in event:
+                try:
+                    actions = event[k_actions]
+                except KeyError:
+                    actions = None
+                if type_(actions) is list_:
                     for action in actions:
-                        if action in allowed:
-                            continue
-                        if type(action) is not str or action not in vocabulary:
-                            return None
-                        violations.append(_violation(turn, action, active_role, contract))
+                        if action not in allowed:
+                            if type_(action) is not str or action not in vocabulary:
+                                return None
+                            violations.append(_violation(turn, action, active_role, contract))
                     continue
             if actor not in actors:
                 return None
