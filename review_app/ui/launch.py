@@ -7,7 +7,8 @@ another server resumes its job). Judge runs are claimed by a thread of this proc
 wait on the endpoint); report jobs (review_app/services/review/report_store.py: seconds to
 minutes of computing in Python) by a child process, ``python -m review_app.ui.launch
 --report-worker <server pid>``, so that they do not hold the interpreter the pages run
-in; it is started again if it dies, and exits within a second of the server.
+in (at a lower priority: nice 10); it is started again if it dies, and exits within a
+second of the server.
 ``REVIEW_APP_JOB_WORKER=0`` turns both off; ``REVIEW_APP_JOB_LEASE_SECONDS`` sets their
 lease (default 60).
 """
@@ -24,6 +25,7 @@ JOB_WORKER_ENV = "REVIEW_APP_JOB_WORKER"
 JOB_LEASE_ENV = "REVIEW_APP_JOB_LEASE_SECONDS"
 REPORT_WORKER_FLAG = "--report-worker"
 RESTART_SECONDS = 5.0
+REPORT_WORKER_NICE = 10
 
 
 def _lease() -> float:
@@ -33,9 +35,12 @@ def _lease() -> float:
 
 
 def _report_worker(server_pid: int) -> None:
-    """The child process: a worker for report jobs, until the server is gone."""
+    """The child process: a worker for report jobs, until the server is gone. It runs at
+    a lower priority than the server: on a busy machine the pages go first."""
     from review_app.services.operations.database import database_url, open_database
     from review_app.services.operations.jobs import REPORT_JOB, start_process_worker
+
+    os.nice(REPORT_WORKER_NICE)
 
     url = database_url()
     start_process_worker(open_database(url), url=url, lease_seconds=_lease(), kinds=[REPORT_JOB])

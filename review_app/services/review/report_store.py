@@ -452,10 +452,12 @@ def _shown(
     previous: Rubric | None = None,
     parameters: dict[str, Any] | None = None,
 ) -> Shown[Any]:
-    """The report for the page: the stored one if it is current; else computed at once if
-    that was quick (or, never computed, the data is small); else the point figures now
-    and the intervals from a job; else, for a report a page only reads, the figures last
-    computed while a job computes the current ones."""
+    """The report for the page: the stored one if it is current; else its stored point
+    figures while a job computes the intervals; else computed at once if that was quick
+    last time (or, never computed, it has no intervals or the data is small); else, for
+    a report a page only reads whose point figures were slow too, the figures last
+    computed while a job computes the current ones; else the point figures computed now,
+    and the intervals by a job."""
     from review_app.services.operations import jobs
 
     actor = authorize(engine, actor, "policy_owner")
