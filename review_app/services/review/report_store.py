@@ -29,6 +29,7 @@ A page gets the stored report when its token is current. Otherwise:
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 import logging
@@ -161,9 +162,12 @@ def _decoded(value: Any) -> Any:
 
 
 @cache
+@functools.cache
 def code_version() -> str:
     """A hash of the code that computes reports (the package without its faces): a
-    report stored by another version of it is computed again."""
+    report stored by another version of it is computed again. Read once per process:
+    the process runs the code it imported, and every report accessor of every page
+    rerun asks for it."""
     root = Path(review_app.__file__).resolve().parent
     digest = hashlib.sha256()
     for path in sorted(root.rglob("*.py")):
