@@ -11,7 +11,7 @@ Prints figures; asserts nothing.
    run, with the index and without it (dropped before the import), rounds alternating.
 2. Drift: on a database built by ``benchmarks/large_db.py`` (``--large-cases``
    conversations), the query the drift report starts from (every assistant unit,
-   ``storage.audit_samples.assistant_units``; and as it was before, with ``DISTINCT``
+   ``storage.cases.assistant_units``; and as it was before, with ``DISTINCT``
    and ``ORDER BY`` in SQL) and the whole ``drift_report`` (300 resamples, as the pages
    ask for it), with the index and without, rounds alternating (the index is dropped
    and created again between them; the database is left without it).
@@ -111,7 +111,7 @@ def bench_drift(db_path: Path, rounds: int) -> None:
     from review_app.services.cases.demo import DEMO_RUBRIC
     from review_app.services.judging.drift import drift_report
     from review_app.services.team.people import operator_actor
-    from storage.audit_samples import assistant_units
+    from storage.cases import assistant_units
     from storage.engine import create_database_engine, read_only
 
     raw = sqlite3.connect(db_path, isolation_level=None)

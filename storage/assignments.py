@@ -1,4 +1,6 @@
-"""Queries on assignments: who reviews which case, queues, progress (the ``assignments`` table)."""
+"""Queries on assignments: who reviews which case, queues, progress (the ``assignments``
+table), and the access checks built on them: which cases a reviewer may open (in their
+queue, or carrying their labels)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, func, select
+from sqlalchemy import and_, false, func, select, text
 from sqlmodel import Session, col
 
 from storage.bulk import in_chunks, insert_ignoring_conflicts, insert_rows, timestamp_param
@@ -17,6 +19,7 @@ from storage.models import (
     Evaluation,
     Event,
     Label,
+    RubricVersion,
     utcnow,
 )
 
@@ -408,5 +411,117 @@ def cases_without_reviewer(session: Session, *, rubric_id: str, version: int) ->
     return int(session.execute(query).scalar_one())
 
 
-def case_count(session: Session) -> int:
-    return int(session.execute(select(func.count()).select_from(Case)).scalar_one())
+def reviewer_has_case(session: Session, *, reviewer_id: int, case_id: str) -> bool:
+    """Whether the case is in the reviewer's queue (any rubric) or carries their labels."""
+    for table in (Assignment, Label):
+        query = select(col(table.case_id)).where(
+            col(table.reviewer_id) == reviewer_id, col(table.case_id) == case_id
+        )
+        if session.scalars(query.limit(1)).first() is not None:
+            return True
+    return False
+
+
+def case_hash_and_access(
+    session: Session, *, case_id: str, reviewer_id: int | None
+) -> tuple[str, bool] | None:
+    """The case's content hash and whether it is in the reviewer's queue (any rubric) or
+    carries their labels (``False`` without a reviewer); ``None`` if no such case.
+
+    One query in the usual case: the assignment and label indexes lead with the reviewer
+    and the rubric version, so the check seeks them once per stored rubric version
+    instead of scanning every row of the reviewer. Rows under a rubric version missing
+    from ``rubric_versions`` are still found, by :func:`reviewer_has_case`."""
+    if reviewer_id is None:
+        query = select(col(Case.content_sha256), false()).where(col(Case.case_id) == case_id)
+        row = session.execute(query).first()
+        return None if row is None else (row[0], False)
+    assigned = _reviewer_rows_on_case(Assignment, reviewer_id=reviewer_id, case_id=case_id)
+    labeled = _reviewer_rows_on_case(Label, reviewer_id=reviewer_id, case_id=case_id)
+    query = select(col(Case.content_sha256), assigned | labeled).where(col(Case.case_id) == case_id)
+    row = session.execute(query).first()
+    if row is None:
+        return None
+    if row[1]:
+        return row[0], True
+    return row[0], reviewer_has_case(session, reviewer_id=reviewer_id, case_id=case_id)
+
+
+def _reviewer_rows_on_case(
+    table: type[Assignment] | type[Label], *, reviewer_id: int, case_id: str
+) -> Any:
+    """``EXISTS``: the reviewer has a row of ``table`` on the case under a stored rubric
+    version. Nested, so the planner loops over the few rubric versions and seeks each."""
+    return (
+        select(1)
+        .select_from(RubricVersion)
+        .where(
+            select(1)
+            .where(
+                col(table.reviewer_id) == reviewer_id,
+                col(table.rubric_id) == col(RubricVersion.rubric_id),
+                col(table.rubric_version) == col(RubricVersion.version),
+                col(table.case_id) == case_id,
+            )
+            .exists()
+        )
+        .exists()
+    )
+
+
+def reviewer_case_ids(session: Session, *, reviewer_id: int, case_ids: list[str]) -> set[str]:
+    """Those of ``case_ids`` in the reviewer's queue (any rubric) or carrying their labels."""
+    found: set[str] = set()
+    wanted = sorted(set(case_ids))
+    for table in (Assignment, Label):
+        for chunk in in_chunks(wanted):
+            query = select(col(table.case_id)).where(
+                col(table.reviewer_id) == reviewer_id, col(table.case_id).in_(chunk)
+            )
+            found.update(session.scalars(query.distinct()))
+    return found
+
+
+def carry_assignments(
+    session: Session,
+    *,
+    rubric_id: str,
+    from_version: int,
+    to_version: int,
+    at: datetime,
+    count_assistant_turns: bool,
+) -> None:
+    """Every queue entry of ``from_version`` also under ``to_version``, with progress
+    recounted from the labels now there (carried ones included)."""
+    stamp = timestamp_param(session.connection(), at)
+    session.execute(
+        text(
+            "INSERT INTO assignments (case_id, reviewer_id, rubric_id, rubric_version, "
+            "assigned_by, created_at, labeled_turns, completed_at) "
+            "SELECT a.case_id, a.reviewer_id, a.rubric_id, :to_v, a.assigned_by, :at, 0, NULL "
+            "FROM assignments a WHERE a.rubric_id = :rid AND a.rubric_version = :from_v "
+            "AND NOT EXISTS (SELECT 1 FROM assignments b WHERE b.reviewer_id = a.reviewer_id "
+            "AND b.rubric_id = a.rubric_id AND b.rubric_version = :to_v "
+            "AND b.case_id = a.case_id)"
+        ),
+        {"to_v": to_version, "from_v": from_version, "rid": rubric_id, "at": stamp},
+    )
+    labeled = (
+        "(SELECT count(*) FROM labels l WHERE l.rubric_id = assignments.rubric_id "
+        "AND l.rubric_version = assignments.rubric_version "
+        "AND l.case_id = assignments.case_id AND l.reviewer_id = assignments.reviewer_id "
+        "AND l.current)"
+    )
+    completed = (
+        f"CASE WHEN {labeled} >= (SELECT c.n_assistant_turns FROM cases c "
+        "WHERE c.case_id = assignments.case_id) THEN :at ELSE NULL END"
+        if count_assistant_turns
+        else "NULL"
+    )
+    session.execute(
+        text(
+            f"UPDATE assignments SET labeled_turns = {labeled}, completed_at = {completed} "
+            "WHERE rubric_id = :rid AND rubric_version = :to_v AND completed_at IS NULL"
+        ),
+        {"rid": rubric_id, "to_v": to_version, "at": stamp},
+    )

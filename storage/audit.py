@@ -9,8 +9,7 @@ from typing import Any
 from sqlalchemy import Connection, insert
 from sqlmodel import Session, col, select
 
-from storage.models import AuditEntry, GoldLabel, Label, utcnow
-from storage.units import current_of_unit
+from storage.models import AuditEntry, utcnow
 
 _TABLE = AuditEntry.__table__  # type: ignore[attr-defined]
 
@@ -61,29 +60,3 @@ def list_entries(
     if limit is not None:
         query = query.limit(limit)
     return list(session.exec(query))
-
-
-def current_gold_code(
-    session: Session, *, rubric_id: str, version: int, case_id: str, turn: int
-) -> str | None:
-    """The unit's current gold code before a change (for the entry's ``before``)."""
-    unit = current_of_unit(
-        GoldLabel, rubric_id=rubric_id, version=version, case_id=case_id, turn=turn
-    )
-    return _latest_code(session, GoldLabel, unit)
-
-
-def current_label_code(
-    session: Session, *, rubric_id: str, version: int, case_id: str, turn: int, reviewer_id: int
-) -> str | None:
-    """The reviewer's current code on a unit before a change (for ``before``)."""
-    unit = current_of_unit(Label, rubric_id=rubric_id, version=version, case_id=case_id, turn=turn)
-    of_reviewer = col(Label.reviewer_id) == reviewer_id
-    return _latest_code(session, Label, [*unit, of_reviewer])
-
-
-def _latest_code(
-    session: Session, table: type[Label] | type[GoldLabel], unit: list[Any]
-) -> str | None:
-    query = select(col(table.code)).where(*unit).order_by(col(table.id).desc()).limit(1)
-    return session.exec(query).first()

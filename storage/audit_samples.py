@@ -8,22 +8,7 @@ from datetime import datetime
 from sqlalchemy import func, select
 from sqlmodel import Session, col
 
-from storage.models import AuditSample, AuditUnit, Event
-
-
-def assistant_units(session: Session) -> list[tuple[str, int]]:
-    """Every ``(case_id, turn)`` with an assistant event, sorted.
-
-    A plain scan of the events, sorted here: turns are unique within a case (the
-    import refuses a case using one twice), so ``DISTINCT`` would find nothing to
-    drop, and with it and ``ORDER BY`` SQLite walked the events in key order and sorted
-    them again in a temporary B-tree (about twice the time on 100,000 cases; measured
-    in ``benchmarks/bench_events_index.py``, which also weighs an index for it).
-    """
-    query = select(col(Event.case_id), col(Event.turn)).where(col(Event.actor) == "assistant")
-    units = [(case_id, turn) for case_id, turn in session.connection().execute(query)]
-    units.sort()
-    return units
+from storage.models import AuditSample, AuditUnit
 
 
 def audited_units(

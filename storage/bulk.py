@@ -1,4 +1,6 @@
-"""Fast multi-row inserts: ``executemany`` on SQLite, ``COPY`` on PostgreSQL.
+"""Rows in bulk, for every table family: fast multi-row inserts (``executemany`` on
+SQLite, ``COPY`` on PostgreSQL), ``IN`` lists in chunks, results as plain tuples, and
+the SQL text of bulk ``INSERT ... SELECT`` statements.
 
 Importing a corpus writes about a million event rows; going through the ORM, or
 even SQLAlchemy Core's per-row parameter processing, would cost several times the
@@ -7,12 +9,13 @@ database's own work. Rows here are plain tuples in column order.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, Engine, insert
+from sqlalchemy import Connection, Engine, bindparam, insert, text
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlmodel import Session
 
 
 def insert_rows(
@@ -64,3 +67,32 @@ CHUNK = 500
 def in_chunks(values: Sequence[Any]) -> list[Sequence[Any]]:
     """``values`` in slices of :data:`CHUNK`, for ``IN (...)`` queries."""
     return [values[i : i + CHUNK] for i in range(0, len(values), CHUNK)]
+
+
+def plain_rows(session: Session, query: Any) -> Sequence[Any]:
+    """The rows of ``query`` as plain tuples, read through the session's connection a
+    batch at a time: tens of thousands of result rows alive at once would each be
+    tracked by the garbage collector and set off full collections; plain tuples of
+    strings and numbers are not tracked."""
+    result = session.connection().execute(query)
+    return [tuple(row) for batch in result.partitions(2000) for row in batch]
+
+
+def code_mapping_case(column: str, mapping: Mapping[str, str]) -> tuple[str, dict[str, str]]:
+    """``CASE column WHEN :o0 THEN :n0 ... END`` and its parameters: a code mapping (old
+    code -> new code) in an ``INSERT ... SELECT`` that carries rows to a rubric version."""
+    params: dict[str, str] = {}
+    whens = []
+    for index, (old, new) in enumerate(sorted(mapping.items())):
+        params[f"o{index}"], params[f"n{index}"] = old, new
+        whens.append(f"WHEN :o{index} THEN :n{index}")
+    return f"CASE {column} {' '.join(whens)} END", params
+
+
+def code_counts(session: Session, query: str, **params: Any) -> dict[str, int]:
+    """``{code: count}`` from the ``(code, count)`` rows of SQL text ``query`` (a ``codes``
+    parameter expands to a list)."""
+    statement = text(query)
+    if "codes" in params:
+        statement = statement.bindparams(bindparam("codes", expanding=True))
+    return {str(code): int(n) for code, n in session.execute(statement, params)}

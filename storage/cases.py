@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 from sqlalchemy import Connection, and_, bindparam, delete, func, select, text, update
 from sqlmodel import Session, col
 
-from storage.bulk import in_chunks, insert_rows
+from storage.bulk import in_chunks, insert_rows, plain_rows
 from storage.models import Case, Contract, Evaluation, Event, Finding
 
 CASE_COLUMNS = (
@@ -49,6 +51,11 @@ EVALUATION_COLUMNS = (
     "evaluated_at",
 )
 FINDING_COLUMNS = ("case_id", "evaluator_version", "kind", "code", "turn", "detail_json")
+
+# Positions in the rows of CASE_COLUMNS / EVENT_COLUMNS.
+_CASE_ROLE, _CASE_CONTRACT = 1, 2
+_EVENT_SEQ, _EVENT_TURN = 1, 2
+_EVENT_CONTENT = slice(3, 9)  # actor, text, actions_json, set_role, request_json, extra_json
 
 
 # --- writing (bulk, inside the caller's transaction) -----------------------
@@ -311,3 +318,129 @@ def event_actors(session: Session, *, case_ids: Sequence[str]) -> dict[str, dict
 def event_actors_by_turn(session: Session, *, case_id: str) -> dict[int, str]:
     """Which actor spoke each turn of one case: turn -> actor."""
     return event_actors(session, case_ids=[case_id]).get(case_id, {})
+
+
+def violation_turns(session: Session, *, cases: Any, evaluator_version: str) -> Sequence[Any]:
+    """``(case_id, turn)`` of every deterministic violation on ``cases``, a subquery of
+    case ids (:func:`storage.assignments.queue_cases`)."""
+    query = select(col(Finding.case_id), col(Finding.turn)).where(
+        col(Finding.kind) == "violation",
+        col(Finding.evaluator_version) == evaluator_version,
+        col(Finding.case_id).in_(cases),
+        col(Finding.turn).is_not(None),
+    )
+    return plain_rows(session, query)
+
+
+def actor_units_in(session: Session, *, cases: Any, actor: str) -> Sequence[Any]:
+    """``(case_id, turn)`` of every event of ``actor`` (the units a rubric applies to) on
+    ``cases``, a subquery of case ids (:func:`storage.assignments.queue_cases`)."""
+    query = select(col(Event.case_id), col(Event.turn)).where(
+        col(Event.case_id).in_(cases), col(Event.actor) == actor
+    )
+    return plain_rows(session, query)
+
+
+def role_spans(session: Session, *, evaluator_version: str) -> dict[str, str]:
+    """``{case_id: role_spans_json}`` of the evaluator version's results."""
+    query = select(col(Evaluation.case_id), col(Evaluation.role_spans_json)).where(
+        col(Evaluation.evaluator_version) == evaluator_version
+    )
+    return {case_id: spans for case_id, spans in session.execute(query)}
+
+
+def assistant_units(session: Session) -> list[tuple[str, int]]:
+    """Every ``(case_id, turn)`` with an assistant event, sorted.
+
+    A plain scan of the events, sorted here: turns are unique within a case (the
+    import refuses a case using one twice), so ``DISTINCT`` would find nothing to
+    drop, and with it and ``ORDER BY`` SQLite walked the events in key order and sorted
+    them again in a temporary B-tree (about twice the time on 100,000 cases; measured
+    in ``benchmarks/bench_events_index.py``, which also weighs an index for it).
+    """
+    query = select(col(Event.case_id), col(Event.turn)).where(col(Event.actor) == "assistant")
+    units = [(case_id, turn) for case_id, turn in session.connection().execute(query)]
+    units.sort()
+    return units
+
+
+def actor_units(
+    session: Session, *, case_ids: Sequence[str], actor: str = "assistant"
+) -> list[tuple[str, int]]:
+    units: list[tuple[str, int]] = []
+    for start in range(0, len(case_ids), 500):
+        chunk = list(case_ids[start : start + 500])
+        query = (
+            select(col(Event.case_id), col(Event.turn))
+            .where(col(Event.case_id).in_(chunk), col(Event.actor) == actor)
+            .order_by(col(Event.case_id), col(Event.seq))
+        )
+        units.extend((row[0], row[1]) for row in session.execute(query))
+    return units
+
+
+def case_count(session: Session) -> int:
+    return int(session.execute(select(func.count()).select_from(Case)).scalar_one())
+
+
+def _prefix_digests(seed: tuple[Any, ...], events: Sequence[tuple[Any, ...]]) -> dict[int, bytes]:
+    """``turn -> digest`` of the role and every event up to and including the turn."""
+    digest = hashlib.sha256(orjson.dumps(list(seed)))
+    found: dict[int, bytes] = {}
+    for event in sorted(events, key=lambda row: row[_EVENT_SEQ]):
+        digest.update(orjson.dumps(list(event[_EVENT_CONTENT])))
+        found[event[_EVENT_TURN]] = digest.copy().digest()
+    return found
+
+
+def changed_turns(
+    connection: Connection,
+    *,
+    case_ids: Sequence[str],
+    new_cases: Sequence[tuple[Any, ...]],
+    new_events: Sequence[tuple[Any, ...]],
+) -> dict[str, list[int]]:
+    """Per stored case of ``case_ids``: the stored turns whose conversation so far differs
+    in the replacement (``new_*``: rows in the column order of :data:`CASE_COLUMNS` and
+    :data:`EVENT_COLUMNS`). What ``import --replace`` makes stale (:mod:`storage.replacing`)."""
+    wanted = set(case_ids)
+    new_seed = {
+        row[0]: (row[_CASE_ROLE], row[_CASE_CONTRACT]) for row in new_cases if row[0] in wanted
+    }
+    new_by_case: dict[str, list[tuple[Any, ...]]] = {}
+    for row in new_events:
+        if row[0] in wanted:
+            new_by_case.setdefault(row[0], []).append(row)
+    changed: dict[str, list[int]] = {}
+    ordered = sorted(wanted)
+    for start in range(0, len(ordered), 500):
+        chunk = ordered[start : start + 500]
+        seeds = {
+            case_id: (role, contract)
+            for case_id, role, contract in connection.execute(
+                select(col(Case.case_id), col(Case.chatbot_role), col(Case.contract_version)).where(
+                    col(Case.case_id).in_(chunk)
+                )
+            )
+        }
+        old_by_case: dict[str, list[tuple[Any, ...]]] = {}
+        query = select(
+            col(Event.case_id),
+            col(Event.seq),
+            col(Event.turn),
+            col(Event.actor),
+            col(Event.text),
+            col(Event.actions_json),
+            col(Event.set_role),
+            col(Event.request_json),
+            col(Event.extra_json),
+        ).where(col(Event.case_id).in_(chunk))
+        for row in connection.execute(query):
+            old_by_case.setdefault(row[0], []).append(tuple(row))
+        for case_id in chunk:
+            old = _prefix_digests(seeds.get(case_id, (None, None)), old_by_case.get(case_id, []))
+            new = _prefix_digests(new_seed.get(case_id, (None, None)), new_by_case.get(case_id, []))
+            turns = sorted(turn for turn, digest in old.items() if new.get(turn) != digest)
+            if turns:
+                changed[case_id] = turns
+    return changed

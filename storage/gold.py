@@ -126,3 +126,14 @@ def rubric_ambiguities(session: Session, *, rubric_id: str, version: int) -> lis
         .order_by(col(GoldLabel.case_id), col(GoldLabel.turn))
     )
     return list(session.scalars(query))
+
+
+def current_gold_code(
+    session: Session, *, rubric_id: str, version: int, case_id: str, turn: int
+) -> str | None:
+    """The unit's current gold code before a change (for the entry's ``before``)."""
+    unit = current_of_unit(
+        GoldLabel, rubric_id=rubric_id, version=version, case_id=case_id, turn=turn
+    )
+    query = select(col(GoldLabel.code)).where(*unit).order_by(col(GoldLabel.id).desc())
+    return session.scalars(query.limit(1)).first()

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import Any
 
 from sqlalchemy import func, select
 from sqlmodel import Session, col
 
-from storage.models import JudgePromptVersion, JudgeRun
+from storage.models import JudgePromptVersion
 
 
 def list_prompts(
@@ -57,29 +56,3 @@ def update_prompt(session: Session, row: JudgePromptVersion, **fields: Any) -> N
         setattr(row, name, value)
     session.add(row)
     session.flush()
-
-
-def run_counts(session: Session, *, rubric_id: str) -> Counter[tuple[str, str]]:
-    """Judge runs per ``(judge, prompt_version)`` of a rubric id (any rubric version)."""
-    query = (
-        select(col(JudgeRun.judge), col(JudgeRun.prompt_version), func.count())
-        .where(col(JudgeRun.rubric_id) == rubric_id)
-        .group_by(col(JudgeRun.judge), col(JudgeRun.prompt_version))
-    )
-    return Counter({(judge, version): int(n) for judge, version, n in session.execute(query)})
-
-
-def run_sha256s(
-    session: Session, *, rubric_id: str, judge: str, prompt_version: str
-) -> set[str | None]:
-    """The prompt sha256 each run of ``judge@prompt_version`` recorded."""
-    query = (
-        select(col(JudgeRun.prompt_sha256))
-        .where(
-            col(JudgeRun.rubric_id) == rubric_id,
-            col(JudgeRun.judge) == judge,
-            col(JudgeRun.prompt_version) == prompt_version,
-        )
-        .distinct()
-    )
-    return set(session.scalars(query))

@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import Connection, bindparam, delete, distinct, func, select, text, tuple_
 from sqlmodel import Session, col
 
-from storage.bulk import in_chunks, insert_rows, timestamp_param
-from storage.models import Event, JudgeRun, JudgeVerdict, utcnow
+from storage.bulk import (
+    code_counts,
+    code_mapping_case,
+    in_chunks,
+    insert_rows,
+    plain_rows,
+    timestamp_param,
+)
+from storage.models import JudgeRun, JudgeVerdict, utcnow
 
 
 def find_run(
@@ -291,21 +299,6 @@ def count_errors(session: Session, *, run_id: int, kind: str) -> int:
     return int(session.execute(query).scalar_one())
 
 
-def assistant_units(
-    session: Session, *, case_ids: Sequence[str], actor: str = "assistant"
-) -> list[tuple[str, int]]:
-    units: list[tuple[str, int]] = []
-    for start in range(0, len(case_ids), 500):
-        chunk = list(case_ids[start : start + 500])
-        query = (
-            select(col(Event.case_id), col(Event.turn))
-            .where(col(Event.case_id).in_(chunk), col(Event.actor) == actor)
-            .order_by(col(Event.case_id), col(Event.seq))
-        )
-        units.extend((row[0], row[1]) for row in session.execute(query))
-    return units
-
-
 @dataclass(frozen=True, slots=True)
 class UnitVerdict:
     """The judge's verdict on one unit, with the run it came from."""
@@ -347,3 +340,162 @@ def newest_unit_verdict(
     )
     row = session.execute(query).first()
     return UnitVerdict(*row) if row is not None else None
+
+
+def judge_turn_summaries(
+    session: Session, *, cases: Any, rubric_id: str, version: int, threshold: float
+) -> Sequence[Any]:
+    """``(case_id, turn, closest, labels)`` of every turn of ``cases`` with an answered
+    verdict: the smallest ``|score - threshold|`` over the judge runs (``None`` when no
+    verdict has a score) and how many different labels the runs gave.
+
+    For the "most informative first" queue order. ``cases`` is a subquery of case ids
+    (:func:`storage.assignments.queue_cases`): one query however long the queue, not
+    ``IN`` lists of ids; the database sums the verdicts up, one row per turn."""
+    score = col(JudgeVerdict.score)
+    query = (
+        select(
+            col(JudgeVerdict.case_id),
+            col(JudgeVerdict.turn),
+            func.min(func.abs(score - threshold)),
+            func.count(distinct(col(JudgeVerdict.label))),
+        )
+        .join(JudgeRun, col(JudgeRun.id) == col(JudgeVerdict.run_id))
+        .where(
+            col(JudgeRun.rubric_id) == rubric_id,
+            col(JudgeRun.rubric_version) == version,
+            col(JudgeVerdict.case_id).in_(cases),
+            col(JudgeVerdict.turn).is_not(None),
+            col(JudgeVerdict.error).is_(None),
+        )
+        .group_by(col(JudgeVerdict.case_id), col(JudgeVerdict.turn))
+    )
+    return plain_rows(session, query)
+
+
+def run_counts(session: Session, *, rubric_id: str) -> Counter[tuple[str, str]]:
+    """Judge runs per ``(judge, prompt_version)`` of a rubric id (any rubric version)."""
+    query = (
+        select(col(JudgeRun.judge), col(JudgeRun.prompt_version), func.count())
+        .where(col(JudgeRun.rubric_id) == rubric_id)
+        .group_by(col(JudgeRun.judge), col(JudgeRun.prompt_version))
+    )
+    return Counter({(judge, version): int(n) for judge, version, n in session.execute(query)})
+
+
+def run_sha256s(
+    session: Session, *, rubric_id: str, judge: str, prompt_version: str
+) -> set[str | None]:
+    """The prompt sha256 each run of ``judge@prompt_version`` recorded."""
+    query = (
+        select(col(JudgeRun.prompt_sha256))
+        .where(
+            col(JudgeRun.rubric_id) == rubric_id,
+            col(JudgeRun.judge) == judge,
+            col(JudgeRun.prompt_version) == prompt_version,
+        )
+        .distinct()
+    )
+    return set(session.scalars(query))
+
+
+def carry_judge_verdicts(
+    session: Session,
+    *,
+    carry_id: int,
+    rubric_id: str,
+    from_version: int,
+    to_version: int,
+    mapping: Mapping[str, str],
+    at: datetime,
+) -> dict[str, int]:
+    """Each judge run of ``from_version`` gets a carried twin under ``to_version`` (same
+    judge, prompt version and model) holding its verdicts whose label is in ``mapping``;
+    returns verdicts carried per old code. Error verdicts and unmapped labels stay behind.
+    A twin is not made where that identity already has a run under ``to_version``."""
+    stamp = timestamp_param(session.connection(), at)
+    session.execute(
+        text(
+            "INSERT INTO judge_runs (judge, prompt_version, model, rubric_id, rubric_version, "
+            "prompt_sha256, source, status, params_json, summary_json, calibration_json, "
+            "created_at, updated_at, carried_from_run_id, carry_id) "
+            "SELECT r.judge, r.prompt_version, r.model, r.rubric_id, :to_v, r.prompt_sha256, "
+            "r.source, r.status, r.params_json, NULL, NULL, :at, :at, r.id, :carry "
+            "FROM judge_runs r WHERE r.rubric_id = :rid AND r.rubric_version = :from_v "
+            "AND NOT EXISTS (SELECT 1 FROM judge_runs c WHERE c.carried_from_run_id = r.id) "
+            "AND NOT EXISTS (SELECT 1 FROM judge_runs n WHERE n.judge = r.judge "
+            "AND n.prompt_version = r.prompt_version AND n.model = r.model "
+            "AND n.rubric_id = r.rubric_id AND n.rubric_version = :to_v)"
+        ),
+        {
+            "to_v": to_version,
+            "from_v": from_version,
+            "rid": rubric_id,
+            "at": stamp,
+            "carry": carry_id,
+        },
+    )
+    if not mapping:
+        return {}
+    code_case, params = code_mapping_case("o.label", mapping)
+    where = (
+        "FROM judge_verdicts o JOIN judge_runs nr ON nr.carried_from_run_id = o.run_id "
+        "JOIN judge_runs r ON r.id = o.run_id "
+        "WHERE r.rubric_id = :rid AND r.rubric_version = :from_v "
+        "AND o.error IS NULL AND o.label IN :codes "
+        "AND NOT EXISTS (SELECT 1 FROM judge_verdicts c WHERE c.carried_from_id = o.id) "
+        "AND NOT EXISTS (SELECT 1 FROM judge_verdicts x WHERE x.run_id = nr.id "
+        "AND x.case_id = o.case_id AND (x.turn = o.turn OR (x.turn IS NULL AND o.turn IS NULL)))"
+    )
+    values = {**params, "from_v": from_version, "rid": rubric_id, "codes": sorted(mapping)}
+    counts = code_counts(session, f"SELECT o.label, count(*) {where} GROUP BY o.label", **values)
+    session.execute(
+        text(
+            "INSERT INTO judge_verdicts (run_id, case_id, turn, label, score, reason, error, "
+            "error_kind, latency_ms, prompt_tokens, completion_tokens, created_at, "
+            "carried_from_id) "
+            f"SELECT nr.id, o.case_id, o.turn, {code_case}, o.score, o.reason, NULL, NULL, "
+            f"o.latency_ms, o.prompt_tokens, o.completion_tokens, :at, o.id {where}"
+        ).bindparams(bindparam("codes", expanding=True)),
+        {**values, "at": stamp},
+    )
+    return counts
+
+
+def carried_verdicts(session: Session, *, run_id: int) -> int:
+    """How many verdicts of a judge run were carried from the previous rubric version."""
+    return int(
+        session.execute(
+            text(
+                "SELECT count(*) FROM judge_verdicts WHERE run_id = :run "
+                "AND carried_from_id IS NOT NULL"
+            ),
+            {"run": run_id},
+        ).scalar_one()
+    )
+
+
+def delete_verdicts_on_changed_turns(
+    connection: Connection, *, case_ids: Sequence[str], changed: dict[str, list[int]]
+) -> int:
+    """Delete judge verdicts on the changed turns of replaced cases, and the
+    conversation-level verdicts (no turn) of every replaced case ``case_ids`` (its
+    conversation differs, if only by growing). Returns how many were deleted."""
+    units = [(case_id, turn) for case_id, turns in sorted(changed.items()) for turn in turns]
+    deleted = 0
+    for start in range(0, len(units), 500):
+        chunk = units[start : start + 500]
+        deleted += connection.execute(
+            delete(JudgeVerdict).where(
+                tuple_(col(JudgeVerdict.case_id), col(JudgeVerdict.turn)).in_(chunk)
+            )
+        ).rowcount
+    cases = sorted(set(case_ids))
+    for start in range(0, len(cases), 500):
+        deleted += connection.execute(
+            delete(JudgeVerdict).where(
+                col(JudgeVerdict.case_id).in_(cases[start : start + 500]),
+                col(JudgeVerdict.turn).is_(None),
+            )
+        ).rowcount
+    return deleted

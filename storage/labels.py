@@ -8,7 +8,7 @@ agreement. A label is current or superseded, never deleted.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from operator import itemgetter
@@ -16,10 +16,10 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import and_, func, insert, select, update
+from sqlalchemy import and_, case, distinct, false, func, insert, select, update
 from sqlmodel import Session, col
 
-from storage.bulk import in_chunks, insert_rows, timestamp_param
+from storage.bulk import in_chunks, insert_rows, plain_rows, timestamp_param
 from storage.models import (
     Evaluation,
     Event,
@@ -30,6 +30,7 @@ from storage.models import (
     Reviewer,
     utcnow,
 )
+from storage.reviewers import reviewer_names
 from storage.units import current_of_unit
 
 
@@ -295,7 +296,7 @@ def current_label_columns(session: Session, *, rubric_id: str, version: int) -> 
         version=version,
         columns="l.case_id, l.turn, l.reviewer_id, l.code",
     )
-    names = _reviewer_names(session)
+    names = reviewer_names(session)
     # One pass per column: zip(*rows) would pass a million arguments.
     return LabelColumns(
         list(map(itemgetter(0), rows)),
@@ -326,11 +327,6 @@ def _raw_current_labels(
         return rows
     finally:
         cursor.close()
-
-
-def _reviewer_names(session: Session) -> dict[int, str]:
-    query = select(col(Reviewer.id), col(Reviewer.name))
-    return {row[0]: row[1] for row in session.execute(query)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -384,7 +380,7 @@ def current_labels_grouped(
         ),
         group_by_case=True,
     )
-    names = _reviewer_names(session)
+    names = reviewer_names(session)
     labels_per_case = np.fromiter(map(itemgetter(1), rows), dtype=np.int64, count=len(rows))
     total = int(labels_per_case.sum())
     if not rows:
@@ -489,3 +485,64 @@ def turns_with_labels(
         (row[0], row[1], None if row[2] is None else LabelRow(*row[2:]))
         for row in session.execute(query)
     ]
+
+
+def label_turn_summaries(
+    session: Session,
+    *,
+    cases: Any,
+    rubric_id: str,
+    version: int,
+    me: int,
+    pass_codes: Collection[str],
+) -> Sequence[Any]:
+    """``(case_id, turn, mine, other_codes, passed)`` of every turn of ``cases`` with a
+    current label: whether reviewer ``me`` labeled it (1 or 0), how many different codes
+    the other reviewers gave, and whether some reviewer gave one of ``pass_codes`` (1 or 0).
+
+    For the "most informative first" queue order. ``cases`` is a subquery of case ids
+    (:func:`storage.assignments.queue_cases`): one query however long the queue, not
+    ``IN`` lists of ids; the database sums the labels up, one row per turn."""
+    reviewer, code = col(Label.reviewer_id), col(Label.code)
+    passing = code.in_(list(pass_codes)) if pass_codes else false()
+    query = (
+        select(
+            col(Label.case_id),
+            col(Label.turn),
+            func.max(case((reviewer == me, 1), else_=0)),
+            func.count(distinct(case((reviewer != me, code), else_=None))),
+            func.max(case((passing, 1), else_=0)),
+        )
+        .where(
+            col(Label.rubric_id) == rubric_id,
+            col(Label.rubric_version) == version,
+            col(Label.current),
+            col(Label.case_id).in_(cases),
+        )
+        .group_by(col(Label.case_id), col(Label.turn))
+    )
+    return plain_rows(session, query)
+
+
+def current_label_code(
+    session: Session, *, rubric_id: str, version: int, case_id: str, turn: int, reviewer_id: int
+) -> str | None:
+    """The reviewer's current code on a unit before a change (for ``before``)."""
+    unit = current_of_unit(Label, rubric_id=rubric_id, version=version, case_id=case_id, turn=turn)
+    of_reviewer = col(Label.reviewer_id) == reviewer_id
+    query = select(col(Label.code)).where(*unit, of_reviewer).order_by(col(Label.id).desc())
+    return session.scalars(query.limit(1)).first()
+
+
+def rubric_version_has_labels(session: Session, *, rubric_id: str, version: int) -> bool:
+    query = (
+        select(col(Label.id))
+        .where(col(Label.rubric_id) == rubric_id, col(Label.rubric_version) == version)
+        .limit(1)
+    )
+    return session.execute(query).first() is not None
+
+
+def rubric_versions_with_labels(session: Session) -> set[tuple[str, int]]:
+    query = select(col(Label.rubric_id), col(Label.rubric_version)).distinct()
+    return {(rubric_id, version) for rubric_id, version in session.execute(query)}

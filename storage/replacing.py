@@ -19,22 +19,21 @@ new turns.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
-from sqlalchemy import Connection, and_, bindparam, delete, func, select, tuple_, update
+from sqlalchemy import Connection, and_, bindparam, func, select, tuple_, update
 from sqlmodel import col
 
-from storage.models import Assignment, Case, Event, GoldLabel, JudgeVerdict, Label, RubricVersion
+from storage.cases import changed_turns
+from storage.judging import delete_verdicts_on_changed_turns
+from storage.models import Assignment, GoldLabel, Label
+from storage.rubric_versions import applies_to_by_version
 
-# Positions in the rows of storage.cases.CASE_COLUMNS / EVENT_COLUMNS.
-_CASE_ROLE, _CASE_CONTRACT = 1, 2
-_EVENT_SEQ, _EVENT_TURN, _EVENT_ACTOR = 1, 2, 3
-_EVENT_CONTENT = slice(3, 9)  # actor, text, actions_json, set_role, request_json, extra_json
+# Position of the actor in the rows of storage.cases.EVENT_COLUMNS.
+_EVENT_ACTOR = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,82 +42,6 @@ class StaleMarks:
     gold_labels: int
     verdicts: int = 0
     """Judge verdicts deleted (on changed turns; conversation verdicts of replaced cases)."""
-
-
-def _prefix_digests(seed: tuple[Any, ...], events: Sequence[tuple[Any, ...]]) -> dict[int, bytes]:
-    """``turn -> digest`` of the role and every event up to and including the turn."""
-    digest = hashlib.sha256(orjson.dumps(list(seed)))
-    found: dict[int, bytes] = {}
-    for event in sorted(events, key=lambda row: row[_EVENT_SEQ]):
-        digest.update(orjson.dumps(list(event[_EVENT_CONTENT])))
-        found[event[_EVENT_TURN]] = digest.copy().digest()
-    return found
-
-
-def changed_turns(
-    connection: Connection,
-    *,
-    case_ids: Sequence[str],
-    new_cases: Sequence[tuple[Any, ...]],
-    new_events: Sequence[tuple[Any, ...]],
-) -> dict[str, list[int]]:
-    """Per stored case of ``case_ids``: the stored turns whose conversation so far differs
-    in the replacement (``new_*``: rows in the column order of ``storage.cases``)."""
-    wanted = set(case_ids)
-    new_seed = {
-        row[0]: (row[_CASE_ROLE], row[_CASE_CONTRACT]) for row in new_cases if row[0] in wanted
-    }
-    new_by_case: dict[str, list[tuple[Any, ...]]] = {}
-    for row in new_events:
-        if row[0] in wanted:
-            new_by_case.setdefault(row[0], []).append(row)
-    changed: dict[str, list[int]] = {}
-    ordered = sorted(wanted)
-    for start in range(0, len(ordered), 500):
-        chunk = ordered[start : start + 500]
-        seeds = {
-            case_id: (role, contract)
-            for case_id, role, contract in connection.execute(
-                select(col(Case.case_id), col(Case.chatbot_role), col(Case.contract_version)).where(
-                    col(Case.case_id).in_(chunk)
-                )
-            )
-        }
-        old_by_case: dict[str, list[tuple[Any, ...]]] = {}
-        query = select(
-            col(Event.case_id),
-            col(Event.seq),
-            col(Event.turn),
-            col(Event.actor),
-            col(Event.text),
-            col(Event.actions_json),
-            col(Event.set_role),
-            col(Event.request_json),
-            col(Event.extra_json),
-        ).where(col(Event.case_id).in_(chunk))
-        for row in connection.execute(query):
-            old_by_case.setdefault(row[0], []).append(tuple(row))
-        for case_id in chunk:
-            old = _prefix_digests(seeds.get(case_id, (None, None)), old_by_case.get(case_id, []))
-            new = _prefix_digests(new_seed.get(case_id, (None, None)), new_by_case.get(case_id, []))
-            turns = sorted(turn for turn, digest in old.items() if new.get(turn) != digest)
-            if turns:
-                changed[case_id] = turns
-    return changed
-
-
-def _applies_to(connection: Connection) -> dict[tuple[str, int], str]:
-    """The actor each stored rubric version labels (``assistant`` when unknown)."""
-    found: dict[tuple[str, int], str] = {}
-    query = select(
-        col(RubricVersion.rubric_id), col(RubricVersion.version), col(RubricVersion.body_json)
-    )
-    for rubric_id, version, body in connection.execute(query):
-        try:
-            found[(rubric_id, version)] = str(orjson.loads(body).get("applies_to") or "assistant")
-        except (orjson.JSONDecodeError, AttributeError):
-            found[(rubric_id, version)] = "assistant"
-    return found
 
 
 def mark_replaced_turns_stale(
@@ -176,32 +99,6 @@ def mark_replaced_turns_stale(
     return StaleMarks(stale_labels, stale_gold, verdicts)
 
 
-def delete_verdicts_on_changed_turns(
-    connection: Connection, *, case_ids: Sequence[str], changed: dict[str, list[int]]
-) -> int:
-    """Delete judge verdicts on the changed turns of replaced cases, and the
-    conversation-level verdicts (no turn) of every replaced case ``case_ids`` (its
-    conversation differs, if only by growing). Returns how many were deleted."""
-    units = [(case_id, turn) for case_id, turns in sorted(changed.items()) for turn in turns]
-    deleted = 0
-    for start in range(0, len(units), 500):
-        chunk = units[start : start + 500]
-        deleted += connection.execute(
-            delete(JudgeVerdict).where(
-                tuple_(col(JudgeVerdict.case_id), col(JudgeVerdict.turn)).in_(chunk)
-            )
-        ).rowcount
-    cases = sorted(set(case_ids))
-    for start in range(0, len(cases), 500):
-        deleted += connection.execute(
-            delete(JudgeVerdict).where(
-                col(JudgeVerdict.case_id).in_(cases[start : start + 500]),
-                col(JudgeVerdict.turn).is_(None),
-            )
-        ).rowcount
-    return deleted
-
-
 def _recount_progress(
     connection: Connection, *, case_ids: Sequence[str], new_events: Sequence[tuple[Any, ...]]
 ) -> None:
@@ -213,7 +110,7 @@ def _recount_progress(
         if row[0] in wanted:
             per_actor = actors.setdefault(row[0], {})
             per_actor[row[_EVENT_ACTOR]] = per_actor.get(row[_EVENT_ACTOR], 0) + 1
-    applies_to = _applies_to(connection)
+    applies_to = applies_to_by_version(connection)
     now = datetime.now(UTC)
     updates: list[dict[str, Any]] = []
     for start in range(0, len(case_ids), 500):

@@ -107,3 +107,9 @@ def insert_reviewer_if_absent(
     # RETURNING says whether a row was inserted on both backends (rowcount does not
     # through the ORM's insert path on PostgreSQL).
     return session.execute(statement.returning(col(Reviewer.id))).first() is not None
+
+
+def reviewer_names(session: Session) -> dict[int, str]:
+    """``{reviewer id: name}`` of every reviewer."""
+    query = select(col(Reviewer.id), col(Reviewer.name))
+    return {row[0]: row[1] for row in session.execute(query)}

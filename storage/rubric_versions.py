@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from sqlalchemy import select
+import orjson
+from sqlalchemy import Connection, select
 from sqlmodel import Session, col
 
 from storage.models import (
-    Label,
     RubricVersion,
     utcnow,
 )
@@ -42,15 +42,15 @@ def save_rubric_version(
     return row
 
 
-def rubric_version_has_labels(session: Session, *, rubric_id: str, version: int) -> bool:
-    query = (
-        select(col(Label.id))
-        .where(col(Label.rubric_id) == rubric_id, col(Label.rubric_version) == version)
-        .limit(1)
+def applies_to_by_version(connection: Connection) -> dict[tuple[str, int], str]:
+    """The actor each stored rubric version labels (``assistant`` when unknown)."""
+    found: dict[tuple[str, int], str] = {}
+    query = select(
+        col(RubricVersion.rubric_id), col(RubricVersion.version), col(RubricVersion.body_json)
     )
-    return session.execute(query).first() is not None
-
-
-def rubric_versions_with_labels(session: Session) -> set[tuple[str, int]]:
-    query = select(col(Label.rubric_id), col(Label.rubric_version)).distinct()
-    return {(rubric_id, version) for rubric_id, version in session.execute(query)}
+    for rubric_id, version, body in connection.execute(query):
+        try:
+            found[(rubric_id, version)] = str(orjson.loads(body).get("applies_to") or "assistant")
+        except (orjson.JSONDecodeError, AttributeError):
+            found[(rubric_id, version)] = "assistant"
+    return found

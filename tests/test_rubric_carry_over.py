@@ -26,7 +26,7 @@ from review_app.services.operations.audit import audit_entries
 from review_app.services.rubrics.rubric_carry import publish_rubric, re_review_queue
 from review_app.services.rubrics.rubric_catalog import RubricCatalog, sync_rubrics
 from review_app.services.team.people import operator_actor
-from storage.judging import assistant_units
+from storage.cases import actor_units
 from storage.models import GoldLabel, JudgeVerdict, Label
 from tests.actors import signed_in
 from tests.builders import write_label_csv
@@ -66,8 +66,8 @@ def _build(db: Database, tmp_path: Path, *, v2: str = V2) -> World:
     for name in REVIEWERS:
         signed_in(engine, name, role="reviewer")
     with Session(engine) as session:
-        case_ids = sorted({c for c, _ in assistant_units(session, case_ids=_case_ids(engine))})
-        units = assistant_units(session, case_ids=case_ids[:6])
+        case_ids = sorted({c for c, _ in actor_units(session, case_ids=_case_ids(engine))})
+        units = actor_units(session, case_ids=case_ids[:6])
     rows: list[tuple[str, int, str, str]] = []
     for index, (case_id, turn) in enumerate(units):
         for offset, reviewer in enumerate(REVIEWERS):

@@ -15,7 +15,7 @@ from review_app import input_policy
 from review_app.errors import InputError, NotFound, PermissionDenied
 from review_app.evaluator import EVALUATOR_VERSION
 from review_app.services.team.people import Actor, authorize
-from storage import access
+from storage import assignments
 from storage.engine import read_only
 
 LANES = ("violation", "invalid", "missing-context", "no-contract", "pass")
@@ -210,7 +210,7 @@ def not_in_queue(actor: Actor, case_id: str) -> PermissionDenied:
 def check_case_access(
     actor: Actor, found: tuple[str, bool] | None, *, case_id: str
 ) -> tuple[str, bool]:
-    """Refuse unless ``found`` (:func:`storage.access.case_hash_and_access` for the
+    """Refuse unless ``found`` (:func:`storage.assignments.case_hash_and_access` for the
     actor) lets the actor at the case: a policy owner or admin any stored case
     (``NotFound`` for a missing one), a reviewer only the cases assigned to them or
     that they have labeled (the same ``PermissionDenied`` for a missing case)."""
@@ -234,7 +234,9 @@ def may_open_case(engine: Engine, actor: Actor, *, case_id: str) -> Actor:
     assert actor.reviewer_id is not None
     case_id = checked_case_id(case_id)
     with Session(read_only(engine)) as session:
-        found = access.case_hash_and_access(session, case_id=case_id, reviewer_id=actor.reviewer_id)
+        found = assignments.case_hash_and_access(
+            session, case_id=case_id, reviewer_id=actor.reviewer_id
+        )
     check_case_access(actor, found, case_id=case_id)
     return actor
 
@@ -257,7 +259,9 @@ def case_fingerprint(engine: Engine, actor: Actor, *, case_id: str) -> str:
     actor = authorize(engine, actor, "reviewer")
     case_id = checked_case_id(case_id)
     with Session(read_only(engine)) as session:
-        found = access.case_hash_and_access(session, case_id=case_id, reviewer_id=actor.reviewer_id)
+        found = assignments.case_hash_and_access(
+            session, case_id=case_id, reviewer_id=actor.reviewer_id
+        )
     content_hash, _ = check_case_access(actor, found, case_id=case_id)
     return f"{content_hash}:{EVALUATOR_VERSION}"
 

@@ -23,8 +23,8 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlmodel import Session
 
+import storage.certified_verdicts
 import storage.labels
-import storage.selective
 from review_app.errors import InputError
 from review_app.files.csv_safety import csv_text
 from review_app.files.discovery import export_manifest
@@ -202,7 +202,7 @@ def export_data(
 
 def _certified_by_case(engine: Engine, rubric: Rubric) -> dict[str, list[dict[str, Any]]]:
     with Session(read_only(engine)) as session:
-        rows = storage.selective.certified_verdicts(
+        rows = storage.certified_verdicts.certified_verdicts(
             session, rubric_id=rubric.id, version=rubric.version
         )
     by_case: dict[str, list[dict[str, Any]]] = defaultdict(list)

@@ -20,6 +20,7 @@ from sqlalchemy import Engine
 from sqlmodel import Session
 
 import storage.audit_samples
+import storage.cases
 import storage.reviewers
 from review_app.errors import InputError
 from review_app.rubrics import Rubric
@@ -77,7 +78,7 @@ def draw_audit_sample(
         done = storage.audit_samples.audited_units(
             session, rubric_id=rubric.id, version=rubric.version
         )
-        population = [u for u in storage.audit_samples.assistant_units(session) if u not in done]
+        population = [u for u in storage.cases.assistant_units(session) if u not in done]
         if size > len(population):
             raise InputError(
                 f"asks for {size} turns but only {len(population)} assistant turns are not "

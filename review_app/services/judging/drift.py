@@ -16,8 +16,7 @@ import numpy as np
 from sqlalchemy import Engine
 from sqlmodel import Session
 
-import storage.audit_samples
-import storage.drift
+import storage.cases
 from review_app.agreement.coefficients import krippendorff_alpha
 from review_app.errors import InputError
 from review_app.evaluator import EVALUATOR_VERSION
@@ -145,8 +144,8 @@ def drift_report(
     if isinstance(n_resamples, bool) or n_resamples < 0:
         raise InputError(f"must be 0 or more, got {n_resamples}", field="--resamples")
     with Session(read_only(engine)) as session:
-        units = storage.audit_samples.assistant_units(session)
-        spans = storage.drift.role_spans(session, evaluator_version=EVALUATOR_VERSION)
+        units = storage.cases.assistant_units(session)
+        spans = storage.cases.role_spans(session, evaluator_version=EVALUATOR_VERSION)
         table = load_rating_table(session, rubric_id=rubric.id, version=rubric.version)
     units.sort()
     turns = _Turns(units, spans)

@@ -140,7 +140,7 @@ def parse_prompt_ref(ref: str, *, field: str = "--prompt") -> tuple[str, int]:
 def _rows_to_prompts(
     session: Session, rows: list[JudgePromptVersion], *, rubric_id: str
 ) -> list[StoredPrompt]:
-    counts = prompts_storage.run_counts(session, rubric_id=rubric_id)
+    counts = judging.run_counts(session, rubric_id=rubric_id)
     by_id = {row.id: row for row in rows}
     prompts = []
     for row in rows:
@@ -191,7 +191,7 @@ def _sha256(text: str) -> str:
 
 def _refusal_for_run(session: Session, prompt: JudgePrompt, rubric_id: str) -> str | None:
     """Why a file's text may not be stored under its name: runs used another text."""
-    shas = prompts_storage.run_sha256s(
+    shas = judging.run_sha256s(
         session, rubric_id=rubric_id, judge=prompt.judge, prompt_version=prompt.version
     )
     if any(sha is not None and sha != prompt.sha256 for sha in shas):
@@ -215,7 +215,7 @@ def _sync(
     """
     refused: dict[str, str] = {}
     stored = 0
-    runs = prompts_storage.run_counts(session, rubric_id=rubric_id)
+    runs = judging.run_counts(session, rubric_id=rubric_id)
     for path in _prompt_files(directory, rubric_id):
         try:
             prompt = load_judge_prompt(path)
@@ -497,7 +497,7 @@ def store_for_run(
             created_by=actor_name,
         )
     if row.sha256 != prompt.sha256:
-        runs = prompts_storage.run_counts(session, rubric_id=rubric.id)
+        runs = judging.run_counts(session, rubric_id=rubric.id)
         if runs.get((prompt.judge, prompt.version)) or row.source != prompt.source:
             raise InputError(
                 f"{prompt.source}: {prompt.ref} is stored with another text"

@@ -14,6 +14,7 @@ from typing import Any, Literal, cast
 from sqlalchemy import Engine
 from sqlmodel import Session
 
+import storage.units
 from review_app import calibration
 from review_app.errors import InputError, NotFound
 from review_app.rubrics import Rubric
@@ -24,7 +25,7 @@ from review_app.services.labels.adjudication import gold_labels
 from review_app.services.review.agreement_reports import load_label_columns
 from review_app.services.team.people import Actor, authorize
 from review_app.stats.alt_test import DEFAULT_EPSILON, alt_test
-from storage import audit, carry, judging
+from storage import audit, judging
 from storage.engine import read_only
 from storage.models import JudgeRun
 
@@ -194,7 +195,7 @@ def _carried_units(engine: Engine, rubric: Rubric) -> dict[str, int]:
     """Units whose reviewer labels / gold label were carried from the version before."""
     with Session(read_only(engine)) as session:
         return {
-            table: carry.carried_units(
+            table: storage.units.carried_units(
                 session, table=table, rubric_id=rubric.id, version=rubric.version
             )
             for table in ("labels", "gold_labels")
@@ -205,7 +206,7 @@ def _carried_verdicts(engine: Engine, run_id: int | None) -> int:
     if run_id is None:
         return 0
     with Session(read_only(engine)) as session:
-        return carry.carried_verdicts(session, run_id=run_id)
+        return judging.carried_verdicts(session, run_id=run_id)
 
 
 def _conversation_of(unit: tuple[str, int]) -> str:

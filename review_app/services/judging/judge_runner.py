@@ -424,7 +424,7 @@ def run_judge(
             for v in judging.verdicts(session, run_id=run_id)
             if v.error_kind != ENDPOINT_ERROR
         }
-        units = judging.assistant_units(session, case_ids=list(case_ids), actor=rubric.applies_to)
+        units = cases_storage.actor_units(session, case_ids=list(case_ids), actor=rubric.applies_to)
         session.commit()
     todo = [unit for unit in units if unit not in done]
     summary = JudgeRunSummary(
@@ -484,7 +484,7 @@ def unit_messages(
     A building block: callers authorize. :class:`NotFound` when the case is gone,
     :class:`InputError` when ``turn`` is not one of its judged (``applies_to``) turns."""
     with Session(read_only(engine)) as session:
-        judged = judging.assistant_units(session, case_ids=[case_id], actor=rubric.applies_to)
+        judged = cases_storage.actor_units(session, case_ids=[case_id], actor=rubric.applies_to)
     if (case_id, turn) not in judged:
         if not judged:
             raise NotFound(f"no case {case_id!r} in the database")

@@ -17,7 +17,7 @@ import numpy as np
 from sqlalchemy import Engine
 from sqlmodel import Session
 
-import storage.selective
+import storage.certified_verdicts
 from review_app.errors import InputError
 from review_app.rubrics import Rubric
 from review_app.services.judging.audit_samples import audited_units
@@ -269,7 +269,7 @@ def route_judges(
     assert reviewers is not None
     case_ids = sorted({case_id for case_id, _ in routed["escalated"]})
     with Session(engine) as session:
-        storage.selective.replace_certified(
+        storage.certified_verdicts.replace_certified(
             session,
             rubric_id=rubric.id,
             version=rubric.version,
@@ -314,7 +314,7 @@ def certified_verdicts(
     """The certified judge verdicts of the rubric version by unit (policy owners)."""
     authorize(engine, actor, "policy_owner")
     with Session(read_only(engine)) as session:
-        rows = storage.selective.certified_verdicts(
+        rows = storage.certified_verdicts.certified_verdicts(
             session, rubric_id=rubric.id, version=rubric.version, case_ids=case_ids
         )
     return {

@@ -276,7 +276,7 @@ def record_gold(
             raise InputError(
                 f"turn {turn} of {case_id} is not a {rubric.applies_to} turn", field="turn"
             )
-        before = audit.current_gold_code(
+        before = storage.gold.current_gold_code(
             session, rubric_id=rubric.id, version=rubric.version, case_id=case_id, turn=turn
         )
         storage.gold.add_gold(

@@ -21,7 +21,7 @@ from review_app.rubrics import Rubric
 from review_app.services.cases.cases import check_case_access, checked_case_id
 from review_app.services.review.queue import forget_progress
 from review_app.services.team.people import Actor, authorize, require_reviewer_id
-from storage import access, assignments, audit, cases, labels
+from storage import assignments, audit, cases, labels
 from storage.engine import read_only
 from storage.labels import LabelRow
 
@@ -89,7 +89,7 @@ def record_label(
         # does not exist gets them the same answer as one that is not theirs.
         check_case_access(
             actor,
-            access.case_hash_and_access(session, case_id=case_id, reviewer_id=reviewer_id),
+            assignments.case_hash_and_access(session, case_id=case_id, reviewer_id=reviewer_id),
             case_id=case_id,
         )
         actors = cases.event_actors_by_turn(session, case_id=case_id)
@@ -232,7 +232,7 @@ def case_labels(engine: Engine, actor: Actor, *, case_id: str, rubric: Rubric) -
         if not actor.has_role("policy_owner"):
             check_case_access(
                 actor,
-                access.case_hash_and_access(
+                assignments.case_hash_and_access(
                     session, case_id=case_id, reviewer_id=actor.reviewer_id
                 ),
                 case_id=case_id,

@@ -39,7 +39,7 @@ from review_app.services.labels.labeling import MAX_RATIONALE_CHARS
 from review_app.services.review.queue import forget_progress
 from review_app.services.rubrics.rubric_catalog import RubricCatalog
 from review_app.services.team.people import Actor, authorize, check_reviewer_name, display_of
-from storage import access, assignments, audit, labels, reviewers
+from storage import assignments, audit, labels, reviewers
 
 LABEL_COLUMNS = ("case_id", "turn", "reviewer", "label", "rubric", "rationale")
 REQUIRED_COLUMNS = ("case_id", "turn", "reviewer", "label", "rubric")
@@ -213,7 +213,7 @@ def import_labels(
             # A reviewer's own file: only cases in their queue or labeled by them, and a
             # case that does not exist gets the same answer as one that is not theirs.
             assert actor.reviewer_id is not None
-            theirs = access.reviewer_case_ids(
+            theirs = assignments.reviewer_case_ids(
                 session,
                 reviewer_id=actor.reviewer_id,
                 case_ids=[r.case_id for r in records],

@@ -19,13 +19,14 @@ from sqlalchemy import Engine
 from sqlmodel import Session
 
 import storage.gold
+import storage.units
 from review_app.agreement import RatingTable, agreement_summary
 from review_app.rubrics import Rubric
 from review_app.services.labels.adjudication import gold_counts
 from review_app.services.labels.label_table import load_rating_table, rating_table
 from review_app.services.team.people import Actor, authorize
 from review_app.stats.confusion import confusion_from_codes
-from storage import carry, labels
+from storage import labels
 from storage.engine import read_only
 from storage.labels import LabelColumns
 
@@ -79,7 +80,7 @@ def agreement_report(
         adjudicated = storage.gold.current_gold(
             session, rubric_id=rubric.id, version=rubric.version
         )
-        carried = carry.carried_units(
+        carried = storage.units.carried_units(
             session, table="labels", rubric_id=rubric.id, version=rubric.version
         )
         older = (
@@ -183,7 +184,7 @@ def dashboard_data(
         adjudicated = storage.gold.current_gold(
             session, rubric_id=rubric.id, version=rubric.version
         )
-        carried = carry.carried_units(
+        carried = storage.units.carried_units(
             session, table="labels", rubric_id=rubric.id, version=rubric.version
         )
         older = (

@@ -19,13 +19,16 @@ from datetime import UTC, datetime
 from sqlalchemy import Engine
 from sqlmodel import Session
 
+import storage.cases
+import storage.judging
+import storage.labels
 from review_app import input_policy
 from review_app.errors import InputError
 from review_app.evaluator import EVALUATOR_VERSION
 from review_app.rubrics import Rubric
 from review_app.services.cases.cases import check_lane
 from review_app.services.team.people import Actor, assignable_people, authorize
-from storage import assignments, audit, audit_samples, borderline
+from storage import assignments, audit, audit_samples
 from storage.assignments import QueueRow
 from storage.cases import list_case_summaries
 from storage.engine import read_only
@@ -328,7 +331,8 @@ class TurnSummary:
     """A case's signals summed up per turn: all that its score and reasons need.
 
     :func:`summarise` makes one from :class:`CaseSignals`; the queue makes them from
-    the per-turn sums the database computes (``storage.borderline``).
+    the per-turn sums the database computes (``storage.judging.judge_turn_summaries``,
+    ``storage.labels.label_turn_summaries``).
     """
 
     closest: dict[int, float]
@@ -579,10 +583,10 @@ def _rank(
     )
     pass_codes = {label.code for label in rubric.labels if label.verdict == "pass"}
     with Session(read_only(engine)) as session:
-        verdicts = borderline.judge_turn_summaries(
+        verdicts = storage.judging.judge_turn_summaries(
             session, cases=cases, rubric_id=rubric.id, version=rubric.version, threshold=threshold
         )
-        labels = borderline.label_turn_summaries(
+        labels = storage.labels.label_turn_summaries(
             session,
             cases=cases,
             rubric_id=rubric.id,
@@ -590,10 +594,10 @@ def _rank(
             me=me,
             pass_codes=pass_codes,
         )
-        violations = borderline.violation_turns(
+        violations = storage.cases.violation_turns(
             session, cases=cases, evaluator_version=EVALUATOR_VERSION
         )
-        units = borderline.turns_of_actor(session, cases=cases, actor=rubric.applies_to)
+        units = storage.cases.actor_units_in(session, cases=cases, actor=rubric.applies_to)
         if audit_units is None:
             # Every drawn turn, uniform or by uncertainty, keeps its place.
             audit_units = audit_samples.audited_units(

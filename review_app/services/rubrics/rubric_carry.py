@@ -18,12 +18,13 @@ from typing import Any
 from sqlalchemy import Engine
 from sqlmodel import Session
 
+import storage.units
 from review_app.errors import InputError
 from review_app.rubrics import RE_REVIEW_CHANGES, Rubric, RubricMapping, map_rubrics
 from review_app.services.review.queue import forget_progress
 from review_app.services.rubrics.rubric_catalog import RubricCatalog
 from review_app.services.team.people import Actor, authorize, require_reviewer_id
-from storage import audit, carry
+from storage import assignments, audit, carry, judging
 from storage.engine import read_only
 from storage.models import utcnow
 
@@ -95,10 +96,10 @@ def publish_rubric(
     }
     with Session(engine) as session:
         carry.lock_for_carry(session)
-        labels_now = carry.current_code_counts(
+        labels_now = storage.units.current_code_counts(
             session, table="labels", rubric_id=old.id, version=old.version
         )
-        gold_now = carry.current_code_counts(
+        gold_now = storage.units.current_code_counts(
             session, table="gold_labels", rubric_id=old.id, version=old.version
         )
         used = {
@@ -107,19 +108,19 @@ def publish_rubric(
         }
         mapping.check_publishable(used)
         carry_id = carry.create_carry(session, actor=actor.name, at=at, **names)
-        carried = carry.carry_labels(
+        carried = storage.units.carry_labels(
             session, table="labels", carry_id=carry_id, mapping=one_to_one, at=at, **names
         )
-        gold = carry.carry_labels(
+        gold = storage.units.carry_labels(
             session, table="gold_labels", carry_id=carry_id, mapping=one_to_one, at=at, **names
         )
-        judge = carry.carry_judge_verdicts(
+        judge = judging.carry_judge_verdicts(
             session, carry_id=carry_id, mapping=one_to_one, at=at, **names
         )
         units, per_reviewer = carry.queue_re_reviews(
             session, carry_id=carry_id, codes=re_review_codes, **names
         )
-        carry.carry_assignments(
+        assignments.carry_assignments(
             session, at=at, count_assistant_turns=new.applies_to == "assistant", **names
         )
         report = CarryReport(

@@ -16,6 +16,7 @@ from pathlib import Path
 from sqlalchemy import Engine
 from sqlmodel import Session
 
+import storage.labels
 from review_app.errors import InputError, NotFound
 from review_app.rubrics import (
     Rubric,
@@ -128,7 +129,7 @@ def sync_rubrics(engine: Engine, actor: Actor, *, directory: Path | None = None)
     with Session(engine) as session:
         labeled = {
             f"{rubric_id}@{version}"
-            for rubric_id, version in rubric_versions.rubric_versions_with_labels(session)
+            for rubric_id, version in storage.labels.rubric_versions_with_labels(session)
         }
         catalog.labeled = labeled
         stored_rows = {
@@ -190,7 +191,7 @@ def has_labels(engine: Engine, actor: Actor, rubric: Rubric) -> bool:
     """Whether labels use this version now (a catalog's ``labeled`` is as of its sync)."""
     authorize(engine, actor, "reviewer")
     with Session(read_only(engine)) as session:
-        return rubric_versions.rubric_version_has_labels(
+        return storage.labels.rubric_version_has_labels(
             session, rubric_id=rubric.id, version=rubric.version
         )
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from sqlalchemy import Engine
 from sqlmodel import Session
 
+import storage.cases
 from review_app.rubrics import Rubric
 from review_app.services.team.people import Actor, authorize
 from storage import assignments, reviewers
@@ -88,7 +89,7 @@ def team_view(engine: Engine, actor: Actor, *, rubric: Rubric) -> TeamView:
         unassigned = assignments.cases_without_reviewer(
             session, rubric_id=rubric.id, version=rubric.version
         )
-        cases = assignments.case_count(session)
+        cases = storage.cases.case_count(session)
     members = [
         MemberProgress(
             name=person.name,

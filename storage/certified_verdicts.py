@@ -1,4 +1,5 @@
-"""Queries on certified judge verdicts (``judge route --apply``)."""
+"""Queries on certified judge verdicts (the ``certified_verdicts`` table), stored by
+``judge route --apply``."""
 
 from __future__ import annotations
 
