@@ -4,20 +4,21 @@ queue, or carrying their labels)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import and_, false, func, select, text
+from sqlalchemy import Connection, and_, bindparam, false, func, select, text, update
 from sqlmodel import Session, col
 
 from storage.bulk import in_chunks, insert_ignoring_conflicts, insert_rows, timestamp_param
+from storage.cases import actor_turn_counts
+from storage.labels import current_label_counts
 from storage.models import (
     Assignment,
     Case,
     Evaluation,
-    Event,
     Label,
     RubricVersion,
     utcnow,
@@ -314,29 +315,12 @@ def refresh_progress(
     case_ids = sorted({case_id for case_id, _ in pairs})
     reviewer_ids = sorted({reviewer_id for _, reviewer_id in pairs})
     wanted = set(pairs)
-    labeled: dict[tuple[str, int], int] = {}
-    totals: dict[str, int] = {}
+    labeled = current_label_counts(
+        session, case_ids=case_ids, rubric_id=rubric_id, version=version, reviewer_ids=reviewer_ids
+    )
+    totals = actor_turn_counts(session, case_ids=case_ids, actor=applies_to)
     existing: dict[tuple[str, int], Assignment] = {}
     for chunk in in_chunks(case_ids):
-        counts = (
-            select(col(Label.case_id), col(Label.reviewer_id), func.count())
-            .where(
-                col(Label.rubric_id) == rubric_id,
-                col(Label.rubric_version) == version,
-                col(Label.current),
-                col(Label.case_id).in_(chunk),
-                col(Label.reviewer_id).in_(reviewer_ids),
-            )
-            .group_by(col(Label.case_id), col(Label.reviewer_id))
-        )
-        for case_id, reviewer_id, count in session.execute(counts):
-            labeled[(case_id, reviewer_id)] = count
-        turns = (
-            select(col(Event.case_id), func.count())
-            .where(col(Event.case_id).in_(chunk), col(Event.actor) == applies_to)
-            .group_by(col(Event.case_id))
-        )
-        totals.update({case_id: count for case_id, count in session.execute(turns)})
         rows = select(Assignment).where(
             col(Assignment.rubric_id) == rubric_id,
             col(Assignment.rubric_version) == version,
@@ -349,7 +333,7 @@ def refresh_progress(
     stamp = timestamp_param(connection, now)
     new_rows: list[tuple[Any, ...]] = []
     for case_id, reviewer_id in sorted(wanted):
-        count = labeled.get((case_id, reviewer_id), 0)
+        count = labeled.get((case_id, reviewer_id, rubric_id, version), 0)
         complete = count >= totals.get(case_id, 0) > 0
         assignment = existing.get((case_id, reviewer_id))
         if assignment is None:
@@ -388,6 +372,73 @@ def refresh_progress(
         ),
         rows=new_rows,
     )
+
+
+def lock_case_assignments(connection: Connection, *, case_ids: Sequence[str]) -> None:
+    """PostgreSQL: lock every assignment of ``case_ids`` (any reviewer and rubric version)
+    until the transaction ends, in the order every other writer takes them. SQLite's
+    ``BEGIN IMMEDIATE`` already serialises writers."""
+    if connection.dialect.name != "postgresql":
+        return
+    for chunk in in_chunks(case_ids):
+        connection.execute(
+            select(col(Assignment.id))
+            .where(col(Assignment.case_id).in_(chunk))
+            .order_by(
+                col(Assignment.case_id),
+                col(Assignment.rubric_id),
+                col(Assignment.rubric_version),
+                col(Assignment.reviewer_id),
+            )
+            .with_for_update()
+        ).all()
+
+
+def recount_case_progress(
+    connection: Connection,
+    *,
+    case_ids: Sequence[str],
+    labeled: Mapping[tuple[str, int, str, int], int],
+    actor_turns: Mapping[str, Mapping[str, int]],
+    applies_to: Mapping[tuple[str, int], str],
+    now: datetime,
+) -> None:
+    """Labeled turns and completion of every assignment of ``case_ids`` (any reviewer and
+    rubric version): ``labeled`` holds the current labels per ``(case_id, reviewer_id,
+    rubric_id, version)`` (:func:`storage.labels.current_label_counts`), ``actor_turns``
+    the turns per case and actor, ``applies_to`` the actor each rubric version labels
+    (``assistant`` when missing). A newly complete assignment is stamped ``now``."""
+    updates: list[dict[str, Any]] = []
+    for chunk in in_chunks(case_ids):
+        rows = connection.execute(
+            select(
+                col(Assignment.id),
+                col(Assignment.case_id),
+                col(Assignment.reviewer_id),
+                col(Assignment.rubric_id),
+                col(Assignment.rubric_version),
+                col(Assignment.completed_at),
+            ).where(col(Assignment.case_id).in_(list(chunk)))
+        )
+        for assignment_id, case_id, reviewer_id, rubric_id, version, completed_at in rows:
+            count = labeled.get((case_id, reviewer_id, rubric_id, version), 0)
+            actor = applies_to.get((rubric_id, version), "assistant")
+            total = actor_turns.get(case_id, {}).get(actor, 0)
+            complete = total > 0 and count >= total
+            updates.append(
+                {
+                    "a_id": assignment_id,
+                    "a_labeled": count,
+                    "a_completed": (completed_at or now) if complete else None,
+                }
+            )
+    if updates:
+        connection.execute(
+            update(Assignment)
+            .where(col(Assignment.id) == bindparam("a_id"))
+            .values(labeled_turns=bindparam("a_labeled"), completed_at=bindparam("a_completed")),
+            updates,
+        )
 
 
 def progress_by_reviewer(

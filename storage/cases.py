@@ -94,8 +94,7 @@ def insert_contracts(connection: Connection, *, rows: Sequence[tuple[str, str, s
 def stored_case_hashes(connection: Connection, *, case_ids: Sequence[str]) -> dict[str, str]:
     """``case_id -> content_sha256`` for those of ``case_ids`` already stored."""
     found: dict[str, str] = {}
-    for start in range(0, len(case_ids), 500):
-        chunk = case_ids[start : start + 500]
+    for chunk in in_chunks(case_ids):
         rows = connection.execute(
             select(col(Case.case_id), col(Case.content_sha256)).where(col(Case.case_id).in_(chunk))
         )
@@ -109,10 +108,9 @@ def delete_case_content(connection: Connection, *, case_ids: Sequence[str]) -> N
     The case rows stay (labels, assignments, gold labels and judge verdicts refer to
     them) and are updated in place by :func:`insert_case_rows`.
     """
-    for start in range(0, len(case_ids), 500):
-        chunk = list(case_ids[start : start + 500])
+    for chunk in in_chunks(case_ids):
         for table in (Finding, Evaluation, Event):
-            connection.execute(delete(table).where(col(table.case_id).in_(chunk)))
+            connection.execute(delete(table).where(col(table.case_id).in_(list(chunk))))
 
 
 @dataclass(slots=True)
@@ -368,15 +366,28 @@ def actor_units(
     session: Session, *, case_ids: Sequence[str], actor: str = "assistant"
 ) -> list[tuple[str, int]]:
     units: list[tuple[str, int]] = []
-    for start in range(0, len(case_ids), 500):
-        chunk = list(case_ids[start : start + 500])
+    for chunk in in_chunks(case_ids):
         query = (
             select(col(Event.case_id), col(Event.turn))
-            .where(col(Event.case_id).in_(chunk), col(Event.actor) == actor)
+            .where(col(Event.case_id).in_(list(chunk)), col(Event.actor) == actor)
             .order_by(col(Event.case_id), col(Event.seq))
         )
         units.extend((row[0], row[1]) for row in session.execute(query))
     return units
+
+
+def actor_turn_counts(session: Session, *, case_ids: Sequence[str], actor: str) -> dict[str, int]:
+    """``case_id -> n``: how many events of ``actor`` each of ``case_ids`` holds (the turns
+    a rubric applying to ``actor`` labels; cases with none left out)."""
+    found: dict[str, int] = {}
+    for chunk in in_chunks(case_ids):
+        query = (
+            select(col(Event.case_id), func.count())
+            .where(col(Event.case_id).in_(list(chunk)), col(Event.actor) == actor)
+            .group_by(col(Event.case_id))
+        )
+        found.update({case_id: count for case_id, count in session.execute(query)})
+    return found
 
 
 def case_count(session: Session) -> int:
@@ -413,8 +424,7 @@ def changed_turns(
             new_by_case.setdefault(row[0], []).append(row)
     changed: dict[str, list[int]] = {}
     ordered = sorted(wanted)
-    for start in range(0, len(ordered), 500):
-        chunk = ordered[start : start + 500]
+    for chunk in in_chunks(ordered):
         seeds = {
             case_id: (role, contract)
             for case_id, role, contract in connection.execute(

@@ -234,9 +234,9 @@ def labels_on_cases(
 def verdict_reasons(session: Session, *, ids: Sequence[int]) -> dict[int, str | None]:
     """The reason of each verdict in ``ids`` (by verdict id)."""
     reasons: dict[int, str | None] = {}
-    for start in range(0, len(ids), 500):
+    for chunk in in_chunks(ids):
         query = select(col(JudgeVerdict.id), col(JudgeVerdict.reason)).where(
-            col(JudgeVerdict.id).in_(ids[start : start + 500])
+            col(JudgeVerdict.id).in_(chunk)
         )
         reasons.update((row[0], row[1]) for row in session.execute(query))
     return reasons
@@ -483,18 +483,17 @@ def delete_verdicts_on_changed_turns(
     conversation differs, if only by growing). Returns how many were deleted."""
     units = [(case_id, turn) for case_id, turns in sorted(changed.items()) for turn in turns]
     deleted = 0
-    for start in range(0, len(units), 500):
-        chunk = units[start : start + 500]
+    for chunk in in_chunks(units):
         deleted += connection.execute(
             delete(JudgeVerdict).where(
                 tuple_(col(JudgeVerdict.case_id), col(JudgeVerdict.turn)).in_(chunk)
             )
         ).rowcount
     cases = sorted(set(case_ids))
-    for start in range(0, len(cases), 500):
+    for chunk in in_chunks(cases):
         deleted += connection.execute(
             delete(JudgeVerdict).where(
-                col(JudgeVerdict.case_id).in_(cases[start : start + 500]),
+                col(JudgeVerdict.case_id).in_(chunk),
                 col(JudgeVerdict.turn).is_(None),
             )
         ).rowcount

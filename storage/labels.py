@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from sqlalchemy import and_, case, distinct, false, func, insert, select, update
+from sqlalchemy import Connection, and_, case, distinct, false, func, insert, select, update
 from sqlmodel import Session, col
 
 from storage.bulk import in_chunks, insert_rows, plain_rows, timestamp_param
@@ -99,6 +99,46 @@ def count_current_labeled_turns(
         col(Label.current),
     )
     return int(session.execute(query).scalar_one())
+
+
+def current_label_counts(
+    target: Session | Connection,
+    *,
+    case_ids: Sequence[str],
+    rubric_id: str | None = None,
+    version: int | None = None,
+    reviewer_ids: Sequence[int] | None = None,
+) -> dict[tuple[str, int, str, int], int]:
+    """``(case_id, reviewer_id, rubric_id, version) -> n``: the current labels on
+    ``case_ids`` (of one rubric version and of ``reviewer_ids`` only, if given), for
+    recounting the reviewers' progress."""
+    found: dict[tuple[str, int, str, int], int] = {}
+    for chunk in in_chunks(case_ids):
+        query = (
+            select(
+                col(Label.case_id),
+                col(Label.reviewer_id),
+                col(Label.rubric_id),
+                col(Label.rubric_version),
+                func.count(),
+            )
+            .where(col(Label.current), col(Label.case_id).in_(list(chunk)))
+            .group_by(
+                col(Label.case_id),
+                col(Label.reviewer_id),
+                col(Label.rubric_id),
+                col(Label.rubric_version),
+            )
+        )
+        if rubric_id is not None:
+            query = query.where(col(Label.rubric_id) == rubric_id)
+        if version is not None:
+            query = query.where(col(Label.rubric_version) == version)
+        if reviewer_ids is not None:
+            query = query.where(col(Label.reviewer_id).in_(reviewer_ids))
+        for case_id, reviewer_id, rubric, rubric_version, n in target.execute(query):
+            found[(case_id, reviewer_id, rubric, rubric_version)] = n
+    return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -522,16 +562,6 @@ def label_turn_summaries(
         .group_by(col(Label.case_id), col(Label.turn))
     )
     return plain_rows(session, query)
-
-
-def current_label_code(
-    session: Session, *, rubric_id: str, version: int, case_id: str, turn: int, reviewer_id: int
-) -> str | None:
-    """The reviewer's current code on a unit before a change (for ``before``)."""
-    unit = current_of_unit(Label, rubric_id=rubric_id, version=version, case_id=case_id, turn=turn)
-    of_reviewer = col(Label.reviewer_id) == reviewer_id
-    query = select(col(Label.code)).where(*unit, of_reviewer).order_by(col(Label.id).desc())
-    return session.scalars(query.limit(1)).first()
 
 
 def rubric_version_has_labels(session: Session, *, rubric_id: str, version: int) -> bool:

@@ -15,6 +15,9 @@ changed turn (and a conversation-level verdict on any replaced case) judged a
 conversation that is gone, so it is deleted in the same transaction; the judge
 report then never pairs it with the new content, and resuming the run judges the
 new turns.
+
+This module holds no query of its own: it runs those of the tables' modules in order,
+in the import's transaction.
 """
 
 from __future__ import annotations
@@ -24,16 +27,17 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import Connection, and_, bindparam, func, select, tuple_, update
-from sqlmodel import col
+from sqlalchemy import Connection
 
-from storage.cases import changed_turns
+from storage.assignments import lock_case_assignments, recount_case_progress
+from storage.cases import EVENT_COLUMNS, changed_turns
 from storage.judging import delete_verdicts_on_changed_turns
-from storage.models import Assignment, GoldLabel, Label
+from storage.labels import current_label_counts
+from storage.models import GoldLabel, Label
 from storage.rubric_versions import applies_to_by_version
+from storage.units import mark_stale
 
-# Position of the actor in the rows of storage.cases.EVENT_COLUMNS.
-_EVENT_ACTOR = 3
+_EVENT_ACTOR = EVENT_COLUMNS.index("actor")
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,36 +68,10 @@ def mark_replaced_turns_stale(
         connection, case_ids=case_ids, new_cases=new_cases, new_events=new_events
     )
     ordered = sorted(set(case_ids))
-    if connection.dialect.name == "postgresql":
-        for start in range(0, len(ordered), 500):
-            connection.execute(
-                select(col(Assignment.id))
-                .where(col(Assignment.case_id).in_(ordered[start : start + 500]))
-                .order_by(
-                    col(Assignment.case_id),
-                    col(Assignment.rubric_id),
-                    col(Assignment.rubric_version),
-                    col(Assignment.reviewer_id),
-                )
-                .with_for_update()
-            ).all()
+    lock_case_assignments(connection, case_ids=ordered)
     units = [(case_id, turn) for case_id, turns in sorted(changed.items()) for turn in turns]
-    stale_labels = stale_gold = 0
-    for start in range(0, len(units), 500):
-        chunk = units[start : start + 500]
-        for table in (Label, GoldLabel):
-            result = connection.execute(
-                update(table)
-                .where(
-                    col(table.current),
-                    tuple_(col(table.case_id), col(table.turn)).in_(chunk),
-                )
-                .values(current=False, stale=True)
-            )
-            if table is Label:
-                stale_labels += result.rowcount
-            else:
-                stale_gold += result.rowcount
+    stale_labels = mark_stale(connection, table=Label, units=units)
+    stale_gold = mark_stale(connection, table=GoldLabel, units=units)
     verdicts = delete_verdicts_on_changed_turns(connection, case_ids=ordered, changed=changed)
     _recount_progress(connection, case_ids=ordered, new_events=new_events)
     return StaleMarks(stale_labels, stale_gold, verdicts)
@@ -110,56 +88,11 @@ def _recount_progress(
         if row[0] in wanted:
             per_actor = actors.setdefault(row[0], {})
             per_actor[row[_EVENT_ACTOR]] = per_actor.get(row[_EVENT_ACTOR], 0) + 1
-    applies_to = applies_to_by_version(connection)
-    now = datetime.now(UTC)
-    updates: list[dict[str, Any]] = []
-    for start in range(0, len(case_ids), 500):
-        chunk = list(case_ids[start : start + 500])
-        counts = {
-            (case_id, reviewer_id, rubric_id, version): n
-            for case_id, reviewer_id, rubric_id, version, n in connection.execute(
-                select(
-                    col(Label.case_id),
-                    col(Label.reviewer_id),
-                    col(Label.rubric_id),
-                    col(Label.rubric_version),
-                    func.count(),
-                )
-                .where(col(Label.current), col(Label.case_id).in_(chunk))
-                .group_by(
-                    col(Label.case_id),
-                    col(Label.reviewer_id),
-                    col(Label.rubric_id),
-                    col(Label.rubric_version),
-                )
-            )
-        }
-        assignments = connection.execute(
-            select(
-                col(Assignment.id),
-                col(Assignment.case_id),
-                col(Assignment.reviewer_id),
-                col(Assignment.rubric_id),
-                col(Assignment.rubric_version),
-                col(Assignment.completed_at),
-            ).where(col(Assignment.case_id).in_(chunk))
-        )
-        for assignment_id, case_id, reviewer_id, rubric_id, version, completed_at in assignments:
-            labeled = counts.get((case_id, reviewer_id, rubric_id, version), 0)
-            actor = applies_to.get((rubric_id, version), "assistant")
-            total = actors.get(case_id, {}).get(actor, 0)
-            complete = total > 0 and labeled >= total
-            updates.append(
-                {
-                    "a_id": assignment_id,
-                    "a_labeled": labeled,
-                    "a_completed": (completed_at or now) if complete else None,
-                }
-            )
-    if updates:
-        connection.execute(
-            update(Assignment)
-            .where(and_(col(Assignment.id) == bindparam("a_id")))
-            .values(labeled_turns=bindparam("a_labeled"), completed_at=bindparam("a_completed")),
-            updates,
-        )
+    recount_case_progress(
+        connection,
+        case_ids=case_ids,
+        labeled=current_label_counts(connection, case_ids=case_ids),
+        actor_turns=actors,
+        applies_to=applies_to_by_version(connection),
+        now=datetime.now(UTC),
+    )

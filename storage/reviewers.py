@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from sqlalchemy import select, update
 from sqlmodel import Session, col
 
-from storage.bulk import insert_ignoring_conflicts
+from storage.bulk import in_chunks, insert_ignoring_conflicts
 from storage.models import (
     Reviewer,
     utcnow,
@@ -25,8 +25,7 @@ def get_reviewer_by_name(session: Session, *, name: str) -> Reviewer | None:
 def reviewers_by_name(session: Session, *, names: Iterable[str]) -> dict[str, Reviewer]:
     wanted = sorted(set(names))
     found: dict[str, Reviewer] = {}
-    for start in range(0, len(wanted), 500):
-        chunk = wanted[start : start + 500]
+    for chunk in in_chunks(wanted):
         for reviewer in session.scalars(select(Reviewer).where(col(Reviewer.name).in_(chunk))):
             found[reviewer.name] = reviewer
     return found

@@ -1,5 +1,6 @@
 """What the two append-only unit tables, ``labels`` and ``gold_labels``, share: the
-current row of a unit, and carrying current rows into the next rubric version.
+current row of a unit, carrying current rows into the next rubric version, and making
+them stale when ``import --replace`` changes their turn.
 
 A unit is one turn of one case under one rubric version. ``labels`` keeps one current
 row per unit and reviewer, ``gold_labels`` one per unit (the partial unique indexes
@@ -10,14 +11,14 @@ supersedes the current one. The queries of one table alone are in
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, text
+from sqlalchemy import Connection, bindparam, text, tuple_, update
 from sqlmodel import Session, col
 
-from storage.bulk import code_counts, code_mapping_case, timestamp_param
+from storage.bulk import code_counts, code_mapping_case, in_chunks, timestamp_param
 from storage.models import GoldLabel, Label
 
 
@@ -133,3 +134,22 @@ def carried_units(session: Session, *, table: str, rubric_id: str, version: int)
             {"rid": rubric_id, "v": version},
         ).scalar_one()
     )
+
+
+def mark_stale(
+    connection: Connection,
+    *,
+    table: type[Label] | type[GoldLabel],
+    units: Sequence[tuple[str, int]],
+) -> int:
+    """Make the current rows of ``table`` on ``units`` (``(case_id, turn)``, any rubric
+    version) stale: no longer current, kept in the history (``import --replace`` changed
+    those turns). Returns how many rows changed."""
+    changed = 0
+    for chunk in in_chunks(units):
+        changed += connection.execute(
+            update(table)
+            .where(col(table.current), tuple_(col(table.case_id), col(table.turn)).in_(chunk))
+            .values(current=False, stale=True)
+        ).rowcount
+    return changed
