@@ -24,7 +24,6 @@ from storage.models import (
     Evaluation,
     Event,
     Finding,
-    GoldLabel,
     Label,
     LabelEvent,
     Reviewer,
@@ -446,21 +445,6 @@ def _integers(text: str) -> npt.NDArray[np.int64] | None:
             return np.fromstring(text, dtype=np.int64, sep=",")
         except (DeprecationWarning, ValueError):
             return None
-
-
-def label_token(session: Session, *, rubric_id: str, version: int) -> tuple[int, int, int, int]:
-    """Changes whenever labels or gold labels of the rubric version change (append-only ids)."""
-    labels = session.execute(
-        select(func.count(), func.coalesce(func.max(col(Label.id)), 0)).where(
-            col(Label.rubric_id) == rubric_id, col(Label.rubric_version) == version
-        )
-    ).one()
-    gold = session.execute(
-        select(func.count(), func.coalesce(func.max(col(GoldLabel.id)), 0)).where(
-            col(GoldLabel.rubric_id) == rubric_id, col(GoldLabel.rubric_version) == version
-        )
-    ).one()
-    return int(labels[0]), int(labels[1]), int(gold[0]), int(gold[1])
 
 
 def pass_labels_on_violations(

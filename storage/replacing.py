@@ -33,9 +33,8 @@ from storage.assignments import lock_case_assignments, recount_case_progress
 from storage.cases import EVENT_COLUMNS, changed_turns
 from storage.judging import delete_verdicts_on_changed_turns
 from storage.labels import current_label_counts
-from storage.models import GoldLabel, Label
 from storage.rubric_versions import applies_to_by_version
-from storage.units import mark_stale
+from storage.units import mark_turns_stale
 
 _EVENT_ACTOR = EVENT_COLUMNS.index("actor")
 
@@ -70,8 +69,7 @@ def mark_replaced_turns_stale(
     ordered = sorted(set(case_ids))
     lock_case_assignments(connection, case_ids=ordered)
     units = [(case_id, turn) for case_id, turns in sorted(changed.items()) for turn in turns]
-    stale_labels = mark_stale(connection, table=Label, units=units)
-    stale_gold = mark_stale(connection, table=GoldLabel, units=units)
+    stale_labels, stale_gold = mark_turns_stale(connection, units=units)
     verdicts = delete_verdicts_on_changed_turns(connection, case_ids=ordered, changed=changed)
     _recount_progress(connection, case_ids=ordered, new_events=new_events)
     return StaleMarks(stale_labels, stale_gold, verdicts)

@@ -1,6 +1,7 @@
 """What the two append-only unit tables, ``labels`` and ``gold_labels``, share: the
-current row of a unit, carrying current rows into the next rubric version, and making
-them stale when ``import --replace`` changes their turn.
+current row of a unit, the token that changes with either, carrying current rows into
+the next rubric version, and making them stale when ``import --replace`` changes their
+turn.
 
 A unit is one turn of one case under one rubric version. ``labels`` keeps one current
 row per unit and reviewer, ``gold_labels`` one per unit (the partial unique indexes
@@ -15,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, text, tuple_, update
+from sqlalchemy import Connection, bindparam, func, select, text, tuple_, update
 from sqlmodel import Session, col
 
 from storage.bulk import code_counts, code_mapping_case, in_chunks, timestamp_param
@@ -136,20 +137,40 @@ def carried_units(session: Session, *, table: str, rubric_id: str, version: int)
     )
 
 
-def mark_stale(
-    connection: Connection,
-    *,
-    table: type[Label] | type[GoldLabel],
-    units: Sequence[tuple[str, int]],
-) -> int:
-    """Make the current rows of ``table`` on ``units`` (``(case_id, turn)``, any rubric
-    version) stale: no longer current, kept in the history (``import --replace`` changed
-    those turns). Returns how many rows changed."""
-    changed = 0
+def mark_turns_stale(
+    connection: Connection, *, units: Sequence[tuple[str, int]]
+) -> tuple[int, int]:
+    """Make the current labels and gold labels on ``units`` (``(case_id, turn)``, any
+    rubric version) stale: no longer current, kept in the history (``import --replace``
+    changed those turns). Returns how many labels and gold labels changed."""
+    stale_labels = stale_gold = 0
     for chunk in in_chunks(units):
-        changed += connection.execute(
-            update(table)
-            .where(col(table.current), tuple_(col(table.case_id), col(table.turn)).in_(chunk))
-            .values(current=False, stale=True)
-        ).rowcount
-    return changed
+        for table in (Label, GoldLabel):
+            result = connection.execute(
+                update(table)
+                .where(
+                    col(table.current),
+                    tuple_(col(table.case_id), col(table.turn)).in_(chunk),
+                )
+                .values(current=False, stale=True)
+            )
+            if table is Label:
+                stale_labels += result.rowcount
+            else:
+                stale_gold += result.rowcount
+    return stale_labels, stale_gold
+
+
+def label_token(session: Session, *, rubric_id: str, version: int) -> tuple[int, int, int, int]:
+    """Changes whenever labels or gold labels of the rubric version change (append-only ids)."""
+    labels = session.execute(
+        select(func.count(), func.coalesce(func.max(col(Label.id)), 0)).where(
+            col(Label.rubric_id) == rubric_id, col(Label.rubric_version) == version
+        )
+    ).one()
+    gold = session.execute(
+        select(func.count(), func.coalesce(func.max(col(GoldLabel.id)), 0)).where(
+            col(GoldLabel.rubric_id) == rubric_id, col(GoldLabel.rubric_version) == version
+        )
+    ).one()
+    return int(labels[0]), int(labels[1]), int(gold[0]), int(gold[1])

@@ -56,7 +56,7 @@ def label_token(engine: Engine, actor: Actor, *, rubric: Rubric) -> tuple[int, i
     """Changes whenever a label or gold label of the rubric version does (a cache key)."""
     authorize(engine, actor, "policy_owner")
     with Session(read_only(engine)) as session:
-        return labels.label_token(session, rubric_id=rubric.id, version=rubric.version)
+        return storage.units.label_token(session, rubric_id=rubric.id, version=rubric.version)
 
 
 def agreement_report(

@@ -53,7 +53,7 @@ import review_app
 import storage.audit_samples
 import storage.cases
 import storage.judging
-import storage.labels
+import storage.units
 from review_app.errors import DatabaseBusy, InputError
 from review_app.evaluator import EVALUATOR_VERSION
 from review_app.rubrics import Rubric
@@ -206,7 +206,7 @@ def _data_token(
 
         def version_parts(version: Rubric) -> dict[str, Any]:
             found: dict[str, Any] = {
-                "labels": storage.labels.label_token(
+                "labels": storage.units.label_token(
                     session, rubric_id=version.id, version=version.version
                 )
             }
@@ -233,7 +233,7 @@ def _data_token(
 def _rows_read(engine: Engine, *, rubric: Rubric, reads: frozenset[str]) -> int:
     """How many labels, gold labels and verdicts of the version a report reads."""
     with Session(read_only(engine)) as session:
-        labels = storage.labels.label_token(session, rubric_id=rubric.id, version=rubric.version)
+        labels = storage.units.label_token(session, rubric_id=rubric.id, version=rubric.version)
         verdicts = (
             storage.judging.judge_token(session, rubric_id=rubric.id, version=rubric.version)[2]
             if "judge" in reads
