@@ -20,7 +20,6 @@ from sqlmodel import Session
 
 from review_app.errors import InputError
 from review_app.rubrics import RE_REVIEW_CHANGES, Rubric, RubricMapping, map_rubrics
-from review_app.services.review.queue import forget_progress
 from review_app.services.rubrics.rubric_catalog import RubricCatalog
 from review_app.services.team.people import Actor, authorize, require_reviewer_id
 from storage import audit, carry
@@ -150,7 +149,6 @@ def publish_rubric(
             summary=summary,
         )
         session.commit()
-    forget_progress()
     return report
 
 
