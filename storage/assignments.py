@@ -17,6 +17,7 @@ from storage.cases import actor_turn_counts
 from storage.labels import current_label_counts
 from storage.models import (
     Assignment,
+    AuditEntry,
     Case,
     Evaluation,
     Label,
@@ -228,6 +229,27 @@ def queue_count(session: Session, *, selection: QueueSelection) -> int:
     if selection.lane is not None:
         query = query.join(Evaluation, _evaluation_of_assignment(selection.evaluator_version))
     return int(session.execute(_selected(query, selection)).scalar_one())
+
+
+def progress_token(session: Session) -> tuple[Any, ...]:
+    """Changes whenever a reviewer's queue counts (:func:`queue_progress`) may have:
+    ``(highest label id, highest assignment id, time of the newest audit entry)``.
+
+    Labels and assignments are append-only, so a saved or imported label and a new
+    queue entry raise a highest id. What updates progress in place (a case replaced
+    under its labels, a rubric carry's recount) or brings older rows back (a restored
+    backup) is a change with its audit entry, written in the same transaction; a
+    restore's entry is newer than anything the database held before. Three index
+    lookups, whatever the size of the tables. On PostgreSQL, ids are drawn before
+    commit, so two writes committing in the other order can leave the highest id as it
+    was: a reader caching by this token also bounds how long it keeps a count.
+    """
+    newest = (
+        select(func.max(col(Label.id))).scalar_subquery(),
+        select(func.max(col(Assignment.id))).scalar_subquery(),
+        select(func.max(col(AuditEntry.at))).scalar_subquery(),
+    )
+    return tuple(session.execute(select(*newest)).one())
 
 
 def queue_progress(

@@ -173,8 +173,8 @@ def invoke_cli(
 
     In-process by default (Typer's ``CliRunner`` on :data:`review_app.cli.app`): the
     environment and working directory are swapped in for the call and put back
-    after it, engines the command opened are disposed and the queue's progress
-    cache is cleared, so a call sees what a fresh process would. An exception that
+    after it and engines the command opened are disposed, so a call sees what a
+    fresh process would. An exception that
     escapes the command gives exit code 1 and its traceback on stderr, as Python
     does. ``subprocess=True`` starts the real entry point (``python -m
     review_app``) instead: for tests of the entry point itself.
@@ -194,7 +194,6 @@ def invoke_cli(
     from typer.testing import CliRunner
 
     from review_app.cli import app
-    from review_app.services.review.queue import forget_progress
     from storage import engine as engines
 
     saved_environment = dict(os.environ)
@@ -211,7 +210,6 @@ def invoke_cli(
         os.environ.update(saved_environment)
         for url in set(engines._engines) - opened_before:
             engines._engines.pop(url).dispose()
-        forget_progress()
     stderr = result.stderr
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         stderr += "Traceback (most recent call last):\n" + "".join(

@@ -584,7 +584,6 @@ EXEMPT: dict[str, str] = {
     "people.sign_in": "issues actors",
     "key_events.parse_key_events": "pure: checks the review page's queued key presses",
     "cases.checked_case_id": "pure: checks a case id given by a face (the address)",
-    "queue.forget_progress": "clears an in-process cache",
     "queue.summarise": "pure: sums up per turn the signals the caller read",
     "queue.score_summary": "pure: scores a summary the caller computed",
     "queue.order_informative_first": "pure: orders case ids by scores the caller computed",

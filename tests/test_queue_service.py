@@ -1,11 +1,20 @@
 """Queue service: assignment overlap with reviewers already holding cases, and queue counts
-that follow labels and assignments at once (they are kept a few seconds in memory)."""
+that follow labels and assignments at once, whichever process made the change (they are
+kept in memory while the data token of the queues stays the same)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
 import pytest
+from sqlalchemy import Engine
 from sqlmodel import Session
 
+from review_app.rubrics import Rubric
 from review_app.services.cases.demo import DEMO_CASES, load_demo
 from review_app.services.cases.importing import import_paths
 from review_app.services.judging.audit_samples import draw_audit_sample
@@ -13,14 +22,18 @@ from review_app.services.labels.labeling import record_label
 from review_app.services.review.queue import (
     CaseSignals,
     Informativeness,
+    ProgressCounts,
     assign_cases,
     informative_queue,
+    open_review_work,
     order_informative_first,
     queue_page,
     score_case,
 )
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
 from review_app.services.team.people import Actor, add_person, operator_actor, sign_in
+from storage import assignments
+from storage.engine import create_database_engine, read_only
 from storage.models import JudgeRun, JudgeVerdict
 from tests.conftest import Database
 
@@ -78,6 +91,96 @@ def test_queue_counts_follow_labels_and_assignments_at_once(sqlite_database: Dat
     assert queue_page(engine, rita, rubric=rubric, only_unlabeled=True).n_matching == 0
     lane = queue_page(engine, rita, rubric=rubric, lane="pass", only_unlabeled=True)
     assert lane.n_matching == 0 and lane.rows == []
+
+
+SAVE_IN_ANOTHER_PROCESS = """
+import sys
+from review_app.services.labels.labeling import record_label
+from review_app.services.rubrics.rubric_catalog import sync_rubrics
+from review_app.services.team.people import operator_actor, sign_in
+from storage.engine import create_database_engine
+
+engine = create_database_engine(sys.argv[1])
+rubric = sync_rubrics(engine, operator_actor()).get(sys.argv[2])
+rita = sign_in(engine, name="rita", auth_mode="local")
+case_id, turn = sys.argv[3], int(sys.argv[4])
+record_label(engine, rita, case_id=case_id, turn=turn, rubric=rubric, code="in_role")
+"""
+CASE = "support-clean-late-parcel"
+
+
+def _rita_with_one_case(engine: Engine) -> tuple[Rubric, Actor]:
+    """rita, with one case of six assistant turns in her queue, nothing labeled yet."""
+    load_demo(engine, operator_actor())
+    operator = Actor.operator()
+    add_person(engine, operator, name="rita", role="reviewer")
+    rubric = sync_rubrics(engine, operator_actor()).get(RUBRIC)
+    assign_cases(engine, operator, rubric=rubric, reviewers=["rita"], overlap=4, case_ids=[CASE])
+    return rubric, sign_in(engine, name="rita", auth_mode="local")
+
+
+def test_queue_counts_see_a_label_saved_by_another_process_at_once(database: Database) -> None:
+    """The counts are kept between reruns, yet a save by the command line or a second server
+    (here: another process, with its own engine) shows at the next read: nothing in this
+    process is told of it, and nothing is cleared."""
+    engine = database.engine
+    rubric, rita = _rita_with_one_case(engine)
+    for turn in (2, 4, 6, 8, 10):
+        record_label(engine, rita, case_id=CASE, turn=turn, rubric=rubric, code="in_role")
+    before = queue_page(engine, rita, rubric=rubric)
+    assert (before.completed, before.assigned) == (0, 1)
+
+    repo = Path(__file__).resolve().parents[1]
+    subprocess.run(
+        [sys.executable, "-c", SAVE_IN_ANOTHER_PROCESS, database.url, RUBRIC, CASE, "12"],
+        env={**os.environ, "PYTHONPATH": str(repo)},
+        check=True,
+        timeout=120,
+    )
+
+    after = queue_page(engine, rita, rubric=rubric)
+    assert (after.completed, after.assigned, after.progress) == (1, 1, 1.0)
+    assert open_review_work(engine, rita, rubric=rubric) == 0
+
+
+def test_kept_counts_serve_while_the_token_stays_and_are_counted_again_when_it_moves(
+    sqlite_database: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The cache can be seen working: a read with an unchanged token does not count, and a
+    label saved through a second engine (what another process's save looks like from
+    here) moves the token, so the next read counts again."""
+    engine = sqlite_database.engine
+    rubric, rita = _rita_with_one_case(engine)
+    reviewer_id = rita.reviewer_id
+    assert reviewer_id is not None
+    counted: list[int] = []
+    count = assignments.queue_progress
+
+    def counting(session: Session, **kwargs: Any) -> tuple[int, int]:
+        counted.append(kwargs["reviewer_id"])
+        return count(session, **kwargs)
+
+    monkeypatch.setattr(assignments, "queue_progress", counting)
+    kept = ProgressCounts(ttl=3600)
+
+    def read() -> tuple[int, int]:
+        with Session(read_only(engine)) as session:
+            return kept.counts(session, engine, reviewer_id=reviewer_id, rubric=rubric)
+
+    assert (read(), read()) == ((0, 1), (0, 1))
+    assert counted == [reviewer_id]  # the second read used the kept counts
+
+    second_engine = create_database_engine(sqlite_database.url)
+    try:
+        for turn in (2, 4, 6, 8, 10, 12):
+            record_label(
+                second_engine, rita, case_id=CASE, turn=turn, rubric=rubric, code="in_role"
+            )
+    finally:
+        second_engine.dispose()
+    assert read() == (1, 1)
+    assert counted == [reviewer_id, reviewer_id]
+    assert read() == (1, 1) and len(counted) == 2
 
 
 # --- most informative first ---------------------------------------------------------------

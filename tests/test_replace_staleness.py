@@ -91,6 +91,7 @@ def test_a_changed_turn_makes_its_label_and_later_ones_stale(
     )
     changed = [dict(event) for event in FOUR_EVENTS]
     changed[2]["text"] = "It is 9999."  # a user turn between the two assistant turns
+    assert queue_page(database.engine, ana, rubric=rubric).completed == 1
 
     _import(database, tmp_path, _case(changed), "changed")
 
@@ -105,6 +106,9 @@ def test_a_changed_turn_makes_its_label_and_later_ones_stale(
     assert detail.gold is not None and detail.gold.code == "in_role"
     page = queue_page(database.engine, ana, rubric=rubric)
     assert [(r.labeled_turns, r.completed) for r in page.rows] == [(1, False)]
+    # the counts kept since the read before the import are counted again (no new label
+    # or queue entry: the replacement's audit entry moves the queues' token)
+    assert (page.completed, page.assigned) == (0, 1)
 
     # relabeling the turn makes the case complete again; the stale label stays history
     record_label(database.engine, ana, case_id=CASE, turn=4, rubric=rubric, code="in_role")

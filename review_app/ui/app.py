@@ -12,18 +12,18 @@ import streamlit as st
 
 from review_app.errors import DatabaseBusy, PermissionDenied
 from review_app.services.team.people import one_role_read
-from review_app.ui import auth, keys, state
+from review_app.ui import auth, keys, registry, session
 from review_app.ui.safe import code_span, error_text, escape
 
 # An emoji favicon is drawn in the browser; a Material icon would be fetched from
 # fonts.gstatic.com, a request leaving the reviewer's machine on every page load.
 st.set_page_config(page_title="Role Review", page_icon="⚖️", layout="wide")
-state.init_session()
+session.init_session()
 
 # Every run reads the signed-in person's role once (every service still checks it).
 with one_role_read():
     try:
-        signed_in = state.current_actor()
+        signed_in = auth.current_actor()
     except PermissionDenied as error:
         st.error(error_text(error))
         st.stop()
@@ -42,7 +42,7 @@ with one_role_read():
         st.stop()
 
     st.session_state["_actor"] = signed_in
-    navigation = st.navigation(state.pages())
+    navigation = st.navigation(registry.pages())
     if navigation.url_path in ("review", "queue", ""):  # "": the root shows the queue
         # First on the page: label keys pressed while the review page loads (or right
         # after N on the queue) are kept.
@@ -60,7 +60,7 @@ with one_role_read():
             if signed_in.auth_mode == "oidc" and st.button("Sign out", key="sign_out"):
                 st.logout()
 
-    state.show_flash()
+    session.show_flash()
     try:
         navigation.run()
     except DatabaseBusy as error:

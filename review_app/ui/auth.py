@@ -7,6 +7,8 @@ mode must be chosen explicitly because anyone can send a header to an exposed
 server), or ``local``. Without the variable: ``oidc`` when secrets have ``[auth]``,
 else ``local``, where the one person using the app is an admin named
 ``REVIEW_APP_LOCAL_USER`` (default: the operating-system user).
+
+:func:`current_actor` turns the identity into the session's signed-in actor.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from review_app.services.team.people import local_user_name
+from review_app.services.team.people import Actor, authorize, local_user_name, sign_in
+from review_app.ui.cached import engine
 
 AUTH_ENV = "REVIEW_APP_AUTH"
 PROXY_HEADER_ENV = "REVIEW_APP_PROXY_HEADER"
@@ -74,3 +77,24 @@ def current_identity() -> Identity | None:
         value = read_proxy_header()
         return Identity(name=value, mode="proxy") if value else None
     return Identity(name=local_user_name(), mode="local", first_role="admin")
+
+
+def current_actor() -> Actor | None:
+    """The signed-in actor, or ``None`` (the entry script then shows the sign-in)."""
+    identity = current_identity()
+    if identity is None:
+        return None
+    kept = st.session_state["signed_in"]
+    if kept is not None and kept[0] == identity:
+        # Signed in at an earlier run of this session: check the issued actor again
+        # (its seal, and its current role and active flag from the database).
+        return authorize(engine(), kept[1], "reviewer")
+    signed_in = sign_in(
+        engine(),
+        name=identity.name,
+        auth_mode=identity.mode,
+        display_name=identity.display_name,
+        first_role=identity.first_role,
+    )
+    st.session_state["signed_in"] = (identity, signed_in)
+    return signed_in

@@ -1,6 +1,7 @@
 """What several pages share: their opening (who may see the page, which rubric
-version), a choice where "all" means no filter, a disagreement's row of links, and the
-sentence saying a report is still being computed in the background."""
+version, a word to someone with unfinished work of their own), a choice where "all"
+means no filter, a disagreement's row of links, and the sentence saying a report is
+still being computed in the background."""
 
 from __future__ import annotations
 
@@ -11,9 +12,11 @@ from streamlit.delta_generator import DeltaGenerator
 
 from review_app.rubrics import Rubric
 from review_app.services.labels.adjudication import DisagreementUnit
+from review_app.services.review.queue import open_review_work
 from review_app.services.review.report_store import Shown
+from review_app.services.rubrics.rubric_catalog import RubricCatalog
 from review_app.services.team.people import Actor
-from review_app.ui import state
+from review_app.ui import cached, registry, session
 from review_app.ui.safe import code_span, escape
 
 FIRST_ROWS = 30
@@ -22,18 +25,73 @@ page showing hundreds would load several times slower on a large database than o
 demo; the rest is one click away (the adjudication page, a filter)."""
 
 
-def policy_owner(forbidden: str) -> Actor:
-    """The signed-in policy owner; anyone else sees ``forbidden`` and nothing more."""
-    actor = state.actor()
+def policy_owner(message: str) -> Actor:
+    """The signed-in policy owner; anyone else sees ``message`` and nothing more."""
+    actor = session.actor()
     if not actor.has_role("policy_owner"):
-        state.forbidden(forbidden)
+        forbidden(message)
     return actor
+
+
+def selected_rubric(rubrics: RubricCatalog | None = None) -> Rubric | None:
+    """The rubric version chosen in the sidebar (a valid one, or ``None`` if none exists).
+
+    Pass the catalog when the caller has it: each :func:`~review_app.ui.cached.catalog`
+    call looks at the rubric files and hashes the cache key again.
+    """
+    if rubrics is None:
+        rubrics = cached.catalog()
+    refs = rubrics.refs
+    if not refs:
+        return None
+    if st.session_state["rubric_ref"] not in refs:
+        st.session_state["rubric_ref"] = rubrics.default_ref()
+    return rubrics.get(st.session_state["rubric_ref"])
+
+
+def rubric_selector() -> Rubric | None:
+    rubrics = cached.catalog()
+    selected = selected_rubric(rubrics)
+    if selected is None:
+        st.sidebar.error("No usable rubric version. Add one under rubrics/<id>/v<N>.yaml.")
+    else:
+        st.sidebar.selectbox(
+            "Rubric version",
+            rubrics.refs,
+            key=session.widget_key("rubric_ref"),
+            on_change=session.keep,
+            args=("rubric_ref",),
+        )
+        selected = rubrics.get(st.session_state["rubric_ref"])
+    for ref, message in sorted(rubrics.refused.items()):
+        st.sidebar.warning(f"Rubric {escape(ref)} is not offered.")
+        st.sidebar.text(message)
+    return selected
+
+
+def own_work_notice(rubric: Rubric) -> None:
+    """On pages showing everyone's labels: say so to someone with unfinished cases of
+    their own under this rubric version (their labeling is blind until they look)."""
+    left = open_review_work(cached.engine(), session.actor(), rubric=rubric)
+    if left:
+        st.warning(
+            f"You have {left:d} unfinished case{'s' if left != 1 else ''} in your own review "
+            f"queue under {escape(rubric.ref)}. This page shows other reviewers' labels: label "
+            "your queue first to keep your own labels blind.",
+            icon=":material/visibility:",
+        )
+
+
+def forbidden(message: str) -> None:
+    """Say the page is not for this person and show nothing else."""
+    st.error(escape(message))
+    st.stop()
 
 
 def rubric_page(title: str) -> Rubric:
     """The rubric version chosen in the sidebar, under the page's title (the page
     stops there when there is no usable rubric version)."""
-    rubric = state.rubric_selector()
+    rubric = rubric_selector()
     st.title(escape(title))
     if rubric is None:
         st.stop()
@@ -50,7 +108,7 @@ def disagreement_row(unit: DisagreementUnit, widths: list[int]) -> list[DeltaGen
     """A unit's link to its adjudication, its codes and kinds; the row's cells."""
     cells = st.columns(widths)
     cells[0].page_link(
-        state.page("adjudicate"),
+        registry.page("adjudicate"),
         label=f"{escape(unit.case_id)} · turn {unit.turn:d}",
         query_params={"case": unit.case_id, "turn": str(unit.turn)},
     )
@@ -96,5 +154,5 @@ def report_notice(*shown: Shown[Any]) -> None:
 def _redraw_when_ready(waiting: list[dict[str, Any]]) -> None:
     # A fragment reruns alone every few seconds; the whole page reruns once one of the
     # awaited reports is stored (or its job ended).
-    if any(state.intervals_ready(one) for one in waiting):
+    if any(cached.intervals_ready(one) for one in waiting):
         st.rerun(scope="app")

@@ -28,7 +28,7 @@ from review_app.services.judging.runs import list_judge_runs
 from review_app.services.operations.jobs import stop_job
 from review_app.services.review import readings
 from review_app.services.team.people import Actor
-from review_app.ui import state
+from review_app.ui import session
 from review_app.ui.safe import code_span, error_text, escape
 
 REFUSED = (InputError, NotFound, PermissionDenied)
@@ -101,7 +101,7 @@ def draw(engine: Engine, actor: Actor, rubric: Rubric) -> None:
             else:
                 st.session_state["workbench_saved"] = saved.ref
                 st.session_state["workbench_text_of"] = saved.ref
-                state.flash(f"Saved as {saved.ref}")
+                session.flash(f"Saved as {saved.ref}")
                 st.rerun()
 
     with st.expander("Preview: the messages for one unit with gold"):

@@ -26,7 +26,6 @@ from review_app.files.discovery import discover_case_files
 from review_app.formats import FORMATS, ImportOptions, open_cases
 from review_app.services.cases.case_rows import ContractHashes, PreparedCase, prepare_case
 from review_app.services.cases.file_import import file_sha256
-from review_app.services.review.queue import forget_progress
 from review_app.services.team.people import Actor, authorize
 from storage import audit
 from storage.bulk import timestamp_param
@@ -402,9 +401,6 @@ def import_paths(
             if on_file_done and (outcome.imported or outcome.unchanged):
                 on_file_done(outcome)  # what this file stored before the error
             raise
-        finally:
-            if outcome.replaced:
-                forget_progress()  # a replacement recounts reviewers' progress on its cases
         summary.files.append(outcome)
         if on_file_done:
             on_file_done(outcome)

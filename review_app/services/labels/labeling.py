@@ -19,7 +19,6 @@ from review_app import input_policy
 from review_app.errors import InputError
 from review_app.rubrics import Rubric
 from review_app.services.cases.cases import check_case_access, checked_case_id
-from review_app.services.review.queue import forget_progress
 from review_app.services.team.people import Actor, authorize, require_reviewer_id
 from storage import assignments, audit, cases, labels
 from storage.engine import read_only
@@ -192,7 +191,6 @@ def record_label(
         )
         saved = SavedLabel(label_id, case_id, turn, code, labeled, total)
         session.commit()
-    forget_progress()
     return saved
 
 

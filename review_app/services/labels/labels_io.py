@@ -36,7 +36,6 @@ from review_app.services.cases.cases import not_in_queue
 from review_app.services.cases.export import LABEL_EXPORT_COLUMNS
 from review_app.services.cases.file_import import file_sha256, record_error, with_stored_turns
 from review_app.services.labels.labeling import MAX_RATIONALE_CHARS
-from review_app.services.review.queue import forget_progress
 from review_app.services.rubrics.rubric_catalog import RubricCatalog
 from review_app.services.team.people import Actor, authorize, check_reviewer_name, display_of
 from storage import assignments, audit, labels, reviewers
@@ -326,7 +325,6 @@ def import_labels(
             },
         )
         session.commit()
-    forget_progress()
     return summary
 
 

@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
 from sqlalchemy import Engine
 from sqlmodel import Session
@@ -37,63 +38,56 @@ DEFAULT_PAGE_SIZE = 25
 PROGRESS_TTL_SECONDS = 10.0
 
 
-class _ProgressCache:
-    """``(completed, assigned)`` per reviewer and rubric version, for a few seconds.
+class ProgressCounts:
+    """``(completed, assigned)`` per reviewer and rubric version, kept while the data
+    they are counted from stays as it was.
 
-    Counting a queue reads every assignment row of the reviewer (about 30 ms for
-    100,000 cases in SQLite), and the queue page needs the counts at every rerun
-    (paging, filters). Whatever changes them in this process (a label, an import,
-    an assignment) calls :func:`forget_progress`; changes made by another process
-    (the command line, a second server) show within ``PROGRESS_TTL_SECONDS``.
+    Counting a queue reads every assignment row of the reviewer (about 20 ms for
+    100,000 cases in SQLite, 11 ms on PostgreSQL), and the queue page needs the counts
+    at every rerun (paging, filters). Each entry is stored with the token of the queues
+    (:func:`storage.assignments.progress_token`, three index lookups: about 0.2 ms,
+    ``benchmarks/bench_progress_token.py``) and used while
+    the token is the same: a label, an import, an assignment, a carry or a replaced
+    case changes it whichever process made the change (this server, the command line,
+    a second server), so nothing has to clear this cache. An entry is also counted
+    again after ``ttl`` seconds, for what the token cannot see (on PostgreSQL, two
+    saves committing in the other order than their ids were drawn).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, ttl: float = PROGRESS_TTL_SECONDS) -> None:
+        self._ttl = ttl
         self._lock = threading.Lock()
-        self._entries: dict[tuple[str, int, str, int], tuple[float, int, int]] = {}
-        self._generation = 0
+        self._entries: dict[
+            tuple[str, int, str, int], tuple[tuple[Any, ...], float, tuple[int, int]]
+        ] = {}
 
-    def get(self, key: tuple[str, int, str, int]) -> tuple[tuple[int, int] | None, int]:
+    def counts(
+        self, session: Session, engine: Engine, *, reviewer_id: int, rubric: Rubric
+    ) -> tuple[int, int]:
+        """The reviewer's counts under ``rubric``, read through ``session``."""
+        key = (
+            engine.url.render_as_string(hide_password=True),
+            reviewer_id,
+            rubric.id,
+            rubric.version,
+        )
+        # The token first: a change committed between the two reads is in the counts
+        # and changes the token, so at worst it is counted once more.
+        token = assignments.progress_token(session)
+        now = time.monotonic()
         with self._lock:
             entry = self._entries.get(key)
-            if entry is not None and time.monotonic() - entry[0] < PROGRESS_TTL_SECONDS:
-                return (entry[1], entry[2]), self._generation
-            return None, self._generation
-
-    def put(self, key: tuple[str, int, str, int], counts: tuple[int, int], generation: int) -> None:
-        with self._lock:
-            if generation == self._generation:  # nothing changed while we counted
-                self._entries[key] = (time.monotonic(), *counts)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-            self._generation += 1
-
-
-_progress_cache = _ProgressCache()
-
-
-def forget_progress() -> None:
-    """Drop the cached queue counts (labels or assignments changed)."""
-    _progress_cache.clear()
-
-
-def _progress(
-    session: Session, engine: Engine, *, reviewer_id: int, rubric: Rubric
-) -> tuple[int, int]:
-    key = (
-        engine.url.render_as_string(hide_password=True),
-        reviewer_id,
-        rubric.id,
-        rubric.version,
-    )
-    counts, generation = _progress_cache.get(key)
-    if counts is None:
+        if entry is not None and entry[0] == token and now - entry[1] < self._ttl:
+            return entry[2]
         counts = assignments.queue_progress(
             session, reviewer_id=reviewer_id, rubric_id=rubric.id, version=rubric.version
         )
-        _progress_cache.put(key, counts, generation)
-    return counts
+        with self._lock:
+            self._entries[key] = (token, now, counts)
+        return counts
+
+
+_progress_counts = ProgressCounts()
 
 
 @dataclass(frozen=True)
@@ -133,7 +127,7 @@ def queue_page(
         only_unlabeled=only_unlabeled,
     )
     with Session(read_only(engine)) as session:
-        completed, assigned = _progress(
+        completed, assigned = _progress_counts.counts(
             session, engine, reviewer_id=actor.reviewer_id, rubric=rubric
         )
         if lane is None:  # the progress already counts these (saves a pass over the queue)
@@ -308,7 +302,6 @@ def assign_cases(
             },
         )
         session.commit()
-    forget_progress()
     return AssignmentReport(len(case_ids), len(rows), dict(added), covered)
 
 

@@ -21,7 +21,6 @@ from sqlmodel import Session
 import storage.units
 from review_app.errors import InputError
 from review_app.rubrics import RE_REVIEW_CHANGES, Rubric, RubricMapping, map_rubrics
-from review_app.services.review.queue import forget_progress
 from review_app.services.rubrics.rubric_catalog import RubricCatalog
 from review_app.services.team.people import Actor, authorize, require_reviewer_id
 from storage import assignments, audit, carry, judging
@@ -151,7 +150,6 @@ def publish_rubric(
             summary=summary,
         )
         session.commit()
-    forget_progress()
     return report
 
 

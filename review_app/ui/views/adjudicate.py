@@ -16,7 +16,7 @@ from review_app.services.labels.adjudication import (
     unit_detail,
 )
 from review_app.services.operations.audit import audit_entries, audit_line
-from review_app.ui import common, state
+from review_app.ui import cached, common, registry, session
 from review_app.ui.safe import code_span, error_text, escape
 
 LISTED_UNITS = 200  # a page of thousands of rows of links would stall the browser
@@ -25,8 +25,8 @@ LONG_TURN_CHARS = 700  # a longer decided turn scrolls in a box of its own
 
 actor = common.policy_owner("Adjudication is for policy owners.")
 rubric = common.rubric_page("Adjudicate")
-engine = state.engine()
-state.own_work_notice(rubric)
+engine = cached.engine()
+common.own_work_notice(rubric)
 case_id = st.query_params.get("case")
 turn_text = st.query_params.get("turn")
 # The address is untrusted input: a turn that is no storable whole number is no unit.
@@ -42,7 +42,7 @@ elif st.session_state["adjudicate_unit"]:
 address_turn = parse_turn_text(turn_text) if turn_text else None
 if not case_id or address_turn is None:
     # No unit asked for: open the first open one by itself (no click to start).
-    first = first_open_unit(state.disagreements(rubric.ref))
+    first = first_open_unit(cached.disagreements(rubric.ref))
     if first is not None:
         case_id, address_turn = first.case_id, first.turn
         st.session_state["adjudicate_unit"] = {"case": case_id, "turn": address_turn}
@@ -53,13 +53,13 @@ def _queue_section() -> None:
     """The disagreement queue, the noted ambiguities and the audit log (below the unit)."""
     assert rubric is not None
     st.toggle("Include settled units", key="adjudicate_all")
-    units = state.disagreements(rubric.ref, include_adjudicated=st.session_state["adjudicate_all"])
+    units = cached.disagreements(rubric.ref, include_adjudicated=st.session_state["adjudicate_all"])
     open_units = sum(1 for unit in units if not unit.adjudicated)
     st.caption(f"{open_units:d} open units under {escape(rubric.ref)}")
     for unit in units[:LISTED_UNITS]:
         cells = st.columns([7, 4, 3, 2])
         cells[0].page_link(
-            state.page("adjudicate"),
+            registry.page("adjudicate"),
             label=f"{escape(unit.case_id)} · turn {unit.turn:d}",
             query_params={"case": unit.case_id, "turn": str(unit.turn)},
             width="stretch",
@@ -97,7 +97,7 @@ if not case_id or address_turn is None:
 
 turn = address_turn
 if st.session_state["gold_unit"] != [case_id, turn]:
-    state.reset_gold_form()  # another unit: nothing chosen yet
+    session.reset_gold_form()  # another unit: nothing chosen yet
     st.session_state["gold_unit"] = [case_id, turn]
 try:
     detail = unit_detail(engine, actor, rubric=rubric, case_id=case_id, turn=turn)
@@ -137,7 +137,7 @@ def _submit_gold() -> None:
     """Runs before the next run draws the form, so it may reset the form's widgets."""
     assert rubric is not None and case_id is not None
     if st.session_state["gold_code"] is None:
-        state.flash("Not recorded: choose the gold label first (keys 1-9).")
+        session.flash("Not recorded: choose the gold label first (keys 1-9).")
         return
     try:
         record_gold(
@@ -152,11 +152,11 @@ def _submit_gold() -> None:
             rubric_ambiguity=st.session_state["gold_ambiguity"],
         )
     except (InputError, NotFound, DatabaseBusy) as error:
-        state.flash(f"Not recorded: {error}")
+        session.flash(f"Not recorded: {error}")
         return
-    state.reset_gold_form()
-    state.flash(f"Gold label recorded for {case_id} turn {turn}.")
-    following = next_open_unit(state.disagreements(rubric.ref), case_id=case_id, turn=turn)
+    session.reset_gold_form()
+    session.flash(f"Gold label recorded for {case_id} turn {turn}.")
+    following = next_open_unit(cached.disagreements(rubric.ref), case_id=case_id, turn=turn)
     if following is not None:
         st.query_params.update({"case": following.case_id, "turn": str(following.turn)})
         st.session_state["adjudicate_unit"] = {"case": following.case_id, "turn": following.turn}
@@ -169,7 +169,7 @@ def _choose(code: str) -> None:
     st.session_state["gold_code"] = code
 
 
-place = queue_place(state.disagreements(rubric.ref), case_id=case_id, turn=turn)
+place = queue_place(cached.disagreements(rubric.ref), case_id=case_id, turn=turn)
 chosen = st.session_state["gold_code"]
 if chosen not in rubric.codes:
     chosen = st.session_state["gold_code"] = None  # the policy owner chooses

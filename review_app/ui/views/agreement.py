@@ -5,13 +5,13 @@ from __future__ import annotations
 import streamlit as st
 
 from review_app.services.review import readings
-from review_app.ui import charts, common, state
+from review_app.ui import cached, charts, common
 from review_app.ui.safe import escape
 
 actor = common.policy_owner("The agreement dashboard is for policy owners; reviewers label blind.")
 
 st.title("Agreement")
-catalog = state.catalog()
+catalog = cached.catalog()
 labeled = sorted(ref for ref in catalog.labeled)
 if not labeled:
     st.info("No labels yet: agreement needs at least two reviewers' labels on the same turns.")
@@ -20,11 +20,11 @@ if st.session_state["agreement_rubric"] not in labeled:
     st.session_state["agreement_rubric"] = labeled[-1]
 st.selectbox("Rubric version", labeled, key="agreement_rubric")
 ref = st.session_state["agreement_rubric"]
-state.own_work_notice(catalog.for_reports(ref))
+common.own_work_notice(catalog.for_reports(ref))
 
-reports = {version: state.dashboard(version).value.report for version in labeled}
-shown = state.dashboard(ref)
-drift_shown = state.drift(ref)
+reports = {version: cached.dashboard(version).value.report for version in labeled}
+shown = cached.dashboard(ref)
+drift_shown = cached.drift(ref)
 data = shown.value
 report = data.report
 gold = report["gold"]
@@ -117,7 +117,7 @@ if len(data.reviewers) >= 2:
         st.session_state["confusion_b"] = data.reviewers[1]
     first.selectbox("Reviewer", data.reviewers, key="confusion_a")
     second.selectbox("against", data.reviewers, key="confusion_b")
-    matrix = state.confusion(ref, st.session_state["confusion_a"], st.session_state["confusion_b"])
+    matrix = cached.confusion(ref, st.session_state["confusion_a"], st.session_state["confusion_b"])
     if matrix:
         chosen = (st.session_state["confusion_a"], st.session_state["confusion_b"])
         st.vega_lite_chart(
@@ -139,7 +139,7 @@ if cautions:
             st.markdown(f"- {escape(caution)}")
 
 st.subheader("Disagreements")
-units = state.disagreements(ref)
+units = cached.disagreements(ref)
 if not units:
     st.success("No open disagreement.")
 for unit in units[: common.FIRST_ROWS]:

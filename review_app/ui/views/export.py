@@ -8,7 +8,7 @@ from review_app.errors import InputError
 from review_app.services.cases.cases import LANES
 from review_app.services.cases.export import EXPORT_FORMATS, export_data, export_file_name
 from review_app.services.cases.uploads import zip_export
-from review_app.ui import common, state
+from review_app.ui import cached, common, session
 from review_app.ui.safe import error_text, escape
 
 actor = common.policy_owner("Exporting is for policy owners.")
@@ -33,8 +33,8 @@ choices = {
 if st.button("Prepare export", key="export_prepare", type="primary"):
     try:
         result = export_data(
-            state.engine(),
-            state.actor(),
+            cached.engine(),
+            session.actor(),
             rubric=rubric,
             format=st.session_state["export_format"],
             redact=st.session_state["export_redact"],
@@ -51,7 +51,7 @@ if st.button("Prepare export", key="export_prepare", type="primary"):
                 lane=common.chosen("export_lane"),
                 redact=choices["redact"],
             ),
-            "zip": zip_export(state.engine(), state.actor(), result),
+            "zip": zip_export(cached.engine(), session.actor(), result),
             "manifest": result.files["manifest.json"],
             "summary": result.line(),
         }

@@ -7,7 +7,7 @@ import streamlit as st
 from review_app.errors import InputError, PermissionDenied
 from review_app.formats import FORMAT_NAMES, ImportOptions
 from review_app.services.cases.uploads import import_label_upload, import_upload, validate_upload
-from review_app.ui import auth, common, state
+from review_app.ui import auth, cached, common
 from review_app.ui.safe import code_span, escape
 
 actor = common.policy_owner("Importing is for policy owners.")
@@ -31,7 +31,7 @@ with cases_tab:
         # Checked as the import would (the same file and options), against what is
         # stored too (contracts, cases).
         name, data = upload.name, upload.getvalue()
-        report = validate_upload(state.engine(), actor, name=name, data=data, options=options)
+        report = validate_upload(cached.engine(), actor, name=name, data=data, options=options)
         if not report.ok:
             st.error("This file cannot be imported; nothing was stored.")
             st.text(report.error or "")
@@ -46,7 +46,7 @@ with cases_tab:
             if st.button("Import these cases", key="import_submit", type="primary"):
                 try:
                     summary = import_upload(
-                        state.engine(), actor, name=name, data=data, options=options
+                        cached.engine(), actor, name=name, data=data, options=options
                     )
                 except InputError as error:
                     st.error("Nothing was stored.")
@@ -61,11 +61,11 @@ with labels_tab:
     if labels_upload is not None and st.button("Import labels", key="labels_submit"):
         try:
             result = import_label_upload(
-                state.engine(),
+                cached.engine(),
                 actor,
                 name=labels_upload.name,
                 data=labels_upload.getvalue(),
-                catalog=state.catalog(),
+                catalog=cached.catalog(),
                 sign_in_enabled=auth.auth_mode() != "local",
             )
         except (InputError, PermissionDenied) as error:

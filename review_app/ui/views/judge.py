@@ -17,12 +17,12 @@ from review_app.services.judging.judge_report import (
 from review_app.services.review import readings
 from review_app.services.team.people import list_people
 from review_app.stats.alt_test import ALT_TEST_SENTENCE
-from review_app.ui import charts, common, state, workbench
+from review_app.ui import cached, charts, common, registry, session, workbench
 from review_app.ui.safe import code_span, escape
 
 actor = common.policy_owner("Judge calibration is for policy owners.")
 rubric = common.rubric_page("Judge calibration")
-engine = state.engine()
+engine = cached.engine()
 st.segmented_control(
     "Show", ["Calibration", "Prompt workbench"], key="judge_view", label_visibility="collapsed"
 )
@@ -55,8 +55,8 @@ with st.expander('Import judge verdicts (CSV or JSONL; docs/reference.md, "Judge
         else:
             st.success(escape(summary.line()))
 
-shown = state.judge_report(rubric.ref)
-drift_shown = state.drift(rubric.ref)
+shown = cached.judge_report(rubric.ref)
+drift_shown = cached.drift(rubric.ref)
 report = shown.value
 gold = report["gold"]
 st.caption(
@@ -108,7 +108,7 @@ st.session_state["judge_newest_run"] = newest["id"]
 st.selectbox("Judge run", names, key="judge_run")
 run = next(r for r in report["runs"] if r["name"] == st.session_state["judge_run"])
 
-estimate_shown = state.estimate(rubric.ref, run["id"])
+estimate_shown = cached.estimate(rubric.ref, run["id"])
 estimate = estimate_shown.value
 vs_gold = run.get("vs_gold") or {}
 alt_test = run.get("alt_test") or {}
@@ -155,7 +155,7 @@ with st.container(border=True, key="judge_decision"):
                 st.error("Nothing was drawn.")
                 st.text(str(error))
             else:
-                state.flash(audit.line())
+                session.flash(audit.line())
                 st.rerun()
     workbench.run_everywhere_form(engine, actor, rubric, run)
 with st.expander("How this estimate is made"):
@@ -174,13 +174,13 @@ st.subheader("Selective judging: where the judge may decide alone")
 left, right = st.columns(2)
 left.select_slider(
     "alpha: most disagreement with gold on the turns the judge decides",
-    options=list(state.ROUTE_ALPHAS),
+    options=list(cached.ROUTE_ALPHAS),
     key="judge_route_alpha",
 )
 right.select_slider(
     "delta: chance the guarantee fails", options=[0.01, 0.05, 0.1, 0.2], key="judge_route_delta"
 )
-curve_shown = state.coverage(rubric.ref, run["id"], st.session_state["judge_route_delta"])
+curve_shown = cached.coverage(rubric.ref, run["id"], st.session_state["judge_route_delta"])
 curve = curve_shown.value
 chosen_alpha = st.session_state["judge_route_alpha"]
 point = next(p for p in curve["points"] if p["alpha"] == chosen_alpha)
@@ -300,7 +300,7 @@ left.selectbox(
 right.selectbox("Label", ["all", *rubric.codes], key="judge_label")
 rows = disagreement_explorer(
     engine,
-    state.actor(),
+    session.actor(),
     rubric=rubric,
     report_run=run,
     kind=common.chosen("judge_kind"),
@@ -317,7 +317,7 @@ for item in rows[: common.FIRST_ROWS]:
             f"{escape(item['kind'].replace('_', ' '))}"
         )
         st.page_link(
-            state.page("review"),
+            registry.page("review"),
             label="Open the conversation",
             query_params={"case": item["case_id"]},
         )
@@ -341,7 +341,7 @@ if len(rows) > common.FIRST_ROWS:
     )
 
 st.subheader("Few-shot material for the next prompt version")
-examples_shown = state.few_shot(rubric.ref, run["id"])
+examples_shown = cached.few_shot(rubric.ref, run["id"])
 examples = examples_shown.value
 st.caption(f"{len(examples)} adjudicated contrasting examples (pass / fail / borderline).")
 st.download_button(

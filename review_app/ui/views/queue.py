@@ -12,15 +12,15 @@ from review_app.services.cases.cases import LANES
 from review_app.services.review.queue import assign_cases, informative_queue, next_case, queue_page
 from review_app.services.rubrics.rubric_carry import re_review_queue
 from review_app.services.team.people import list_people
-from review_app.ui import common, state
+from review_app.ui import cached, common, registry, session
 from review_app.ui.safe import code_list, code_span, error_text, escape
 
-actor = state.actor()
+actor = session.actor()
 rubric = common.rubric_page("Queue")
 
 
 def _filter_changed(key: str) -> None:
-    state.keep(key)
+    session.keep(key)
     st.session_state["queue_page"] = 1  # another selection starts on its first page
 
 
@@ -30,13 +30,13 @@ left, middle, right = st.columns([1, 1, 1])
 left.selectbox(
     "Lane",
     ["all", *LANES],
-    key=state.widget_key("queue_lane"),
+    key=session.widget_key("queue_lane"),
     on_change=_filter_changed,
     args=("queue_lane",),
 )
 middle.toggle(
     "Not yet labeled by me",
-    key=state.widget_key("queue_unlabeled"),
+    key=session.widget_key("queue_unlabeled"),
     on_change=_filter_changed,
     args=("queue_unlabeled",),
 )
@@ -44,7 +44,7 @@ right.selectbox(
     "Order",
     list(ORDERS),
     format_func=ORDERS.__getitem__,
-    key=state.widget_key("queue_order"),
+    key=session.widget_key("queue_order"),
     on_change=_filter_changed,
     args=("queue_order",),
     help="Most informative first: where the judge is unsure or its runs disagree, where "
@@ -61,22 +61,22 @@ shown: dict[str, Any] = {
     "page": st.session_state["queue_page"],
 }
 if st.session_state["queue_order"] == "informative":
-    result, scored = informative_queue(state.engine(), actor, **shown)
+    result, scored = informative_queue(cached.engine(), actor, **shown)
     why = {case_id: found.why for case_id, found in scored.items()}
 else:
-    result = queue_page(state.engine(), actor, **shown)
+    result = queue_page(cached.engine(), actor, **shown)
 st.progress(
     result.progress,
     text=f"{result.completed} of {result.assigned} assigned cases labeled under {rubric.ref}",
 )
 
 following = next_case(
-    state.engine(), actor, rubric=rubric, after=None, order=st.session_state["queue_order"]
+    cached.engine(), actor, rubric=rubric, after=None, order=st.session_state["queue_order"]
 )
 if following is not None:
     opener = st.container(horizontal=True, gap="small", vertical_alignment="center")
     if opener.button("Open my next case (N)", key="queue_open_next", shortcut="N", type="primary"):
-        st.switch_page(state.page("review"), query_params={"case": following})
+        st.switch_page(registry.page("review"), query_params={"case": following})
     opener.caption(code_span(following))
 
 if not result.rows:
@@ -88,7 +88,7 @@ if not result.rows:
     else:
         st.info("No case matches these filters.")
 else:
-    review_page = state.page("review")
+    review_page = registry.page("review")
     # Rows are horizontal containers with fixed cell widths rather than st.columns:
     # they line up the same and cost half the elements at every rerun.
     widths = (380, 150, 110, 130)
@@ -137,7 +137,7 @@ else:
 
 re_review = [
     item
-    for item in re_review_queue(state.engine(), actor, catalog=state.catalog(), rubric=rubric)
+    for item in re_review_queue(cached.engine(), actor, catalog=cached.catalog(), rubric=rubric)
     if not item.done
 ]
 if re_review:
@@ -150,7 +150,7 @@ if re_review:
         for item in re_review[:50]:
             cells = st.container(horizontal=True, gap="small", vertical_alignment="center")
             cells.page_link(
-                state.page("review"),
+                registry.page("review"),
                 label=f"{escape(item.case_id)} turn {item.turn:d}",
                 query_params={"case": item.case_id},
                 width=380,
@@ -163,7 +163,7 @@ if re_review:
 
 if actor.has_role("policy_owner"):
     with st.expander("Assign cases to reviewers"):
-        people = [p.name for p in list_people(state.engine())]
+        people = [p.name for p in list_people(cached.engine())]
         st.multiselect("Reviewers", people, key="assign_reviewers")
         st.number_input(
             "Reviewers per case (overlap)", min_value=1, max_value=10, key="assign_overlap"
@@ -177,7 +177,7 @@ if actor.has_role("policy_owner"):
         if st.button("Assign", key="assign_submit"):
             try:
                 report = assign_cases(
-                    state.engine(),
+                    cached.engine(),
                     actor,
                     rubric=rubric,
                     reviewers=st.session_state["assign_reviewers"],

@@ -20,7 +20,7 @@ from review_app.services.labels.key_events import apply_key_events, parse_key_ev
 from review_app.services.labels.labeling import CaseLabels, case_labels
 from review_app.services.review.queue import next_case
 from review_app.services.rubrics.rubric_carry import re_review_queue
-from review_app.ui import keys, state
+from review_app.ui import cached, common, keys, registry, session
 from review_app.ui.safe import code_list, code_span, error_text, escape
 
 AVATARS = {
@@ -30,8 +30,8 @@ AVATARS = {
     "tool": ":material/build:",
 }
 
-actor = state.actor()
-rubric = state.rubric_selector()
+actor = session.actor()
+rubric = common.rubric_selector()
 case_id: str = st.query_params.get("case") or ""
 if not case_id and st.session_state["focus"]:
     # The sidebar's "Review" link carries no case: reopen the one being reviewed.
@@ -48,7 +48,7 @@ if not case_id:
     st.stop()
 
 try:
-    view: CaseView = state.case_view(case_id)
+    view: CaseView = cached.case_view(case_id)
 except (NotFound, PermissionDenied) as error:
     st.title("Review")
     st.error(error_text(error))
@@ -75,7 +75,7 @@ def _apply_keys() -> None:
     after_seq = acked.get(client, 0)
     try:
         result = apply_key_events(
-            state.engine(),
+            cached.engine(),
             actor,
             case_id=case_id,
             rubric=rubric,
@@ -112,7 +112,7 @@ def _open_next_case(rerun: bool = True) -> None:
     if rubric is None:
         return
     following = next_case(
-        state.engine(),
+        cached.engine(),
         actor,
         rubric=rubric,
         after=case_id,
@@ -131,7 +131,7 @@ def _open_next_case(rerun: bool = True) -> None:
 _apply_keys()
 
 labels: CaseLabels | None = (
-    case_labels(state.engine(), actor, case_id=case_id, rubric=rubric) if rubric else None
+    case_labels(cached.engine(), actor, case_id=case_id, rubric=rubric) if rubric else None
 )
 
 
@@ -153,8 +153,8 @@ focus_turn: int | None = focus["turn"]
 with st.sidebar:
     st.toggle(
         "Open the next case when this one is done",
-        key=state.widget_key("auto_advance"),
-        on_change=state.keep,
+        key=session.widget_key("auto_advance"),
+        on_change=session.keep,
         args=("auto_advance",),
     )
     st.button(
@@ -312,10 +312,10 @@ with reference:
             error=st.session_state["key_notice"],
         )
         st.page_link(
-            state.page("rubrics"), label=f"Rubric {escape(rubric.ref)}: examples and versions"
+            registry.page("rubrics"), label=f"Rubric {escape(rubric.ref)}: examples and versions"
         )
         for item in re_review_queue(
-            state.engine(), actor, catalog=state.catalog(), rubric=rubric, case_id=case_id
+            cached.engine(), actor, catalog=cached.catalog(), rubric=rubric, case_id=case_id
         ):
             with st.container(border=True):
                 st.caption(
@@ -333,7 +333,7 @@ with reference:
 # Policy owners see which judge verdicts `judge route --apply` certified; reviewers
 # label blind and never do.
 certified = (
-    certified_verdicts(state.engine(), actor, rubric=rubric, case_ids=[view.case_id])
+    certified_verdicts(cached.engine(), actor, rubric=rubric, case_ids=[view.case_id])
     if rubric is not None and actor.has_role("policy_owner")
     else {}
 )

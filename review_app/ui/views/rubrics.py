@@ -9,10 +9,10 @@ from review_app.rubrics import diff_rubrics
 from review_app.services.labels.adjudication import ambiguity_notes
 from review_app.services.rubrics.rubric_carry import carry_history, publish_rubric
 from review_app.services.rubrics.rubric_catalog import has_labels
-from review_app.ui import state
+from review_app.ui import cached, common, session
 from review_app.ui.safe import code_list, code_span, escape
 
-catalog = state.catalog()
+catalog = cached.catalog()
 st.title("Rubrics")
 
 for ref, message in sorted(catalog.refused.items()):
@@ -23,18 +23,18 @@ if not catalog.usable:
     st.info("No rubric versions. Add rubrics/<id>/v<N>.yaml.")
     st.stop()
 
-state.selected_rubric(catalog)  # makes sure a usable version is selected
+common.selected_rubric(catalog)  # makes sure a usable version is selected
 refs = catalog.refs
 st.selectbox(
     "Rubric version",
     refs,
-    key=state.widget_key("rubric_ref"),
-    on_change=state.keep,
+    key=session.widget_key("rubric_ref"),
+    on_change=session.keep,
     args=("rubric_ref",),
 )
 rubric = catalog.get(st.session_state["rubric_ref"])
 locked = has_labels(
-    state.engine(), state.actor(), rubric
+    cached.engine(), session.actor(), rubric
 )  # live: the cached catalog predates new labels
 st.caption(
     f"{code_span(rubric.ref)} · applies to {code_span(rubric.applies_to)} turns · "
@@ -43,10 +43,10 @@ st.caption(
 )
 st.text(rubric.title)
 
-actor = state.actor()
+actor = session.actor()
 notes_by_code: dict[str, list[dict[str, object]]] = {}
 if actor.has_role("policy_owner"):
-    for note in ambiguity_notes(state.engine(), actor, rubric=rubric):
+    for note in ambiguity_notes(cached.engine(), actor, rubric=rubric):
         notes_by_code.setdefault(str(note["gold"]), []).append(note)
 
 definitions, examples, versions = st.tabs(["Labels", "Examples", "Compare versions"])
@@ -146,16 +146,18 @@ with versions:
                 )
                 if st.button(f"Publish {escape(new.ref)}", key="rubric_publish"):
                     try:
-                        report = publish_rubric(state.engine(), actor, catalog=catalog, ref=new.ref)
+                        report = publish_rubric(
+                            cached.engine(), actor, catalog=catalog, ref=new.ref
+                        )
                     except InputError as error:
                         st.error("Not published")
                         st.text(str(error))
                     else:
-                        state.forget_catalog()
+                        cached.forget_catalog()
                         st.success("Published")
                         st.text("\n".join(report.lines()))
         history = (
-            carry_history(state.engine(), actor, rubric_id=rubric.id)
+            carry_history(cached.engine(), actor, rubric_id=rubric.id)
             if actor.has_role("policy_owner")
             else []
         )

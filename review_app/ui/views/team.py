@@ -17,12 +17,12 @@ from review_app.services.team.people import (
     set_role,
 )
 from review_app.services.team.team import team_view
-from review_app.ui import common, state
+from review_app.ui import cached, common, session
 from review_app.ui.safe import error_text, escape
 
 actor = common.policy_owner("The team page is for policy owners and admins.")
 rubric = common.rubric_page("Team")
-engine = state.engine()
+engine = cached.engine()
 REFUSED = (InputError, NotFound, PermissionDenied)
 
 team = team_view(engine, actor, rubric=rubric)
@@ -75,7 +75,7 @@ with st.form("team_assign_form"):
         except REFUSED as error:
             st.error(error_text(error))
         else:
-            state.flash(report.line())
+            session.flash(report.line())
             st.rerun()
 
 st.subheader("Draw an audit sample")
@@ -103,7 +103,7 @@ with st.form("team_audit_form"):
         except REFUSED as error:
             st.error(error_text(error))
         else:
-            state.flash(audit.line())
+            session.flash(audit.line())
             st.rerun()
 
 if actor.has_role("admin"):
@@ -121,7 +121,7 @@ if actor.has_role("admin"):
             except REFUSED as error:
                 st.error(error_text(error))
             else:
-                state.flash(f"{name}: {st.session_state['team_add_role'].replace('_', ' ')}")
+                session.flash(f"{name}: {st.session_state['team_add_role'].replace('_', ' ')}")
                 st.rerun()
     with st.form("team_active_form"):
         st.selectbox("Person", [m.name for m in team.members], key="team_active_name")
@@ -144,5 +144,5 @@ if actor.has_role("admin"):
             except REFUSED as error:
                 st.error(error_text(error))
             else:
-                state.flash(result.line())
+                session.flash(result.line())
                 st.rerun()
