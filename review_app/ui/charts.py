@@ -7,11 +7,14 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from contextlib import nullcontext
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import altair as alt
 
 from review_app.services.review import readings
+
+if TYPE_CHECKING:
+    from review_app.services.review.agreement_reports import ConfusionCell
 
 COEFFICIENT_NAMES = readings.NAMES
 
@@ -184,7 +187,21 @@ def distribution_chart(rows: list[dict[str, Any]]) -> alt.Chart:
     )
 
 
-def confusion_chart(rows: list[dict[str, Any]], reviewer_a: str, reviewer_b: str) -> alt.LayerChart:
+def confusion_rows(
+    cells: list[ConfusionCell], reviewer_a: str, reviewer_b: str
+) -> list[dict[str, Any]]:
+    """The confusion chart's data: each cell's codes under the reviewers' names and as
+    ``a`` and ``b``, and its count."""
+    return [
+        {reviewer_a: cell.a, reviewer_b: cell.b, "a": cell.a, "b": cell.b, "count": cell.count}
+        for cell in cells
+    ]
+
+
+def confusion_chart(
+    matrix: list[ConfusionCell], reviewer_a: str, reviewer_b: str
+) -> alt.LayerChart:
+    rows = confusion_rows(matrix, reviewer_a, reviewer_b)
     base = alt.Chart(alt.Data(values=rows)).encode(
         x=alt.X("a:N", title=reviewer_a), y=alt.Y("b:N", title=reviewer_b)
     )

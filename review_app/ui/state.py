@@ -20,7 +20,11 @@ from review_app.services.cases.cases import CaseView, case_fingerprint, load_cas
 from review_app.services.labels.adjudication import DisagreementUnit
 from review_app.services.operations.database import database_url, open_database
 from review_app.services.review import report_store
-from review_app.services.review.agreement_reports import DashboardData, confusion_between
+from review_app.services.review.agreement_reports import (
+    ConfusionCell,
+    DashboardData,
+    confusion_between,
+)
 from review_app.services.review.queue import open_review_work
 from review_app.services.review.report_store import Shown
 from review_app.services.rubrics.rubric_catalog import RubricCatalog, sync_rubrics
@@ -262,7 +266,7 @@ def dashboard(ref: str) -> Shown[DashboardData]:
     )
 
 
-def confusion(ref: str, reviewer_a: str, reviewer_b: str) -> list[dict[str, Any]]:
+def confusion(ref: str, reviewer_a: str, reviewer_b: str) -> list[ConfusionCell]:
     return confusion_between(
         engine(),
         actor(),

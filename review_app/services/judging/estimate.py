@@ -257,7 +257,7 @@ def _active_block(
         )
         return None
     scored = scored_turns(columns)
-    drawn: dict[tuple[str, int], float] = sample["probabilities"]
+    drawn = sample.probabilities
     units = list(scored)
     index = {u: i for i, u in enumerate(units)}
     s = np.fromiter(scored.values(), dtype=np.float64, count=len(units))
@@ -286,7 +286,7 @@ def _active_block(
     if waiting:
         warnings.append(
             f"WARNING: {len(waiting)} of {len(drawn)} turns drawn by uncertainty (sample "
-            f"{sample['sample_id']}) have no break / no-break gold yet ({named(waiting)}): "
+            f"{sample.sample_id}) have no break / no-break gold yet ({named(waiting)}): "
             "they count as drawn without a label, which biases the active estimate; label "
             "and adjudicate them"
         )

@@ -27,7 +27,7 @@ from review_app.stats.alt_test import DEFAULT_EPSILON
 from review_app.stats.paired import compare_two_runs
 from storage import judging
 from storage.engine import read_only
-from storage.models import JudgeRun
+from storage.models import JudgeRunPublic
 
 GOLD_NOTE = (
     "gold from adjudication and unanimous reviewers is not a random sample: unanimous units "
@@ -40,7 +40,7 @@ def _conversation_of(unit: tuple[str, int]) -> str:
     return unit[0]
 
 
-def _labels(first: JudgeRun, second: JudgeRun) -> tuple[str, str]:
+def _labels(first: JudgeRunPublic, second: JudgeRunPublic) -> tuple[str, str]:
     """Short distinct names: the prompt versions when only they differ, etc."""
     same_judge = first.judge == second.judge
     if same_judge and first.model == second.model and first.prompt_version != second.prompt_version:
@@ -159,7 +159,7 @@ def compare_judge_runs(
     return report
 
 
-def _run_entry(run: JudgeRun, label: str) -> dict[str, Any]:
+def _run_entry(run: JudgeRunPublic, label: str) -> dict[str, Any]:
     return {
         "id": run.id,
         "label": label,
@@ -188,7 +188,7 @@ def _reasons(
 
 
 def _default_pair(
-    runs: list[tuple[JudgeRun, Any]],
+    runs: list[tuple[JudgeRunPublic, Any]],
     gold_codes: dict[tuple[str, int], str],
     break_mapping: dict[str, str | None],
     ignore: tuple[str, ...],
@@ -207,7 +207,7 @@ def _default_pair(
             field="--runs",
         )
 
-    def kappa(pair: tuple[JudgeRun, Any]) -> tuple[float, int]:
+    def kappa(pair: tuple[JudgeRunPublic, Any]) -> tuple[float, int]:
         judged = TurnVerdicts(pair[1]).coded()
         result = calibration.compare_to_reference(
             reference=gold_codes,

@@ -26,7 +26,7 @@ from review_app.services.team.people import Actor, authorize
 from review_app.stats.alt_test import DEFAULT_EPSILON, alt_test
 from storage import audit, carry, judging
 from storage.engine import read_only
-from storage.models import JudgeRun
+from storage.models import JudgeRunPublic
 
 
 def calibration_report(
@@ -245,7 +245,7 @@ def _binary_pairs(
 
 
 def _score_section(
-    run: JudgeRun,
+    run: JudgeRunPublic,
     verdicts: TurnVerdicts,
     gold_codes: dict[tuple[str, int], str],
     break_mapping: dict[str, str | None],

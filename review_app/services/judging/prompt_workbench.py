@@ -121,7 +121,7 @@ def compare_for_workbench(
     actor = authorize(engine, actor, "policy_owner")
     if run_ids is not None:
         return compare_judge_runs(engine, actor, rubric=rubric, run_ids=run_ids)
-    ids = sorted(run["id"] for run in list_judge_runs(engine, actor, rubric=rubric))
+    ids = sorted(run.id for run in list_judge_runs(engine, actor, rubric=rubric))
     if len(ids) < 2:
         return None
     try:

@@ -308,9 +308,23 @@ def route_judges(
     return report
 
 
+@dataclass(frozen=True)
+class CertifiedMark:
+    """A judge verdict ``judge route --apply`` certified: the judge decides this unit."""
+
+    label: str
+    run: int
+    """The judge run whose verdict it is."""
+    confidence: float
+    threshold: float
+    """The run's certified threshold the confidence reached."""
+    alpha: float
+    delta: float
+
+
 def certified_verdicts(
     engine: Engine, actor: Actor, *, rubric: Rubric, case_ids: list[str] | None = None
-) -> dict[Unit, dict[str, Any]]:
+) -> dict[Unit, CertifiedMark]:
     """The certified judge verdicts of the rubric version by unit (policy owners)."""
     authorize(engine, actor, "policy_owner")
     with Session(read_only(engine)) as session:
@@ -318,14 +332,14 @@ def certified_verdicts(
             session, rubric_id=rubric.id, version=rubric.version, case_ids=case_ids
         )
     return {
-        unit: {
-            "label": row.label,
-            "run": row.run_id,
-            "confidence": row.confidence,
-            "threshold": row.threshold,
-            "alpha": row.alpha,
-            "delta": row.delta,
-        }
+        unit: CertifiedMark(
+            label=row.label,
+            run=row.run_id,
+            confidence=row.confidence,
+            threshold=row.threshold,
+            alpha=row.alpha,
+            delta=row.delta,
+        )
         for unit, row in rows.items()
     }
 

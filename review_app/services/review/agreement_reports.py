@@ -31,6 +31,7 @@ from storage.labels import LabelColumns
 
 IntArray = npt.NDArray[np.int64]
 __all__ = [
+    "ConfusionCell",
     "DashboardData",
     "agreement_report",
     "confusion_between",
@@ -218,10 +219,21 @@ def dashboard_data(
     return DashboardData(report, distribution, [str(name) for name in table.raters])
 
 
+@dataclass(frozen=True)
+class ConfusionCell:
+    """How many of the units two reviewers both labeled got code ``a`` from the first
+    and code ``b`` from the second."""
+
+    a: str
+    b: str
+    count: int
+
+
 def confusion_between(
     engine: Engine, actor: Actor, *, rubric: Rubric, reviewer_a: str, reviewer_b: str
-) -> list[dict[str, Any]]:
-    """Counts of (code by A, code by B) over the units both labeled."""
+) -> list[ConfusionCell]:
+    """Counts of (code by A, code by B) over the units both labeled, in (A, B) code order
+    (cells with no unit left out)."""
     authorize(engine, actor, "policy_owner")
     with Session(read_only(engine)) as session:
         table = load_rating_table(session, rubric_id=rubric.id, version=rubric.version)
@@ -237,16 +249,11 @@ def confusion_between(
     both = (first >= 0) & (second >= 0)
     n_values = table.n_values
     shared = confusion_from_codes(first[both], second[both], n_categories=n_values).ravel()
-    rows = []
-    for cell in np.flatnonzero(shared).tolist():  # values are sorted: (code A, code B) order
-        code_a, code_b = str(table.values[cell // n_values]), str(table.values[cell % n_values])
-        rows.append(
-            {
-                reviewer_a: code_a,
-                reviewer_b: code_b,
-                "a": code_a,
-                "b": code_b,
-                "count": int(shared[cell]),
-            }
+    return [  # values are sorted: (code A, code B) order
+        ConfusionCell(
+            a=str(table.values[cell // n_values]),
+            b=str(table.values[cell % n_values]),
+            count=int(shared[cell]),
         )
-    return rows
+        for cell in np.flatnonzero(shared).tolist()
+    ]
