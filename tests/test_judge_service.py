@@ -1018,9 +1018,9 @@ def test_a_calibration_map_is_fitted_stored_and_applied(truth: KnownTruth) -> No
         )
 
     fitted = fit_run_calibration(truth.engine, OPERATOR, rubric=truth.rubric, run_id=run_id)
-    assert fitted["method"] == "isotonic"
-    assert (fitted["n_samples"], fitted["n_break"]) == (len(scored), int(y.sum()))
-    assert fitted["heldout_brier_before"] == pytest.approx(brier_score_loss(y, s))
+    assert fitted.method == "isotonic"
+    assert (fitted.n_samples, fitted.n_break) == (len(scored), int(y.sum()))
+    assert fitted.heldout_brier_before == pytest.approx(brier_score_loss(y, s))
     assert runs_by_name(truth.engine)["synthetic@v1/noisy"].calibrated is True
 
     grid = np.linspace(0, 1, 101)
@@ -1045,7 +1045,7 @@ def test_a_calibration_map_is_fitted_stored_and_applied(truth: KnownTruth) -> No
     platt = fit_run_calibration(
         truth.engine, OPERATOR, rubric=truth.rubric, run_id=run_id, method="platt"
     )
-    assert platt["coef"] > 0
+    assert platt.coef is not None and platt.coef > 0
     calibrated = calibrated_probability(
         truth.engine, operator_actor(), run_id=run_id, scores=[0.0, 0.5, 1.0]
     )

@@ -540,7 +540,7 @@ def judge_calibrate(
     engine = open_engine(db)
     chosen = catalog(engine).get(rubric)
     fitted = fit_run_calibration(engine, operator(), rubric=chosen, run_id=run, method=method)
-    before, after = fitted.get("heldout_brier_before"), fitted.get("heldout_brier_after")
+    before, after = fitted.heldout_brier_before, fitted.heldout_brier_after
     typer.echo(
         f"stored a {method} map with run {run}; held-out Brier {before:.4f} -> {after:.4f}"
         if before is not None and after is not None

@@ -4,6 +4,8 @@ best earlier run (docs/reference.md, "Prompt workbench")."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import streamlit as st
 from sqlalchemy import Engine
 
@@ -274,7 +276,7 @@ def _compare_section(engine: Engine, actor: Actor, rubric: Rubric) -> None:
 
 
 def run_everywhere_form(
-    engine: Engine, actor: Actor, rubric: Rubric, run: dict[str, object]
+    engine: Engine, actor: Actor, rubric: Rubric, run: Mapping[str, object]
 ) -> None:
     """The decision card's second action: run the chosen run's prompt on every turn."""
     prompt = f"{run['judge']}@{run['prompt_version']}"
