@@ -295,7 +295,7 @@ def db_part(arguments: argparse.Namespace) -> None:
                 f"{time.perf_counter() - start:8.3f} s"
             )
         rubric = sync_rubrics(engine, operator).get("role-adherence@1")
-        run_id = int(list_judge_runs(engine, operator, rubric=rubric)[0]["id"])
+        run_id = list_judge_runs(engine, operator, rubric=rubric)[0].id
         if arguments.only != "estimate":
             report, report_seconds, _ = measured(
                 f"judge report (calibration_report, {arguments.resamples} resamples)",

@@ -31,7 +31,7 @@ import string
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from review_app import input_policy
 from review_app.errors import InputError
@@ -237,6 +237,14 @@ def conversation_text(events: Sequence[Mapping[str, Any]]) -> str:
     return "\n".join(blocks)
 
 
+class ChatMessage(TypedDict):
+    """One message of an OpenAI-compatible chat request, as sent (a JSON object)."""
+
+    role: str
+    """``system`` or ``user``."""
+    content: str
+
+
 def render_prompt(
     prompt: JudgePrompt,
     *,
@@ -244,7 +252,7 @@ def render_prompt(
     chatbot_role: str | None,
     events: Sequence[Mapping[str, Any]],
     turn: int,
-) -> list[dict[str, str]]:
+) -> list[ChatMessage]:
     """Chat messages asking the judge about ``turn``; ``events`` end with that turn."""
     reply = next((e.get("text") or "" for e in reversed(events) if e["turn"] == turn), "")
     user = string.Template(prompt.text).substitute(

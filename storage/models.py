@@ -2,7 +2,10 @@
 
 Per entity a small family in the manner of SQLModel's full-stack template: a
 ``Base`` with the shared fields, the ``table=True`` class, and a ``Public`` shape
-returned to callers where the table holds more than they need.
+returned to callers where the table holds more than they need. A ``Public`` shape is a
+frozen value with the row's id, not a row: services hand it out after their session
+closed (``ReviewerPublic`` from ``people.add_person``, ``JudgeRunPublic`` from
+``runs.run_verdicts``), so nothing outside a transaction can change or lazy-load a row.
 
 JSON-valued columns are stored as canonical JSON text (``*_json``), so SQLite and
 PostgreSQL hold byte-identical values and exports are deterministic.
@@ -14,6 +17,7 @@ from datetime import UTC, datetime
 
 from sqlalchemy import Column, Index, Text, false, text
 from sqlmodel import Field, SQLModel
+from sqlmodel.main import SQLModelConfig
 
 
 def utcnow() -> datetime:
@@ -133,6 +137,14 @@ class Reviewer(ReviewerBase, table=True):
     id: int | None = Field(default=None, primary_key=True)
     active: bool = True
     created_at: datetime = Field(default_factory=utcnow)
+
+
+class ReviewerPublic(ReviewerBase):
+    """A reviewer as services return them: the row's fields but ``created_at``, frozen."""
+
+    model_config = SQLModelConfig(frozen=True)
+    id: int
+    active: bool
 
 
 class RubricVersion(SQLModel, table=True):
@@ -282,7 +294,21 @@ class GoldLabel(SQLModel, table=True):
 # --- LLM judge runs --------------------------------------------------------------
 
 
-class JudgeRun(SQLModel, table=True):
+class JudgeRunBase(SQLModel):
+    judge: str = Field(max_length=200)
+    prompt_version: str = Field(max_length=100)
+    model: str = Field(max_length=200)
+    rubric_id: str = Field(max_length=100)
+    rubric_version: int
+    prompt_sha256: str | None = Field(default=None, max_length=64)
+    source: str = Field(default="import", max_length=20)
+    status: str = Field(default="complete", max_length=20)
+    calibration_json: str | None = Field(default=None, sa_column=Column(Text))
+    carried_from_run_id: int | None = None
+    """The run of the previous rubric version whose verdicts this run carries."""
+
+
+class JudgeRun(JudgeRunBase, table=True):
     """One judge prompt version with one model, against one rubric version."""
 
     __tablename__ = "judge_runs"
@@ -299,22 +325,18 @@ class JudgeRun(SQLModel, table=True):
         Index("ux_judge_runs_carried_from", "carried_from_run_id", unique=True),
     )
     id: int | None = Field(default=None, primary_key=True)
-    judge: str = Field(max_length=200)
-    prompt_version: str = Field(max_length=100)
-    model: str = Field(max_length=200)
-    rubric_id: str = Field(max_length=100)
-    rubric_version: int
-    prompt_sha256: str | None = Field(default=None, max_length=64)
-    source: str = Field(default="import", max_length=20)
-    status: str = Field(default="complete", max_length=20)
     params_json: str | None = Field(default=None, sa_column=Column(Text))
     summary_json: str | None = Field(default=None, sa_column=Column(Text))
-    calibration_json: str | None = Field(default=None, sa_column=Column(Text))
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
-    carried_from_run_id: int | None = None
-    """The run of the previous rubric version whose verdicts this run carries."""
     carry_id: int | None = None
+
+
+class JudgeRunPublic(JudgeRunBase):
+    """A judge run as services return it: no parameters, summary or timestamps, frozen."""
+
+    model_config = SQLModelConfig(frozen=True)
+    id: int
 
 
 class JudgePromptVersion(SQLModel, table=True):

@@ -43,6 +43,7 @@ from review_app.services.labels.adjudication import (
 )
 from review_app.services.labels.labels_io import export_labels_csv, import_labels
 from review_app.services.review.agreement_reports import (
+    ConfusionCell,
     agreement_report,
     confusion_between,
     dashboard_data,
@@ -625,13 +626,12 @@ def test_dashboard_distribution_and_confusion_agree_with_the_labels(
     confusion = confusion_between(
         demo.engine, operator_actor(), rubric=rubric, reviewer_a="ana", reviewer_b="chloe"
     )
-    assert sum(cell["count"] for cell in confusion) == 111
+    assert sum(cell.count for cell in confusion) == 111
     by_unit: dict[tuple[str, str], dict[str, str]] = defaultdict(dict)
     for row in rows:
         by_unit[(row["case_id"], row["turn"])][row["reviewer"]] = row["label"]
     same = sum(1 for unit in by_unit.values() if unit["ana"] == unit["chloe"])
-    assert sum(c["count"] for c in confusion if c["a"] == c["b"]) == same
-    assert all(c["ana"] == c["a"] and c["chloe"] == c["b"] for c in confusion)
+    assert sum(c.count for c in confusion if c.a == c.b) == same
 
 
 # --- the fast table and gold counts against their plain definitions --------------------------
@@ -717,14 +717,8 @@ def test_confusion_counts_only_shared_turns(demo: Database, rubric: Rubric, tmp_
         demo.engine, operator_actor(), rubric=rubric, reviewer_a="dora", reviewer_b="chloe"
     )
     assert confusion == [
-        {
-            "dora": "authority_break",
-            "chloe": "authority_break",
-            "a": "authority_break",
-            "b": "authority_break",
-            "count": 1,
-        },
-        {"dora": "tone_break", "chloe": "in_role", "a": "tone_break", "b": "in_role", "count": 1},
+        ConfusionCell(a="authority_break", b="authority_break", count=1),
+        ConfusionCell(a="tone_break", b="in_role", count=1),
     ]
     assert (
         confusion_between(
@@ -735,7 +729,7 @@ def test_confusion_counts_only_shared_turns(demo: Database, rubric: Rubric, tmp_
     same = confusion_between(
         demo.engine, operator_actor(), rubric=rubric, reviewer_a="dora", reviewer_b="dora"
     )
-    assert [(c["a"], c["b"], c["count"]) for c in same] == [
+    assert [(c.a, c.b, c.count) for c in same] == [
         ("authority_break", "authority_break", 1),
         ("tone_break", "tone_break", 1),
     ]

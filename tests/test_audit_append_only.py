@@ -62,7 +62,7 @@ def test_a_first_sign_in_that_creates_a_person_is_logged(
     sign_in(database.engine, name="rita", auth_mode="oidc")
     sign_in(database.engine, name="rita", auth_mode="oidc")  # not a new person: no entry
     entries = audit.audit_entries(database.engine, operator(), action="person_signin_create")
-    assert sorted((e["actor"], e["summary"]["role"]) for e in entries) == [
+    assert sorted((e.actor, e.summary["role"]) for e in entries) == [
         ("boss", "admin"),
         ("rita", "reviewer"),
     ]
@@ -72,10 +72,10 @@ def test_backup_and_restore_leave_an_entry(sqlite_database: Database, tmp_path: 
     target = tmp_path / "review.backup"
     backup_database(operator(), db=sqlite_database.url, path=target)
     backups = audit.audit_entries(sqlite_database.engine, operator(), action="backup")
-    assert [(e["object"], e["summary"]["done"]) for e in backups] == [(str(target), True)]
+    assert [(e.object, e.summary["done"]) for e in backups] == [(str(target), True)]
     restore_database(operator(), db=sqlite_database.url, path=target)
     restores = audit.audit_entries(sqlite_database.engine, operator(), action="restore")
-    assert [(e["object"], e["summary"]["done"]) for e in restores] == [(str(target), True)]
+    assert [(e.object, e.summary["done"]) for e in restores] == [(str(target), True)]
 
 
 def test_a_postgres_backup_or_restore_request_leaves_an_entry(
@@ -83,5 +83,5 @@ def test_a_postgres_backup_or_restore_request_leaves_an_entry(
 ) -> None:
     backup_database(operator(), db=postgres_database.url, path=tmp_path / "x.dump")
     restore_database(operator(), db=postgres_database.url, path=tmp_path / "x.dump")
-    actions = [e["action"] for e in audit.audit_entries(postgres_database.engine, operator())]
+    actions = [e.action for e in audit.audit_entries(postgres_database.engine, operator())]
     assert sorted(actions) == ["backup", "restore"]

@@ -31,7 +31,7 @@ def _sha(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _latest(database: Database, action: str) -> dict[str, Any]:
+def _latest(database: Database, action: str) -> audit.AuditRecord:
     entries = audit.audit_entries(database.engine, operator(), action=action, limit=1)
     assert entries, f"no {action} entry"
     return entries[0]
@@ -43,15 +43,15 @@ def test_every_kind_of_change_leaves_one_entry(database: Database, tmp_path: Pat
     catalog = sync_rubrics(engine, admin)
     rubric = catalog.get(RUBRIC)
     published = _latest(database, "rubric_publish")
-    assert published["actor"] == "operator" and published["summary"]["before"] is None
-    assert published["summary"]["after"] == catalog.get(published["object"]).sha256
+    assert published.actor == "operator" and published.summary["before"] is None
+    assert published.summary["after"] == catalog.get(published.object).sha256
 
     case_file = DEMO_CASES / f"{CASE}.json"
     import_paths(engine, admin, [case_file])
     imported = _latest(database, "cases_import")
-    assert imported["object"] == case_file.name
-    assert imported["summary"]["sha256"] == _sha(case_file)
-    assert imported["summary"]["imported"] == 1
+    assert imported.object == case_file.name
+    assert imported.summary["sha256"] == _sha(case_file)
+    assert imported.summary["imported"] == 1
 
     changed = json.loads(case_file.read_text(encoding="utf-8"))
     changed["chatbot_role"] = "A changed role description."
@@ -59,7 +59,7 @@ def test_every_kind_of_change_leaves_one_entry(database: Database, tmp_path: Pat
     replacement.write_text(json.dumps(changed), encoding="utf-8")
     import_paths(engine, admin, [replacement], ImportOptions(replace=True))
     replaced = _latest(database, "cases_replace")
-    assert replaced["summary"] == {
+    assert replaced.summary == {
         "sha256": _sha(replacement),
         "cases": [CASE],
         "stale_labels": 0,
@@ -68,32 +68,32 @@ def test_every_kind_of_change_leaves_one_entry(database: Database, tmp_path: Pat
     }
 
     add_person(engine, admin, name="rita", role="reviewer")
-    assert _latest(database, "person_add")["summary"]["after"] == {
+    assert _latest(database, "person_add").summary["after"] == {
         "role": "reviewer",
         "active": True,
     }
     add_person(engine, admin, name="olga", role="reviewer")
     set_role(engine, admin, name="olga", role="policy_owner")
     role = _latest(database, "role_change")
-    assert (role["object"], role["summary"]) == (
+    assert (role.object, role.summary) == (
         "olga",
         {"before": {"role": "reviewer"}, "after": {"role": "policy_owner"}},
     )
 
     queue.assign_cases(engine, admin, rubric=rubric, reviewers=["rita"], overlap=1)
-    assert _latest(database, "assign")["summary"]["new_assignments"] == {"rita": 1}
+    assert _latest(database, "assign").summary["new_assignments"] == {"rita": 1}
 
     rita = signed_in(engine, "rita")
     labeling.record_label(engine, rita, case_id=CASE, turn=2, rubric=rubric, code="in_role")
     labeling.record_label(engine, rita, case_id=CASE, turn=2, rubric=rubric, code="borderline")
     label = _latest(database, "label")
-    assert (label["actor"], label["object"]) == ("rita", f"{RUBRIC}:{CASE}:2")
-    assert label["summary"] == {"before": "in_role", "after": "borderline", "rationale": False}
+    assert (label.actor, label.object) == ("rita", f"{RUBRIC}:{CASE}:2")
+    assert label.summary == {"before": "in_role", "after": "borderline", "rationale": False}
 
     olga = signed_in(engine, "olga")
     adjudication.record_gold(engine, olga, rubric=rubric, case_id=CASE, turn=2, code="in_role")
     gold = _latest(database, "gold")
-    assert (gold["actor"], gold["summary"]["before"], gold["summary"]["after"]) == (
+    assert (gold.actor, gold.summary["before"], gold.summary["after"]) == (
         "olga",
         None,
         "in_role",
@@ -101,9 +101,9 @@ def test_every_kind_of_change_leaves_one_entry(database: Database, tmp_path: Pat
 
     export.export_data(engine, olga, rubric=rubric, format="csv")
     exported = _latest(database, "export")
-    assert (exported["actor"], exported["summary"]["format"]) == ("olga", "csv")
+    assert (exported.actor, exported.summary["format"]) == ("olga", "csv")
     labels_io.export_labels_csv(engine, olga, rubric=rubric, history=True)
-    assert _latest(database, "export")["summary"] == {
+    assert _latest(database, "export").summary == {
         "format": "labels_csv",
         "history": True,
         "rows": 2,
@@ -113,7 +113,7 @@ def test_every_kind_of_change_leaves_one_entry(database: Database, tmp_path: Pat
     with pytest.raises(PermissionDenied):
         audit.audit_entries(engine, rita)
     by_rita = audit.audit_entries(engine, olga, by="rita")
-    assert [e["action"] for e in by_rita] == ["label", "label"]
+    assert [e.action for e in by_rita] == ["label", "label"]
 
 
 def test_imports_of_labels_and_verdicts_and_a_calibration_fit(database: Database) -> None:
@@ -124,12 +124,12 @@ def test_imports_of_labels_and_verdicts_and_a_calibration_fit(database: Database
     rubric = catalog.get(RUBRIC)
     summary = labels_io.import_labels(engine, admin, DEMO_LABELS, catalog=catalog)
     entry = _latest(database, "labels_import")
-    assert entry["summary"]["sha256"] == _sha(DEMO_LABELS)
-    assert entry["summary"]["stored"] == summary.stored > 0
+    assert entry.summary["sha256"] == _sha(DEMO_LABELS)
+    assert entry.summary["stored"] == summary.stored > 0
     judge_import.import_verdicts(engine, admin, DEMO_VERDICTS, rubric=rubric)
     verdicts = _latest(database, "verdicts_import")
-    assert verdicts["summary"]["sha256"] == _sha(DEMO_VERDICTS)
-    assert sum(verdicts["summary"]["runs"].values()) > 0
+    assert verdicts.summary["sha256"] == _sha(DEMO_VERDICTS)
+    assert sum(verdicts.summary["runs"].values()) > 0
 
 
 def test_a_refused_change_leaves_no_entry(database: Database) -> None:

@@ -70,7 +70,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     upgrade_database(engine)
     load_demo(engine, operator())
     rubric = rubric_catalog.sync_rubrics(engine, operator()).get(RUBRIC)
-    run_id = runs.list_judge_runs(engine, operator(), rubric=rubric)[0]["id"]
+    run_id = runs.list_judge_runs(engine, operator(), rubric=rubric)[0].id
     yield World(engine, rubric, tmp, run_id)
     engine.dispose()
 

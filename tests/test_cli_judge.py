@@ -11,13 +11,12 @@ import json
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from review_app.services.cases.demo import DEMO_VERDICTS, load_demo
 from review_app.services.cases.importing import import_paths
-from review_app.services.judging.runs import list_judge_runs
+from review_app.services.judging.runs import RunListing, list_judge_runs
 from review_app.services.labels.adjudication import record_gold
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
 from review_app.services.team.people import Actor, operator_actor
@@ -60,7 +59,7 @@ class Cli:
     def __call__(self, *args: str, subprocess: bool = False) -> CliResult:
         return run_review_app(*args, db=self.url, home=self.home, subprocess=subprocess)
 
-    def runs(self) -> list[dict[str, Any]]:
+    def runs(self) -> list[RunListing]:
         """The stored runs, read in this process (cheaper than one more command)."""
         engine = create_database_engine(self.url)
         try:
@@ -113,7 +112,7 @@ def test_judge_import_prints_a_summary_and_refuses_a_bad_file(
         "stored 238 verdicts in 2 runs (role-judge@v1/gemma-3-270m-it: 118, "
         "role-judge@v2/gemma-3-270m-it: 120)"
     )
-    assert [run["verdicts"] for run in cases_cli.runs()] == [118, 120]
+    assert [run.verdicts for run in cases_cli.runs()] == [118, 120]
 
 
 def test_judge_runs_as_json(demo_cli: Cli) -> None:
@@ -155,7 +154,7 @@ def test_judge_report_as_json_and_as_text(demo_cli: Cli) -> None:
     assert report["rubric_versions"] is None  # version 1 has no version before it
     assert report["reviewers"] == ["ana", "ben", "chloe"]
     assert report["gold"]["with_gold"] > 0
-    assert [run["name"] for run in report["runs"]] == [run["name"] for run in demo_cli.runs()]
+    assert [run["name"] for run in report["runs"]] == [run.name for run in demo_cli.runs()]
     for run in report["runs"]:
         assert set(run) >= {
             "id",
@@ -228,9 +227,9 @@ def test_judge_run_against_a_loopback_endpoint_then_report(
     assert result.stdout.startswith(f"run 3 role-judge@v1/fake: {len(units)} units, 0 already done")
     assert f"answered {len(units)}, unparseable answers 0, endpoint failures 0" in result.stdout
     assert result.stderr == ""
-    fake = next(r for r in demo_cli.runs() if r["model"] == "fake")
-    assert (fake["source"], fake["status"], fake["verdicts"]) == ("run", "complete", len(units))
-    assert len(fake["prompt_sha256"]) == 64
+    fake = next(r for r in demo_cli.runs() if r.model == "fake")
+    assert (fake.source, fake.status, fake.verdicts) == ("run", "complete", len(units))
+    assert fake.prompt_sha256 is not None and len(fake.prompt_sha256) == 64
 
     reported = demo_cli("judge", "report", "--rubric", RUBRIC, "--json", "--run", "3")
     assert reported.returncode == 0, reported.stderr
@@ -272,7 +271,7 @@ def test_judge_calibrate_says_when_there_are_too_few_breaks(demo_cli: Cli) -> No
     assert "cannot calibrate run 1" in result.stderr
     assert "needs at least 5 units of each class" in result.stderr
     assert "got 1 break and 83 no-break units" in result.stderr
-    assert not any(run["calibrated"] for run in demo_cli.runs())
+    assert not any(run.calibrated for run in demo_cli.runs())
 
 
 def test_judge_few_shot_lists_the_adjudicated_units(demo_cli: Cli) -> None:

@@ -82,7 +82,7 @@ def test_late_breaks_show_in_bins_first_breaks_and_slope(
     assert sum(n for b, n in first.items() if b in late_labels) > broke / 2
     assert sum(r["units"] for r in gold["by_role"]) == len(truth)
     # The judge run is its own source, and agreement comes on gold's bins.
-    assert run["run"] == int(list_judge_runs(database.engine, OPERATOR)[0]["id"])
+    assert run["run"] == list_judge_runs(database.engine, OPERATOR)[0].id
     agreement = report["agreement"]
     assert [r["bin"] for r in agreement["by_position"]] == [r["bin"] for r in rows]
     assert all(r["reviewer_alpha"] == 1.0 for r in agreement["by_position"])

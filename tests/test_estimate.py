@@ -63,7 +63,7 @@ class World:
         ]  # fmt: skip
         path = write_jsonl(tmp_path / "verdicts.jsonl", rows)
         import_verdicts(engine, OPERATOR, path, rubric=self.rubric)
-        self.run_id = int(list_judge_runs(engine, OPERATOR, rubric=self.rubric)[0]["id"])
+        self.run_id = list_judge_runs(engine, OPERATOR, rubric=self.rubric)[0].id
         self.labeled: set[tuple[str, int]] = set()
 
     def label(self, units: list[tuple[str, int]], name: str) -> None:

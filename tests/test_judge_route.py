@@ -78,7 +78,7 @@ class World:
             import_verdicts(
                 engine, OPERATOR, write_jsonl(tmp_path / f"{name}.jsonl", rows), rubric=self.rubric
             )
-        runs = {r["name"].split("/")[0]: int(r["id"]) for r in list_judge_runs(engine, OPERATOR)}
+        runs = {r.name.split("/")[0]: r.id for r in list_judge_runs(engine, OPERATOR)}
         self.run_ids = [runs[next(k for k in runs if k.startswith(n))] for n in ("cheap", "strong")]
 
     def label(self, units: list[tuple[str, int]], name: str) -> None:
@@ -171,8 +171,8 @@ def test_apply_marks_certified_and_queues_escalated_cases(
     certified = certified_verdicts(database.engine, OPERATOR, rubric=world.rubric)
     assert len(certified) == report["decided_units"] == report["applied"]["certified"]
     some_unit, entry = next(iter(certified.items()))
-    assert entry["alpha"] == 0.1 and entry["delta"] == 0.1 and entry["run"] in world.run_ids
-    assert entry["confidence"] >= entry["threshold"]
+    assert entry.alpha == 0.1 and entry.delta == 0.1 and entry.run in world.run_ids
+    assert entry.confidence >= entry.threshold
     escalated_cases = {c for c, t in world.units if (c, t) not in certified}
     with Session(database.engine) as session:
         queued = set(
@@ -186,7 +186,7 @@ def test_apply_marks_certified_and_queues_escalated_cases(
     assert report["applied"]["escalated_cases"] == len(escalated_cases) > 0
     assert queued == escalated_cases
     (entry,) = audit_entries(database.engine, OPERATOR, action="judge_route")
-    assert entry["summary"]["certified"] == len(certified)
+    assert entry.summary["certified"] == len(certified)
     # Applying again replaces, never duplicates.
     route_judges(
         database.engine, OPERATOR, rubric=world.rubric, run_ids=world.run_ids[:1],

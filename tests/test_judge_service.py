@@ -58,7 +58,7 @@ from review_app.services.judging.judge_runner import (
     run_judge,
     select_case_ids,
 )
-from review_app.services.judging.runs import list_judge_runs
+from review_app.services.judging.runs import RunListing, list_judge_runs
 from review_app.services.labels.adjudication import gold_labels, record_gold
 from review_app.services.labels.labels_io import import_labels
 from review_app.services.operations.audit import audit_entries
@@ -93,8 +93,8 @@ def stored_verdicts(engine: Engine, run_id: int) -> dict[tuple[str, int | None],
         return {(v.case_id, v.turn): v for v in judging.verdicts(session, run_id=run_id)}
 
 
-def runs_by_name(engine: Engine) -> dict[str, dict[str, Any]]:
-    return {run["name"]: run for run in list_judge_runs(engine, operator_actor())}
+def runs_by_name(engine: Engine) -> dict[str, RunListing]:
+    return {run.name: run for run in list_judge_runs(engine, operator_actor())}
 
 
 def reviewer(engine: Engine, name: str = "rita") -> Actor:
@@ -115,18 +115,18 @@ def test_the_demo_verdicts_import_into_two_runs_and_a_second_import_replaces(
     assert report.verdicts.runs == dict(expected)
     assert len(expected) == 2
     runs = runs_by_name(engine)
-    assert {name: run["verdicts"] for name, run in runs.items()} == dict(expected)
-    assert all(run["source"] == "import" and run["status"] == "complete" for run in runs.values())
+    assert {name: run.verdicts for name, run in runs.items()} == dict(expected)
+    assert all(run.source == "import" and run.status == "complete" for run in runs.values())
 
     again = import_verdicts(engine, OPERATOR, DEMO_VERDICTS, rubric=rubric_of(engine))
     assert again.runs == dict(expected)
     after = runs_by_name(engine)
-    assert {name: run["id"] for name, run in after.items()} == {
-        name: run["id"] for name, run in runs.items()
+    assert {name: run.id for name, run in after.items()} == {
+        name: run.id for name, run in runs.items()
     }
-    assert {name: run["verdicts"] for name, run in after.items()} == dict(expected)
+    assert {name: run.verdicts for name, run in after.items()} == dict(expected)
     # Every stored verdict is the file's, conversation-level ones included.
-    first = runs["role-judge@v1/gemma-3-270m-it"]["id"]
+    first = runs["role-judge@v1/gemma-3-270m-it"].id
     stored = stored_verdicts(engine, first)
     for row in lines:
         if row["prompt_version"] != "v1":
@@ -219,7 +219,7 @@ def test_a_changed_file_replaces_its_units_and_keeps_the_others(
     summary = import_verdicts(engine, OPERATOR, second, rubric=rubric)
     assert summary.line() == "stored 2 verdicts in 1 runs (j@v1/m: 2)"
     [run] = list_judge_runs(engine, operator_actor())
-    stored = stored_verdicts(engine, run["id"])
+    stored = stored_verdicts(engine, run.id)
     assert {unit: (v.label, v.score) for unit, v in stored.items()} == {
         ("support-clean-late-parcel", 2): ("in_role", None),
         ("support-clean-late-parcel", 4): ("tone_break", None),
@@ -245,7 +245,7 @@ def test_adherence_scores_are_stored_flipped(database: Database, tmp_path: Path)
     )
     import_verdicts(engine, OPERATOR, path, rubric=rubric_of(engine), score_means="adherence")
     [run] = list_judge_runs(engine, operator_actor())
-    [verdict] = stored_verdicts(engine, run["id"]).values()
+    [verdict] = stored_verdicts(engine, run.id).values()
     assert verdict.score == pytest.approx(0.2)
 
 
@@ -401,8 +401,8 @@ def test_a_run_judges_every_assistant_turn_and_stores_what_comes_back(world: Jud
     # Verdicts are stored in batches as they arrive, not only at the end.
     assert stored_at_progress[11] == 10
     [entry] = audit_entries(world.engine, OPERATOR, action="judge_run")
-    assert (entry["actor"], entry["object"]) == ("operator", str(summary.run_id))
-    assert (entry["summary"]["run"], entry["summary"]["answered"]) == ("role-judge@v1/fake", 12)
+    assert (entry.actor, entry.object) == ("operator", str(summary.run_id))
+    assert (entry.summary["run"], entry.summary["answered"]) == ("role-judge@v1/fake", 12)
 
     seen = world.server.requests
     assert sorted(r.unit for r in seen) == sorted(UNITS)
@@ -440,12 +440,12 @@ def test_a_run_judges_every_assistant_turn_and_stores_what_comes_back(world: Jud
     assert summary.completion_tokens == sum(u[1] for u in usage.values() if u)
 
     [run] = list_judge_runs(world.engine, operator_actor())
-    assert run["prompt_sha256"] == world.prompt.sha256
-    assert (run["judge"], run["prompt_version"], run["model"]) == ("role-judge", "v1", "fake")
-    assert (run["rubric"], run["source"], run["status"]) == ("role-adherence@1", "run", "complete")
-    assert (run["verdicts"], run["errors"]) == (12, 0)
-    assert run["summary"]["prompt_tokens"] == summary.prompt_tokens
-    assert run["summary"]["completion_tokens"] == summary.completion_tokens
+    assert run.prompt_sha256 == world.prompt.sha256
+    assert (run.judge, run.prompt_version, run.model) == ("role-judge", "v1", "fake")
+    assert (run.rubric, run.source, run.status) == ("role-adherence@1", "run", "complete")
+    assert (run.verdicts, run.errors) == (12, 0)
+    assert run.summary["prompt_tokens"] == summary.prompt_tokens
+    assert run.summary["completion_tokens"] == summary.completion_tokens
 
     world.server.reset_log()
     again = world.run()
@@ -492,7 +492,7 @@ def test_an_unparseable_answer_is_kept_as_an_error_and_not_asked_again(
     assert "The turn is in role, I think." in stored[("c00", 2)].error
     assert "'polite'" in stored[("c02", 4)].error
     [run] = list_judge_runs(world.engine, operator_actor())
-    assert (run["status"], run["errors"]) == ("complete", 2)
+    assert (run.status, run.errors) == ("complete", 2)
 
     world.server.always.clear()
     world.server.reset_log()
@@ -520,7 +520,7 @@ def test_endpoint_failures_leave_a_partial_run_that_a_second_run_completes(
     assert stored[("c01", 6)].error_kind == ENDPOINT_ERROR
     assert stored[("c01", 6)].error.startswith("HTTP 400")
     [run] = list_judge_runs(world.engine, operator_actor())
-    assert (run["status"], run["errors"]) == ("partial", 4)
+    assert (run.status, run.errors) == ("partial", 4)
 
     world.server.always.clear()
     world.server.reset_log()
@@ -531,8 +531,8 @@ def test_endpoint_failures_leave_a_partial_run_that_a_second_run_completes(
     assert all(v.error is None for v in stored.values())
     assert stored[("c02", 2)].label == "authority_break"
     [run] = list_judge_runs(world.engine, operator_actor())
-    assert (run["status"], run["errors"], run["verdicts"]) == ("complete", 0, 12)
-    assert run["summary"]["prompt_tokens"] == first.prompt_tokens + second.prompt_tokens
+    assert (run.status, run.errors, run.verdicts) == ("complete", 0, 12)
+    assert run.summary["prompt_tokens"] == first.prompt_tokens + second.prompt_tokens
 
 
 def test_no_wait_for_retry_after_when_no_attempt_is_left(
@@ -592,7 +592,7 @@ def test_a_malformed_response_is_an_endpoint_error_and_odd_usage_is_unknown(
     assert stored[("c01", 2)].label == "in_role"
     assert (stored[("c01", 2)].prompt_tokens, stored[("c01", 2)].completion_tokens) == (None, None)
     assert stored[("c01", 6)].error is None
-    assert list_judge_runs(http_world.engine, operator_actor())[0]["status"] == "partial"
+    assert list_judge_runs(http_world.engine, operator_actor())[0].status == "partial"
 
 
 def test_an_unreachable_endpoint_is_an_endpoint_error_for_every_unit(world: JudgeWorld) -> None:
@@ -601,10 +601,10 @@ def test_an_unreachable_endpoint_is_an_endpoint_error_for_every_unit(world: Judg
     stored = stored_verdicts(world.engine, dead.run_id)
     assert all(v.error_kind == ENDPOINT_ERROR for v in stored.values())
     assert all(v.error.startswith("ConnectError") for v in stored.values())
-    assert list_judge_runs(world.engine, operator_actor())[0]["status"] == "partial"
+    assert list_judge_runs(world.engine, operator_actor())[0].status == "partial"
     revived = world.run()
     assert (revived.skipped, revived.answered) == (0, 12)
-    assert list_judge_runs(world.engine, operator_actor())[0]["status"] == "complete"
+    assert list_judge_runs(world.engine, operator_actor())[0].status == "complete"
 
 
 def test_a_run_on_some_cases_keeps_a_partial_run_partial(world: JudgeWorld) -> None:
@@ -615,7 +615,7 @@ def test_a_run_on_some_cases_keeps_a_partial_run_partial(world: JudgeWorld) -> N
     assert (only_c00.units, only_c00.skipped) == (3, 3)
     [run] = list_judge_runs(world.engine, operator_actor())
     # c03 turn 2 still has no verdict: the run is not complete.
-    assert (run["status"], run["errors"]) == ("partial", 1)
+    assert (run.status, run.errors) == ("partial", 1)
 
 
 def test_a_prompt_version_is_immutable_once_run(world: JudgeWorld, tmp_path: Path) -> None:
@@ -727,7 +727,7 @@ class KnownTruth:
     rationales: dict[tuple[str, int, str], str]
 
     def run_id(self, model: str) -> int:
-        return int(runs_by_name(self.engine)[f"synthetic@v1/{model}"]["id"])
+        return int(runs_by_name(self.engine)[f"synthetic@v1/{model}"].id)
 
 
 def break_class(code: str) -> int | None:
@@ -1018,10 +1018,10 @@ def test_a_calibration_map_is_fitted_stored_and_applied(truth: KnownTruth) -> No
         )
 
     fitted = fit_run_calibration(truth.engine, OPERATOR, rubric=truth.rubric, run_id=run_id)
-    assert fitted["method"] == "isotonic"
-    assert (fitted["n_samples"], fitted["n_break"]) == (len(scored), int(y.sum()))
-    assert fitted["heldout_brier_before"] == pytest.approx(brier_score_loss(y, s))
-    assert runs_by_name(truth.engine)["synthetic@v1/noisy"]["calibrated"] is True
+    assert fitted.method == "isotonic"
+    assert (fitted.n_samples, fitted.n_break) == (len(scored), int(y.sum()))
+    assert fitted.heldout_brier_before == pytest.approx(brier_score_loss(y, s))
+    assert runs_by_name(truth.engine)["synthetic@v1/noisy"].calibrated is True
 
     grid = np.linspace(0, 1, 101)
     calibrated = calibrated_probability(
@@ -1045,7 +1045,7 @@ def test_a_calibration_map_is_fitted_stored_and_applied(truth: KnownTruth) -> No
     platt = fit_run_calibration(
         truth.engine, OPERATOR, rubric=truth.rubric, run_id=run_id, method="platt"
     )
-    assert platt["coef"] > 0
+    assert platt.coef is not None and platt.coef > 0
     calibrated = calibrated_probability(
         truth.engine, operator_actor(), run_id=run_id, scores=[0.0, 0.5, 1.0]
     )

@@ -13,7 +13,7 @@ from review_app.rubrics import Rubric
 from review_app.services.cases.importing import import_paths
 from review_app.services.judging.audit_samples import draw_audit_sample
 from review_app.services.labels.labeling import record_label
-from review_app.services.operations.audit import audit_entries
+from review_app.services.operations.audit import AuditRecord, audit_entries
 from review_app.services.review.queue import assign_cases, queue_page
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
 from review_app.services.team.people import (
@@ -36,7 +36,7 @@ def _setup(database: Database) -> Rubric:
     return sync_rubrics(database.engine, operator()).get(RUBRIC)
 
 
-def _entries(database: Database, action: str) -> list[dict[str, Any]]:
+def _entries(database: Database, action: str) -> list[AuditRecord]:
     return audit_entries(database.engine, operator(), action=action)
 
 
@@ -78,16 +78,16 @@ def test_each_change_leaves_one_entry_and_a_repeat_none(database: Database) -> N
     again = deactivate_person(engine, admin, name="sam")
     assert not again.changed and again.line() == "sam: already deactivated, nothing changed"
     (entry,) = _entries(database, "person_deactivate")
-    assert (entry["actor"], entry["object_type"], entry["object"]) == ("ada", "reviewer", "sam")
-    assert entry["summary"] == {"before": {"active": True}, "after": {"active": False}}
+    assert (entry.actor, entry.object_type, entry.object) == ("ada", "reviewer", "sam")
+    assert entry.summary == {"before": {"active": True}, "after": {"active": False}}
 
     reactivate_person(engine, operator(), name="sam")
     assert reactivate_person(engine, operator(), name="sam").line() == (
         "sam: already active, nothing changed"
     )
     (entry,) = _entries(database, "person_reactivate")
-    assert (entry["actor"], entry["object"]) == ("operator", "sam")
-    assert entry["summary"] == {"before": {"active": False}, "after": {"active": True}}
+    assert (entry.actor, entry.object) == ("operator", "sam")
+    assert entry.summary == {"before": {"active": False}, "after": {"active": True}}
 
 
 def test_only_an_admin_may_and_only_known_people(database: Database) -> None:
@@ -121,7 +121,7 @@ def test_the_last_active_admin_stays(database: Database) -> None:
         add_person(engine, operator(), name="bo", role="policy_owner")
     reactivate_person(engine, operator(), name="ada")
     set_role(engine, operator(), name="bo", role="reviewer")
-    assert _entries(database, "person_deactivate")[0]["object"] == "ada"
+    assert _entries(database, "person_deactivate")[0].object == "ada"
 
 
 def test_the_commands(database: Database, run_cli: Any) -> None:

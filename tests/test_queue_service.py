@@ -381,7 +381,7 @@ def test_turns_drawn_by_uncertainty_keep_their_place_too(sqlite_database: Databa
     rubric = sync_rubrics(engine, operator_actor()).get(RUBRIC)
     verdicts = Path(DEMO_CASES).parent / "judge_verdicts.jsonl"
     import_verdicts(engine, operator_actor(), verdicts, rubric=rubric)
-    run_id = int(list_judge_runs(engine, operator_actor())[0]["id"])
+    run_id = list_judge_runs(engine, operator_actor())[0].id
     drawn = draw_uncertainty_sample(
         engine, operator_actor(), rubric=rubric, run_id=run_id, size=2, seed=1,
         reviewers=["rita"], overlap=1,

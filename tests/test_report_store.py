@@ -68,7 +68,7 @@ class Servers:
 def servers(database: Database) -> Iterator[Servers]:
     load_demo(database.engine, operator())
     rubric = sync_rubrics(database.engine, operator()).get(RUBRIC)
-    run_id = list_judge_runs(database.engine, operator(), rubric=rubric)[0]["id"]
+    run_id = list_judge_runs(database.engine, operator(), rubric=rubric)[0].id
     second = create_database_engine(database.url)
     try:
         yield Servers(database.engine, second, rubric, signed_in(database.engine, "olivia"), run_id)

@@ -190,7 +190,7 @@ def test_publish_carries_exact_counts_and_queues_the_split_code(world: World) ->
 
     # one audit entry with the counts
     entries = [e for e in audit_entries(engine, operator_actor(), action="rubric_carry")]
-    assert len(entries) == 1 and entries[0]["summary"]["carried"] == report.carried
+    assert len(entries) == 1 and entries[0].summary["carried"] == report.carried
 
     # publishing twice carries nothing twice
     again = publish_rubric(engine, operator_actor(), catalog=world.catalog(), ref="carry@2")

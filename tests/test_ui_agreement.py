@@ -29,6 +29,7 @@ from review_app.services.review.agreement_reports import agreement_report, confu
 from review_app.services.review.queue import assign_cases, open_review_work
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
 from review_app.services.team.people import Actor, operator_actor, sign_in
+from review_app.ui.charts import confusion_rows
 from storage.engine import create_database_engine
 from storage.models import GoldLabel, JudgeRun
 from tests.conftest import write_lock
@@ -163,9 +164,13 @@ def test_dashboard_draws_its_charts_from_the_report(engine: Engine) -> None:
         *(r["role"] for r in drift["agreement"]["by_role"]),
     ]
     confusion = drawn[3][1]
-    assert confusion == confusion_between(
+    cells = confusion_between(
         engine, operator_actor(), rubric=rubric_of(engine), reviewer_a="ana", reviewer_b="ben"
     )
+    assert confusion == confusion_rows(cells, "ana", "ben")
+    assert [(row["ana"], row["ben"], row["count"]) for row in confusion] == [
+        (cell.a, cell.b, cell.count) for cell in cells
+    ]
 
     # One link per open disagreement, each opening that unit on the adjudication page.
     queue = disagreement_queue(engine, Actor.operator(), rubric=rubric_of(engine))
@@ -181,8 +186,12 @@ def test_choosing_two_reviewers_redraws_the_confusion_chart(engine: Engine) -> N
     at.selectbox(key="confusion_b").set_value("chloe").run()
     assert not at.exception
     confusion = charts(at)[3][1]
-    assert confusion == confusion_between(
-        engine, operator_actor(), rubric=rubric_of(engine), reviewer_a="ana", reviewer_b="chloe"
+    assert confusion == confusion_rows(
+        confusion_between(
+            engine, operator_actor(), rubric=rubric_of(engine), reviewer_a="ana", reviewer_b="chloe"
+        ),
+        "ana",
+        "chloe",
     )
     assert sum(cell["count"] for cell in confusion) == 111
 

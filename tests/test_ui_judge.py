@@ -189,7 +189,7 @@ def test_the_selective_judging_dial_and_the_drift_chart(database_url: str) -> No
     engine = create_database_engine(database_url)
     try:
         rubric = sync_rubrics(engine, operator_actor()).get(RUBRIC)
-        run_id = next(r["id"] for r in list_judge_runs(engine, operator_actor()) if r["name"] == V2)
+        run_id = next(r.id for r in list_judge_runs(engine, operator_actor()) if r.name == V2)
         expected = {
             alpha: route_judges(
                 engine,
@@ -263,9 +263,7 @@ def test_the_decision_card_says_what_the_command_prints(database_url: str) -> No
     try:
         rubric = sync_rubrics(engine, operator_actor()).get(RUBRIC)
         run_id = next(
-            r["id"]
-            for r in list_judge_runs(engine, operator_actor(), rubric=rubric)
-            if r["name"] == V2
+            r.id for r in list_judge_runs(engine, operator_actor(), rubric=rubric) if r.name == V2
         )
         estimate = break_rate_estimate(engine, operator_actor(), rubric=rubric, run_id=run_id)
     finally:
@@ -377,12 +375,12 @@ def test_uploading_verdicts_adds_a_run_and_a_bad_file_stores_nothing(database_ur
     assert "uploaded@v1/m" in list(at.dataframe[0].value["run"])
     engine = create_database_engine(database_url)
     try:
-        [run] = [r for r in list_judge_runs(engine, operator_actor()) if r["judge"] == "uploaded"]
+        [run] = [r for r in list_judge_runs(engine, operator_actor()) if r.judge == "uploaded"]
         report = calibration_report(
             engine,
             operator_actor(),
             rubric=sync_rubrics(engine, operator_actor()).get(RUBRIC),
-            run_ids=[run["id"]],
+            run_ids=[run.id],
             n_resamples=0,
         )
     finally:
@@ -451,7 +449,7 @@ def test_certified_verdicts_show_to_policy_owners_on_the_review_page(
     engine = create_database_engine(database_url)
     try:
         rubric = sync_rubrics(engine, operator_actor()).get(RUBRIC)
-        run_id = next(r["id"] for r in list_judge_runs(engine, operator_actor()) if r["name"] == V2)
+        run_id = next(r.id for r in list_judge_runs(engine, operator_actor()) if r.name == V2)
         report = route_judges(
             engine, operator_actor(), rubric=rubric, run_ids=[run_id], alpha=0.3, delta=0.2,
             min_units=8, apply=True, reviewers=["ana"], overlap=3,
@@ -470,9 +468,7 @@ def test_certified_verdicts_show_to_policy_owners_on_the_review_page(
     shown = [c.value for c in at.caption if "certified (run" in c.value]
     expected = sum(1 for c, _ in marks if c == case_id)
     assert len(shown) == expected
-    assert shown[0].startswith(
-        f"Judge verdict `{mark['label']}` certified (run {run_id}, alpha 0.3"
-    )
+    assert shown[0].startswith(f"Judge verdict `{mark.label}` certified (run {run_id}, alpha 0.3")
 
     # A reviewer labels blind: the same case shows no certified verdict.
     monkeypatch.setenv("REVIEW_APP_AUTH", "oidc")
@@ -505,9 +501,7 @@ def test_the_decision_card_heads_the_page_and_draws_the_audit_sample_it_asks_for
     try:
         rubric = sync_rubrics(engine, operator_actor()).get(RUBRIC)
         run_id = next(
-            r["id"]
-            for r in list_judge_runs(engine, operator_actor(), rubric=rubric)
-            if r["name"] == V2
+            r.id for r in list_judge_runs(engine, operator_actor(), rubric=rubric) if r.name == V2
         )
         estimate = break_rate_estimate(engine, operator_actor(), rubric=rubric, run_id=run_id)
     finally:

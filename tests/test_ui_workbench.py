@@ -137,10 +137,10 @@ def test_a_whole_iteration_edit_save_run_compare(database_url: str) -> None:
         runs = list_judge_runs(engine, operator_actor(), rubric=rubric)
     finally:
         engine.dispose()
-    newest = max(runs, key=lambda r: r["id"])
-    assert newest["prompt_version"] == saved.split("@")[1]
-    assert at.selectbox(key="workbench_second").value == newest["id"]
-    assert at.selectbox(key="workbench_first").value != newest["id"]
+    newest = max(runs, key=lambda r: r.id)
+    assert newest.prompt_version == saved.split("@")[1]
+    assert at.selectbox(key="workbench_second").value == newest.id
+    assert at.selectbox(key="workbench_first").value != newest.id
     assert all(SECRET not in t for t in shown + progress)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -20,6 +20,9 @@ from review_app.cli.shared import (
     open_engine,
     operator,
 )
+
+if TYPE_CHECKING:
+    from review_app.services.judging.runs import RunListing
 
 judge_app = typer.Typer(
     help="LLM judges: import verdicts, run a prompt, calibrate.", no_args_is_help=True
@@ -177,10 +180,10 @@ def judge_runs(
     print_listing(runs, as_json=as_json, line=_run_line, empty="no judge runs")
 
 
-def _run_line(run: dict[str, Any]) -> str:
+def _run_line(run: RunListing) -> str:
     return (
-        f"{run['id']:>4}  {terminal_safe(run['name']):<48} {run['rubric']:<20} "
-        f"{run['verdicts']:>6} verdicts  {run['errors']:>4} errors  {run['status']}"
+        f"{run.id:>4}  {terminal_safe(run.name):<48} {run.rubric:<20} "
+        f"{run.verdicts:>6} verdicts  {run.errors:>4} errors  {run.status}"
     )
 
 
@@ -350,8 +353,8 @@ def judge_endpoints(as_json: JsonOption = False, db: DbOption = None) -> None:
         found,
         as_json=as_json,
         line=lambda e: terminal_safe(
-            f"{e['name']:<16} {e['model']:<28} {', '.join(e['hosts'])}  "
-            f"(concurrency {e['concurrency']}, {e['response_format']})"
+            f"{e.name:<16} {e.model:<28} {', '.join(e.hosts)}  "
+            f"(concurrency {e.concurrency}, {e.response_format})"
         ),
         empty="no judge endpoints (set REVIEW_APP_JUDGE_ENDPOINTS to a TOML file)",
     )
@@ -537,7 +540,7 @@ def judge_calibrate(
     engine = open_engine(db)
     chosen = catalog(engine).get(rubric)
     fitted = fit_run_calibration(engine, operator(), rubric=chosen, run_id=run, method=method)
-    before, after = fitted.get("heldout_brier_before"), fitted.get("heldout_brier_after")
+    before, after = fitted.heldout_brier_before, fitted.heldout_brier_after
     typer.echo(
         f"stored a {method} map with run {run}; held-out Brier {before:.4f} -> {after:.4f}"
         if before is not None and after is not None

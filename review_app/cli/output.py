@@ -49,9 +49,10 @@ def print_listing(
     line: Callable[[Any], str],
     empty: str | None = None,
 ) -> None:
-    """Items as a JSON list, or one ``line`` each (``empty`` when there are none)."""
+    """Items as a JSON list (of each item's ``to_dict()`` when it has one), or one
+    ``line`` each (``empty`` when there are none)."""
     if as_json:
-        print_json(items)
+        print_json([item.to_dict() if hasattr(item, "to_dict") else item for item in items])
         return
     if not items and empty is not None:
         typer.echo(empty)

@@ -16,10 +16,18 @@ from sqlalchemy import Engine
 
 from review_app.rubrics import default_rubrics_dir
 from review_app.services.cases.cases import CaseView, case_fingerprint, load_case_view
+from review_app.services.judging.drift import DriftReport
+from review_app.services.judging.estimate import BreakRateEstimate
+from review_app.services.judging.judge_report import FewShotExample, JudgeCalibrationReport
+from review_app.services.judging.selective import CoverageCurve
 from review_app.services.labels.adjudication import DisagreementUnit
 from review_app.services.operations.database import database_url, open_database
 from review_app.services.review import report_store
-from review_app.services.review.agreement_reports import DashboardData, confusion_between
+from review_app.services.review.agreement_reports import (
+    ConfusionCell,
+    DashboardData,
+    confusion_between,
+)
 from review_app.services.review.report_store import Shown
 from review_app.services.rubrics.rubric_catalog import RubricCatalog, sync_rubrics
 from review_app.services.team.people import Actor, authorize
@@ -101,7 +109,7 @@ def dashboard(ref: str) -> Shown[DashboardData]:
     )
 
 
-def confusion(ref: str, reviewer_a: str, reviewer_b: str) -> list[dict[str, Any]]:
+def confusion(ref: str, reviewer_a: str, reviewer_b: str) -> list[ConfusionCell]:
     return confusion_between(
         engine(),
         actor(),
@@ -121,7 +129,7 @@ def disagreements(ref: str, *, include_adjudicated: bool = False) -> list[Disagr
     )
 
 
-def judge_report(ref: str) -> Shown[dict[str, Any]]:
+def judge_report(ref: str) -> Shown[JudgeCalibrationReport]:
     """The calibration report of every judge run of the version: verdicts stored by the
     command line or another session show on the next rerun (they change its token)."""
     known = catalog()
@@ -131,7 +139,7 @@ def judge_report(ref: str) -> Shown[dict[str, Any]]:
     )
 
 
-def drift(ref: str) -> Shown[dict[str, Any]]:
+def drift(ref: str) -> Shown[DriftReport]:
     """The drift report (gold and every judge run), recomputed when labels or runs change."""
     return report_store.drift(engine(), actor(), rubric=catalog().for_reports(ref))
 
@@ -139,7 +147,7 @@ def drift(ref: str) -> Shown[dict[str, Any]]:
 ROUTE_ALPHAS = (0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3)
 
 
-def coverage(ref: str, run_id: int, delta: float) -> Shown[dict[str, Any]]:
+def coverage(ref: str, run_id: int, delta: float) -> Shown[CoverageCurve]:
     """Coverage against alpha for one run (the judge page's dial)."""
     return report_store.run_coverage(
         engine(),
@@ -152,7 +160,7 @@ def coverage(ref: str, run_id: int, delta: float) -> Shown[dict[str, Any]]:
     )
 
 
-def estimate(ref: str, run_id: int) -> Shown[dict[str, Any]]:
+def estimate(ref: str, run_id: int) -> Shown[BreakRateEstimate]:
     """The judge page's break rate of one run (PPI++): it reads every verdict of the run
     (hundreds of thousands at team scale), too slow for every rerun."""
     return report_store.run_estimate(
@@ -160,7 +168,7 @@ def estimate(ref: str, run_id: int) -> Shown[dict[str, Any]]:
     )
 
 
-def few_shot(ref: str, run_id: int) -> Shown[list[dict[str, Any]]]:
+def few_shot(ref: str, run_id: int) -> Shown[list[FewShotExample]]:
     """The judge page's few-shot examples for a run (they read every label and gold label
     of the version)."""
     return report_store.run_few_shot(

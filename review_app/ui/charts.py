@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import altair as alt
 
 from review_app.services.review import readings
+
+if TYPE_CHECKING:
+    from review_app.services.review.agreement_reports import ConfusionCell
 
 COEFFICIENT_NAMES = readings.NAMES
 
@@ -50,7 +53,7 @@ def vega_lite(build: Callable[..., alt.TopLevelMixin], *args: Any) -> dict[str, 
     return spec
 
 
-def coefficient_rows(reports: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+def coefficient_rows(reports: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
     """One row per (rubric version, coefficient) resting on enough units, for the chart.
 
     A coefficient on fewer than ``readings.MIN_UNITS`` units is not plotted: the table
@@ -76,7 +79,7 @@ def coefficient_rows(reports: dict[str, dict[str, Any]]) -> list[dict[str, Any]]
     return rows
 
 
-def coefficient_table_rows(reports: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+def coefficient_table_rows(reports: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
     """One row per (rubric version, coefficient) as text: value, interval, units."""
     return [
         {
@@ -137,7 +140,7 @@ def pairwise_kappa_rows(cohen: dict[str, dict[str, Any]]) -> list[dict[str, Any]
     ]
 
 
-def interval_caption(report: dict[str, Any]) -> str | None:
+def interval_caption(report: Mapping[str, Any]) -> str | None:
     """How the pair kappas' intervals were made (``None`` when none has one)."""
     methods = sorted({c["method"] for c in report["cohen_kappa"].values() if c.get("method")})
     if not methods:
@@ -184,7 +187,21 @@ def distribution_chart(rows: list[dict[str, Any]]) -> alt.Chart:
     )
 
 
-def confusion_chart(rows: list[dict[str, Any]], reviewer_a: str, reviewer_b: str) -> alt.LayerChart:
+def confusion_rows(
+    cells: list[ConfusionCell], reviewer_a: str, reviewer_b: str
+) -> list[dict[str, Any]]:
+    """The confusion chart's data: each cell's codes under the reviewers' names and as
+    ``a`` and ``b``, and its count."""
+    return [
+        {reviewer_a: cell.a, reviewer_b: cell.b, "a": cell.a, "b": cell.b, "count": cell.count}
+        for cell in cells
+    ]
+
+
+def confusion_chart(
+    matrix: list[ConfusionCell], reviewer_a: str, reviewer_b: str
+) -> alt.LayerChart:
+    rows = confusion_rows(matrix, reviewer_a, reviewer_b)
     base = alt.Chart(alt.Data(values=rows)).encode(
         x=alt.X("a:N", title=reviewer_a), y=alt.Y("b:N", title=reviewer_b)
     )
@@ -199,7 +216,7 @@ def _rounded(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}"
 
 
-def judge_test_rows(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def judge_test_rows(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """One row per judge run: may it replace a reviewer (the alternative annotator test)."""
     rows = []
     for run in runs:
@@ -218,7 +235,7 @@ def judge_test_rows(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
-def judge_metric_rows(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def judge_metric_rows(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """One row per judge run: its agreement with gold, rounded for reading."""
     rows = []
     for run in runs:
@@ -382,7 +399,7 @@ def _group_figure(value: float | None, units: int) -> str:
     return "—" if value is None else f"{value:.2f}"
 
 
-def drift_agreement_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
+def drift_agreement_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Reviewer alpha and each run's kappa against gold by position bin and by role."""
     rows = []
     for kind, key in (("position", "bin"), ("role", "role")):

@@ -4,12 +4,14 @@ best earlier run (docs/reference.md, "Prompt workbench")."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import streamlit as st
 from sqlalchemy import Engine
 
 from review_app.errors import InputError, NotFound, PermissionDenied
 from review_app.rubrics import Rubric
-from review_app.services.judging.endpoints import list_endpoints
+from review_app.services.judging.endpoints import BUNDLED_HOST, list_endpoints
 from review_app.services.judging.judge_prompts import (
     PromptCatalog,
     create_judge_prompt,
@@ -167,8 +169,8 @@ def _run_section(engine: Engine, actor: Actor, rubric: Rubric, prompt_ref: str) 
             'REVIEW_APP_JUDGE_ENDPOINTS (docs/reference.md, "Judge endpoints").'
         )
         return
-    names = [e["name"] for e in endpoints]
-    if all(e["hosts"] == ["bundled (started on first use)"] for e in endpoints):
+    names = [e.name for e in endpoints]
+    if all(e.hosts == (BUNDLED_HOST,) for e in endpoints):
         st.caption(
             "Only the bundled local model is offered: an admin adds endpoints in a TOML file "
             'named by REVIEW_APP_JUDGE_ENDPOINTS (docs/reference.md, "Judge endpoints").'
@@ -221,7 +223,7 @@ def _job_progress(engine: Engine, actor: Actor, rubric: Rubric, job_id: int) -> 
 
 def _compare_section(engine: Engine, actor: Actor, rubric: Rubric) -> None:
     st.subheader("Is the new version better?")
-    runs = {run["id"]: run["name"] for run in list_judge_runs(engine, actor, rubric=rubric)}
+    runs = {run.id: run.name for run in list_judge_runs(engine, actor, rubric=rubric)}
     if st.session_state["workbench_new_run"]:
         st.session_state["workbench_new_run"] = False
         st.session_state["workbench_first"] = st.session_state["workbench_second"] = None
@@ -274,11 +276,11 @@ def _compare_section(engine: Engine, actor: Actor, rubric: Rubric) -> None:
 
 
 def run_everywhere_form(
-    engine: Engine, actor: Actor, rubric: Rubric, run: dict[str, object]
+    engine: Engine, actor: Actor, rubric: Rubric, run: Mapping[str, object]
 ) -> None:
     """The decision card's second action: run the chosen run's prompt on every turn."""
     prompt = f"{run['judge']}@{run['prompt_version']}"
-    endpoints = [e["name"] for e in list_endpoints(engine, actor)]
+    endpoints = [e.name for e in list_endpoints(engine, actor)]
     job = current_job(engine, actor, rubric=rubric, watched=st.session_state["workbench_job"])
     if job is not None and not job.finished:
         _job_progress(engine, actor, rubric, job.id)

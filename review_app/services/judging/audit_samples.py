@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 import numpy as np
 from sqlalchemy import Engine
@@ -264,11 +263,23 @@ def draw_uncertainty_sample(
     )
 
 
+@dataclass(frozen=True)
+class UncertaintyDraw:
+    """A stored uncertainty draw from a run's scores (docs/reference.md, "Uncertainty
+    audit JSON")."""
+
+    sample_id: int
+    population: int
+    mix: float | None
+    seed: int
+    probabilities: dict[tuple[str, int], float]
+    """Each drawn unit's probability of being drawn (its pi)."""
+
+
 def uncertainty_sample(
     engine: Engine, actor: Actor, *, rubric: Rubric, run_id: int
-) -> dict[str, Any] | None:
-    """The newest uncertainty draw from run ``run_id``: ``{"sample_id", "population",
-    "mix", "seed", "probabilities": {unit: pi}}``; None when there is none."""
+) -> UncertaintyDraw | None:
+    """The newest uncertainty draw from run ``run_id``; None when there is none."""
     authorize(engine, actor, "policy_owner")
     with Session(read_only(engine)) as session:
         found = storage.audit_samples.latest_uncertainty_sample(
@@ -277,13 +288,14 @@ def uncertainty_sample(
     if found is None:
         return None
     sample, probabilities = found
-    return {
-        "sample_id": sample.id,
-        "population": sample.population,
-        "mix": sample.mix,
-        "seed": sample.seed,
-        "probabilities": probabilities,
-    }
+    assert sample.id is not None
+    return UncertaintyDraw(
+        sample_id=sample.id,
+        population=sample.population,
+        mix=sample.mix,
+        seed=sample.seed,
+        probabilities=probabilities,
+    )
 
 
 def audited_units(engine: Engine, actor: Actor, *, rubric: Rubric) -> set[tuple[str, int]]:

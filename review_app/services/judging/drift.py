@@ -4,13 +4,17 @@ Break rates by answer position (the tail pooled so every bin has enough units) a
 the role in force, from gold and from each judge run, with conversation-bootstrap
 intervals, the first-break distribution and the slope of the break odds per later
 answer (:mod:`review_app.stats.drift`); reviewer and judge agreement on the same bins.
+
+The report is a JSON document: printed by ``drift --json``, stored as a payload of the
+computed reports (review_app/services/review/report_store.py) and read back as a plain
+dictionary. It stays one; :class:`DriftReport` names its keys.
 """
 
 from __future__ import annotations
 
 import bisect
 import json
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 from sqlalchemy import Engine
@@ -38,6 +42,28 @@ from storage.engine import read_only
 
 NO_ROLE = "(no role)"
 Unit = tuple[str, int]
+
+
+class DriftAgreement(TypedDict):
+    by_position: list[dict[str, Any]]
+    """``{"bin", "units", "reviewer_alpha", "judge_kappa": {run id: kappa}}`` per bin."""
+    by_role: list[dict[str, Any]]
+    """``{"role", "units", "reviewer_alpha", "judge_kappa"}`` per role."""
+
+
+class DriftReport(TypedDict):
+    """``drift --json``: docs/reference.md, "Drift JSON"."""
+
+    rubric: str
+    min_units: int
+    resamples: int
+    seed: int
+    sources: list[dict[str, Any]]
+    """Gold, then each judge run: ``{"source", "run", "name", "units", "breaks",
+    "conversations", "by_position", "by_role", "first_break", "no_break_conversations",
+    "slope"}``."""
+    agreement: DriftAgreement
+    warnings: list[str]
 
 
 class _Turns:
@@ -134,7 +160,7 @@ def drift_report(
     min_units: int = 30,
     n_resamples: int = 1000,
     seed: int = 0,
-) -> dict[str, Any]:
+) -> DriftReport:
     """The drift report of a rubric version (docs/reference.md, "Drift JSON"); policy
     owners. Sources: gold, then every judge run of the version (or run ``run_id``).
     ``n_resamples=0``: rates without intervals (a page's point figures)."""
@@ -205,7 +231,7 @@ def _agreement(
     gold_y: np.ndarray,
     bins: list[PositionBin],
     judged: dict[int, dict[int, bool]],
-) -> dict[str, Any]:
+) -> DriftAgreement:
     """Reviewers' alpha (break / no break) and each run's kappa against gold, on gold's
     position bins and by role."""
     collapsed = table.collapse(mapping)
@@ -245,7 +271,7 @@ def _agreement(
     return {"by_position": by_position, "by_role": by_role}
 
 
-def render_drift(report: dict[str, Any]) -> str:
+def render_drift(report: DriftReport) -> str:
     """The drift report as text for the terminal."""
 
     def percent(value: float | None) -> str:

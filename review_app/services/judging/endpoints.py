@@ -63,14 +63,40 @@ class Endpoint:
     concurrency: int = 4
     local: bool = False
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> PublicEndpoint:
         """What may be shown: name, model, hosts, concurrency; never a key."""
+        return PublicEndpoint(
+            name=self.name,
+            model=self.model,
+            hosts=tuple(_host(url) for url in self.base_urls)
+            if not self.local
+            else (BUNDLED_HOST,),
+            response_format=self.response_format,
+            concurrency=self.concurrency,
+        )
+
+
+BUNDLED_HOST = "bundled (started on first use)"
+"""The host the bundled model's endpoint shows."""
+
+
+@dataclass(frozen=True)
+class PublicEndpoint:
+    """An endpoint as it may be shown (``judge endpoints``, the judge page): never a key,
+    and of each URL only ``host[:port]``."""
+
+    name: str
+    model: str
+    hosts: tuple[str, ...]
+    response_format: str
+    concurrency: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """What ``judge endpoints --json`` prints for it."""
         return {
             "name": self.name,
             "model": self.model,
-            "hosts": [_host(url) for url in self.base_urls]
-            if not self.local
-            else ["bundled (started on first use)"],
+            "hosts": list(self.hosts),
             "response_format": self.response_format,
             "concurrency": self.concurrency,
         }
@@ -213,7 +239,7 @@ def configured_endpoints() -> dict[str, Endpoint]:
     return found
 
 
-def list_endpoints(engine: Engine, actor: Actor) -> list[dict[str, Any]]:
+def list_endpoints(engine: Engine, actor: Actor) -> list[PublicEndpoint]:
     """The endpoints a policy owner may choose: names, models and hosts, never keys."""
     authorize(engine, actor, "policy_owner")
     return [endpoint.public() for endpoint in configured_endpoints().values()]

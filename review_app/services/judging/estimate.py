@@ -6,12 +6,16 @@ with gold on some, correcting the judge's bias on the gold units, and gives a 95
 interval that is valid when the gold units are a uniform random sample: an audit
 sample (:mod:`review_app.services.operations.audit`). Without one it falls back, loudly, to the
 adjudicated and unanimous gold, which is not a random sample.
+
+The estimate is a JSON document: printed by ``judge estimate --json``, stored as a
+payload of the computed reports (review_app/services/review/report_store.py) and read
+back as a plain dictionary. It stays one; :class:`BreakRateEstimate` names its keys.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired, TypedDict
 
 import numpy as np
 from sqlalchemy import Engine
@@ -40,11 +44,48 @@ NOT_RANDOM = (
 )
 
 
+class RunRef(TypedDict):
+    id: int
+    name: str
+
+
+class Interval(TypedDict):
+    value: float | None
+    ci95: list[float] | None
+
+
+PpiFigure = TypedDict(
+    "PpiFigure", {"value": float | None, "ci95": list[float] | None, "lambda": float | None}
+)
+"""The prediction-powered estimate, with its power-tuning ``lambda``."""
+
+
+class BreakRateEstimate(TypedDict):
+    """``judge estimate --json``: docs/reference.md, "Judge estimate JSON" (and
+    "Uncertainty audit JSON" for ``active`` and ``budget.uncertainty``)."""
+
+    level: str
+    run: RunRef
+    n_gold: int
+    n_judged: int
+    judge_only: float | None
+    human_only: Interval
+    ppi: PpiFigure
+    gold_source: str
+    budget: dict[str, Any]
+    """``{"more_audited_units_to_halve_width", "reason"}``, and ``uncertainty`` with an
+    uncertainty draw."""
+    warnings: list[str]
+    active: NotRequired[dict[str, Any]]
+    """With an uncertainty draw from the run: ``{"value", "ci95", "design", "drawn",
+    "with_gold"}``."""
+
+
 def _percent(value: float | None) -> str:
     return "—" if value is None else f"{100 * value:.1f}%"
 
 
-def estimate_headline(estimate: dict[str, Any]) -> str:
+def estimate_headline(estimate: BreakRateEstimate) -> str:
     """``turn break rate 5.3% [4.2%, 6.5%], judge alone would say 4.1%``."""
     ppi = estimate["ppi"]
     line = f"{estimate['level']} break rate {_percent(ppi['value'])}"
@@ -53,7 +94,7 @@ def estimate_headline(estimate: dict[str, Any]) -> str:
     return line + f", judge alone would say {_percent(estimate['judge_only'])}"
 
 
-def render_estimate(estimate: dict[str, Any]) -> str:
+def render_estimate(estimate: BreakRateEstimate) -> str:
     """The estimate as text for the terminal."""
     human = estimate["human_only"]
     lines = [
@@ -102,7 +143,7 @@ def break_rate_estimate(
     rubric: Rubric,
     run_id: int,
     level: Literal["turn", "conversation"] | str = "turn",
-) -> dict[str, Any]:
+) -> BreakRateEstimate:
     """The break rate of run ``run_id``'s units, by PPI++, beside judge-only and human-only.
 
     Turn level: a unit is a judged turn; the judge says break when its code's verdict is
@@ -111,9 +152,7 @@ def break_rate_estimate(
     every judged turn has break / no-break gold (a break when any is one).
 
     Gold: audit-sample units with gold when there are any (a random sample), else all
-    gold with a loud warning. Returns ``{"level", "n_gold", "n_judged", "judge_only",
-    "human_only": {"value", "ci95"}, "ppi": {"value", "ci95", "lambda"}, "gold_source",
-    "budget", "warnings", "run"}``.
+    gold with a loud warning.
     """
     actor = authorize(engine, actor, "policy_owner")
     if level not in LEVELS:
@@ -177,7 +216,7 @@ def break_rate_estimate(
     f_u = np.array([judged[u] for u in other], dtype=np.float64)
     judge_only = float(np.mean(list(judged.values()))) if judged else None
     human = proportion(int(y.sum()), len(y), undefined_reason="no judged unit has gold")
-    result: dict[str, Any] = {
+    result: BreakRateEstimate = {
         "level": level,
         "run": {"id": run.id, "name": run_name(run)},
         "n_gold": len(gold_units),
@@ -257,7 +296,7 @@ def _active_block(
         )
         return None
     scored = scored_turns(columns)
-    drawn: dict[tuple[str, int], float] = sample["probabilities"]
+    drawn = sample.probabilities
     units = list(scored)
     index = {u: i for i, u in enumerate(units)}
     s = np.fromiter(scored.values(), dtype=np.float64, count=len(units))
@@ -286,7 +325,7 @@ def _active_block(
     if waiting:
         warnings.append(
             f"WARNING: {len(waiting)} of {len(drawn)} turns drawn by uncertainty (sample "
-            f"{sample['sample_id']}) have no break / no-break gold yet ({named(waiting)}): "
+            f"{sample.sample_id}) have no break / no-break gold yet ({named(waiting)}): "
             "they count as drawn without a label, which biases the active estimate; label "
             "and adjudicate them"
         )

@@ -4,12 +4,15 @@ docs/reference.md, "Comparing two judge runs". Reads the runs' verdicts, the gol
 labels and the reviewers' labels, and hands them to
 :func:`review_app.stats.paired.compare_two_runs`; adds the runs' reasons on the units
 where they differ and where the gold comes from. Policy owners and admins.
+
+The comparison is a JSON document: printed by ``judge compare --json`` and shown by the
+prompt workbench as it is. It stays a dictionary; :class:`RunComparison` names its keys.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, cast
+from typing import Any, TypedDict, cast
 
 from sqlalchemy import Engine
 from sqlmodel import Session
@@ -27,7 +30,7 @@ from review_app.stats.alt_test import DEFAULT_EPSILON
 from review_app.stats.paired import compare_two_runs
 from storage import judging
 from storage.engine import read_only
-from storage.models import JudgeRun
+from storage.models import JudgeRunPublic
 
 GOLD_NOTE = (
     "gold from adjudication and unanimous reviewers is not a random sample: unanimous units "
@@ -36,11 +39,56 @@ GOLD_NOTE = (
 )
 
 
+class ComparedRun(TypedDict):
+    id: int
+    label: str
+    """The short name that tells it from the other run (``first`` or ``second``)."""
+    name: str
+    judge: str
+    prompt_version: str
+    model: str
+    prompt_sha256: str | None
+
+
+class ComparisonGold(TypedDict):
+    adjudicated: int
+    unanimous: int
+    in_audit_samples: int
+    note: str
+
+
+class RunComparison(TypedDict):
+    """``judge compare --json``: docs/reference.md, "Comparing two judge runs". An
+    estimate is ``{"value", "n", "ci95", "reason", "warning", "method"}``."""
+
+    rubric: str
+    runs: list[ComparedRun]
+    first: str
+    second: str
+    n_units: int
+    n_conversations: int
+    kappa: dict[str, dict[str, Any]]
+    accuracy: dict[str, dict[str, Any]]
+    kappa_difference: dict[str, Any]
+    accuracy_difference: dict[str, Any]
+    difference_is: str
+    mcnemar: dict[str, Any]
+    alt_test: dict[str, dict[str, Any]] | None
+    alt_test_units: int
+    differing: list[dict[str, Any]]
+    """``{"case_id", "turn", "gold", "first": {"code", "reason"}, "second": ...}``."""
+    gold_source: ComparisonGold
+    verdict: str
+    headline: str
+    n_resamples: int
+    seed: int
+
+
 def _conversation_of(unit: tuple[str, int]) -> str:
     return unit[0]
 
 
-def _labels(first: JudgeRun, second: JudgeRun) -> tuple[str, str]:
+def _labels(first: JudgeRunPublic, second: JudgeRunPublic) -> tuple[str, str]:
     """Short distinct names: the prompt versions when only they differ, etc."""
     same_judge = first.judge == second.judge
     if same_judge and first.model == second.model and first.prompt_version != second.prompt_version:
@@ -62,7 +110,7 @@ def compare_judge_runs(
     n_resamples: int = 1000,
     seed: int = 0,
     epsilon: float = DEFAULT_EPSILON,
-) -> dict[str, Any]:
+) -> RunComparison:
     """Compare two runs of ``rubric`` on the gold units both judged (policy owners).
 
     ``run_ids = (a, b)``: the difference is b - a. By default: the newest run (b) and
@@ -123,7 +171,8 @@ def compare_judge_runs(
         n_resamples=n_resamples,
         seed=seed,
     )
-    report = result.to_dict()
+    # the figures of the comparison (stats/paired.py); the keys below are added here
+    report = cast(RunComparison, result.to_dict())
     differing = [(cast(tuple[str, int], d.unit), d) for d in result.differing]
     reasons = [
         _reasons(engine, verdicts, [unit for unit, _ in differing])
@@ -159,7 +208,7 @@ def compare_judge_runs(
     return report
 
 
-def _run_entry(run: JudgeRun, label: str) -> dict[str, Any]:
+def _run_entry(run: JudgeRunPublic, label: str) -> ComparedRun:
     return {
         "id": run.id,
         "label": label,
@@ -188,7 +237,7 @@ def _reasons(
 
 
 def _default_pair(
-    runs: list[tuple[JudgeRun, Any]],
+    runs: list[tuple[JudgeRunPublic, Any]],
     gold_codes: dict[tuple[str, int], str],
     break_mapping: dict[str, str | None],
     ignore: tuple[str, ...],
@@ -207,7 +256,7 @@ def _default_pair(
             field="--runs",
         )
 
-    def kappa(pair: tuple[JudgeRun, Any]) -> tuple[float, int]:
+    def kappa(pair: tuple[JudgeRunPublic, Any]) -> tuple[float, int]:
         judged = TurnVerdicts(pair[1]).coded()
         result = calibration.compare_to_reference(
             reference=gold_codes,
@@ -235,7 +284,7 @@ def _figure(estimate: dict[str, Any], *, signed: bool = False) -> str:
     return f"{text} ({estimate.get('reason') or 'no interval'})"
 
 
-def render_run_comparison(report: dict[str, Any]) -> str:
+def render_run_comparison(report: RunComparison) -> str:
     """The comparison as text: the headline first, then the figures behind it."""
     first, second = report["runs"]
     a, b = report["first"], report["second"]
@@ -270,12 +319,13 @@ def render_run_comparison(report: dict[str, Any]) -> str:
         f"only {b} right on {mcnemar['only_second_right']} of {mcnemar['n']} units; "
         f"p = {mcnemar['p_value']:.4g}"
     )
-    if report.get("alt_test"):
+    alt_test = report.get("alt_test")
+    if alt_test:
         lines.append(
             f"alternative annotator test (on the {report['alt_test_units']} units both judged):"
         )
         for name in (a, b):
-            lines.append(f"  {name}: {report['alt_test'][name]['verdict']}")
+            lines.append(f"  {name}: {alt_test[name]['verdict']}")
     differing = report["differing"]
     lines.append("")
     lines.append(f"units where they differ: {len(differing)}")

@@ -29,6 +29,7 @@ from review_app.judging import (
     JUDGE_NAME,
     PLACEHOLDERS,
     PROMPT_FILE,
+    ChatMessage,
     JudgePrompt,
     check_prompt_text,
     find_judge_prompt,
@@ -528,7 +529,7 @@ def preview_messages(
     case_id: str,
     turn: int,
     judge: str = "draft",
-) -> list[dict[str, str]]:
+) -> list[ChatMessage]:
     """The chat messages ``text`` would send the judge for one unit (nothing stored).
 
     The text is checked as a template is (InputError naming the line, field ``text``);

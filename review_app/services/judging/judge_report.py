@@ -2,6 +2,12 @@
 
 Reads verdicts stored by ``review_app.services.judging.judge_import`` and
 ``review_app.services.judging.judge_runner``.
+
+The calibration report and the few-shot material are JSON documents: printed by ``judge
+report --json`` and ``judge few-shot``, stored as payloads of the computed reports
+(review_app/services/review/report_store.py) and read back as plain dictionaries. They
+stay dictionaries; :class:`JudgeCalibrationReport`, :class:`JudgeRunReport`,
+:class:`JudgeDisagreement` and :class:`FewShotExample` name their keys.
 """
 
 from __future__ import annotations
@@ -9,7 +15,7 @@ from __future__ import annotations
 import json
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from typing import Any, Literal, cast
+from typing import Any, Literal, NotRequired, TypedDict, cast
 
 from sqlalchemy import Engine
 from sqlmodel import Session
@@ -27,7 +33,80 @@ from review_app.services.team.people import Actor, authorize
 from review_app.stats.alt_test import DEFAULT_EPSILON, alt_test
 from storage import audit, judging
 from storage.engine import read_only
-from storage.models import JudgeRun
+from storage.models import JudgeRunPublic
+
+
+class HumanLabel(TypedDict):
+    reviewer: str
+    label: str
+    rationale: str | None
+
+
+class JudgeDisagreement(TypedDict):
+    """A unit where a run's code and gold differ."""
+
+    case_id: str
+    turn: int
+    gold: str
+    judge: str
+    score: float | None
+    reason: str | None
+    kind: str
+    """``missed_break``, ``false_alarm`` or ``wrong_break_kind``."""
+    human: NotRequired[list[HumanLabel]]
+    """The reviewers' labels of the unit (:func:`disagreement_explorer` adds them)."""
+
+
+class JudgeRunReport(TypedDict):
+    """One run of the judge report (docs/reference.md, "Judge report JSON")."""
+
+    id: int
+    name: str
+    judge: str
+    prompt_version: str
+    model: str
+    source: str
+    verdicts: int
+    turn_verdicts: int
+    conversation_verdicts: int
+    errors: int
+    carried_from_run: int | None
+    carried_verdicts: int
+    alt_test: dict[str, Any]
+    vs_gold: dict[str, Any] | None
+    gold_source: dict[str, Any]
+    vs_reviewers: dict[str, dict[str, Any]]
+    like_for_like: dict[str, Any]
+    first_break: dict[str, Any] | None
+    scores: dict[str, Any] | None
+    disagreements: list[JudgeDisagreement]
+
+
+class JudgeCalibrationReport(TypedDict):
+    """``judge report --json``: docs/reference.md, "Judge report JSON"."""
+
+    rubric: str
+    gold: dict[str, int]
+    reviewers: list[str]
+    runs: list[JudgeRunReport]
+    carried_units: dict[str, int]
+    """``{"labels", "gold_labels"}``: units with labels carried from the version before."""
+    versions: NotRequired[dict[str, Any]]
+    """With two runs or more that give codes: the runs compared on shared units."""
+    rubric_versions: dict[str, Any] | None
+
+
+class FewShotExample(TypedDict):
+    """An adjudicated example in the rubric example shape, with its unit."""
+
+    label: str
+    kind: str
+    context: str
+    reply: str
+    why: str
+    case_id: str
+    turn: int
+    judge_label: str | None
 
 
 def calibration_report(
@@ -40,7 +119,7 @@ def calibration_report(
     seed: int = 0,
     epsilon: float = DEFAULT_EPSILON,
     previous: Rubric | None = None,
-) -> dict[str, Any]:
+) -> JudgeCalibrationReport:
     """How far each judge run agrees with humans, where it fails, and how to trust its scores.
 
     With ``previous`` (version N-1), ``rubric_versions`` sets each version's judge
@@ -68,7 +147,7 @@ def calibration_report(
     ignore = tuple(rubric.abstain_codes)
     gold_first = gold.first_break_turns(break_codes)
     runs = run_verdicts(engine, rubric, run_ids)
-    report: dict[str, Any] = {
+    report: dict[str, Any] = {  # JudgeCalibrationReport, its keys in this order
         "rubric": rubric.ref,
         "gold": gold.counts(),
         "reviewers": sorted(by_reviewer),
@@ -153,7 +232,7 @@ def calibration_report(
         if previous is not None
         else None
     )
-    return report
+    return cast(JudgeCalibrationReport, report)
 
 
 def _judge_versions_side_by_side(
@@ -246,7 +325,7 @@ def _binary_pairs(
 
 
 def _score_section(
-    run: JudgeRun,
+    run: JudgeRunPublic,
     verdicts: TurnVerdicts,
     gold_codes: dict[tuple[str, int], str],
     break_mapping: dict[str, str | None],
@@ -272,9 +351,10 @@ def _disagreements(
     verdicts: TurnVerdicts,
     gold_codes: dict[tuple[str, int], str],
     break_mapping: dict[str, str | None],
-) -> list[dict[str, Any]]:
+) -> list[JudgeDisagreement]:
     columns = verdicts.columns
-    found, ids = [], []
+    found: list[JudgeDisagreement] = []
+    ids = []
     for i in verdicts.rows_of(gold_codes):
         case_id, turn, label = columns.case_ids[i], columns.turns[i], columns.labels[i]
         assert turn is not None
@@ -332,8 +412,9 @@ def fit_run_calibration(
     method: str = "isotonic",
     cv: int = 5,
     seed: int = 0,
-) -> dict[str, Any]:
-    """Fit a score calibration map on the gold units and store it with the run."""
+) -> calibration.CalibrationMap:
+    """Fit a score calibration map on the gold units and store it with the run; the map
+    (its ``heldout_*`` fields describe the cross-validated fit)."""
     actor = authorize(engine, actor, "policy_owner")
     if method not in ("isotonic", "platt"):
         raise InputError("--method is isotonic or platt", field="--method")
@@ -370,7 +451,7 @@ def fit_run_calibration(
             summary={"rubric": rubric.ref, "method": method, "replaced_a_map": before},
         )
         session.commit()
-    return fitted.to_dict()
+    return fitted
 
 
 def calibrated_probability(
@@ -395,7 +476,7 @@ def few_shot_material(
     run_id: int | None = None,
     per_label: int = 1,
     seed: int = 0,
-) -> list[dict[str, Any]]:
+) -> list[FewShotExample]:
     """Adjudicated contrasting examples (pass / fail / borderline per label) for a prompt."""
     actor = authorize(engine, actor, "policy_owner")
     gold = gold_labels(engine, actor, rubric=rubric)
@@ -437,6 +518,7 @@ def few_shot_material(
         }
         for case_id, turn in adjudicated
     ]
+    # the core gives the example shape (FewShotExample); context and reply are read below
     examples = calibration.few_shot_examples(
         candidates,
         verdict_by_code={label.code: label.verdict for label in rubric.labels},
@@ -453,7 +535,7 @@ def few_shot_material(
             reply = texts[-1].text if texts and texts[-1].turn == turn else ""
             context = next((t.text for t in reversed(texts[:-1]) if t.actor == "user"), "")
             example["reply"], example["context"] = reply or "", context or ""
-    return examples
+    return cast(list[FewShotExample], examples)
 
 
 def disagreement_explorer(
@@ -461,11 +543,11 @@ def disagreement_explorer(
     actor: Actor,
     *,
     rubric: Rubric,
-    report_run: dict[str, Any],
+    report_run: JudgeRunReport,
     kind: str | None = None,
     label: str | None = None,
     limit: int | None = None,
-) -> list[dict[str, Any]]:
+) -> list[JudgeDisagreement]:
     """A run's disagreements with gold beside the reviewers' rationales, filtered.
 
     ``kind``: ``missed_break`` (the judge misses a break), ``false_alarm`` (it flags a

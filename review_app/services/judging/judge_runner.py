@@ -28,6 +28,7 @@ from sqlmodel import Session
 from review_app import input_policy
 from review_app.errors import InputError, NotFound
 from review_app.judging import (
+    ChatMessage,
     JudgeAnswerError,
     JudgePrompt,
     parse_judge_answer,
@@ -126,7 +127,7 @@ class JudgeRunSummary:
 class _Job:
     case_id: str
     turn: int
-    messages: list[dict[str, str]]
+    messages: list[ChatMessage]
 
 
 @dataclass
@@ -478,7 +479,7 @@ _CASES_PER_BATCH = 200
 
 def unit_messages(
     engine: Engine, *, prompt: JudgePrompt, rubric: Rubric, case_id: str, turn: int
-) -> list[dict[str, str]]:
+) -> list[ChatMessage]:
     """The messages a run of ``prompt`` sends for one unit (the workbench's preview).
 
     A building block: callers authorize. :class:`NotFound` when the case is gone,

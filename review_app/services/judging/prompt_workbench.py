@@ -10,17 +10,20 @@ comparing two runs is :func:`review_app.services.judging.judge_compare.compare_j
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine
 
 from review_app.errors import InputError
-from review_app.judging import PLACEHOLDERS, check_prompt_text
+from review_app.judging import PLACEHOLDERS, ChatMessage, check_prompt_text
 from review_app.rubrics import Rubric
 from review_app.services.judging.judge_prompts import preview_messages
 from review_app.services.labels.adjudication import gold_labels
 from review_app.services.operations.jobs import JobView, start_judge_job
 from review_app.services.team.people import Actor, authorize
+
+if TYPE_CHECKING:
+    from review_app.services.judging.judge_compare import RunComparison
 
 PLACEHOLDER_HELP: dict[str, str] = {
     "rubric_ref": "the rubric version, e.g. role-adherence@1",
@@ -43,7 +46,7 @@ class PromptPreview:
 
     case_id: str
     turn: int
-    messages: list[dict[str, str]]
+    messages: list[ChatMessage]
 
 
 def _gold_units(engine: Engine, actor: Actor, rubric: Rubric) -> list[tuple[str, int]]:
@@ -111,7 +114,7 @@ def compare_for_workbench(
     *,
     rubric: Rubric,
     run_ids: tuple[int, int] | None = None,
-) -> dict[str, Any] | None:
+) -> RunComparison | None:
     """The comparison the workbench shows: ``run_ids`` when chosen, else the newest run
     against the best earlier run of its judge, else (its judge's first run) against the
     run before it. ``None`` with fewer than two runs. Policy owners and admins."""
@@ -121,7 +124,7 @@ def compare_for_workbench(
     actor = authorize(engine, actor, "policy_owner")
     if run_ids is not None:
         return compare_judge_runs(engine, actor, rubric=rubric, run_ids=run_ids)
-    ids = sorted(run["id"] for run in list_judge_runs(engine, actor, rubric=rubric))
+    ids = sorted(run.id for run in list_judge_runs(engine, actor, rubric=rubric))
     if len(ids) < 2:
         return None
     try:

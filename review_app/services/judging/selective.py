@@ -4,6 +4,11 @@ The judge decides the units where its confidence reaches a threshold certified o
 (:mod:`review_app.stats.selective`, Jung, Brahman & Choi 2024); the rest are escalated
 to reviewers. The guarantee holds only when the gold is a random sample of the units:
 audit-sample gold is used when there is any, else all gold with a loud warning.
+
+The routing report and the coverage curve are JSON documents: printed by ``judge route
+--json``, stored as payloads of the computed reports (the curve:
+review_app/services/review/report_store.py) and read back as plain dictionaries. They
+stay dictionaries; :class:`RouteReport` and :class:`CoverageCurve` name their keys.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import numpy as np
 from sqlalchemy import Engine
@@ -37,6 +42,59 @@ NOT_RANDOM_GOLD = (
 )
 
 Unit = tuple[str, int]
+
+
+class RoutedRun(TypedDict):
+    """One run of the cascade: its certified threshold and what it decides."""
+
+    run: int
+    threshold: float | None
+    calibration_units: int
+    kept: int
+    decided: int
+    disagreements: int
+    upper_bound: float | None
+
+
+class AppliedRoute(TypedDict):
+    """What ``--apply`` did."""
+
+    certified: int
+    escalated_cases: int
+    assignment: str | None
+
+
+class RouteReport(TypedDict):
+    """``judge route --json``: docs/reference.md, "Judge route JSON"."""
+
+    alpha: float
+    delta: float
+    on: str
+    gold_source: str
+    runs: list[RoutedRun]
+    judged_units: int
+    decided_units: int
+    escalated_units: int
+    coverage: float | None
+    warnings: list[str]
+    applied: NotRequired[AppliedRoute]
+
+
+class CoveragePoint(TypedDict):
+    alpha: float
+    coverage: float | None
+    decided_units: int
+    thresholds: list[float | None]
+    """Each run's certified threshold at this alpha (``None``: it decides nothing)."""
+
+
+class CoverageCurve(TypedDict):
+    """Coverage against alpha for one delta (the judge page's dial)."""
+
+    points: list[CoveragePoint]
+    gold_source: str
+    judged_units: int
+    warnings: list[str]
 
 
 def _run_units(columns: Any, mapping: dict[str, str | None]) -> dict[Unit, tuple[float, str]]:
@@ -149,6 +207,18 @@ def _min_units_warning(*, alpha: float, delta: float, min_units: int) -> str | N
     )
 
 
+@dataclass(frozen=True)
+class Routing:
+    """What ``judge route --apply`` stores and queues, beside the routing report."""
+
+    decisions: list[dict[str, Any]]
+    """The decided units' certified verdicts, rows of ``certified_verdicts``: ``case_id``,
+    ``turn``, ``run_id``, ``label``, ``confidence``, ``threshold``, ``alpha``, ``delta``
+    (:func:`storage.selective.replace_certified`)."""
+    escalated: list[Unit]
+    """The units no run decides, for reviewers."""
+
+
 def route_units(
     engine: Engine,
     actor: Actor,
@@ -159,7 +229,7 @@ def route_units(
     delta: float,
     min_units: int = 30,
     on: str = "verdict",
-) -> tuple[dict[str, Any], dict[str, Any]]:
+) -> tuple[RouteReport, Routing]:
     """The routing report (docs/reference.md, "Judge route JSON") and what --apply needs."""
     actor = authorize(engine, actor, "policy_owner")
     _check_runs(run_ids, on)
@@ -180,7 +250,7 @@ def route_units(
     steps = route_cascade(
         confidences, disagreements, has_gold, alpha=alpha, delta=delta, min_units=min_units
     )
-    runs = []
+    runs: list[RoutedRun] = []
     decided_total = np.zeros(len(all_units), dtype=bool)
     for run_id, step in zip(run_ids, steps, strict=True):
         cert = step.certification
@@ -203,7 +273,7 @@ def route_units(
         decided_total |= step.decides
     judged = len(all_units)
     decided = int(decided_total.sum())
-    report = {
+    report: RouteReport = {
         "alpha": alpha,
         "delta": delta,
         "on": on,
@@ -232,7 +302,7 @@ def route_units(
                 }
             )
     escalated = [all_units[i] for i in np.flatnonzero(~decided_total).tolist()]
-    return report, {"decisions": decisions, "escalated": escalated}
+    return report, Routing(decisions=decisions, escalated=escalated)
 
 
 def route_judges(
@@ -248,7 +318,7 @@ def route_judges(
     apply: bool = False,
     reviewers: list[str] | None = None,
     overlap: int = 2,
-) -> dict[str, Any]:
+) -> RouteReport:
     """Route the units; with ``apply``, mark the decided verdicts certified and queue the
     escalated units' cases for ``reviewers`` (``overlap`` per case). Policy owners."""
     actor = authorize(engine, actor, "policy_owner")
@@ -267,13 +337,13 @@ def route_judges(
     if not apply:
         return report
     assert reviewers is not None
-    case_ids = sorted({case_id for case_id, _ in routed["escalated"]})
+    case_ids = sorted({case_id for case_id, _ in routed.escalated})
     with Session(engine) as session:
         storage.certified_verdicts.replace_certified(
             session,
             rubric_id=rubric.id,
             version=rubric.version,
-            rows=routed["decisions"],
+            rows=routed.decisions,
             created_by=actor.reviewer_id,
             now=datetime.now(UTC),
         )
@@ -288,8 +358,8 @@ def route_judges(
                 "alpha": alpha,
                 "delta": delta,
                 "on": on,
-                "certified": len(routed["decisions"]),
-                "escalated": len(routed["escalated"]),
+                "certified": len(routed.decisions),
+                "escalated": len(routed.escalated),
             },
         )
         session.commit()
@@ -301,16 +371,30 @@ def route_judges(
         else None
     )
     report["applied"] = {
-        "certified": len(routed["decisions"]),
+        "certified": len(routed.decisions),
         "escalated_cases": len(case_ids),
         "assignment": None if assignment is None else assignment.line(),
     }
     return report
 
 
+@dataclass(frozen=True)
+class CertifiedMark:
+    """A judge verdict ``judge route --apply`` certified: the judge decides this unit."""
+
+    label: str
+    run: int
+    """The judge run whose verdict it is."""
+    confidence: float
+    threshold: float
+    """The run's certified threshold the confidence reached."""
+    alpha: float
+    delta: float
+
+
 def certified_verdicts(
     engine: Engine, actor: Actor, *, rubric: Rubric, case_ids: list[str] | None = None
-) -> dict[Unit, dict[str, Any]]:
+) -> dict[Unit, CertifiedMark]:
     """The certified judge verdicts of the rubric version by unit (policy owners)."""
     authorize(engine, actor, "policy_owner")
     with Session(read_only(engine)) as session:
@@ -318,14 +402,14 @@ def certified_verdicts(
             session, rubric_id=rubric.id, version=rubric.version, case_ids=case_ids
         )
     return {
-        unit: {
-            "label": row.label,
-            "run": row.run_id,
-            "confidence": row.confidence,
-            "threshold": row.threshold,
-            "alpha": row.alpha,
-            "delta": row.delta,
-        }
+        unit: CertifiedMark(
+            label=row.label,
+            run=row.run_id,
+            confidence=row.confidence,
+            threshold=row.threshold,
+            alpha=row.alpha,
+            delta=row.delta,
+        )
         for unit, row in rows.items()
     }
 
@@ -340,17 +424,16 @@ def coverage_curve(
     alphas: list[float],
     min_units: int = 30,
     on: str = "verdict",
-) -> dict[str, Any]:
-    """Coverage against alpha, the policy owner's dial: ``{"points": [{"alpha",
-    "coverage", "decided_units", "thresholds"}], "gold_source", "judged_units",
-    "warnings"}`` from one load of the verdicts and gold (policy owners)."""
+) -> CoverageCurve:
+    """Coverage against alpha, the policy owner's dial, from one load of the verdicts and
+    gold (policy owners)."""
     actor = authorize(engine, actor, "policy_owner")
     _check_runs(run_ids, on)
     if not 0.0 < delta < 1.0:
         raise InputError(f"must be strictly between 0 and 1, got {delta}", field="--delta")
     inputs = _routing_inputs(engine, actor, rubric=rubric, run_ids=run_ids, on=on)
     judged = len(inputs.all_units)
-    points = []
+    points: list[CoveragePoint] = []
     for alpha in alphas:
         if not 0.0 < alpha < 1.0:
             raise InputError(f"must be strictly between 0 and 1, got {alpha}", field="--alpha")
@@ -375,7 +458,7 @@ def coverage_curve(
     }
 
 
-def render_route(report: dict[str, Any]) -> str:
+def render_route(report: RouteReport) -> str:
     """The routing report as text for the terminal."""
     coverage = report["coverage"]
     lines = [

@@ -18,7 +18,7 @@ from collections import defaultdict
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, cast
+from typing import cast
 
 import numpy as np
 import numpy.typing as npt
@@ -406,11 +406,24 @@ def gold_set_from_table(
     )
 
 
-def ambiguity_notes(engine: Engine, actor: Actor, *, rubric: Rubric) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class AmbiguityNote:
+    """A rubric ambiguity a policy owner noted with a gold label, for the next version."""
+
+    case_id: str
+    turn: int
+    gold: str
+    """The gold code it was noted with."""
+    note: str
+
+
+def ambiguity_notes(engine: Engine, actor: Actor, *, rubric: Rubric) -> list[AmbiguityNote]:
     actor = authorize(engine, actor, "policy_owner")
     with Session(read_only(engine)) as session:
         rows = storage.gold.rubric_ambiguities(session, rubric_id=rubric.id, version=rubric.version)
         return [
-            {"case_id": g.case_id, "turn": g.turn, "gold": g.code, "note": g.rubric_ambiguity}
+            AmbiguityNote(
+                case_id=g.case_id, turn=g.turn, gold=g.code, note=g.rubric_ambiguity or ""
+            )
             for g in rows
         ]

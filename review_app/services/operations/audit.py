@@ -8,6 +8,7 @@ is described in docs/reference.md, "Audit log".
 from __future__ import annotations
 
 import json
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -18,6 +19,7 @@ from review_app.errors import InputError
 from review_app.services.team.people import Actor, authorize
 from storage import audit
 from storage.engine import read_only
+from storage.models import AuditEntry
 
 ACTIONS = (
     "label",
@@ -59,6 +61,27 @@ def parse_since(text: str) -> datetime:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
+@dataclass(frozen=True)
+class AuditRecord:
+    """One entry of the audit log as its readers see it (docs/reference.md, "Audit log")."""
+
+    id: int
+    at: str
+    """When, in UTC, ISO 8601 to the second."""
+    actor: str
+    action: str
+    """One of :data:`ACTIONS`."""
+    object_type: str
+    object: str | None
+    """The key of the object changed or exported (a rubric reference, a name, a case id)."""
+    summary: dict[str, Any]
+    """What changed, as the service recorded it (JSON)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """What ``audit --json`` prints for the entry."""
+        return asdict(self)
+
+
 def audit_entries(
     engine: Engine,
     actor: Actor,
@@ -67,8 +90,8 @@ def audit_entries(
     by: str | None = None,
     action: str | None = None,
     limit: int | None = None,
-) -> list[dict[str, Any]]:
-    """Audit entries, newest first, as plain dicts (policy owners and admins)."""
+) -> list[AuditRecord]:
+    """Audit entries, newest first (policy owners and admins)."""
     authorize(engine, actor, "policy_owner")
     if action is not None and action not in ACTIONS:
         raise InputError(
@@ -76,28 +99,30 @@ def audit_entries(
         )
     with Session(read_only(engine)) as session:
         rows = audit.list_entries(session, since=since, actor=by, action=action, limit=limit)
-        return [
-            {
-                "id": row.id,
-                "at": _utc(row.at).isoformat(timespec="seconds"),
-                "actor": row.actor,
-                "action": row.action,
-                "object_type": row.object_type,
-                "object": row.object_key,
-                "summary": json.loads(row.summary_json),
-            }
-            for row in rows
-        ]
+        return [_record(row) for row in rows]
+
+
+def _record(row: AuditEntry) -> AuditRecord:
+    assert row.id is not None
+    return AuditRecord(
+        id=row.id,
+        at=_utc(row.at).isoformat(timespec="seconds"),
+        actor=row.actor,
+        action=row.action,
+        object_type=row.object_type,
+        object=row.object_key,
+        summary=json.loads(row.summary_json),
+    )
 
 
 def _utc(moment: datetime) -> datetime:
     return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
-def audit_line(entry: dict[str, Any]) -> str:
+def audit_line(entry: AuditRecord) -> str:
     """One entry as one line of plain text (the caller escapes it for its medium)."""
-    summary = json.dumps(entry["summary"], sort_keys=True, ensure_ascii=False)
+    summary = json.dumps(entry.summary, sort_keys=True, ensure_ascii=False)
     return (
-        f"{entry['at']}  {entry['actor']}  {entry['action']}  "
-        f"{entry['object_type']} {entry['object'] or '-'}  {summary}"
+        f"{entry.at}  {entry.actor}  {entry.action}  "
+        f"{entry.object_type} {entry.object or '-'}  {summary}"
     )

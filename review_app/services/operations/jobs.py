@@ -472,7 +472,7 @@ def _execute_report_job(engine: Engine, view: JobView, *, owner: str, lease_seco
             return
     if beat.lost.is_set():
         return  # another worker holds the job now (it finds the stored report)
-    finish("done", result_json=json.dumps(result, sort_keys=True), done=1, total=1)
+    finish("done", result_json=json.dumps(result.to_dict(), sort_keys=True), done=1, total=1)
 
 
 def _run_judge_job(engine: Engine, view: JobView, beat: _Beat) -> Any:

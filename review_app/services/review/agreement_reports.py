@@ -4,6 +4,11 @@ Units are ``(case_id, turn)`` pairs, raters are reviewers, values are label code
 (each reviewer's current label). The coefficients come from the pure module
 :mod:`review_app.agreement`; this module reads the labels and adds the gold-label
 counts (adjudicated, unanimous, left in disagreement).
+
+The agreement report is a JSON document: printed by ``agreement --json`` and stored, in
+:class:`DashboardData`, as a payload of the computed reports
+(review_app/services/review/report_store.py). It stays a dictionary;
+:class:`AgreementReport` names its keys.
 """
 
 from __future__ import annotations
@@ -11,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import Any
+from typing import Any, NotRequired, TypedDict, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -32,6 +37,8 @@ from storage.labels import LabelColumns
 
 IntArray = npt.NDArray[np.int64]
 __all__ = [
+    "AgreementReport",
+    "ConfusionCell",
     "DashboardData",
     "agreement_report",
     "confusion_between",
@@ -43,6 +50,47 @@ __all__ = [
     "report_from_table",
     "versions_side_by_side",
 ]
+
+
+class VersionsSideBySide(TypedDict):
+    """Versions N-1 and N on the units both have labels on (no bootstrap)."""
+
+    units: int
+    compared: list[dict[str, Any]]
+    """Per version: ``rubric`` and its ``percent_agreement``, ``krippendorff_alpha``,
+    ``fleiss_kappa``, ``gwet_ac1``."""
+
+
+class AgreementReport(TypedDict):
+    """``agreement --json``: docs/reference.md, "Agreement JSON". A coefficient is
+    ``{"value", "ci95", "n_units", "reason", "warning"}``."""
+
+    rubric: str
+    level: str
+    units: int
+    raters: int
+    ratings: int
+    rater_names: list[str]
+    percent_agreement: dict[str, Any]
+    krippendorff_alpha: dict[str, Any]
+    alpha_ci95: list[float] | None
+    alpha_break: dict[str, Any]
+    alpha_verdict: dict[str, Any]
+    fleiss_kappa: dict[str, Any]
+    gwet_ac1: dict[str, Any]
+    cohen_kappa: dict[str, dict[str, Any]]
+    """By ``"<reviewer_a>|<reviewer_b>"``."""
+    per_label: dict[str, dict[str, Any]]
+    conversation: dict[str, Any]
+    gold: dict[str, int]
+    bootstrap: dict[str, Any]
+    warnings: list[str]
+    carried_units: NotRequired[int]
+    """Units holding a label carried from the version before (set by
+    :func:`agreement_report` and :func:`dashboard_data`)."""
+    versions: NotRequired[VersionsSideBySide | None]
+    """Versions N-1 and N side by side; ``None`` for version 1 (set with
+    ``carried_units``)."""
 
 
 def load_label_columns(engine: Engine, actor: Actor, *, rubric: Rubric) -> LabelColumns:
@@ -67,7 +115,7 @@ def agreement_report(
     n_resamples: int = 1000,
     seed: int = 0,
     previous: Rubric | None = None,
-) -> dict[str, Any]:
+) -> AgreementReport:
     """The figures of docs/reference.md, "Agreement JSON", for a rubric version (no NaN).
 
     ``carried_units`` counts the units with a label carried from the version before;
@@ -118,7 +166,7 @@ def _restricted(table: RatingTable, keep: Collection[Any]) -> RatingTable:
     )
 
 
-def versions_side_by_side(tables: list[tuple[Rubric, RatingTable]]) -> dict[str, Any]:
+def versions_side_by_side(tables: list[tuple[Rubric, RatingTable]]) -> VersionsSideBySide:
     """Each version's coefficients on the units every one of ``tables`` has labels on
     (no bootstrap): did the rewrite make reviewers agree more on the same turns?"""
     common: set[Any] = set(tables[0][1].units)
@@ -145,7 +193,8 @@ def report_from_table(
     adjudicated: Collection[tuple[str, int]],
     n_resamples: int = 1000,
     seed: int = 0,
-) -> dict[str, Any]:
+) -> AgreementReport:
+    """The agreement report of ``table`` (without ``carried_units`` and ``versions``)."""
     summary = agreement_summary(
         table,
         break_mapping=rubric.break_mapping(),
@@ -157,14 +206,15 @@ def report_from_table(
     )
     gold = gold_counts(table, adjudicated)
     gold["labeled_units"] = table.n_units
-    return {"rubric": rubric.ref, **summary, "gold": gold}
+    # the core's figures (review_app/agreement/summary.py) between rubric and gold
+    return cast(AgreementReport, {"rubric": rubric.ref, **summary, "gold": gold})
 
 
 @dataclass(frozen=True)
 class DashboardData:
     """What the agreement page draws, computed once per change of labels."""
 
-    report: dict[str, Any]
+    report: AgreementReport
     distribution: list[dict[str, Any]]
     """One row per (reviewer, code): count and share of that reviewer's labels."""
     reviewers: list[str]
@@ -219,10 +269,21 @@ def dashboard_data(
     return DashboardData(report, distribution, [str(name) for name in table.raters])
 
 
+@dataclass(frozen=True)
+class ConfusionCell:
+    """How many of the units two reviewers both labeled got code ``a`` from the first
+    and code ``b`` from the second."""
+
+    a: str
+    b: str
+    count: int
+
+
 def confusion_between(
     engine: Engine, actor: Actor, *, rubric: Rubric, reviewer_a: str, reviewer_b: str
-) -> list[dict[str, Any]]:
-    """Counts of (code by A, code by B) over the units both labeled."""
+) -> list[ConfusionCell]:
+    """Counts of (code by A, code by B) over the units both labeled, in (A, B) code order
+    (cells with no unit left out)."""
     authorize(engine, actor, "policy_owner")
     with Session(read_only(engine)) as session:
         table = load_rating_table(session, rubric_id=rubric.id, version=rubric.version)
@@ -238,16 +299,11 @@ def confusion_between(
     both = (first >= 0) & (second >= 0)
     n_values = table.n_values
     shared = confusion_from_codes(first[both], second[both], n_categories=n_values).ravel()
-    rows = []
-    for cell in np.flatnonzero(shared).tolist():  # values are sorted: (code A, code B) order
-        code_a, code_b = str(table.values[cell // n_values]), str(table.values[cell % n_values])
-        rows.append(
-            {
-                reviewer_a: code_a,
-                reviewer_b: code_b,
-                "a": code_a,
-                "b": code_b,
-                "count": int(shared[cell]),
-            }
+    return [  # values are sorted: (code A, code B) order
+        ConfusionCell(
+            a=str(table.values[cell // n_values]),
+            b=str(table.values[cell % n_values]),
+            count=int(shared[cell]),
         )
-    return rows
+        for cell in np.flatnonzero(shared).tolist()
+    ]

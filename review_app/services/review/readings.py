@@ -11,11 +11,15 @@ fewer than :data:`MIN_UNITS` units (``SMALL_SAMPLE_UNITS`` of the agreement core
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from review_app.agreement.coefficients import SMALL_SAMPLE_UNITS
 from review_app.services.judging.estimate import NOT_RANDOM
+
+if TYPE_CHECKING:
+    from review_app.services.judging.judge_compare import RunComparison
 
 MIN_UNITS = SMALL_SAMPLE_UNITS
 
@@ -95,7 +99,7 @@ def interval_text(coefficient: dict[str, Any] | None) -> str:
     return f"[{ci[0]:.2f}, {ci[1]:.2f}]"
 
 
-def alpha_sentence(report: dict[str, Any]) -> str:
+def alpha_sentence(report: Mapping[str, Any]) -> str:
     """The agreement page's headline: what alpha on codes says and what to do next."""
     alpha = dict(report["krippendorff_alpha"])
     if alpha.get("ci95") is None and report.get("alpha_ci95"):
@@ -146,7 +150,7 @@ def weakest_pair_sentence(cohen: dict[str, dict[str, Any]]) -> str | None:
     )
 
 
-def agreement_warnings(report: dict[str, Any]) -> list[str]:
+def agreement_warnings(report: Mapping[str, Any]) -> list[str]:
     """The agreement report's cautions in words a person uses (no internal names)."""
     out = []
     for key, name in NAMES.items():
@@ -198,7 +202,7 @@ def _interval(ci: list[float] | None) -> str:
     return f" [{percent(ci[0])}, {percent(ci[1])}]" if ci else ""
 
 
-def estimate_sentence(estimate: dict[str, Any]) -> str:
+def estimate_sentence(estimate: Mapping[str, Any]) -> str:
     """The judge page's headline: the break rate, and what reviewers and the judge alone say."""
     ppi = estimate["ppi"]
     human = estimate.get("human_only") or {}
@@ -210,7 +214,7 @@ def estimate_sentence(estimate: dict[str, Any]) -> str:
     )
 
 
-def budget_sentence(estimate: dict[str, Any]) -> str | None:
+def budget_sentence(estimate: Mapping[str, Any]) -> str | None:
     """The budget line ``review-app judge estimate`` prints, as a sentence."""
     budget = estimate.get("budget") or {}
     more = budget.get("more_audited_units_to_halve_width")
@@ -254,7 +258,7 @@ def kappa_sentence(coefficient: dict[str, Any] | None, *, who: str) -> str:
     return head + "; compare with how reviewers agree with each other below."
 
 
-def alt_test_sentence(alt_test: dict[str, Any]) -> str:
+def alt_test_sentence(alt_test: Mapping[str, Any]) -> str:
     """What the alternative annotator test decided, and where to look when inconclusive."""
     verdict = str(alt_test.get("verdict") or "not tested")
     if verdict.startswith("inconclusive"):
@@ -275,7 +279,7 @@ def alt_test_sentence(alt_test: dict[str, Any]) -> str:
     return "Not tested: too few turns with several reviewers."
 
 
-def like_for_like_rows(like: dict[str, Any]) -> list[dict[str, Any]]:
+def like_for_like_rows(like: Mapping[str, Any]) -> list[dict[str, str | int]]:
     """Judge and reviewers on the same turns: one row per pair of reviewers."""
     rows = []
     for pair in like.get("pairs", []):
@@ -309,7 +313,7 @@ class DecisionCard:
     audit_turns: int | None  # the audit sample to draw next, or None when none is asked for
 
 
-def decision_card(*, alt_test: dict[str, Any], estimate: dict[str, Any]) -> DecisionCard:
+def decision_card(*, alt_test: Mapping[str, Any], estimate: Mapping[str, Any]) -> DecisionCard:
     """May this judge replace a reviewer? In plain words, from the alternative annotator
     test (Calderon et al. 2025), with what the break-rate estimate rests on and the
     audit sample that would make it trustworthy (its size from the budget line)."""
@@ -365,7 +369,7 @@ def _interval_text(estimate: dict[str, Any], *, signed: bool = False) -> str:
     return f"{text} [{format(ci[0] + 0.0, spec)}, {format(ci[1] + 0.0, spec)}]" if ci else text
 
 
-def comparison_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
+def comparison_rows(report: RunComparison) -> list[dict[str, str]]:
     """Two judge runs on the same gold units (``judge compare``): one row per run and
     one for the paired difference (second - first), as text for a table."""
     a, b = report["first"], report["second"]

@@ -57,10 +57,15 @@ import storage.units
 from review_app.errors import DatabaseBusy, InputError
 from review_app.evaluator import EVALUATOR_VERSION
 from review_app.rubrics import Rubric
-from review_app.services.judging.drift import drift_report
-from review_app.services.judging.estimate import break_rate_estimate
-from review_app.services.judging.judge_report import calibration_report, few_shot_material
-from review_app.services.judging.selective import coverage_curve
+from review_app.services.judging.drift import DriftReport, drift_report
+from review_app.services.judging.estimate import BreakRateEstimate, break_rate_estimate
+from review_app.services.judging.judge_report import (
+    FewShotExample,
+    JudgeCalibrationReport,
+    calibration_report,
+    few_shot_material,
+)
+from review_app.services.judging.selective import CoverageCurve, coverage_curve
 from review_app.services.labels.adjudication import DisagreementUnit, disagreement_queue
 from review_app.services.review.agreement_reports import DashboardData, dashboard_data
 from review_app.services.team.people import Actor, authorize
@@ -256,7 +261,7 @@ def _agreement(
 def _judge(
     engine: Engine, actor: Actor, rubric: Rubric, previous: Rubric | None,
     parameters: dict[str, Any], resamples: int,
-) -> dict[str, Any]:  # fmt: skip
+) -> JudgeCalibrationReport:  # fmt: skip
     return calibration_report(
         engine, actor, rubric=rubric, n_resamples=resamples, previous=previous
     )
@@ -265,21 +270,21 @@ def _judge(
 def _drift(
     engine: Engine, actor: Actor, rubric: Rubric, previous: Rubric | None,
     parameters: dict[str, Any], resamples: int,
-) -> dict[str, Any]:  # fmt: skip
+) -> DriftReport:  # fmt: skip
     return drift_report(engine, actor, rubric=rubric, n_resamples=resamples)
 
 
 def _estimate(
     engine: Engine, actor: Actor, rubric: Rubric, previous: Rubric | None,
     parameters: dict[str, Any], resamples: int,
-) -> dict[str, Any]:  # fmt: skip
+) -> BreakRateEstimate:  # fmt: skip
     return break_rate_estimate(engine, actor, rubric=rubric, run_id=parameters["run"])
 
 
 def _coverage(
     engine: Engine, actor: Actor, rubric: Rubric, previous: Rubric | None,
     parameters: dict[str, Any], resamples: int,
-) -> dict[str, Any]:  # fmt: skip
+) -> CoverageCurve:  # fmt: skip
     return coverage_curve(
         engine, actor, rubric=rubric, run_ids=[parameters["run"]], delta=parameters["delta"],
         alphas=list(parameters["alphas"]), min_units=parameters["min_units"],
@@ -298,7 +303,7 @@ def _disagreements(
 def _few_shot(
     engine: Engine, actor: Actor, rubric: Rubric, previous: Rubric | None,
     parameters: dict[str, Any], resamples: int,
-) -> list[dict[str, Any]]:  # fmt: skip
+) -> list[FewShotExample]:  # fmt: skip
     return few_shot_material(engine, actor, rubric=rubric, run_id=parameters["run"])
 
 
@@ -558,19 +563,19 @@ def agreement_dashboard(
 
 def judge_calibration(
     engine: Engine, actor: Actor, *, rubric: Rubric, previous: Rubric | None = None
-) -> Shown[dict[str, Any]]:
+) -> Shown[JudgeCalibrationReport]:
     """The judge page's calibration report of every run of the rubric version."""
     return _shown(engine, actor, kind=JUDGE_REPORT, rubric=rubric, previous=previous)
 
 
-def drift(engine: Engine, actor: Actor, *, rubric: Rubric) -> Shown[dict[str, Any]]:
+def drift(engine: Engine, actor: Actor, *, rubric: Rubric) -> Shown[DriftReport]:
     """Where in the conversation the role breaks (gold and every judge run)."""
     return _shown(engine, actor, kind=DRIFT, rubric=rubric)
 
 
 def run_estimate(
     engine: Engine, actor: Actor, *, rubric: Rubric, run_id: int
-) -> Shown[dict[str, Any]]:
+) -> Shown[BreakRateEstimate]:
     """One run's break rate (PPI++, no bootstrap)."""
     return _shown(engine, actor, kind=ESTIMATE, rubric=rubric, parameters={"run": run_id})
 
@@ -584,7 +589,7 @@ def run_coverage(
     delta: float,
     alphas: list[float],
     min_units: int = 30,
-) -> Shown[dict[str, Any]]:
+) -> Shown[CoverageCurve]:
     """Coverage against alpha for one run (the judge page's dial)."""
     parameters = {"run": run_id, "delta": delta, "alphas": list(alphas), "min_units": min_units}
     return _shown(engine, actor, kind=COVERAGE, rubric=rubric, parameters=parameters)
@@ -601,7 +606,7 @@ def open_disagreements(
 
 def run_few_shot(
     engine: Engine, actor: Actor, *, rubric: Rubric, run_id: int
-) -> Shown[list[dict[str, Any]]]:
+) -> Shown[list[FewShotExample]]:
     """Adjudicated contrasting examples for the next prompt version of a run."""
     return _shown(engine, actor, kind=FEW_SHOT, rubric=rubric, parameters={"run": run_id})
 
@@ -621,10 +626,24 @@ def intervals_ready(engine: Engine, actor: Actor, *, waiting: dict[str, Any]) ->
     return latest is not None and latest[1] in ("done", "failed", "stopped")
 
 
-def compute_report(engine: Engine, actor: Actor, *, parameters: dict[str, Any]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ReportJobResult:
+    """What a report job records as its result."""
+
+    key: str
+    """The report's key in the reports table (:func:`report_key`)."""
+    computed: bool
+    """False when it was already stored for the data as it is."""
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+def compute_report(engine: Engine, actor: Actor, *, parameters: dict[str, Any]) -> ReportJobResult:
     """A report job's work: the report named by ``parameters`` (``report``, ``rubric``,
     ``parameters``), with its intervals, for the data as it is now, stored unless it is
-    already. Returns what the job records as its result."""
+    already."""
     from review_app.services.rubrics.rubric_catalog import sync_rubrics
 
     actor = authorize(engine, actor, "policy_owner")
@@ -639,10 +658,10 @@ def compute_report(engine: Engine, actor: Actor, *, parameters: dict[str, Any]) 
     token = _data_token(engine, rubric=rubric, previous=previous, reads=spec.reads)
     key = _key_of(kind, rubric.ref, given, spec.resamples)
     if _fetch(engine, key, token) is not None:
-        return {"key": key, "computed": False, "seconds": 0.0}
+        return ReportJobResult(key=key, computed=False, seconds=0.0)
     started = time.perf_counter()
     _computed(
         engine, actor, kind=kind, rubric=rubric, previous=previous, parameters=given,
         resamples=spec.resamples or 0, key=key, token=token,
     )  # fmt: skip
-    return {"key": key, "computed": True, "seconds": round(time.perf_counter() - started, 3)}
+    return ReportJobResult(key=key, computed=True, seconds=round(time.perf_counter() - started, 3))

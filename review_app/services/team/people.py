@@ -37,7 +37,7 @@ from review_app import input_policy
 from review_app.errors import InputError, NotFound, PermissionDenied
 from storage import audit, reviewers
 from storage.engine import read_only
-from storage.models import REVIEWER_ROLES, Reviewer
+from storage.models import REVIEWER_ROLES, Reviewer, ReviewerPublic
 
 ROLES = REVIEWER_ROLES
 """The roles, lowest first."""
@@ -302,28 +302,16 @@ def sign_in(
     return signed_in
 
 
-@dataclass(frozen=True)
-class Person:
-    """A reviewer as the faces show them (a plain value, not a table row)."""
-
-    id: int
-    name: str
-    display_name: str | None
-    role: str
-    active: bool
+def _public(reviewer: Reviewer) -> ReviewerPublic:
+    """A reviewer's row as a frozen value (what services return, never the row)."""
+    return ReviewerPublic.model_validate(reviewer)
 
 
-def list_people(engine: Engine, *, include_inactive: bool = False) -> list[Person]:
+def list_people(engine: Engine, *, include_inactive: bool = False) -> list[ReviewerPublic]:
     """The active people (with ``include_inactive``, the deactivated ones too)."""
     with Session(read_only(engine)) as session:
         return [
-            Person(
-                id=person.id or 0,
-                name=person.name,
-                display_name=person.display_name,
-                role=person.role,
-                active=person.active,
-            )
+            _public(person)
             for person in reviewers.list_reviewers(session, active_only=not include_inactive)
         ]
 
@@ -346,7 +334,11 @@ def _last_admin_demoted() -> InputError:
     )
 
 
-def add_person(engine: Engine, actor: Actor, *, name: str, role: str = "reviewer") -> Reviewer:
+def add_person(
+    engine: Engine, actor: Actor, *, name: str, role: str = "reviewer"
+) -> ReviewerPublic:
+    """Add ``name`` in ``role``, or give an existing person that role and reactivate them
+    (admins only); the person as they are now."""
     actor = authorize(engine, actor, "admin")
     display_name = display_of(name)
     name = check_reviewer_name(name)
@@ -377,8 +369,7 @@ def add_person(engine: Engine, actor: Actor, *, name: str, role: str = "reviewer
         )
         session.commit()
         session.refresh(reviewer)
-        session.expunge(reviewer)
-        return reviewer
+        return _public(reviewer)
 
 
 def set_role(engine: Engine, actor: Actor, *, name: str, role: str) -> None:
@@ -465,7 +456,7 @@ def _set_active(engine: Engine, actor: Actor, *, name: str, active: bool) -> Act
     return ActiveChange(name=name, active=active, changed=True)
 
 
-def assignable_people(session: Session, *, names: list[str]) -> dict[str, Reviewer]:
+def assignable_people(session: Session, *, names: list[str]) -> dict[str, ReviewerPublic]:
     """The named people, by case-folded name: each must exist and be active.
 
     Callers are services that already authorized their actor (assignment, audit
@@ -483,4 +474,4 @@ def assignable_people(session: Session, *, names: list[str]) -> dict[str, Review
             "(review-app reviewers reactivate NAME first)",
             field="reviewers",
         )
-    return people
+    return {name: _public(person) for name, person in people.items()}

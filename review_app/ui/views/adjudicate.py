@@ -78,10 +78,9 @@ def _queue_section() -> None:
             st.caption("None yet.")
         for note in notes:
             st.caption(
-                f"{code_span(note['case_id'])} turn {note['turn']:d} · "
-                f"gold {code_span(note['gold'])}"
+                f"{code_span(note.case_id)} turn {note.turn:d} · gold {code_span(note.gold)}"
             )
-            st.text(note["note"])
+            st.text(note.note)
     with st.expander("Audit log: the latest changes and exports"):
         entries = audit_entries(engine, actor, limit=AUDIT_ENTRIES)
         if not entries:

@@ -265,8 +265,8 @@ if scores:
             st.error("No calibration map was stored: " + escape(error.message))
         else:
             st.success(
-                f"Stored. Held-out Brier {fitted['heldout_brier_before']:.4f} → "
-                f"{fitted['heldout_brier_after']:.4f}"
+                f"Stored. Held-out Brier {fitted.heldout_brier_before:.4f} → "
+                f"{fitted.heldout_brier_after:.4f}"
             )
     if scores.get("calibration_map"):
         st.caption(

@@ -360,8 +360,8 @@ with transcript:
             mark = certified.get((view.case_id, turn.turn))
             if mark is not None:
                 st.caption(
-                    f"Judge verdict {code_span(mark['label'])} certified (run {mark['run']:d}, "
-                    f"alpha {mark['alpha']:g}, delta {mark['delta']:g}, confidence "
-                    f"{mark['confidence']:.3f} ≥ {mark['threshold']:.3f}): the judge decides "
+                    f"Judge verdict {code_span(mark.label)} certified (run {mark.run:d}, "
+                    f"alpha {mark.alpha:g}, delta {mark.delta:g}, confidence "
+                    f"{mark.confidence:.3f} ≥ {mark.threshold:.3f}): the judge decides "
                     "this turn"
                 )

@@ -6,7 +6,7 @@ import streamlit as st
 
 from review_app.errors import InputError
 from review_app.rubrics import diff_rubrics
-from review_app.services.labels.adjudication import ambiguity_notes
+from review_app.services.labels.adjudication import AmbiguityNote, ambiguity_notes
 from review_app.services.rubrics.rubric_carry import carry_history, publish_rubric
 from review_app.services.rubrics.rubric_catalog import has_labels
 from review_app.ui import cached, common, session
@@ -44,10 +44,10 @@ st.caption(
 st.text(rubric.title)
 
 actor = session.actor()
-notes_by_code: dict[str, list[dict[str, object]]] = {}
+notes_by_code: dict[str, list[AmbiguityNote]] = {}
 if actor.has_role("policy_owner"):
     for note in ambiguity_notes(cached.engine(), actor, rubric=rubric):
-        notes_by_code.setdefault(str(note["gold"]), []).append(note)
+        notes_by_code.setdefault(note.gold, []).append(note)
 
 definitions, examples, versions = st.tabs(["Labels", "Examples", "Compare versions"])
 with definitions:
@@ -68,9 +68,9 @@ with definitions:
             st.text(label.guidance)
         for note in notes_by_code.get(label.code, []):
             st.caption(
-                f"Ambiguity noted at {code_span(note['case_id'])} turn {escape(str(note['turn']))}"
+                f"Ambiguity noted at {code_span(note.case_id)} turn {escape(str(note.turn))}"
             )
-            st.text(str(note["note"]))
+            st.text(note.note)
 
 with examples:
     codes = ["(all)", *rubric.codes]
