@@ -28,6 +28,7 @@ import pytest
 from sqlalchemy import Engine
 from sqlmodel import Session
 
+import storage.labels
 from review_app.errors import PermissionDenied
 from review_app.rubrics import Rubric
 from review_app.services.cases.demo import load_demo
@@ -348,6 +349,46 @@ def test_a_report_that_was_quick_is_computed_at_once_after_a_change(
     again = report_store.agreement_dashboard(s.second, s.owner, rubric=s.rubric)
     assert again.status == "current"
     assert calls == Counter({"500": 1})  # with its intervals, at once
+
+
+def test_one_run_reads_each_token_part_once_and_again_after_its_own_commit(
+    servers: Servers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s = servers
+    for ask in (report_store.judge_calibration, report_store.drift):
+        ask(s.first, s.owner, rubric=s.rubric)  # computed and stored (commits) first
+    before = report_store.open_disagreements(s.first, s.owner, rubric=s.rubric)
+    reads: list[int] = []
+    label_token = storage.labels.label_token
+
+    def counting(session: Session, **where: Any) -> Any:
+        reads.append(1)
+        return label_token(session, **where)
+
+    monkeypatch.setattr(storage.labels, "label_token", counting)
+    report_store.judge_calibration(s.first, s.owner, rubric=s.rubric)
+    report_store.drift(s.first, s.owner, rubric=s.rubric)
+    assert len(reads) == 2  # outside a page run: every report reads its token
+
+    with report_store.one_token_read():  # one run of a page
+        report_store.judge_calibration(s.first, s.owner, rubric=s.rubric)
+        report_store.drift(s.first, s.owner, rubric=s.rubric)
+        assert report_store.open_disagreements(s.first, s.owner, rubric=s.rubric) == before
+        assert len(reads) == 3
+        # The run's own label: its commit forgets the parts read, so the queue asked
+        # for next (the adjudicate page's next unit) is of the data with the label.
+        _label_again(s.first, s.rubric)
+        after = report_store.open_disagreements(s.first, s.owner, rubric=s.rubric)
+        assert len(reads) == 4
+        same(after, disagreement_queue(s.first, s.owner, rubric=s.rubric))
+        assert after != before
+
+    with report_store.one_token_read():  # the next run, after a label stored elsewhere
+        _label_again(s.second, s.rubric)
+        same(
+            report_store.open_disagreements(s.first, s.owner, rubric=s.rubric),
+            disagreement_queue(s.first, s.owner, rubric=s.rubric),
+        )
 
 
 def test_payloads_come_back_as_the_objects_stored(servers: Servers) -> None:
