@@ -649,7 +649,9 @@ def run_few_shot(
 
 def intervals_ready(engine: Engine, actor: Actor, *, waiting: dict[str, Any]) -> bool:
     """Whether a page waiting for a report (:attr:`Shown.waiting`) should draw again: it
-    is stored for the awaited token, or its job ended (done elsewhere, or failed)."""
+    is stored for the awaited token, or its job ended (done elsewhere, or failed), or is
+    gone (finished report jobs are deleted after a while: see
+    review_app/services/operations/jobs.py)."""
     from review_app.services.operations import jobs
 
     actor = authorize(engine, actor, "policy_owner")
@@ -659,7 +661,7 @@ def intervals_ready(engine: Engine, actor: Actor, *, waiting: dict[str, Any]) ->
         if reports.has_report(session, key=key, token=waiting["token"]):
             return True
     latest = jobs.latest_report_job(engine, actor, parameters=waiting)
-    return latest is not None and latest[1] in ("done", "failed", "stopped")
+    return latest is None or latest[1] in ("done", "failed", "stopped")
 
 
 def compute_report(engine: Engine, actor: Actor, *, parameters: dict[str, Any]) -> dict[str, Any]:
