@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -173,6 +174,16 @@ def read_only(engine: Engine) -> Engine:
     if not is_sqlite(engine):
         return engine
     return engine.execution_options(**{_BEGIN_OPTION: "DEFERRED"})
+
+
+def on_every_commit(callback: Callable[[], None]) -> None:
+    """Call ``callback`` at every commit of every engine of this process, in the
+    committing thread, just before the database commits."""
+
+    def committing(_connection: Any) -> None:
+        callback()
+
+    event.listen(Engine, "commit", committing)
 
 
 _engines: dict[str, Engine] = {}

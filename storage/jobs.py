@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from sqlalchemy import ColumnElement, and_, bindparam, case, func, or_, update
+from sqlalchemy import ColumnElement, Integer, and_, bindparam, case, delete, func, or_, update
 from sqlmodel import Session, col, select
 
 from storage.models import BackgroundJob
@@ -251,3 +251,40 @@ def request_stop(session: Session, *, job_id: int, now: datetime) -> str | None:
     status = session.exec(select(BackgroundJob.status).where(BackgroundJob.id == job_id)).first()
     session.commit()
     return status
+
+
+def prune_finished(
+    session: Session,
+    *,
+    kind: str,
+    finished_before: datetime,
+    key_prefix: str | None = None,
+    keep: int = 1,
+) -> int:
+    """Delete the finished jobs of ``kind`` that finished before ``finished_before``, and
+    those whose parameters start with ``key_prefix`` beyond the newest ``keep`` finished
+    ones that do. Queued and running jobs are never deleted. One DELETE: two servers
+    pruning at once delete each row once (the caller commits). How many it deleted."""
+    finished = and_(col(BackgroundJob.kind) == kind, col(BackgroundJob.status).in_(FINISHED))
+    condition: ColumnElement[bool] = col(BackgroundJob.finished_at) < finished_before
+    if key_prefix:
+        length = bindparam("key_length", len(key_prefix), type_=Integer)
+        same_key = and_(
+            finished,
+            func.substr(col(BackgroundJob.parameters_json), 1, length) == key_prefix,
+        )
+        oldest_kept = (
+            select(BackgroundJob.id)
+            .where(same_key)
+            .order_by(col(BackgroundJob.id).desc())
+            .offset(max(keep, 1) - 1)
+            .limit(1)
+            .scalar_subquery()
+        )
+        condition = or_(condition, and_(same_key, col(BackgroundJob.id) < oldest_kept))
+    result = session.execute(
+        delete(BackgroundJob)
+        .where(finished, condition)
+        .execution_options(synchronize_session=False)
+    )
+    return int(result.rowcount)  # type: ignore[attr-defined]

@@ -599,6 +599,7 @@ EXEMPT: dict[str, str] = {
     "report_store.report_key": "pure: names a report from its kind and parameters",
     "report_store.inline_rows": "no data: a setting from the environment",
     "report_store.wait_seconds": "no data: a setting from the environment",
+    "report_store.one_token_read": "no data: scopes the reports' token reads to one page run",
     "jobs.worker_name": "no data: this worker's lease owner name",
     "jobs.run_worker": "the worker: runs each job as the person who started it, authorized "
     "again by the job's services",

@@ -19,15 +19,16 @@ import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from sqlalchemy import Engine
-from sqlmodel import Session
+from sqlmodel import Session, select
 
+import storage.labels
 from review_app.errors import PermissionDenied
 from review_app.rubrics import Rubric
 from review_app.services.cases.demo import load_demo
@@ -44,8 +45,10 @@ from review_app.services.review import report_store
 from review_app.services.review.agreement_reports import DashboardData, dashboard_data
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
 from review_app.services.team.people import Actor
+from storage import jobs as job_storage
 from storage import reports
 from storage.engine import create_database_engine
+from storage.models import BackgroundJob
 from tests.actors import operator, signed_in
 from tests.conftest import Database
 
@@ -296,6 +299,116 @@ def test_a_failed_interval_job_is_said_and_not_queued_again(
     assert job.status == "failed"
 
 
+def _old_job(
+    engine: Engine,
+    parameters: dict[str, Any],
+    *,
+    status: str = "done",
+    days: float = 0.0,
+    kind: str = jobs.REPORT_JOB,
+) -> int:
+    """A job of ``kind`` stored as it would be after finishing (or in ``status``)
+    ``days`` ago."""
+    when = datetime.now(UTC) - timedelta(days=days)
+    with Session(engine) as session:
+        job = BackgroundJob(
+            kind=kind,
+            parameters_json=json.dumps(parameters, sort_keys=True),
+            created_by="olivia",
+            status=status,
+            created_at=when,
+            finished_at=when if status in job_storage.FINISHED else None,
+            lease_owner="elsewhere" if status == "running" else None,
+            lease_expires_at=when + timedelta(days=365) if status == "running" else None,
+        )
+        session.add(job)
+        session.commit()
+        assert job.id is not None
+        return job.id
+
+
+def _job_ids(engine: Engine) -> set[int]:
+    with Session(engine) as session:
+        return {job.id for job in session.exec(select(BackgroundJob)) if job.id is not None}
+
+
+def _report_job(report: str, token: str, rubric: str = RUBRIC) -> dict[str, Any]:
+    return {"parameters": {}, "report": report, "rubric": rubric, "token": token}
+
+
+def test_pruning_deletes_finished_jobs_past_a_week_or_beyond_the_newest_of_their_key(
+    database: Database,
+) -> None:
+    e = database.engine
+    key = _report_job("agreement", "")
+    prefix = json.dumps(key, sort_keys=True)[: -len('""}')]
+    same_key = [_old_job(e, _report_job("agreement", f"t{i}"), days=1) for i in range(5)]
+    failed = _old_job(e, _report_job("agreement", "t5"), status="failed", days=0.5)
+    other_rubric = _old_job(e, _report_job("agreement", "t0", rubric=RUBRIC + "0"), days=1)
+    other_key = _old_job(e, _report_job("drift", "t0"), days=6)
+    old_other = _old_job(e, _report_job("drift", "t1"), status="stopped", days=8)
+    old_unfinished = [_old_job(e, _report_job("drift", t), status=s, days=30) for t, s in
+                      (("q", "queued"), ("r", "running"))]  # fmt: skip
+    old_judge_run = _old_job(e, {"rubric": RUBRIC}, kind=jobs.JUDGE_RUN, days=30)
+    with Session(e) as session:
+        deleted = job_storage.prune_finished(
+            session,
+            kind=jobs.REPORT_JOB,
+            finished_before=datetime.now(UTC) - timedelta(days=7),
+            key_prefix=prefix,
+            keep=3,
+        )
+        session.commit()
+    assert deleted == 4  # three of the key, one past the week
+    # the newest three of the key (a failed one among them), every other key's within
+    # the week, and every job not finished or not a report
+    assert _job_ids(e) == {
+        *same_key[3:],
+        failed,
+        other_rubric,
+        other_key,
+        *old_unfinished,
+        old_judge_run,
+    }
+    assert old_other not in _job_ids(e)
+    with Session(e) as session:  # again: nothing more to delete
+        again = job_storage.prune_finished(
+            session,
+            kind=jobs.REPORT_JOB,
+            finished_before=datetime.now(UTC) - timedelta(days=7),
+            key_prefix=prefix,
+            keep=3,
+        )
+        session.commit()
+    assert again == 0
+
+
+def test_the_report_worker_prunes_finished_report_jobs_and_keeps_judge_runs(
+    servers: Servers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(report_store.INLINE_ROWS_ENV, "0")  # as on a large database
+    s = servers
+    keep = jobs.REPORT_JOBS_KEEP_PER_KEY
+    earlier = [_old_job(s.first, _report_job("agreement", f"t{i}"), days=1) for i in range(keep)]
+    past_week = _old_job(s.first, _report_job("drift", "t0"), days=jobs.REPORT_JOBS_KEEP_DAYS + 1)
+    judge_run = _old_job(s.first, {"rubric": RUBRIC}, kind=jobs.JUDGE_RUN, days=365)
+    waiting = report_store.agreement_dashboard(s.first, s.owner, rubric=s.rubric).waiting
+    assert waiting is not None
+    assert jobs.run_worker(s.second, until_idle=True, kinds=[jobs.REPORT_JOB]) == 1
+
+    left = _job_ids(s.first)
+    assert earlier[0] not in left and past_week not in left
+    assert set(earlier[1:]) <= left and judge_run in left
+    finished = jobs.list_jobs(s.first, s.owner, kinds=[jobs.REPORT_JOB])
+    assert len(finished) == keep  # the job just run and the newest before it
+    assert finished[0].parameters == waiting
+    assert report_store.intervals_ready(s.first, s.owner, waiting=waiting)
+
+    # A page still waiting for a job pruned since draws again (and asks anew).
+    gone = {**waiting, "token": "t0"}
+    assert report_store.intervals_ready(s.first, s.owner, waiting=gone)
+
+
 def test_after_a_change_a_slow_report_shows_its_last_figures_until_a_job_has_new_ones(
     servers: Servers, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -348,6 +461,46 @@ def test_a_report_that_was_quick_is_computed_at_once_after_a_change(
     again = report_store.agreement_dashboard(s.second, s.owner, rubric=s.rubric)
     assert again.status == "current"
     assert calls == Counter({"500": 1})  # with its intervals, at once
+
+
+def test_one_run_reads_each_token_part_once_and_again_after_its_own_commit(
+    servers: Servers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s = servers
+    for ask in (report_store.judge_calibration, report_store.drift):
+        ask(s.first, s.owner, rubric=s.rubric)  # computed and stored (commits) first
+    before = report_store.open_disagreements(s.first, s.owner, rubric=s.rubric)
+    reads: list[int] = []
+    label_token = storage.units.label_token
+
+    def counting(session: Session, **where: Any) -> Any:
+        reads.append(1)
+        return label_token(session, **where)
+
+    monkeypatch.setattr(storage.units, "label_token", counting)
+    report_store.judge_calibration(s.first, s.owner, rubric=s.rubric)
+    report_store.drift(s.first, s.owner, rubric=s.rubric)
+    assert len(reads) == 2  # outside a page run: every report reads its token
+
+    with report_store.one_token_read():  # one run of a page
+        report_store.judge_calibration(s.first, s.owner, rubric=s.rubric)
+        report_store.drift(s.first, s.owner, rubric=s.rubric)
+        assert report_store.open_disagreements(s.first, s.owner, rubric=s.rubric) == before
+        assert len(reads) == 3
+        # The run's own label: its commit forgets the parts read, so the queue asked
+        # for next (the adjudicate page's next unit) is of the data with the label.
+        _label_again(s.first, s.rubric)
+        after = report_store.open_disagreements(s.first, s.owner, rubric=s.rubric)
+        assert len(reads) == 4
+        same(after, disagreement_queue(s.first, s.owner, rubric=s.rubric))
+        assert after != before
+
+    with report_store.one_token_read():  # the next run, after a label stored elsewhere
+        _label_again(s.second, s.rubric)
+        same(
+            report_store.open_disagreements(s.first, s.owner, rubric=s.rubric),
+            disagreement_queue(s.first, s.owner, rubric=s.rubric),
+        )
 
 
 def test_payloads_come_back_as_the_objects_stored(servers: Servers) -> None:

@@ -11,6 +11,7 @@ import logging
 import streamlit as st
 
 from review_app.errors import DatabaseBusy, PermissionDenied
+from review_app.services.review.report_store import one_token_read
 from review_app.services.team.people import one_role_read
 from review_app.ui import auth, keys, registry, session
 from review_app.ui.safe import code_span, error_text, escape
@@ -20,8 +21,9 @@ from review_app.ui.safe import code_span, error_text, escape
 st.set_page_config(page_title="Role Review", page_icon="⚖️", layout="wide")
 session.init_session()
 
-# Every run reads the signed-in person's role once (every service still checks it).
-with one_role_read():
+# Every run reads the signed-in person's role once (every service still checks it), and
+# each part of the reports' data tokens once (a commit of the run's own reads it again).
+with one_role_read(), one_token_read():
     try:
         signed_in = auth.current_actor()
     except PermissionDenied as error:

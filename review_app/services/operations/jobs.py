@@ -13,7 +13,9 @@ queued by review_app/services/review/report_store.py when a page shows a report 
 intervals, or its figures from before the latest change) computes the report for the
 data as it is and stores it in the reports table. Each server runs one worker for
 judge runs (a thread) and one for reports (a child process: review_app/ui/launch.py), so
-a report never waits behind a long judge run nor slows the pages down.
+a report never waits behind a long judge run nor slows the pages down. The report worker
+deletes finished report jobs after a week, or beyond the newest five of their report
+(:data:`REPORT_JOBS_KEEP_DAYS`); judge runs are kept.
 docs/reference.md, "Background jobs" and "Computed reports".
 """
 
@@ -28,14 +30,14 @@ import time
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine
 from sqlmodel import Session
 
-from review_app.errors import InputError, NotFound, PermissionDenied
+from review_app.errors import DatabaseBusy, InputError, NotFound, PermissionDenied
 from review_app.services.team.people import Actor, authorize, operator_actor
 from storage import audit
 from storage import jobs as job_storage
@@ -50,6 +52,13 @@ LEASE_SECONDS = 60.0
 """A worker renews its lease every second (every third of a shorter lease); another may
 take the job over once this long passed without a heartbeat."""
 POLL_SECONDS = 2.0
+REPORT_JOBS_KEEP_DAYS = 7
+REPORT_JOBS_KEEP_PER_KEY = 5
+"""A finished report job (done, failed or stopped) is deleted once it finished more than
+:data:`REPORT_JOBS_KEEP_DAYS` days ago, or when :data:`REPORT_JOBS_KEEP_PER_KEY` newer
+finished jobs of its report key (the report, rubric version and parameters; any token)
+exist: each change of the data queues one per slow report, and nothing reads the old
+ones. Judge runs are people's history (and named in the audit log): never deleted."""
 
 
 @dataclass(frozen=True)
@@ -458,6 +467,7 @@ def _execute_report_job(engine: Engine, view: JobView, *, owner: str, lease_seco
             job_storage.finish(
                 session, job_id=view.id, owner=owner, now=_now(), status=status, **values
             )
+        _prune_report_jobs(engine, view.parameters)
 
     with _Beat(engine, view.id, owner, lease_seconds) as beat:
         beat.progress(0, 1)
@@ -473,6 +483,35 @@ def _execute_report_job(engine: Engine, view: JobView, *, owner: str, lease_seco
     if beat.lost.is_set():
         return  # another worker holds the job now (it finds the stored report)
     finish("done", result_json=json.dumps(result.to_dict(), sort_keys=True), done=1, total=1)
+
+
+def _report_key_prefix(parameters: dict[str, Any]) -> str | None:
+    """The start of the parameters text of every report job of the same report key as
+    ``parameters`` (whatever its token), or ``None`` if the token is not its last key."""
+    text = json.dumps({**parameters, "token": None}, sort_keys=True)
+    tail = "null}"
+    if not text.endswith(', "token": ' + tail):
+        return None
+    return text[: -len(tail)]
+
+
+def _prune_report_jobs(engine: Engine, parameters: dict[str, Any]) -> None:
+    """Delete the finished report jobs past the retention (:data:`REPORT_JOBS_KEEP_DAYS`,
+    :data:`REPORT_JOBS_KEEP_PER_KEY`): after each report job ends, in the report worker."""
+    try:
+        with Session(engine) as session:
+            job_storage.prune_finished(
+                session,
+                kind=REPORT_JOB,
+                finished_before=_now() - timedelta(days=REPORT_JOBS_KEEP_DAYS),
+                key_prefix=_report_key_prefix(parameters),
+                keep=REPORT_JOBS_KEEP_PER_KEY,
+            )
+            session.commit()
+    except DatabaseBusy:  # the next report job prunes them
+        log.warning("finished report jobs not pruned: the database is busy")
+    except Exception:  # housekeeping: never stops the worker
+        log.exception("finished report jobs not pruned")
 
 
 def _run_judge_job(engine: Engine, view: JobView, beat: _Beat) -> Any:

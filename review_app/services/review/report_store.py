@@ -38,7 +38,9 @@ import threading
 import time
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import cache
@@ -70,7 +72,7 @@ from review_app.services.labels.adjudication import DisagreementUnit, disagreeme
 from review_app.services.review.agreement_reports import DashboardData, dashboard_data
 from review_app.services.team.people import Actor, authorize
 from storage import reports
-from storage.engine import read_only
+from storage.engine import on_every_commit, read_only
 
 log = logging.getLogger(__name__)
 
@@ -197,41 +199,80 @@ class _Kind:
     compute: Callable[[Engine, Actor, Rubric, Rubric | None, dict[str, Any], int], Any]
 
 
+# (engine, part, rubric id, version) -> a part of the data tokens, read once inside
+# :func:`one_token_read`.
+_TOKEN_PARTS: ContextVar[dict[tuple[Any, ...], Any] | None] = ContextVar(
+    "token_parts", default=None
+)
+
+
+@contextmanager
+def one_token_read() -> Iterator[None]:
+    """Inside this block each part of the data tokens (a version's labels and gold
+    labels, its judge runs, its audit samples, the cases) is read from the database once
+    and reused: for one run of a page, whose reports read the same parts (the judge page
+    asks for five reports). A change made by others shows at the next run; a commit made
+    inside the block (this run's own label, gold label, verdicts, stored report) forgets
+    the parts read, so a report asked for after it is of the data with it."""
+    token = _TOKEN_PARTS.set({})
+    try:
+        yield
+    finally:
+        _TOKEN_PARTS.reset(token)
+
+
+def _forget_token_parts() -> None:
+    # At every commit of the process, in the committing thread's context: only a page
+    # run inside one_token_read has parts to forget.
+    parts = _TOKEN_PARTS.get()
+    if parts:
+        parts.clear()
+
+
+on_every_commit(_forget_token_parts)
+
+
 def _data_token(
     engine: Engine, *, rubric: Rubric, previous: Rubric | None, reads: frozenset[str]
 ) -> str:
     """The token of the data a report reads (text), from one read transaction (its parts
-    agree with one another); a few index searches, milliseconds at team scale."""
+    agree with one another); a few index searches, milliseconds at team scale. Inside
+    :func:`one_token_read` the parts read earlier in the run are reused (a report
+    computed after them reads at least the data they count)."""
     parts: dict[str, Any] = {
         "code": code_version(),
         "evaluator": EVALUATOR_VERSION,
         "rubric": [rubric.ref, rubric.sha256],
     }
+    known = _TOKEN_PARTS.get()
+    # The transaction begins at the first part not known yet: none when all are.
     with Session(read_only(engine)) as session:
 
+        def part(name: str, read: Callable[..., Any], version: Rubric | None = None) -> Any:
+            where = {} if version is None else {"rubric_id": version.id, "version": version.version}
+            memo_key = (engine, name, *where.values())
+            if known is not None and memo_key in known:
+                return known[memo_key]
+            found = read(session, **where)
+            if known is not None:
+                known[memo_key] = found
+            return found
+
         def version_parts(version: Rubric) -> dict[str, Any]:
-            found: dict[str, Any] = {
-                "labels": storage.units.label_token(
-                    session, rubric_id=version.id, version=version.version
-                )
-            }
+            found: dict[str, Any] = {"labels": part("labels", storage.units.label_token, version)}
             if "judge" in reads:
-                found["judge"] = storage.judging.verdicts_token(
-                    session, rubric_id=version.id, version=version.version
-                )
+                found["judge"] = part("judge", storage.judging.verdicts_token, version)
             return found
 
         parts.update(version_parts(rubric))
         if "audit" in reads:
-            parts["audit"] = storage.audit_samples.audit_token(
-                session, rubric_id=rubric.id, version=rubric.version
-            )
+            parts["audit"] = part("audit", storage.audit_samples.audit_token, rubric)
         if "previous" in reads and previous is not None:
             parts["previous"] = {
                 "rubric": [previous.ref, previous.sha256],
                 **version_parts(previous),
             }
-        parts["cases"] = storage.cases.cases_token(session)
+        parts["cases"] = part("cases", storage.cases.cases_token)
     return json.dumps(parts, separators=(",", ":"), sort_keys=True)
 
 
@@ -613,7 +654,9 @@ def run_few_shot(
 
 def intervals_ready(engine: Engine, actor: Actor, *, waiting: dict[str, Any]) -> bool:
     """Whether a page waiting for a report (:attr:`Shown.waiting`) should draw again: it
-    is stored for the awaited token, or its job ended (done elsewhere, or failed)."""
+    is stored for the awaited token, or its job ended (done elsewhere, or failed), or is
+    gone (finished report jobs are deleted after a while: see
+    review_app/services/operations/jobs.py)."""
     from review_app.services.operations import jobs
 
     actor = authorize(engine, actor, "policy_owner")
@@ -623,7 +666,7 @@ def intervals_ready(engine: Engine, actor: Actor, *, waiting: dict[str, Any]) ->
         if reports.has_report(session, key=key, token=waiting["token"]):
             return True
     latest = jobs.latest_report_job(engine, actor, parameters=waiting)
-    return latest is not None and latest[1] in ("done", "failed", "stopped")
+    return latest is None or latest[1] in ("done", "failed", "stopped")
 
 
 @dataclass(frozen=True)
