@@ -12,11 +12,12 @@ from sqlalchemy import Engine, func, select
 from sqlmodel import Session
 
 from benchmarks.corpus import generate_corpus
+from review_app.cli.render_judging import estimate_headline
 from review_app.errors import InputError
 from review_app.rubrics import Rubric
 from review_app.services.cases.importing import import_paths
 from review_app.services.judging.audit_samples import draw_audit_sample
-from review_app.services.judging.estimate import break_rate_estimate, estimate_headline
+from review_app.services.judging.estimate import break_rate_estimate
 from review_app.services.judging.judge_import import import_verdicts
 from review_app.services.judging.runs import list_judge_runs
 from review_app.services.labels.labels_io import import_labels

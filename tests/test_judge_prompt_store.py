@@ -15,10 +15,11 @@ import pytest
 from sqlalchemy import Engine, text
 from sqlalchemy.exc import DBAPIError
 
+from review_app.cli.render_judging import render_run_comparison
 from review_app.errors import DatabaseBusy, InputError, PermissionDenied
 from review_app.rubrics import Rubric
 from review_app.services.cases.importing import import_paths
-from review_app.services.judging.judge_compare import compare_judge_runs, render_run_comparison
+from review_app.services.judging.judge_compare import compare_judge_runs
 from review_app.services.judging.judge_import import import_verdicts
 from review_app.services.judging.judge_prompts import (
     create_judge_prompt,

@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from review_app.cli.render_judging import render_estimate
 from review_app.services.judging.drift import drift_report
-from review_app.services.judging.estimate import break_rate_estimate, render_estimate
+from review_app.services.judging.estimate import break_rate_estimate
 from review_app.services.judging.judge_import import import_verdicts
 from review_app.services.judging.judge_report import calibration_report, disagreement_explorer
 from review_app.services.judging.runs import list_judge_runs

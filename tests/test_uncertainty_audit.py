@@ -10,9 +10,10 @@ import pytest
 from sqlalchemy import select
 from sqlmodel import Session
 
+from review_app.cli.render_judging import render_estimate
 from review_app.errors import InputError
 from review_app.services.judging.audit_samples import draw_uncertainty_sample
-from review_app.services.judging.estimate import break_rate_estimate, render_estimate
+from review_app.services.judging.estimate import break_rate_estimate
 from review_app.stats.active import active_mean, uniform_width
 from storage.models import AuditSample, AuditUnit
 from tests.conftest import Database

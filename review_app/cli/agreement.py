@@ -68,7 +68,8 @@ def drift(
     intervals, the first-break distribution, the break odds per later answer, and
     reviewer and judge agreement on the same bins.
     """
-    from review_app.services.judging.drift import drift_report, render_drift
+    from review_app.cli.render_judging import render_drift
+    from review_app.services.judging.drift import drift_report
 
     engine = open_engine(db)
     chosen = catalog(engine).for_reports(rubric)

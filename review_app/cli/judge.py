@@ -422,8 +422,9 @@ def judge_compare(
     bootstrap over conversations, the same resamples for both), an exact McNemar test,
     each run's alternative annotator test, and the units where they differ.
     """
+    from review_app.cli.render_judging import render_run_comparison
     from review_app.errors import InputError
-    from review_app.services.judging.judge_compare import compare_judge_runs, render_run_comparison
+    from review_app.services.judging.judge_compare import compare_judge_runs
 
     run_ids: list[int] | None = None
     if runs is not None:
@@ -452,7 +453,8 @@ def judge_estimate(
     db: DbOption = None,
 ) -> None:
     """How often the chatbot breaks role: PPI++ from the judge's verdicts and gold."""
-    from review_app.services.judging.estimate import break_rate_estimate, render_estimate
+    from review_app.cli.render_judging import render_estimate
+    from review_app.services.judging.estimate import break_rate_estimate
 
     engine = open_engine(db)
     chosen = catalog(engine).for_reports(rubric)
@@ -499,8 +501,9 @@ def judge_route(
     judge's disagreement on the units it decides is at most ALPHA with probability at
     least 1 - DELTA; the other units are escalated to reviewers.
     """
+    from review_app.cli.render_judging import render_route
     from review_app.errors import InputError
-    from review_app.services.judging.selective import render_route, route_judges
+    from review_app.services.judging.selective import route_judges
 
     try:
         run_ids = [int(part) for part in runs.split(",") if part.strip()]

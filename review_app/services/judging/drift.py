@@ -269,36 +269,3 @@ def _agreement(
         {"role": name, **row(all_rows[turns.role == k])} for k, name in enumerate(turns.role_names)
     ]
     return {"by_position": by_position, "by_role": by_role}
-
-
-def render_drift(report: DriftReport) -> str:
-    """The drift report as text for the terminal."""
-
-    def percent(value: float | None) -> str:
-        return "—" if value is None else f"{100 * value:.1f}%"
-
-    lines = [f"where the role breaks ({report['rubric']}), by answer position and role"]
-    for source in report["sources"]:
-        lines.append(
-            f"{source['name']}: {source['breaks']} breaks in {source['units']} turns of "
-            f"{source['conversations']} conversations"
-        )
-        for row in source["by_position"]:
-            ci = row["ci95"]
-            lines.append(
-                f"  answer {row['bin']:>5}: {percent(row['rate'])}"
-                + (f" [{percent(ci[0])}, {percent(ci[1])}]" if ci else "")
-                + f" of {row['units']}"
-            )
-        for row in source["by_role"]:
-            lines.append(f"  role {row['role']}: {percent(row['rate'])} of {row['units']}")
-        slope = source["slope"]
-        if slope["odds_ratio"] is not None:
-            low, high = slope["ci95"]
-            lines.append(
-                f"  break odds x{slope['odds_ratio']:.2f} per later answer [{low:.2f}, {high:.2f}]"
-            )
-        else:
-            lines.append(f"  slope: {slope['reason']}")
-    lines.extend(f"  {w}" for w in report["warnings"])
-    return "\n".join(lines)

@@ -81,61 +81,6 @@ class BreakRateEstimate(TypedDict):
     "with_gold"}``."""
 
 
-def _percent(value: float | None) -> str:
-    return "—" if value is None else f"{100 * value:.1f}%"
-
-
-def estimate_headline(estimate: BreakRateEstimate) -> str:
-    """``turn break rate 5.3% [4.2%, 6.5%], judge alone would say 4.1%``."""
-    ppi = estimate["ppi"]
-    line = f"{estimate['level']} break rate {_percent(ppi['value'])}"
-    if ppi["ci95"]:
-        line += f" [{_percent(ppi['ci95'][0])}, {_percent(ppi['ci95'][1])}]"
-    return line + f", judge alone would say {_percent(estimate['judge_only'])}"
-
-
-def render_estimate(estimate: BreakRateEstimate) -> str:
-    """The estimate as text for the terminal."""
-    human = estimate["human_only"]
-    lines = [
-        estimate_headline(estimate),
-        f"  from {estimate['n_judged']} judged {estimate['level']}s and {estimate['n_gold']} "
-        f"with gold ({estimate['gold_source']}); PPI++ lambda "
-        + ("—" if estimate["ppi"]["lambda"] is None else f"{estimate['ppi']['lambda']:.3f}"),
-        f"  reviewers alone: {_percent(human['value'])}"
-        + (
-            f" [{_percent(human['ci95'][0])}, {_percent(human['ci95'][1])}]"
-            if human["ci95"]
-            else ""
-        ),
-    ]
-    budget = estimate.get("budget") or {}
-    if budget.get("more_audited_units_to_halve_width") is not None:
-        lines.append(
-            f"  budget: about {budget['more_audited_units_to_halve_width']} more audited "
-            f"{estimate['level']}s would halve the interval's width"
-        )
-    elif budget.get("reason"):
-        lines.append(f"  budget: {budget['reason']}")
-    active = estimate.get("active")
-    if active:
-        line = f"  uncertainty draw: {_percent(active['value'])}"
-        if active["ci95"]:
-            line += f" [{_percent(active['ci95'][0])}, {_percent(active['ci95'][1])}]"
-        lines.append(
-            line + f" from {active['with_gold']} of {active['drawn']} drawn turns with gold"
-        )
-        widths = budget.get("uncertainty") or {}
-        if widths.get("width") is not None and widths.get("uniform_width") is not None:
-            lines.append(
-                f"  budget: with {widths['labels']} reviewer labels the uncertainty draw's "
-                f"interval is {100 * widths['width']:.1f} points wide; a uniform draw of as "
-                f"many would give about {100 * widths['uniform_width']:.1f}"
-            )
-    lines.extend(f"  {warning}" for warning in estimate["warnings"])
-    return "\n".join(lines)
-
-
 def break_rate_estimate(
     engine: Engine,
     actor: Actor,

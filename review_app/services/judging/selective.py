@@ -456,32 +456,3 @@ def coverage_curve(
         "judged_units": judged,
         "warnings": inputs.warnings,
     }
-
-
-def render_route(report: RouteReport) -> str:
-    """The routing report as text for the terminal."""
-    coverage = report["coverage"]
-    lines = [
-        f"judge decides {report['decided_units']} of {report['judged_units']} turns "
-        f"({'—' if coverage is None else f'{100 * coverage:.1f}%'}), escalates "
-        f"{report['escalated_units']}; disagreement with gold ({report['on']}) at most "
-        f"{report['alpha']} with probability {1 - report['delta']:.3g} "
-        f"(gold: {report['gold_source']})",
-    ]
-    for run in report["runs"]:
-        threshold = "none" if run["threshold"] is None else f"{run['threshold']:.3f}"
-        bound = "—" if run["upper_bound"] is None else f"{run['upper_bound']:.3f}"
-        lines.append(
-            f"  run {run['run']}: threshold {threshold} on {run['calibration_units']} gold "
-            f"units, kept {run['kept']} with {run['disagreements']} disagreements "
-            f"(upper bound {bound}); decides {run['decided']}"
-        )
-    applied = report.get("applied")
-    if applied:
-        lines.append(
-            f"  applied: {applied['certified']} verdicts marked certified; "
-            f"{applied['escalated_cases']} cases queued"
-            + (f": {applied['assignment']}" if applied["assignment"] else "")
-        )
-    lines.extend(f"  {w}" for w in report["warnings"])
-    return "\n".join(lines)
