@@ -73,6 +73,8 @@ JOINS: dict[tuple[str, str], frozenset[str]] = {
     ("assignments", "reviewer_case_ids"): frozenset({"labels"}),
     # progress of carried queue entries, counted from the labels now there
     ("assignments", "carry_assignments"): frozenset({"cases", "labels"}),
+    # the queue's progress token: the newest label id and audit entry beside its own
+    ("assignments", "progress_token"): frozenset({"labels", "audit_log"}),
     # label rows carry their reviewer's name
     ("labels", "<module>"): frozenset({"reviewers"}),
     ("labels", "_label_select"): frozenset({"reviewers"}),
