@@ -895,7 +895,9 @@ def test_rubrics_page_shows_labels_examples_and_compares_versions(
     assert [c.value for c in examples_tab.caption] == [
         f"`scope_break` · {e.kind}" for e in expected
     ]
-    assert f"Reply: {expected[0].reply}" in [t.value for t in examples_tab.text]
+    shown = [t.value for t in examples_tab.text]
+    first = expected[0]
+    assert f"Context: {first.context}\nReply: {first.reply}\nWhy: {first.why}" in shown
 
     compare_tab = at.tabs[2]
     assert [w.value for w in compare_tab.warning] == ["Changed `tone_break`: title"]

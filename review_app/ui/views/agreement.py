@@ -143,6 +143,6 @@ units = cached.disagreements(ref)
 if not units:
     st.success("No open disagreement.")
 for unit in units[: common.FIRST_ROWS]:
-    common.disagreement_row(unit, [4, 3, 3])
+    common.disagreement_row(unit)
 if len(units) > common.FIRST_ROWS:
     st.caption(f"… and {len(units) - common.FIRST_ROWS:,d} more on the adjudication page")

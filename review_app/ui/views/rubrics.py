@@ -81,9 +81,7 @@ with examples:
             continue
         with st.container(border=True):
             st.caption(f"{code_span(example.label)} · {escape(example.kind)}")
-            st.text(f"Context: {example.context}")
-            st.text(f"Reply: {example.reply}")
-            st.text(f"Why: {example.why}")
+            st.text(f"Context: {example.context}\nReply: {example.reply}\nWhy: {example.why}")
 
 with versions:
     same_id = [r.ref for r in catalog.versions_of(rubric.id)]
