@@ -1,6 +1,6 @@
-"""Rows in bulk, for every table family: fast multi-row inserts (``executemany`` on
-SQLite, ``COPY`` on PostgreSQL), ``IN`` lists in chunks, results as plain tuples, and
-the SQL text of bulk ``INSERT ... SELECT`` statements.
+"""Rows in bulk, for every table family: fast multi-row inserts (``INSERT ... VALUES``
+of up to 1,024 rows a statement on SQLite, ``COPY`` on PostgreSQL), ``IN`` lists in
+chunks, results as plain tuples, and the SQL text of bulk ``INSERT ... SELECT`` statements.
 
 Importing a corpus writes about a million event rows; going through the ORM, or
 even SQLAlchemy Core's per-row parameter processing, would cost several times the
@@ -9,8 +9,10 @@ database's own work. Rows here are plain tuples in column order.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from itertools import chain
 from typing import Any
 
 from sqlalchemy import Connection, Engine, bindparam, insert, text
@@ -31,10 +33,38 @@ def insert_rows(
             for row in rows:
                 copy.write_row(row)
         return
-    placeholders = ", ".join("?" for _ in columns)
-    connection.exec_driver_sql(
-        f"INSERT INTO {table} ({column_list}) VALUES ({placeholders})", list(rows)
-    )
+    # Many rows per statement: ``executemany`` binds, steps and resets once per row,
+    # which cost about as much as SQLite's own work (and, with another thread busy,
+    # took the GIL back once per row). Statements of a power-of-two number of rows,
+    # so the few distinct ones stay in the driver's statement cache.
+    one_row = "(" + ", ".join("?" for _ in columns) + ")"
+    per_statement = _rows_per_statement(connection, len(columns))
+    start, total = 0, len(rows)
+    while start < total:
+        size = per_statement
+        while size > total - start:
+            size //= 2
+        values = ", ".join([one_row] * size)
+        connection.exec_driver_sql(
+            f"INSERT INTO {table} ({column_list}) VALUES {values}",
+            tuple(chain.from_iterable(rows[start : start + size])),
+        )
+        start += size
+
+
+MAX_ROWS_PER_STATEMENT = 1024
+"""Rows of one multi-row ``INSERT`` on SQLite (fewer when its parameter limit is lower)."""
+
+
+def _rows_per_statement(connection: Connection, n_columns: int) -> int:
+    """The largest power of two of rows, up to :data:`MAX_ROWS_PER_STATEMENT`, whose
+    parameters fit in one SQLite statement."""
+    raw = connection.connection.driver_connection
+    limit = raw.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER)  # type: ignore[union-attr]
+    size = MAX_ROWS_PER_STATEMENT
+    while size > 1 and size * n_columns > limit:
+        size //= 2
+    return size
 
 
 def timestamp_param(connection: Connection | Engine, moment: datetime) -> Any:

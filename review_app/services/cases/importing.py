@@ -38,7 +38,6 @@ from storage.cases import (
     stored_case_hashes,
     stored_contract_hashes,
 )
-from storage.replacing import mark_replaced_turns_stale
 
 CHUNK_EVENTS = 20_000
 """Events (rows) in an import's first write transaction; later chunks adapt."""
@@ -237,6 +236,10 @@ def _store_chunk(
             counts.without_contract += status == "no_contract"
             counts.with_harness_findings += prepared.has_harness_findings
         if to_replace:
+            # Here, not at the top: replacing needs the label, assignment and judging
+            # queries (and numpy), which a plain import never loads.
+            from storage.replacing import mark_replaced_turns_stale
+
             marks = mark_replaced_turns_stale(
                 connection, case_ids=to_replace, new_cases=rows.cases, new_events=rows.events
             )
