@@ -1,7 +1,7 @@
 """Policy-owner pages in Chromium on the demo and on 100,000 conversations, side by side.
 
     PYTHONPATH=. python benchmarks/bench_pages_large.py [--cases 100000] [--rounds 3]
-        [--keep DIR] [--width 1920 --height 1080]
+        [--keep DIR] [--width 1920 --height 1080] [--before DIR] [--pages queue,judge]
 
 Prints figures; asserts nothing (the machine is shared and noisy, so both databases are
 measured in one run, visits alternating between them).
@@ -18,11 +18,19 @@ first user after a restart or a change of data waits for), "warm" the median of
 ``--rounds`` later visits. Printed per page: demo and large seconds and the ratio of
 the warm figures. Targets (issue 23): warm on the demo under 1 s, and the large
 database within 2x of the demo.
+
+Before the warm visits every server's report jobs (intervals, slow reports) are waited
+for (printed: seconds): a warm visit is of stored reports, not of a page racing the
+job computing them in the same process. ``--before DIR`` (a checkout of another
+commit, e.g. a worktree of main) runs two more servers with that code, each on its own
+copy of both databases, and prints its figures beside this checkout's (visits
+alternate between the four servers). ``--pages`` measures only the pages named.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import statistics
 import sys
 import tempfile
@@ -83,8 +91,11 @@ def open_page(context: Any, url: str, page: Page, *, timeout_ms: int = 120_000) 
 
 
 @contextmanager
-def two_servers(root: Path, databases: dict[str, Path]) -> Iterator[dict[str, tuple[str, Path]]]:
-    """A local-mode server per database (signed in as ``lee``): name -> (address, log)."""
+def two_servers(
+    root: Path, databases: dict[str, Path], repos: dict[str, Path] | None = None
+) -> Iterator[dict[str, tuple[str, Path]]]:
+    """A local-mode server per database (signed in as ``lee``): name -> (address, log);
+    ``repos``: the checkout a name's server runs (default: this one)."""
     from tests.served import free_port, serving, wait_healthy
 
     servers = {}
@@ -94,7 +105,13 @@ def two_servers(root: Path, databases: dict[str, Path]) -> Iterator[dict[str, tu
             directory = root / f"server-{name}"
             directory.mkdir(exist_ok=True)
             process, log = stack.enter_context(
-                serving(f"sqlite:///{path}", directory, port=port, user=LOCAL_USER)
+                serving(
+                    f"sqlite:///{path}",
+                    directory,
+                    port=port,
+                    user=LOCAL_USER,
+                    repo=(repos or {}).get(name, REPO),
+                )
             )
             address = f"http://127.0.0.1:{port}"
             wait_healthy(address, process, log)
@@ -111,16 +128,32 @@ def databases(directory: Path, n_cases: int) -> dict[str, Path]:
     return {"demo": demo, "large": large}
 
 
+def settle(paths: dict[str, Path]) -> None:
+    """Wait until no report job is queued or running on any of ``paths``."""
+    from benchmarks.bench_pages_after_change import reports_settled
+
+    for name, path in paths.items():
+        print(f"{name}: report jobs settled after {reports_settled(path):.1f} s", flush=True)
+
+
 def measure(
-    addresses: dict[str, str], *, rounds: int, viewport: dict[str, int]
+    addresses: dict[str, str],
+    *,
+    rounds: int,
+    viewport: dict[str, int],
+    pages: tuple[Page, ...] = PAGES,
+    paths: dict[str, Path] | None = None,
 ) -> dict[tuple[str, str], list[float]]:
-    """(page, database) -> seconds of each visit, the first one cold."""
+    """(page, database) -> seconds of each visit, the first one cold; after the cold
+    visits, the report jobs on ``paths`` are waited for."""
     from tests.served import chromium
 
     seconds: dict[tuple[str, str], list[float]] = {}
     with chromium() as browser:
-        for _ in range(rounds + 1):
-            for page in PAGES:
+        for round_ in range(rounds + 1):
+            if round_ == 1 and paths:
+                settle(paths)
+            for page in pages:
                 for name, url in addresses.items():
                     context = browser.new_context(viewport=viewport)
                     try:
@@ -131,13 +164,20 @@ def measure(
     return seconds
 
 
-def report(seconds: dict[tuple[str, str], list[float]]) -> None:
+def report(
+    seconds: dict[tuple[str, str], list[float]],
+    *,
+    pages: tuple[Page, ...] = PAGES,
+    prefix: str = "",
+    title: str = "",
+) -> None:
     print(
-        f"\n{'page':<11} {'demo cold':>9} {'large cold':>10} {'demo warm':>9} "
+        f"\n{title}{'page':<11} {'demo cold':>9} {'large cold':>10} {'demo warm':>9} "
         f"{'large warm':>10} {'ratio':>6}  targets (demo warm < 1 s, ratio <= 2)"
     )
-    for page in PAGES:
-        demo, large = seconds[(page.name, "demo")], seconds[(page.name, "large")]
+    for page in pages:
+        demo = seconds[(page.name, f"{prefix}demo")]
+        large = seconds[(page.name, f"{prefix}large")]
         warm_demo = statistics.median(demo[1:])
         warm_large = statistics.median(large[1:])
         ratio = warm_large / warm_demo
@@ -155,18 +195,36 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, help="keep the databases here (reused)")
     parser.add_argument("--width", type=int, default=1920)
     parser.add_argument("--height", type=int, default=1080)
+    parser.add_argument("--before", type=Path, help="another checkout, measured beside")
+    parser.add_argument("--pages", help="comma-separated page names (default: all)")
     args = parser.parse_args()
+    chosen = tuple(page for page in PAGES if not args.pages or page.name in args.pages.split(","))
     with tempfile.TemporaryDirectory() as scratch:
         directory = args.keep or Path(scratch)
         directory.mkdir(parents=True, exist_ok=True)
         paths = databases(directory, args.cases)
-        with two_servers(Path(scratch), paths) as servers:
+        repos: dict[str, Path] = {}
+        if args.before is not None:
+            # each server writes its reports and jobs: copies of the same databases
+            # (the schema is the same on both sides when migrations did not change)
+            for name, path in list(paths.items()):
+                copy = Path(scratch) / f"before-{path.name}"
+                shutil.copyfile(path, copy)
+                paths[f"before {name}"] = copy
+                repos[f"before {name}"] = args.before.resolve()
+        with two_servers(Path(scratch), paths, repos) as servers:
             seconds = measure(
                 {name: address for name, (address, _) in servers.items()},
                 rounds=args.rounds,
                 viewport={"width": args.width, "height": args.height},
+                pages=chosen,
+                paths=paths,
             )
-    report(seconds)
+    if args.before is not None:
+        report(seconds, pages=chosen, prefix="before ", title=f"before ({args.before}) ")
+        report(seconds, pages=chosen, title=f"after ({REPO}) ")
+    else:
+        report(seconds, pages=chosen)
 
 
 if __name__ == "__main__":

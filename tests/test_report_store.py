@@ -612,3 +612,33 @@ def test_two_servers_storing_one_key_at_once_both_succeed(database: Database) ->
         (row,) = reports.report_rows(session)
     assert row.token in ("server0-19", "server1-19")
     assert row.payload_json == f'"{row.token.split("-")[0]}"'
+
+
+def test_a_report_read_again_on_one_server_is_decoded_once(
+    servers: Servers, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A page's reruns read the same stored report: decoding it (a tenth of a second for
+    # the disagreements of 2,000 labeled conversations) is done once per key and token.
+    decoded: list[int] = []
+    original = report_store.decode_report
+
+    def counting(text: str) -> Any:
+        decoded.append(len(text))
+        return original(text)
+
+    monkeypatch.setattr(report_store, "decode_report", counting)
+    first = report_store.open_disagreements(servers.first, servers.owner, rubric=servers.rubric)
+    reads = [
+        report_store.open_disagreements(servers.first, servers.owner, rubric=servers.rubric)
+        for _ in range(3)
+    ]
+    assert len(decoded) == 1, decoded
+    assert all(read is reads[0] for read in reads)
+    same(reads[0], first)
+    # another server decodes its own; a new label is a new token: decoded again
+    report_store.open_disagreements(servers.second, servers.owner, rubric=servers.rubric)
+    assert len(decoded) == 2
+    _label_again(servers.first, servers.rubric)
+    report_store.open_disagreements(servers.second, servers.owner, rubric=servers.rubric)
+    report_store.open_disagreements(servers.first, servers.owner, rubric=servers.rubric)
+    assert len(decoded) == 3  # computed and stored by the second, read by the first

@@ -279,11 +279,26 @@ else:
 versions = report.get("versions")
 if versions:
     st.subheader("Prompt versions side by side")
+    differences = versions.get("differences", [])
+    # The first rows only (the units differing grow with the gold labels): the page
+    # sends a table of bounded size; the whole list is a download, built when asked.
     st.dataframe(
-        charts.version_difference_rows(versions.get("differences", [])),
+        charts.version_difference_rows(differences[: common.FIRST_ROWS]),
         hide_index=True,
         key="judge_versions",
     )
+    if len(differences) > common.FIRST_ROWS:
+        st.caption(
+            f"The first {common.FIRST_ROWS:d} of {len(differences):,d} units where the "
+            "versions differ; the download holds them all."
+        )
+        st.download_button(
+            "Download every difference (JSON)",
+            lambda: json.dumps(charts.version_difference_rows(differences), indent=2),
+            file_name=f"{rubric.id}-prompt-version-differences.json",
+            mime="application/json",
+            key="judge_versions_download",
+        )
 
 st.subheader("Disagreements with gold")
 kinds = ["all", "missed_break", "false_alarm", "wrong_break_kind"]
