@@ -322,10 +322,15 @@ def evaluate_case(case: Any) -> dict[str, Any]:
     # the fast pass finishes. Its result is what _evaluate would build (no fixture
     # errors, so "fail" or "pass"); anything else goes to _evaluate.
     if type(case) is dict:
-        case_id = case.get("case_id")
+        # Subscripts cost less than get(); a case missing a required key goes to
+        # _evaluate, which names it.
+        try:
+            case_id = case["case_id"]
+            raw_contract = case["contract"]
+            transcript = case["transcript"]
+        except KeyError:
+            return _evaluate(case, try_fast_pass=True)
         chatbot_role = case.get("chatbot_role")
-        raw_contract = case.get("contract")
-        transcript = case.get("transcript")
         if (
             type(case_id) is str
             and case_id
@@ -445,9 +450,20 @@ def _fast_pass(
     if len_(transcript) > 1:
         second = transcript[1]
         if type_(second) is dict and len_(second) == 4:
-            keys = tuple(second)
-            if keys == _EVENT_KEYS:
-                k_turn, k_actor, k_text, k_actions = keys
+            # Unpacked and compared one by one: cheaper than a tuple of the keys.
+            first_key, second_key, third_key, fourth_key = second
+            if (
+                first_key == "turn"
+                and second_key == "actor"
+                and third_key == "text"
+                and fourth_key == "observed_actions"
+            ):
+                k_turn, k_actor, k_text, k_actions = (
+                    first_key,
+                    second_key,
+                    third_key,
+                    fourth_key,
+                )
     violations: list[dict[str, Any]] = []
     harness: list[dict[str, Any]] = []
     role_by_turn: dict[int, str | None] = {}

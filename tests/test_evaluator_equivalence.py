@@ -18,6 +18,7 @@ import random
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import given
 
 from benchmarks.corpus import SUPPORT_CONTRACT, generate_corpus
@@ -107,6 +108,59 @@ def test_the_first_case_of_a_contract_gives_what_a_remembered_one_gives() -> Non
     first = evaluate_case(json.loads(line))
     assert SUPPORT_CONTRACT["version"] in evaluator._CONTRACT_CACHE
     assert as_json(evaluate_case(json.loads(line))) == as_json(first)
+
+
+def test_a_contract_mutated_in_place_between_calls_is_read_again() -> None:
+    """The same contract dict, changed by the caller after a case remembered it: the
+    next case must not get the remembered reading (identity is not equality)."""
+    case = json.loads(corpus_lines(1)[0])
+    contract = case["contract"]
+    mutations = [
+        lambda c: c["action_vocabulary"].remove("refund_order"),
+        lambda c: c["roles"]["support_triage"]["allowed_actions"].append("refund_order"),
+        lambda c: c["roles"]["support_triage"]["allowed_actions"].__setitem__(0, "nope"),
+        lambda c: c["roles"].pop("billing_specialist"),
+        lambda c: c["roles"].__setitem__("auditor", {"allowed_actions": ["lookup_order"]}),
+        lambda c: c.__setitem__("initial_role", "billing_specialist"),
+        lambda c: c.__setitem__("initial_role", "nobody"),
+        lambda c: c.__setitem__("role_instruction_sha256", "0" * 64),
+    ]
+    for mutate in mutations:
+        evaluator._CONTRACT_CACHE.clear()
+        case["contract"] = contract = copy.deepcopy(SUPPORT_CONTRACT)
+        assert_same(case)  # remembers the contract
+        mutate(contract)
+        assert_same(case)
+
+
+@pytest.mark.parametrize("value", [1, 1.0, True, None, ["support_triage"], {"x": 1}])
+def test_contract_values_of_another_type_never_pass_for_remembered_strings(value: Any) -> None:
+    """A remembered contract holds strings; 1, 1.0 and True are equal to one another
+    in Python but never to a string, so each of these contracts is read again (and
+    gets its own fixture error)."""
+    line = corpus_lines(1)[0]
+    evaluator._CONTRACT_CACHE.clear()
+    assert_same(json.loads(line))  # remembers the contract
+    edits = [
+        lambda c: c.__setitem__("initial_role", value),
+        lambda c: c["action_vocabulary"].__setitem__(0, value),
+        lambda c: c["roles"]["support_triage"]["allowed_actions"].__setitem__(0, value),
+        lambda c: c["roles"].__setitem__("support_triage", value),
+        lambda c: c.__setitem__("role_instruction_sha256", value),
+    ]
+    for edit in edits:
+        case = json.loads(line)
+        edit(case["contract"])
+        assert_same(case)
+        if value is not None:
+            assert evaluate_case(case)["status"] == "invalid"
+
+
+@pytest.mark.parametrize("field", ["case_id", "chatbot_role", "contract", "transcript"])
+def test_a_case_without_one_of_its_fields_gives_what_the_careful_path_gives(field: str) -> None:
+    case = json.loads(corpus_lines(1)[0])
+    del case[field]
+    assert_same(case)
 
 
 def _edit(case: dict[str, Any], rng: random.Random) -> dict[str, Any]:
