@@ -34,6 +34,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.bench_agreement_db import generate_cases  # noqa: E402
+from benchmarks.summary import record  # noqa: E402
 
 SERVER = r"""
 import asyncio, json, sys
@@ -165,6 +166,12 @@ def main() -> None:
                     f"{rate:7.0f}/s of a bound {bound:5.0f}/s ({rate / bound:5.1%}); "
                     f"CPU {1000 * cpu / max(answered, 1):.2f} ms a unit "
                     f"(one free core: at most {answered / cpu if cpu else 0:,.0f}/s)"
+                )
+                record(
+                    f"judge run, {name}: share of the bound (concurrency / latency)",
+                    f"{rate / bound:.1%} ({rate:,.0f} of {bound:,.0f} units/s)",
+                    target=">= 90%",
+                    met=rate / bound >= 0.9,
                 )
     finally:
         for server in servers:

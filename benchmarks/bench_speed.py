@@ -43,6 +43,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.corpus import generate_corpus, write_corpus  # noqa: E402
+from benchmarks.summary import record  # noqa: E402
 
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 ENV.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed copy has its bytecode compiled
@@ -258,6 +259,14 @@ def bench_inspect_one(workdir: Path, rounds: int) -> None:
         rounds,
     )
     show(times, "bare: python + orjson + plain evaluator")
+    base = statistics.median(times["bare: python + orjson + plain evaluator"])
+    ratio = statistics.median(times["review-app inspect one.json"]) / base
+    record(
+        f"inspect one.json vs bare python + orjson + the seed's evaluator (median of {rounds})",
+        f"{ratio:.2f}x",
+        target="<= 1.5x",
+        met=ratio <= 1.5,
+    )
 
 
 def bench_inspect_many(workdir: Path, n_files: int, rounds: int) -> None:
@@ -313,6 +322,18 @@ def bench_import_sqlite(corpus: Path, workdir: Path, rounds: int) -> None:
     show(times, "bare: json.loads + sqlite3.executemany", unit="s")
     best = min(times["review-app import"]) / min(times["bare: json.loads + sqlite3.executemany"])
     print(f"  best to best {best:.2f}x; review-app import peak RSS {max(peaks):,.0f} MB")
+    ratios = [
+        ours / bare
+        for ours, bare in zip(
+            times["review-app import"], times["bare: json.loads + sqlite3.executemany"], strict=True
+        )
+    ]
+    record(
+        f"import into SQLite vs bare json + executemany, each of {rounds} rounds",
+        ", ".join(f"{r:.2f}x" for r in ratios),
+        target="<= 1.3x every run",
+        met=max(ratios) <= 1.3,
+    )
 
 
 def bench_import_postgres(corpus: Path, url: str, rounds: int) -> None:

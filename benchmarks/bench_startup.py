@@ -1,0 +1,160 @@
+"""Each command's start-up: the whole process on the demo, and the heavy modules it loads.
+
+Run from the repository root::
+
+    PYTHONPATH=. python benchmarks/bench_startup.py [--rounds 5]
+
+Every command runs on its own copy of the demo (17 conversations) as a fresh process,
+rounds alternating with a bare ``python -c pass`` and with ``python -c "import typer"``
+and ``python -c "import sqlmodel, typer"`` (the floor every command but ``inspect``
+stands on: the CLI and the ORM). For each command the median wall
+and CPU time, and which of scipy, pandas, scikit-learn, statsmodels, Streamlit,
+Altair and krippendorff it had loaded when it exited (tests/test_command_imports.py
+fails when one slips into a command that does not use it). Prints figures; asserts
+nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from benchmarks.large_db import load_demo_database  # noqa: E402
+from benchmarks.summary import record  # noqa: E402
+
+HEAVY = ("scipy", "pandas", "sklearn", "statsmodels", "streamlit", "altair", "krippendorff")
+RUBRIC = "role-adherence@1"
+
+COMMANDS: tuple[tuple[str, ...], ...] = (
+    ("inspect", "{case}"),
+    ("cases", "list"),
+    ("cases", "show", "{case_id}"),
+    ("reviewers", "list"),
+    ("rubrics", "list"),
+    ("judge", "runs"),
+    ("audit",),
+    ("labels", "export", "--rubric", RUBRIC),
+    ("agreement", "--rubric", RUBRIC, "--json"),
+    ("export", "--rubric", RUBRIC, "--out", "{out}"),
+    ("judge", "report", "--rubric", RUBRIC, "--json"),
+    ("judge", "estimate", "--rubric", RUBRIC, "--run", "1", "--json"),
+)
+
+_COMMAND = """
+import atexit, json, os, sys
+heavy = {heavy!r}
+atexit.register(lambda: open(os.environ["LOADED_OUT"], "w").write(
+    json.dumps([m for m in heavy if m in sys.modules])))
+sys.argv = ["review-app", *sys.argv[1:]]
+from review_app.__main__ import main
+main()
+"""
+
+
+def run(command: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of one child process."""
+    start = time.perf_counter()
+    process = subprocess.Popen(
+        command, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - start
+    stderr = process.stderr.read().decode(errors="replace") if process.stderr else ""
+    if os.waitstatus_to_exitcode(status) not in (0, 1) or "Traceback" in stderr:
+        raise RuntimeError(f"{command[3:6]} failed: {stderr[-1500:]}")
+    return wall, usage.ru_utime + usage.ru_stime
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    print(f"python {sys.version.split()[0]}, load average {os.getloadavg()[0]:.2f}")
+    cases = sorted((REPO / "review_app" / "demo_data" / "cases").glob("*.json"))
+    if not cases:
+        sys.exit("the demo cases were not found")
+    with tempfile.TemporaryDirectory(prefix="role-review-startup-") as tmp:
+        workdir = Path(tmp)
+        database = workdir / "demo.db"
+        load_demo_database(database)
+        env = dict(os.environ)
+        env.update(
+            HOME=str(workdir / "home"),
+            REVIEW_APP_DATABASE_URL=f"sqlite:///{database}",
+            LOADED_OUT=str(workdir / "loaded.json"),
+            PYTHONPATH=str(REPO),
+        )
+        named: dict[str, list[str]] = {
+            "bare: python -c pass": [sys.executable, "-c", "pass"],
+            "bare: python -c 'import typer'": [sys.executable, "-c", "import typer"],
+            "bare: python -c 'import sqlmodel, typer'": [
+                sys.executable,
+                "-c",
+                "import sqlmodel, typer",
+            ],
+        }
+        for command in COMMANDS:
+            filled = [
+                part.format(case=cases[0], case_id=cases[0].stem, out=workdir / "export")
+                for part in command
+            ]
+            named[" ".join(command[:2])] = [
+                sys.executable,
+                "-c",
+                _COMMAND.format(heavy=HEAVY),
+                *filled,
+            ]
+        loaded: dict[str, list[str]] = {}
+        for argv in named.values():  # bytecode caches written, page cache warm
+            run(argv, env, workdir)
+        walls: dict[str, list[float]] = {name: [] for name in named}
+        cpus: dict[str, list[float]] = {name: [] for name in named}
+        for _ in range(args.rounds):
+            for name, argv in named.items():
+                wall, cpu = run(argv, env, workdir)
+                walls[name].append(wall)
+                cpus[name].append(cpu)
+                if not name.startswith("bare"):
+                    out = workdir / "loaded.json"
+                    loaded[name] = json.loads(out.read_text())
+                    out.unlink()
+        bare = statistics.median(walls["bare: python -c pass"])
+        print(
+            f"\n[start-up] {args.rounds} alternating rounds, whole processes on the demo; "
+            "median wall and CPU seconds"
+        )
+        print(f"  {'command':<34} {'wall':>6} {'cpu':>6} {'x bare':>7}  heavy modules loaded")
+        slowest = ("", 0.0)
+        for name in named:
+            wall, cpu = statistics.median(walls[name]), statistics.median(cpus[name])
+            heavy = ", ".join(loaded.get(name, [])) or "-"
+            print(f"  {name:<34} {wall:6.2f} {cpu:6.2f} {wall / bare:6.1f}x  {heavy}")
+            if not name.startswith("bare") and wall > slowest[1]:
+                slowest = (name, wall)
+        light = [n for n in loaded if not loaded[n]]
+        orm = statistics.median(walls["bare: python -c 'import sqlmodel, typer'"])
+        record(
+            "command start-up on the demo, slowest command (whole process)",
+            f"{slowest[0]}: {slowest[1]:.2f} s (python -c pass {bare:.2f} s, "
+            f"import sqlmodel, typer {orm:.2f} s)",
+        )
+        record(
+            "commands that load none of scipy, pandas, sklearn, statsmodels, streamlit",
+            f"{len(light)} of {len(loaded)} (the rest: only what tests/test_command_imports.py "
+            "allows them)",
+        )
+    print(f"load average at the end {os.getloadavg()[0]:.2f}")
+
+
+if __name__ == "__main__":
+    main()
