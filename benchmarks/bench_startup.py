@@ -133,12 +133,12 @@ def main() -> None:
             f"\n[start-up] {args.rounds} alternating rounds, whole processes on the demo; "
             "median wall and CPU seconds"
         )
-        print(f"  {'command':<34} {'wall':>6} {'cpu':>6} {'x bare':>7}  heavy modules loaded")
+        print(f"  {'command':<42} {'wall':>6} {'cpu':>6} {'x bare':>7}  heavy modules loaded")
         slowest = ("", 0.0)
         for name in named:
             wall, cpu = statistics.median(walls[name]), statistics.median(cpus[name])
             heavy = ", ".join(loaded.get(name, [])) or "-"
-            print(f"  {name:<34} {wall:6.2f} {cpu:6.2f} {wall / bare:6.1f}x  {heavy}")
+            print(f"  {name:<42} {wall:6.2f} {cpu:6.2f} {wall / bare:6.1f}x  {heavy}")
             if not name.startswith("bare") and wall > slowest[1]:
                 slowest = (name, wall)
         light = [n for n in loaded if not loaded[n]]

@@ -43,6 +43,7 @@ from review_app.judging import JudgePrompt, find_judge_prompt
 from review_app.rubrics import Rubric
 from review_app.services.cases.demo import DEMO_VERDICTS, load_demo
 from review_app.services.cases.importing import import_paths
+from review_app.services.judging import judge_runner
 from review_app.services.judging.judge_import import import_verdicts
 from review_app.services.judging.judge_report import (
     calibrated_probability,
@@ -384,7 +385,11 @@ def http_world(sqlite_database: Database, server: FakeChatServer, tmp_path: Path
     return make_world(sqlite_database, server, tmp_path)
 
 
-def test_a_run_judges_every_assistant_turn_and_stores_what_comes_back(world: JudgeWorld) -> None:
+def test_a_run_judges_every_assistant_turn_and_stores_what_comes_back(
+    world: JudgeWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Batches every ten answers however fast they come (a slow endpoint's pace).
+    monkeypatch.setattr(judge_runner, "_STORE_EVERY", 0.0)
     stored_at_progress: dict[int, int] = {}
 
     def progress(done: int, total: int) -> None:
@@ -605,6 +610,38 @@ def test_an_unreachable_endpoint_is_an_endpoint_error_for_every_unit(world: Judg
     revived = world.run()
     assert (revived.skipped, revived.answered) == (0, 12)
     assert list_judge_runs(world.engine, operator_actor())[0].status == "complete"
+
+
+def test_answers_that_come_fast_are_stored_together(
+    http_world: JudgeWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A transaction per fraction of a second, not per ten answers: all twelve answers
+    of a quick run are written in the one batch at its end."""
+    monkeypatch.setattr(judge_runner, "_STORE_EVERY", 3600.0)
+    stored_at_progress: dict[int, int] = {}
+
+    def progress(done: int, total: int) -> None:
+        with Session(http_world.engine) as session:
+            count = session.execute(select(func.count()).select_from(JudgeVerdict)).scalar_one()
+            stored_at_progress[done] = int(count)
+
+    summary = http_world.run(progress=progress)
+    assert summary.answered == 12
+    assert stored_at_progress[12] == 0
+    assert len(stored_verdicts(http_world.engine, summary.run_id)) == 12
+
+
+def test_a_proxy_named_in_the_environment_is_used_unless_no_proxy_exempts_the_host(
+    world: JudgeWorld, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("http_proxy", "HTTP_PROXY", "no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{closed_port()}")
+    through_the_proxy = world.run()
+    assert (through_the_proxy.answered, through_the_proxy.endpoint_errors) == (0, 12)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    direct = world.run()
+    assert (direct.answered, direct.endpoint_errors) == (12, 0)
 
 
 def test_a_run_on_some_cases_keeps_a_partial_run_partial(world: JudgeWorld) -> None:

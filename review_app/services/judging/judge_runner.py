@@ -18,9 +18,8 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import httpx
 import orjson
 from sqlalchemy import Engine
 from sqlmodel import Session
@@ -43,14 +42,15 @@ from storage import audit, judging
 from storage import cases as cases_storage
 from storage.engine import read_only
 
+if TYPE_CHECKING:
+    import aiohttp
+
 API_KEY_ENV = "REVIEW_APP_JUDGE_API_KEY"
 BASE_URL_ENV = "REVIEW_APP_JUDGE_BASE_URL"
 MODEL_ENV = "REVIEW_APP_JUDGE_MODEL"
 ENDPOINT_ERROR = "endpoint"
 """``error_kind`` of a failed call to the endpoint: the next run of the judge retries it."""
 RESPONSE_FORMATS = ("text", "json_object", "json_object_schema", "json_schema")
-_POOL_SIZE = 8
-"""Connections per HTTP client: an endpoint's slots share clients of at most this many."""
 ANSWER_ERROR = "answer"
 """``error_kind`` of an answer that could not be parsed: kept (at temperature 0 it repeats)."""
 
@@ -180,8 +180,10 @@ class _Attempt:
 
 
 async def _attempt(
-    client: httpx.AsyncClient, settings: EndpointSettings, job: _Job, rubric: Rubric
+    client: aiohttp.ClientSession, settings: EndpointSettings, job: _Job, rubric: Rubric
 ) -> _Attempt:
+    import aiohttp  # loaded by _run_jobs already: a dictionary lookup
+
     body: dict[str, Any] = {
         "model": settings.model,
         "messages": job.messages,
@@ -191,29 +193,34 @@ async def _attempt(
     response_format = _response_format(settings.response_format, rubric)
     if response_format is not None:
         body["response_format"] = response_format
-    headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
+    headers = {"Content-Type": "application/json"}
+    if settings.api_key:
+        headers["Authorization"] = f"Bearer {settings.api_key}"
     try:
-        response = await client.post(
-            f"{settings.base_url}/chat/completions", json=body, headers=headers
-        )
-    except httpx.HTTPError as error:
+        async with client.post(
+            f"{settings.base_url}/chat/completions", data=orjson.dumps(body), headers=headers
+        ) as response:
+            status = response.status
+            retry_after = response.headers.get("retry-after", "")
+            raw = await response.read()
+    except aiohttp.ClientConnectorError as error:
+        return _Attempt(problem=f"ConnectError: {error}")
+    except TimeoutError:
+        return _Attempt(problem=f"Timeout: no answer within {settings.timeout:g} s")
+    except aiohttp.ClientError as error:
         return _Attempt(problem=f"{type(error).__name__}: {error}")
-    if response.status_code == 429 or response.status_code >= 500:
-        retry_after = response.headers.get("retry-after", "")
+    if status == 429 or status >= 500:
         return _Attempt(
-            problem=f"HTTP {response.status_code}",
+            problem=f"HTTP {status}",
             retry_after=min(60.0, float(retry_after)) if retry_after.isdigit() else None,
         )
-    if response.status_code >= 400:
+    if status >= 400:
+        text = raw.decode("utf-8", errors="replace")
         return _Attempt(
-            _Outcome(
-                job,
-                error=f"HTTP {response.status_code}: {response.text[:300]!r}",
-                error_kind=ENDPOINT_ERROR,
-            )
+            _Outcome(job, error=f"HTTP {status}: {text[:300]!r}", error_kind=ENDPOINT_ERROR)
         )
     try:
-        payload = response.json()
+        payload = json.loads(raw)
         content = payload["choices"][0]["message"]["content"] or ""
         usage = payload.get("usage") or {}
     except (ValueError, KeyError, IndexError, TypeError, AttributeError, RecursionError):
@@ -279,7 +286,7 @@ class _Try:
 
 async def _endpoint_worker(
     endpoint: _Endpoint,
-    client: httpx.AsyncClient,
+    client: aiohttp.ClientSession,
     todo: asyncio.Queue[_Try],
     done: asyncio.Queue[_Outcome],
     rubric: Rubric,
@@ -475,6 +482,11 @@ def run_judge(
 
 
 _CASES_PER_BATCH = 200
+_STORE_AT_LEAST = 10
+"""Answers kept before a batch is written (with a slow endpoint, one every ten answers)."""
+_STORE_EVERY = 0.25
+"""Seconds between batches written while answers come fast."""
+_STORE_AT_MOST = 2000
 
 
 def unit_messages(
@@ -570,38 +582,46 @@ async def _run_jobs(
     done: asyncio.Queue[_Outcome] = asyncio.Queue()
     retries = endpoints[0].retries
     pending: list[_Outcome] = []
-    tls = httpx.create_ssl_context()  # one for every pool: each costs ~70 ms to load
+    # aiohttp, not httpx: at a concurrency of 64 httpx and httpcore spent 1.7-2.4 ms of
+    # CPU a request on loopback against aiohttp's 0.35 ms, which capped a run near 350
+    # units a second whatever the endpoint's speed (benchmarks/bench_judge_endpoints.py).
+    import aiohttp
+    import httpx
+
+    tls = httpx.create_ssl_context()  # certifi's CAs, as before; one for every endpoint
     async with contextlib.AsyncExitStack() as stack:
         workers = []
         for settings in endpoints:
-            # httpcore's pool scans all its connections for every request: at a
-            # concurrency of 64 that scan costs more than the request. Pools of at
-            # most _POOL_SIZE connections, each slot bound to one, keep it cheap.
-            pools = [
-                await stack.enter_async_context(
-                    httpx.AsyncClient(
-                        timeout=settings.timeout,
-                        verify=tls,
-                        limits=httpx.Limits(
-                            max_connections=_POOL_SIZE, max_keepalive_connections=_POOL_SIZE
-                        ),
-                    )
+            # One session per endpoint, a connection per slot. The timeout applies to
+            # connecting and to each wait for data, not to the whole answer. The proxy
+            # (HTTP(S)_PROXY, NO_PROXY, as httpx honoured them) is looked up once here:
+            # aiohttp's trust_env looks it up, and for a .netrc, in a thread at every
+            # request.
+            proxy, proxy_auth = _env_proxy(settings.base_url)
+            client = await stack.enter_async_context(
+                aiohttp.ClientSession(
+                    connector=aiohttp.TCPConnector(
+                        limit=settings.concurrency, limit_per_host=0, ssl=tls
+                    ),
+                    timeout=aiohttp.ClientTimeout(
+                        total=None,
+                        sock_connect=settings.timeout,
+                        sock_read=settings.timeout,
+                    ),
+                    proxy=proxy,
+                    proxy_auth=proxy_auth,
                 )
-                for _ in range(-(-settings.concurrency // _POOL_SIZE))
-            ]
+            )
             endpoint = _Endpoint(settings)
             workers += [
-                asyncio.create_task(
-                    _endpoint_worker(
-                        endpoint, pools[slot // _POOL_SIZE], todo, done, rubric, retries
-                    )
-                )
-                for slot in range(settings.concurrency)
+                asyncio.create_task(_endpoint_worker(endpoint, client, todo, done, rubric, retries))
+                for _ in range(settings.concurrency)
             ]
         feeder = asyncio.create_task(feed())
         workers.append(feeder)
         try:
             finished = 0
+            stored_at = time.monotonic()
             while not fed or finished < fed[0]:
                 if stop is not None and stop():
                     summary.stopped = True
@@ -621,15 +641,34 @@ async def _run_jobs(
                 summary.completion_tokens += outcome.completion_tokens or 0
                 if progress:
                     progress(finished, fed[0] if fed else n_jobs)
-                if len(pending) >= 10:
+                if len(pending) >= _STORE_AT_LEAST and (
+                    time.monotonic() - stored_at >= _STORE_EVERY or len(pending) >= _STORE_AT_MOST
+                ):
                     # Off the event loop: requests keep flowing while a batch is written.
+                    # A batch a transaction (on SQLite a sync to disk): at hundreds of
+                    # answers a second, a batch of ten was a thousand transactions in
+                    # ten thousand units. A stop or a crash loses at most the answers of
+                    # the last fraction of a second, and the next run asks them again.
                     await asyncio.to_thread(_store, engine, run_id, pending)
                     pending = []
+                    stored_at = time.monotonic()
         finally:
             for worker in workers:
                 worker.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
     _store(engine, run_id, pending)
+
+
+def _env_proxy(base_url: str) -> tuple[Any, Any]:
+    """The proxy the environment names for ``base_url`` and its credentials, or
+    ``(None, None)`` (none named, or the host is in ``NO_PROXY``)."""
+    from aiohttp.helpers import get_env_proxy_for_url
+    from yarl import URL
+
+    try:
+        return get_env_proxy_for_url(URL(base_url))
+    except (LookupError, ValueError):
+        return None, None
 
 
 async def _next_outcome(
