@@ -187,11 +187,12 @@ def report(
             f"{page.name:<11} {demo[0]:9.2f} {large[0]:10.2f} {warm_demo:9.2f} "
             f"{warm_large:10.2f} {ratio:5.2f}x  {'met' if met else 'MISSED'}"
         )
+        # The demo's own "< 1 s" is bench_pages_warm's row, beside a bare page.
         record(
             f"{title}{page.name} page, warm load: large database vs the demo",
             f"{ratio:.2f}x ({warm_large:.2f} s vs {warm_demo:.2f} s)",
-            target="<= 2x, demo < 1 s",
-            met=met,
+            target="<= 2x",
+            met=ratio <= 2.0,
         )
 
 
