@@ -81,7 +81,7 @@ def main() -> None:
         sys.exit("valgrind is not installed")
     sys.path.insert(0, str(REPO))
     from benchmarks.corpus import generate_corpus
-    from benchmarks.summary import record
+    from benchmarks.summary import record_ratio
 
     with tempfile.TemporaryDirectory(prefix="role-review-instr-") as tmp:
         workdir = Path(tmp)
@@ -108,11 +108,11 @@ def main() -> None:
             f"  speed-up over baseline (instructions): {baseline / ours:.3f}x "
             f"(target >= 2.5x, i.e. <= {baseline / 2.5:,.0f} per event)"
         )
-        record(
+        record_ratio(
             "evaluator vs the seed's evaluator, instructions per event (cachegrind)",
-            f"{baseline / ours:.2f}x ({ours:,.0f} against {baseline:,.0f})",
-            target=">= 2.5x",
-            met=baseline / ours >= 2.5,
+            baseline / ours,
+            at_least=2.5,
+            detail=f"{ours:,.0f} against {baseline:,.0f}",
         )
 
 

@@ -35,7 +35,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.corpus import write_corpus  # noqa: E402
-from benchmarks.summary import record  # noqa: E402
+from benchmarks.summary import record_ratio  # noqa: E402
 from review_app.evaluator import evaluate_case  # noqa: E402
 
 
@@ -130,11 +130,10 @@ def bench_evaluator(corpus_path: Path, rounds: int) -> None:
             f"  speed-up over baseline ({clock} time): best {ratio_best:.2f}x, "
             f"median {ratio_median:.2f}x (target >= 2.5x)"
         )
-        record(
+        record_ratio(
             f"evaluator vs the seed's evaluator, {clock} time (median of {rounds} rounds)",
-            f"{ratio_median:.2f}x",
-            target=">= 2.5x",
-            met=ratio_median >= 2.5,
+            ratio_median,
+            at_least=2.5,
         )
 
 

@@ -43,7 +43,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.corpus import generate_corpus, write_corpus  # noqa: E402
-from benchmarks.summary import record  # noqa: E402
+from benchmarks.summary import record, record_ratio  # noqa: E402
 
 ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 ENV.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed copy has its bytecode compiled
@@ -260,12 +260,10 @@ def bench_inspect_one(workdir: Path, rounds: int) -> None:
     )
     show(times, "bare: python + orjson + plain evaluator")
     base = statistics.median(times["bare: python + orjson + plain evaluator"])
-    ratio = statistics.median(times["review-app inspect one.json"]) / base
-    record(
+    record_ratio(
         f"inspect one.json vs bare python + orjson + the seed's evaluator (median of {rounds})",
-        f"{ratio:.2f}x",
-        target="<= 1.5x",
-        met=ratio <= 1.5,
+        statistics.median(times["review-app inspect one.json"]) / base,
+        at_most=1.5,
     )
 
 

@@ -31,8 +31,8 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks.large_db import load_demo_database  # noqa: E402
 from benchmarks.summary import record  # noqa: E402
+from tests.command_probe import LOADED_OUT_ENV, probe_command  # noqa: E402
 
-HEAVY = ("scipy", "pandas", "sklearn", "statsmodels", "streamlit", "altair", "krippendorff")
 RUBRIC = "role-adherence@1"
 
 COMMANDS: tuple[tuple[str, ...], ...] = (
@@ -49,16 +49,6 @@ COMMANDS: tuple[tuple[str, ...], ...] = (
     ("judge", "report", "--rubric", RUBRIC, "--json"),
     ("judge", "estimate", "--rubric", RUBRIC, "--run", "1", "--json"),
 )
-
-_COMMAND = """
-import atexit, json, os, sys
-heavy = {heavy!r}
-atexit.register(lambda: open(os.environ["LOADED_OUT"], "w").write(
-    json.dumps([m for m in heavy if m in sys.modules])))
-sys.argv = ["review-app", *sys.argv[1:]]
-from review_app.__main__ import main
-main()
-"""
 
 
 def run(command: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
@@ -91,7 +81,7 @@ def main() -> None:
         env.update(
             HOME=str(workdir / "home"),
             REVIEW_APP_DATABASE_URL=f"sqlite:///{database}",
-            LOADED_OUT=str(workdir / "loaded.json"),
+            **{LOADED_OUT_ENV: str(workdir / "loaded.json")},
             PYTHONPATH=str(REPO),
         )
         named: dict[str, list[str]] = {
@@ -108,12 +98,7 @@ def main() -> None:
                 part.format(case=cases[0], case_id=cases[0].stem, out=workdir / "export")
                 for part in command
             ]
-            named[" ".join(command[:2])] = [
-                sys.executable,
-                "-c",
-                _COMMAND.format(heavy=HEAVY),
-                *filled,
-            ]
+            named[" ".join(command[:2])] = probe_command(filled)
         loaded: dict[str, list[str]] = {}
         for argv in named.values():  # bytecode caches written, page cache warm
             run(argv, env, workdir)

@@ -39,6 +39,27 @@ def record(measure: str, figure: str, *, target: str = "", met: bool | None = No
         out.write(line + "\n")
 
 
+def record_ratio(
+    measure: str,
+    ratio: float,
+    *,
+    at_most: float | None = None,
+    at_least: float | None = None,
+    detail: str = "",
+) -> None:
+    """:func:`record` a ratio against a bound (``at_most`` or ``at_least``): the target's
+    text and whether it is met both come from the bound."""
+    if (at_most is None) == (at_least is None):
+        raise ValueError("give exactly one of at_most and at_least")
+    if at_most is not None:
+        target, met = f"<= {at_most:g}x", ratio <= at_most
+    else:
+        assert at_least is not None
+        target, met = f">= {at_least:g}x", ratio >= at_least
+    figure = f"{ratio:.2f}x" + (f" ({detail})" if detail else "")
+    record(measure, figure, target=target, met=met)
+
+
 def read_figures(path: Path) -> list[Figure]:
     """The figures recorded in ``path``, in the order they were recorded."""
     if not path.exists():

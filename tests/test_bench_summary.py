@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.summary import SUMMARY_ENV, Figure, read_figures, record, table
+from benchmarks.summary import SUMMARY_ENV, Figure, read_figures, record, record_ratio, table
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -35,6 +35,19 @@ def test_recorded_figures_read_back_in_order(
         Figure("import", "1.41x, 1.35x", "<= 1.3x every run", False),
         Figure("start-up", "1.2 s", "", None),
     ]
+
+
+def test_a_ratio_is_held_to_its_bound(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    summary = tmp_path / "figures.jsonl"
+    monkeypatch.setenv(SUMMARY_ENV, str(summary))
+    record_ratio("inspect", 1.5, at_most=1.5)
+    record_ratio("evaluator", 2.31, at_least=2.5, detail="2,673 against 6,189")
+    assert read_figures(summary) == [
+        Figure("inspect", "1.50x", "<= 1.5x", True),
+        Figure("evaluator", "2.31x (2,673 against 6,189)", ">= 2.5x", False),
+    ]
+    with pytest.raises(ValueError, match="exactly one of at_most and at_least"):
+        record_ratio("both", 1.0, at_most=2.0, at_least=0.5)
 
 
 def test_the_table_says_which_targets_are_met() -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,11 +19,10 @@ from review_app.services.cases.demo import load_demo
 from review_app.services.team.people import operator_actor
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
+from tests.command_probe import LOADED_OUT_ENV, probe_command
 from tests.conftest import DEMO_CASES, cli_test_environment
 
-HEAVY = ("scipy", "pandas", "sklearn", "statsmodels", "streamlit", "altair", "krippendorff")
-
-# What each command may load of HEAVY, and why.
+# What each command may load of the heavy modules (tests/command_probe.py), and why.
 ALLOWED: dict[tuple[str, ...], frozenset[str]] = {
     ("--help",): frozenset(),
     ("inspect", "{case}"): frozenset(),
@@ -49,16 +47,6 @@ ALLOWED: dict[tuple[str, ...], frozenset[str]] = {
     ),
 }
 
-_WHAT_WAS_LOADED = """
-import atexit, json, os, sys
-heavy = {heavy!r}
-atexit.register(lambda: open(os.environ["LOADED_OUT"], "w").write(
-    json.dumps([m for m in heavy if m in sys.modules])))
-sys.argv = ["review-app", *sys.argv[1:]]
-from review_app.__main__ import main
-main()
-"""
-
 
 @pytest.fixture(scope="module")
 def demo_url(tmp_path_factory: pytest.TempPathFactory) -> str:
@@ -74,9 +62,9 @@ def loaded(args: list[str], *, url: str, tmp_path: Path) -> tuple[list[str], str
     out = tmp_path / "loaded.json"
     out.unlink(missing_ok=True)
     env = cli_test_environment(tmp_path / "home", url)
-    env["LOADED_OUT"] = str(out)
+    env[LOADED_OUT_ENV] = str(out)
     completed = subprocess.run(
-        [sys.executable, "-c", _WHAT_WAS_LOADED.format(heavy=HEAVY), *args],
+        probe_command(args),
         capture_output=True,
         text=True,
         env=env,

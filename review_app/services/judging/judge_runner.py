@@ -487,6 +487,7 @@ _STORE_AT_LEAST = 10
 _STORE_EVERY = 0.25
 """Seconds between batches written while answers come fast."""
 _STORE_AT_MOST = 2000
+"""Answers written in one batch at most, however little time has passed."""
 
 
 def unit_messages(
