@@ -14,7 +14,10 @@ read is units per second as a share of it (target at concurrency 64: >= 90%). Th
 client's CPU time per unit is printed too: on a shared machine it says what one
 free core could reach, whatever the load.
 
-Measured: one endpoint at 50 ms; one at 200 ms; both together (the 200 ms one must
+Beside them, the same requests from a bare aiohttp client that renders and stores
+nothing: the ceiling this machine and the loopback server leave any client. Measured,
+after a small warm-up run that pays the process's first imports and
+connections: one endpoint at 50 ms; one at 200 ms; both together (the 200 ms one must
 not hold the 50 ms one back). Asserts nothing.
 """
 
@@ -132,6 +135,43 @@ def judged(
     return summary.answered, elapsed, cpu
 
 
+def bare_client(url: str, concurrency: int, requests: int, body_bytes: int) -> float:
+    """Requests a second from a bare aiohttp client on uvloop, nothing rendered or stored:
+    what the loopback server and this machine allow any client."""
+    import asyncio
+
+    import aiohttp
+    import orjson
+    import uvloop
+
+    body = orjson.dumps(
+        {"model": "bench", "messages": [{"role": "user", "content": "x" * body_bytes}]}
+    )
+
+    async def run() -> float:
+        left = requests
+        async with aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=concurrency)
+        ) as session:
+
+            async def slot() -> None:
+                nonlocal left
+                while left > 0:
+                    left -= 1
+                    async with session.post(
+                        f"{url}/chat/completions",
+                        data=body,
+                        headers={"Content-Type": "application/json"},
+                    ) as response:
+                        await response.read()
+
+            began = time.perf_counter()
+            await asyncio.gather(*(slot() for _ in range(concurrency)))
+            return requests / (time.perf_counter() - began)
+
+    return uvloop.run(run())
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--cases", type=int, default=2000)
@@ -150,6 +190,14 @@ def main() -> None:
                 for case in generate_cases(args.cases, seed=3):
                     out.write(json.dumps(case) + "\n")
             c = args.concurrency
+            # A first run pays for imports (aiohttp, uvloop), the CA bundle and SQLite's
+            # first statements: a fraction of a second once a process, not throughput.
+            warm = workdir / "warm-up.jsonl"
+            with warm.open("w", encoding="utf-8") as out:
+                for case in generate_cases(100, seed=4):
+                    out.write(json.dumps(case) + "\n")
+            answered, elapsed, _ = judged(warm, workdir, [(fast_url, c)])
+            print(f"  warm-up: {answered:,} units in {elapsed:.2f} s (not counted)")
             setups = {
                 f"one endpoint, 50 ms, concurrency {c}": [(fast_url, c)],
                 f"one endpoint, 200 ms, concurrency {c}": [(slow_url, c)],
@@ -157,6 +205,19 @@ def main() -> None:
             }
             latency = {fast_url: 0.05, slow_url: 0.2}
             print(f"{args.cases * 5:,} units per run")
+            # The ceiling any client reaches here: the server and the client share two
+            # cores, and the loopback round trip adds to the 50 ms.
+            floor = bare_client(fast_url, c, args.cases * 5, body_bytes=14_000)
+            print(
+                f"  {'bare client, 50 ms, concurrency ' + str(c):<40} {'':26}"
+                f"{floor:7.0f}/s of a bound  {c / 0.05:4.0f}/s ({floor / (c / 0.05):5.1%}): "
+                "aiohttp alone, nothing rendered or stored"
+            )
+            record(
+                f"bare aiohttp client (no rendering or storing), 50 ms, concurrency {c}: "
+                "share of the bound, this machine's ceiling for the rows below",
+                f"{floor / (c / 0.05):.1%} ({floor:,.0f} units/s)",
+            )
             for name, endpoints in setups.items():
                 bound = sum(conc / latency[url] for url, conc in endpoints)
                 answered, elapsed, cpu = judged(corpus, workdir, endpoints)

@@ -222,19 +222,21 @@ def _examples_text(rubric: Rubric, per_label: int = 1) -> str:
     return "\n".join(lines)
 
 
+def event_block(event: Mapping[str, Any]) -> str:
+    """One event as the judge reads it: turn, actor, role change and actions, then text."""
+    head = f"[turn {event['turn']}] {event['actor']}"
+    if event.get("set_role"):
+        head += f" (role set to {event['set_role']})"
+    actions = event.get("observed_actions") or []
+    if actions:
+        head += f" (recorded actions: {', '.join(actions)})"
+    text = event.get("text") or ""
+    return f"{head}: {text}" if text else head
+
+
 def conversation_text(events: Sequence[Mapping[str, Any]]) -> str:
     """The transcript as the judge reads it: one block per event, actions in brackets."""
-    blocks = []
-    for event in events:
-        head = f"[turn {event['turn']}] {event['actor']}"
-        if event.get("set_role"):
-            head += f" (role set to {event['set_role']})"
-        actions = event.get("observed_actions") or []
-        if actions:
-            head += f" (recorded actions: {', '.join(actions)})"
-        text = event.get("text") or ""
-        blocks.append(f"{head}: {text}" if text else head)
-    return "\n".join(blocks)
+    return "\n".join(map(event_block, events))
 
 
 class ChatMessage(TypedDict):
@@ -254,20 +256,63 @@ def render_prompt(
     turn: int,
 ) -> list[ChatMessage]:
     """Chat messages asking the judge about ``turn``; ``events`` end with that turn."""
-    reply = next((e.get("text") or "" for e in reversed(events) if e["turn"] == turn), "")
-    user = string.Template(prompt.text).substitute(
-        rubric_ref=rubric.ref,
-        chatbot_role=chatbot_role or "(no role description was recorded)",
-        labels=_labels_text(rubric),
-        label_titles="\n".join(f"- {label.code}: {label.title}" for label in rubric.labels),
-        recent=conversation_text(events[-RECENT_EVENTS:]),
-        examples=_examples_text(rubric),
-        codes=", ".join(rubric.codes),
-        conversation=conversation_text(events),
-        turn=str(turn),
-        reply=reply,
+    return PreparedPrompt.of(prompt, rubric=rubric).render(
+        chatbot_role=chatbot_role, events=events, turn=turn
     )
-    return [{"role": "system", "content": SYSTEM_MESSAGE}, {"role": "user", "content": user}]
+
+
+@dataclass(frozen=True)
+class PreparedPrompt:
+    """A judge prompt with the parts its rubric fills rendered once.
+
+    Those parts (labels, titles, examples, codes) are the same for every unit of a
+    run; rendering them again for each unit was most of the cost of a prompt.
+    """
+
+    template: string.Template
+    rubric_parts: Mapping[str, str]
+
+    @classmethod
+    def of(cls, prompt: JudgePrompt, *, rubric: Rubric) -> PreparedPrompt:
+        return cls(
+            template=string.Template(prompt.text),
+            rubric_parts={
+                "rubric_ref": rubric.ref,
+                "labels": _labels_text(rubric),
+                "label_titles": "\n".join(
+                    f"- {label.code}: {label.title}" for label in rubric.labels
+                ),
+                "examples": _examples_text(rubric),
+                "codes": ", ".join(rubric.codes),
+            },
+        )
+
+    def render(
+        self,
+        *,
+        chatbot_role: str | None,
+        events: Sequence[Mapping[str, Any]],
+        turn: int,
+        blocks: Sequence[str] | None = None,
+    ) -> list[ChatMessage]:
+        """Chat messages asking the judge about ``turn``; ``events`` end with that turn.
+
+        ``blocks``, when given, are ``event_block`` of each of ``events`` (a caller
+        walking a transcript turn by turn builds each block once)."""
+        if blocks is None:
+            blocks = [event_block(event) for event in events]
+        reply = next((e.get("text") or "" for e in reversed(events) if e["turn"] == turn), "")
+        user = self.template.substitute(
+            {
+                **self.rubric_parts,
+                "chatbot_role": chatbot_role or "(no role description was recorded)",
+                "recent": "\n".join(blocks[-RECENT_EVENTS:]),
+                "conversation": "\n".join(blocks),
+                "turn": str(turn),
+                "reply": reply,
+            }
+        )
+        return [{"role": "system", "content": SYSTEM_MESSAGE}, {"role": "user", "content": user}]
 
 
 class JudgeAnswerError(ValueError):

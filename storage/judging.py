@@ -109,18 +109,25 @@ def replace_verdicts(
     """Store verdicts (rows without run_id and created_at), replacing any for the same units."""
     connection = session.connection()
     units = sorted({(row[0], row[1]) for row in rows}, key=lambda u: (u[0], u[1] is None, u[1]))
-    by_case: dict[str, list[int | None]] = {}
-    for case_id, turn in units:
-        by_case.setdefault(case_id, []).append(turn)
-    for case_id, turns in by_case.items():
-        numbered = [t for t in turns if t is not None]
-        base = delete(JudgeVerdict).where(
-            col(JudgeVerdict.run_id) == run_id, col(JudgeVerdict.case_id) == case_id
+    numbered = [unit for unit in units if unit[1] is not None]
+    whole_cases = [case_id for case_id, turn in units if turn is None]
+    # A statement per chunk of units, not per case: a judge run writes its answers a
+    # few hundred at a time, and a DELETE per case was most of a batch's time.
+    for chunk in in_chunks(numbered):
+        connection.execute(
+            delete(JudgeVerdict).where(
+                col(JudgeVerdict.run_id) == run_id,
+                tuple_(col(JudgeVerdict.case_id), col(JudgeVerdict.turn)).in_(chunk),
+            )
         )
-        if numbered:
-            session.execute(base.where(col(JudgeVerdict.turn).in_(numbered)))
-        if None in turns:
-            session.execute(base.where(col(JudgeVerdict.turn).is_(None)))
+    for chunk in in_chunks(whole_cases):
+        connection.execute(
+            delete(JudgeVerdict).where(
+                col(JudgeVerdict.run_id) == run_id,
+                col(JudgeVerdict.case_id).in_(chunk),
+                col(JudgeVerdict.turn).is_(None),
+            )
+        )
     stamp = timestamp_param(connection, now)
     insert_rows(
         connection,

@@ -21,6 +21,7 @@ from sqlmodel import Session
 from review_app.judging import JudgePrompt, find_judge_prompt
 from review_app.rubrics import Rubric
 from review_app.services.cases.importing import import_paths
+from review_app.services.judging import judge_runner
 from review_app.services.judging.judge_runner import (
     EndpointSettings,
     JudgeRunSummary,
@@ -142,6 +143,35 @@ def test_an_unreachable_endpoint_beside_a_working_one_loses_nothing(
     summary = world.run(fast.base_url, dead, concurrency=2, retries=3)
     assert (summary.answered, summary.endpoint_errors) == (60, 0)
     assert sorted(fast.units_requested()) == UNITS
+
+
+def test_prompts_are_rendered_as_the_endpoints_take_units_not_all_ahead(
+    world: World, fast: FakeChatServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A run over 250,000 turns must not hold 250,000 rendered prompts (3.5 GB at 14 KB
+    # each): a case's prompts are rendered when few enough units wait.
+    monkeypatch.setattr(judge_runner, "_CASES_IN_FIRST_BATCH", 1)
+    monkeypatch.setattr(judge_runner, "_CASES_PER_BATCH", 2)
+    monkeypatch.setattr(judge_runner, "_READY_AT_LEAST", 4)
+    ready_at_most = max(4, 8 * 1)  # as _run_jobs sets it for one endpoint of concurrency 1
+    ahead: list[int] = []
+    rendered = 0
+    render_case = judge_runner._case_jobs
+
+    def counted_render(*args: Any) -> list[Any]:
+        nonlocal rendered
+        jobs = render_case(*args)
+        rendered += len(jobs)
+        ahead.append(rendered - len(fast.requests))
+        return jobs
+
+    monkeypatch.setattr(judge_runner, "_case_jobs", counted_render)
+    fast.delay = 0.005
+    summary = world.run(fast.base_url, concurrency=1)
+    assert (summary.answered, summary.endpoint_errors) == (60, 0)
+    assert len(ahead) == len(CASES)
+    # Those waiting, the case just rendered and the unit in flight: never the whole run.
+    assert max(ahead) <= ready_at_most + len(TURNS) + 1, ahead
 
 
 def test_the_command_takes_base_url_more_than_once(

@@ -16,7 +16,9 @@ from review_app.judging import (
     PLACEHOLDERS,
     SYSTEM_MESSAGE,
     JudgeAnswerError,
+    PreparedPrompt,
     conversation_text,
+    event_block,
     find_judge_prompt,
     judge_prompts,
     load_judge_prompt,
@@ -219,6 +221,40 @@ def test_the_rendered_prompt_shows_role_codes_and_the_conversation_up_to_the_tur
     transcript = conversation_text(events).splitlines()
     assert transcript[-1].startswith("[turn 5] assistant")
     assert "$" not in user.replace("$codes", "")  # every placeholder was filled
+
+
+def test_a_prepared_prompt_renders_what_render_prompt_renders(
+    tmp_path: Path, rubric: Rubric
+) -> None:
+    # A run prepares the rubric's parts once and builds each event's block once, as it
+    # walks a transcript; every prompt must be the one render_prompt gives.
+    text = "\n".join(f"<{name}>${{{name}}}</{name}>" for name in sorted(PLACEHOLDERS))
+    for prompt in (
+        load_judge_prompt(write_prompt(tmp_path, text)),
+        find_judge_prompt(RUBRICS, "role-adherence", "role-judge@v1"),
+    ):
+        prepared = PreparedPrompt.of(prompt, rubric=rubric)
+        blocks: list[str] = []
+        for end, event in enumerate(EVENTS, start=1):
+            blocks.append(event_block(event))
+            for role in ("Support triage agent.", None):
+                expected = render_prompt(
+                    prompt,
+                    rubric=rubric,
+                    chatbot_role=role,
+                    events=EVENTS[:end],
+                    turn=event["turn"],
+                )
+                assert (
+                    prepared.render(
+                        chatbot_role=role, events=EVENTS[:end], turn=event["turn"], blocks=blocks
+                    )
+                    == expected
+                )
+                assert (
+                    prepared.render(chatbot_role=role, events=EVENTS[:end], turn=event["turn"])
+                    == expected
+                )
 
 
 def test_every_placeholder_is_filled(tmp_path: Path, rubric: Rubric) -> None:

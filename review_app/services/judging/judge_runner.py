@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import itertools
 import json
 import os
 import random
+import ssl
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -30,8 +33,9 @@ from review_app.judging import (
     ChatMessage,
     JudgeAnswerError,
     JudgePrompt,
+    PreparedPrompt,
+    event_block,
     parse_judge_answer,
-    render_prompt,
 )
 from review_app.rubrics import Rubric
 from review_app.services.cases.case_selection import selected_cases
@@ -220,7 +224,7 @@ async def _attempt(
             _Outcome(job, error=f"HTTP {status}: {text[:300]!r}", error_kind=ENDPOINT_ERROR)
         )
     try:
-        payload = json.loads(raw)
+        payload = orjson.loads(raw)
         content = payload["choices"][0]["message"]["content"] or ""
         usage = payload.get("usage") or {}
     except (ValueError, KeyError, IndexError, TypeError, AttributeError, RecursionError):
@@ -440,14 +444,25 @@ def run_judge(
     )
     if counted is not None:
         counted(summary.units, summary.skipped)
-    batches = _job_batches(engine, todo, prompt=prompt, rubric=rubric)
+    cases = _case_batches(engine, todo)
+    prepared = PreparedPrompt.of(prompt, rubric=rubric)
     started = time.perf_counter()
     if todo:
-        asyncio.run(
-            _run_jobs(
-                engine, run_id, len(todo), batches, rubric, endpoints, summary, progress, stop
+        with asyncio.Runner(loop_factory=_event_loop_factory()) as runner:
+            runner.run(
+                _run_jobs(
+                    engine,
+                    run_id,
+                    len(todo),
+                    cases,
+                    prepared,
+                    rubric,
+                    endpoints,
+                    summary,
+                    progress,
+                    stop,
+                )
             )
-        )
     summary.seconds = time.perf_counter() - started
     with Session(engine) as session:
         stored = judging.get_run(session, run_id=run_id)
@@ -482,6 +497,12 @@ def run_judge(
 
 
 _CASES_PER_BATCH = 200
+_CASES_IN_FIRST_BATCH = 16
+"""A small first batch: the first requests leave after 16 cases are rendered, not 200."""
+_READY_AT_LEAST = 512
+"""Rendered units kept waiting at least, however low the endpoints' concurrency."""
+_FEED_POLL = 0.01
+"""Seconds between looks at the queue while enough rendered units wait."""
 _STORE_AT_LEAST = 10
 """Answers kept before a batch is written (with a slow endpoint, one every ten answers)."""
 _STORE_EVERY = 0.25
@@ -505,61 +526,77 @@ def unit_messages(
         raise InputError(
             f"turn {turn} of {case_id} is not a {rubric.applies_to} turn", field="turn"
         )
-    for jobs in _job_batches(engine, [(case_id, turn)], prompt=prompt, rubric=rubric):
-        for job in jobs:
-            return job.messages
+    prepared = PreparedPrompt.of(prompt, rubric=rubric)
+    for batch in _case_batches(engine, [(case_id, turn)]):
+        for case in batch:
+            for job in _case_jobs(prepared, case):
+                return job.messages
     raise NotFound(f"no turn {turn} in case {case_id!r}")
 
 
-def _job_batches(
-    engine: Engine, units: list[tuple[str, int]], *, prompt: JudgePrompt, rubric: Rubric
-) -> Iterator[list[_Job]]:
-    """The units' prompts, a batch of cases at a time (read and rendered as the run goes)."""
+@dataclass(frozen=True)
+class _CaseToJudge:
+    case_id: str
+    chatbot_role: str | None
+    events: list[cases_storage.JudgedEvent]
+    turns: frozenset[int]
+
+
+def _case_batches(engine: Engine, units: list[tuple[str, int]]) -> Iterator[list[_CaseToJudge]]:
+    """The units' cases with their transcripts, read a batch of cases at a time as the
+    run goes (a small first batch, so that the first requests leave at once)."""
     by_case: dict[str, list[int]] = {}
     for case_id, turn in units:
         by_case.setdefault(case_id, []).append(turn)
     case_ids = list(by_case)
-    for begin in range(0, len(case_ids), _CASES_PER_BATCH):
-        chunk = case_ids[begin : begin + _CASES_PER_BATCH]
+    bounds = [0, *range(_CASES_IN_FIRST_BATCH, len(case_ids), _CASES_PER_BATCH), len(case_ids)]
+    for begin, end in itertools.pairwise(bounds):
+        chunk = case_ids[begin:end]
+        if not chunk:
+            continue
         with Session(read_only(engine)) as session:
             transcripts = cases_storage.judge_transcripts(session, case_ids=chunk)
-        jobs: list[_Job] = []
-        for case_id in chunk:
-            if case_id not in transcripts:  # removed since the run started
-                continue
-            chatbot_role, events = transcripts[case_id]
-            wanted = set(by_case[case_id])
-            shown: list[dict[str, Any]] = []
-            for event in events:
-                shown.append(
-                    {
-                        "turn": event.turn,
-                        "actor": event.actor,
-                        "text": event.text,
-                        "observed_actions": orjson.loads(event.actions_json)
-                        if event.actions_json is not None
-                        else [],
-                        "set_role": event.set_role,
-                    }
-                )
-                if event.turn in wanted:  # the transcript up to the judged turn, no further
-                    wanted.discard(event.turn)
-                    messages = render_prompt(
-                        prompt,
-                        rubric=rubric,
-                        chatbot_role=chatbot_role,
-                        events=list(shown),
-                        turn=event.turn,
-                    )
-                    jobs.append(_Job(case_id, event.turn, messages))
-        yield jobs
+        yield [
+            _CaseToJudge(case_id, *transcripts[case_id], frozenset(by_case[case_id]))
+            for case_id in chunk
+            if case_id in transcripts  # removed since the run started
+        ]
+
+
+def _case_jobs(prepared: PreparedPrompt, case: _CaseToJudge) -> list[_Job]:
+    """One case's units with their prompts: the transcript up to each judged turn."""
+    jobs: list[_Job] = []
+    wanted = set(case.turns)
+    shown: list[dict[str, Any]] = []
+    blocks: list[str] = []
+    for event in case.events:
+        shown.append(
+            {
+                "turn": event.turn,
+                "actor": event.actor,
+                "text": event.text,
+                "observed_actions": orjson.loads(event.actions_json)
+                if event.actions_json is not None
+                else [],
+                "set_role": event.set_role,
+            }
+        )
+        blocks.append(event_block(shown[-1]))
+        if event.turn in wanted:  # the transcript up to the judged turn, no further
+            wanted.discard(event.turn)
+            messages = prepared.render(
+                chatbot_role=case.chatbot_role, events=shown, turn=event.turn, blocks=blocks
+            )
+            jobs.append(_Job(case.case_id, event.turn, messages))
+    return jobs
 
 
 async def _run_jobs(
     engine: Engine,
     run_id: int,
     n_jobs: int,
-    batches: Iterator[list[_Job]],
+    cases: Iterator[list[_CaseToJudge]],
+    prepared: PreparedPrompt,
     rubric: Rubric,
     endpoints: Sequence[EndpointSettings],
     summary: JudgeRunSummary,
@@ -570,14 +607,24 @@ async def _run_jobs(
 
     fed: list[int] = []
 
+    # Units waiting with their prompt rendered: enough for the endpoints' slots while
+    # the next batch renders, not the whole run (250,000 prompts of 14 KB are 3.5 GB).
+    ready_at_most = max(_READY_AT_LEAST, 8 * sum(settings.concurrency for settings in endpoints))
+
     async def feed() -> None:
-        # Prompts are read and rendered in a thread, a batch at a time, while the
-        # first batches are already being asked.
+        # Transcripts are read in a thread, a batch of cases at a time, while the first
+        # units are already being asked. Prompts are rendered here, on the event loop,
+        # a case at a time: a rendering thread held the interpreter lock for 5 ms at a
+        # time while answers waited, 6% of a run's speed at a 50 ms endpoint.
         count = 0
-        while (batch := await asyncio.to_thread(next, batches, None)) is not None:
-            for job in batch:
-                todo.put_nowait(_Try(job))
-            count += len(batch)
+        while (batch := await asyncio.to_thread(next, cases, None)) is not None:
+            for case in batch:
+                while todo.qsize() > ready_at_most:
+                    await asyncio.sleep(_FEED_POLL)
+                for job in _case_jobs(prepared, case):
+                    todo.put_nowait(_Try(job))
+                    count += 1
+                await asyncio.sleep(0)  # answers that came in are taken between cases
         fed.append(count)
 
     done: asyncio.Queue[_Outcome] = asyncio.Queue()
@@ -587,9 +634,8 @@ async def _run_jobs(
     # CPU a request on loopback against aiohttp's 0.35 ms, which capped a run near 350
     # units a second whatever the endpoint's speed (benchmarks/bench_judge_endpoints.py).
     import aiohttp
-    import httpx
 
-    tls = httpx.create_ssl_context()  # certifi's CAs, as before; one for every endpoint
+    tls = _tls_context()
     async with contextlib.AsyncExitStack() as stack:
         workers = []
         for settings in endpoints:
@@ -658,6 +704,27 @@ async def _run_jobs(
                 worker.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
     _store(engine, run_id, pending)
+
+
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """certifi's CAs, as httpx used them; made once a process (loading them takes 50 ms)."""
+    import httpx
+
+    return httpx.create_ssl_context()
+
+
+def _event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop's event loop where it is installed (not on Windows), else asyncio's.
+
+    A judge run at a fast endpoint is bound by the client's CPU; uvloop's sockets and
+    timers took a tenth to a fifth of it off each request on loopback
+    (benchmarks/bench_judge_endpoints.py)."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
 
 
 def _env_proxy(base_url: str) -> tuple[Any, Any]:
