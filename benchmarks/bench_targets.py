@@ -18,7 +18,8 @@ Parts (``--skip``/``--only`` take these names, comma-separated):
 - ``inspect-import``: bench_speed.py, ``inspect one.json`` and import into SQLite
 - ``startup``: bench_startup.py, every command's start-up and heavy imports
 - ``agreement``: bench_agreement_command.py, 800,000 labels (``--quick``: 100,000)
-- ``judge-endpoints``: bench_judge_endpoints.py, 50 ms and 200 ms loopback servers
+- ``judge-endpoints``: bench_judge_endpoints.py, 50 ms and 200 ms loopback servers,
+  beside a bare client's ceiling
 - ``writers``: bench_writers.py, 16 SQLite writer processes, with and without the queue
 - ``pages-warm``: bench_pages_warm.py, the policy pages on the demo in Chromium
 - ``pages-large``: bench_pages_large.py, the policy pages on 50,000 conversations beside
