@@ -8,6 +8,9 @@ slow or failing endpoint never stalls the others.
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -31,8 +34,9 @@ from review_app.services.judging.judge_runner import (
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
 from review_app.services.team.people import operator_actor
 from storage import judging
-from tests.conftest import Database
+from tests.conftest import Database, cli_test_environment
 from tests.judge_support import (
+    REPO,
     FakeChatServer,
     closed_port,
     run_review_app,
@@ -206,3 +210,60 @@ def test_the_command_takes_base_url_more_than_once(
     assert len(fast.requests) + len(other.requests) == 15
     assert fast.requests and other.requests
     assert "answered 15" in result.stdout
+
+
+def test_ctrl_c_keeps_the_answers_leaves_the_run_partial_and_the_same_command_resumes(
+    world: World, fast: FakeChatServer, sqlite_database: Database, tmp_path: Path
+) -> None:
+    fast.delay = 0.05
+    command = [
+        sys.executable,
+        "-m",
+        "review_app",
+        "judge",
+        "run",
+        "--rubric",
+        "role-adherence@1",
+        "--prompt",
+        "role-judge@v2",
+        "--model",
+        "fake",
+        "--base-url",
+        fast.base_url,
+        "--concurrency",
+        "2",
+    ]
+    environment = cli_test_environment(tmp_path, sqlite_database.url)
+    process = subprocess.Popen(
+        command,
+        env=environment,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while len(fast.requests) < 12 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        process.send_signal(signal.SIGINT)
+        stdout, stderr = process.communicate(timeout=60)
+    finally:
+        process.kill()
+    assert process.returncode == 130, stderr
+    assert "stopped on request" in stdout
+    assert "run the same command again" in stderr
+    with Session(world.engine) as session:
+        [run] = judging.list_runs(session)
+        stored = len(judging.verdicts(session, run_id=run.id))
+    assert run.status == "partial"
+    asked_before = len(fast.requests)
+    # Every answer that came before the interrupt was stored: at most the requests in
+    # flight (two) were asked and not kept.
+    assert 12 <= stored <= asked_before
+    assert asked_before - stored <= 2
+
+    rest = subprocess.run(command, env=environment, cwd=REPO, capture_output=True, text=True)
+    assert rest.returncode == 0, rest.stderr
+    assert f"60 units, {stored} already done; answered {60 - stored}" in rest.stdout
+    assert len(fast.requests) <= 60 + 2

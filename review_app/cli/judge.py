@@ -272,6 +272,7 @@ def judge_run(
     from review_app.services.judging.judge_prompts import prompt_for_run
     from review_app.services.judging.judge_runner import (
         EndpointSettings,
+        JudgeRunInterrupted,
         run_judge,
         select_case_ids,
     )
@@ -329,16 +330,21 @@ def judge_run(
             for url in (list[str | None](base_url) if base_url else [None])
         ]
     case_ids = select_case_ids(engine, case_ids=case, lane=lane, limit=limit)
-    with unit_progress(f"judging with {template.ref}") as callback:
-        summary = run_judge(
-            engine,
-            operator(),
-            rubric=chosen,
-            prompt=template,
-            settings=settings,
-            case_ids=case_ids,
-            progress=callback,
-        )
+    try:
+        with unit_progress(f"judging with {template.ref}") as callback:
+            summary = run_judge(
+                engine,
+                operator(),
+                rubric=chosen,
+                prompt=template,
+                settings=settings,
+                case_ids=case_ids,
+                progress=callback,
+            )
+    except JudgeRunInterrupted as interrupted:
+        typer.echo(interrupted.summary.line())
+        typer.echo("interrupted: run the same command again to ask the units left", err=True)
+        raise typer.Exit(130) from None
     typer.echo(summary.line())
 
 

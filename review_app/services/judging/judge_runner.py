@@ -447,22 +447,28 @@ def run_judge(
     cases = _case_batches(engine, todo)
     prepared = PreparedPrompt.of(prompt, rubric=rubric)
     started = time.perf_counter()
+    interrupted = False
     if todo:
-        with asyncio.Runner(loop_factory=_event_loop_factory()) as runner:
-            runner.run(
-                _run_jobs(
-                    engine,
-                    run_id,
-                    len(todo),
-                    cases,
-                    prepared,
-                    rubric,
-                    endpoints,
-                    summary,
-                    progress,
-                    stop,
+        try:
+            with asyncio.Runner(loop_factory=_event_loop_factory()) as runner:
+                runner.run(
+                    _run_jobs(
+                        engine,
+                        run_id,
+                        len(todo),
+                        cases,
+                        prepared,
+                        rubric,
+                        endpoints,
+                        summary,
+                        progress,
+                        stop,
+                    )
                 )
-            )
+        except KeyboardInterrupt:
+            # Ctrl-C: the answers that came are stored (_run_jobs stores them as it is
+            # cancelled) and the run is left partial before the interrupt goes on.
+            summary.stopped = interrupted = True
     summary.seconds = time.perf_counter() - started
     with Session(engine) as session:
         stored = judging.get_run(session, run_id=run_id)
@@ -493,7 +499,18 @@ def run_judge(
             summary={"rubric": rubric.ref, "run": name, **summary.to_dict()},
         )
         session.commit()
+    if interrupted:
+        raise JudgeRunInterrupted(summary)
     return summary
+
+
+class JudgeRunInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a run, raised once the answers that came are stored and the run is
+    marked partial (the same command resumes it); ``summary`` says how far it went."""
+
+    def __init__(self, summary: JudgeRunSummary) -> None:
+        super().__init__()
+        self.summary = summary
 
 
 _CASES_PER_BATCH = 200
@@ -696,14 +713,16 @@ async def _run_jobs(
                     # answers a second, a batch of ten was a thousand transactions in
                     # ten thousand units. A stop or a crash loses at most the answers of
                     # the last fraction of a second, and the next run asks them again.
-                    await asyncio.to_thread(_store, engine, run_id, pending)
-                    pending = []
+                    batch, pending = pending, []
+                    await asyncio.to_thread(_store, engine, run_id, batch)
                     stored_at = time.monotonic()
         finally:
             for worker in workers:
                 worker.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
-    _store(engine, run_id, pending)
+            # Also when the run is cancelled (Ctrl-C): what was answered is kept. A
+            # batch being written in its thread when that happened is not in pending.
+            _store(engine, run_id, pending)
 
 
 @functools.cache
