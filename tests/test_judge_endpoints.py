@@ -259,8 +259,9 @@ def test_ctrl_c_keeps_the_answers_leaves_the_run_partial_and_the_same_command_re
     assert run.status == "partial"
     asked_before = len(fast.requests)
     # Every answer that came before the interrupt was stored: at most the requests in
-    # flight (two) were asked and not kept.
-    assert 12 <= stored <= asked_before
+    # flight (two) were asked and not kept. The server counts a request as it answers,
+    # so when it had counted 12, the client had received at least 10 of them.
+    assert 10 <= stored <= asked_before
     assert asked_before - stored <= 2
 
     rest = subprocess.run(command, env=environment, cwd=REPO, capture_output=True, text=True)
