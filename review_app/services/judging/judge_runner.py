@@ -126,6 +126,17 @@ class JudgeRunSummary:
     def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
+    def count(self, outcome: _Outcome) -> None:
+        """Add one unit's outcome to the counts."""
+        if outcome.error is None:
+            self.answered += 1
+        elif outcome.error_kind == ANSWER_ERROR:
+            self.answer_errors += 1
+        else:
+            self.endpoint_errors += 1
+        self.prompt_tokens += outcome.prompt_tokens or 0
+        self.completion_tokens += outcome.completion_tokens or 0
+
 
 @dataclass(frozen=True)
 class _Job:
@@ -695,14 +706,7 @@ async def _run_jobs(
                     continue
                 finished += 1
                 pending.append(outcome)
-                if outcome.error is None:
-                    summary.answered += 1
-                elif outcome.error_kind == ANSWER_ERROR:
-                    summary.answer_errors += 1
-                else:
-                    summary.endpoint_errors += 1
-                summary.prompt_tokens += outcome.prompt_tokens or 0
-                summary.completion_tokens += outcome.completion_tokens or 0
+                summary.count(outcome)
                 if progress:
                     progress(finished, fed[0] if fed else n_jobs)
                 if len(pending) >= _STORE_AT_LEAST and (
@@ -720,8 +724,12 @@ async def _run_jobs(
             for worker in workers:
                 worker.cancel()
             await asyncio.gather(*workers, return_exceptions=True)
-            # Also when the run is cancelled (Ctrl-C): what was answered is kept. A
-            # batch being written in its thread when that happened is not in pending.
+            # Also when the run is cancelled (Ctrl-C): what was answered is kept, those
+            # answers not yet taken from the queue too. A batch being written in its
+            # thread when that happened is not in pending.
+            while not done.empty():
+                pending.append(outcome := done.get_nowait())
+                summary.count(outcome)
             _store(engine, run_id, pending)
 
 
