@@ -113,21 +113,7 @@ def replace_verdicts(
     whole_cases = [case_id for case_id, turn in units if turn is None]
     # A statement per chunk of units, not per case: a judge run writes its answers a
     # few hundred at a time, and a DELETE per case was most of a batch's time.
-    for chunk in in_chunks(numbered):
-        connection.execute(
-            delete(JudgeVerdict).where(
-                col(JudgeVerdict.run_id) == run_id,
-                tuple_(col(JudgeVerdict.case_id), col(JudgeVerdict.turn)).in_(chunk),
-            )
-        )
-    for chunk in in_chunks(whole_cases):
-        connection.execute(
-            delete(JudgeVerdict).where(
-                col(JudgeVerdict.run_id) == run_id,
-                col(JudgeVerdict.case_id).in_(chunk),
-                col(JudgeVerdict.turn).is_(None),
-            )
-        )
+    _delete_verdicts(connection, turns=numbered, whole_cases=whole_cases, run_id=run_id)
     stamp = timestamp_param(connection, now)
     insert_rows(
         connection,
@@ -489,19 +475,31 @@ def delete_verdicts_on_changed_turns(
     conversation-level verdicts (no turn) of every replaced case ``case_ids`` (its
     conversation differs, if only by growing). Returns how many were deleted."""
     units = [(case_id, turn) for case_id, turns in sorted(changed.items()) for turn in turns]
+    return _delete_verdicts(connection, turns=units, whole_cases=sorted(set(case_ids)))
+
+
+def _delete_verdicts(
+    connection: Connection,
+    *,
+    turns: Sequence[tuple[str, int]],
+    whole_cases: Sequence[str],
+    run_id: int | None = None,
+) -> int:
+    """Delete the verdicts on ``turns`` (``(case_id, turn)`` units) and the
+    conversation-level verdicts (no turn) of ``whole_cases``, of one run or of every
+    run, a statement per chunk; returns how many were deleted."""
+    in_run = () if run_id is None else (col(JudgeVerdict.run_id) == run_id,)
     deleted = 0
-    for chunk in in_chunks(units):
+    for chunk in in_chunks(turns):
         deleted += connection.execute(
             delete(JudgeVerdict).where(
-                tuple_(col(JudgeVerdict.case_id), col(JudgeVerdict.turn)).in_(chunk)
+                *in_run, tuple_(col(JudgeVerdict.case_id), col(JudgeVerdict.turn)).in_(chunk)
             )
         ).rowcount
-    cases = sorted(set(case_ids))
-    for chunk in in_chunks(cases):
+    for chunk in in_chunks(whole_cases):
         deleted += connection.execute(
             delete(JudgeVerdict).where(
-                col(JudgeVerdict.case_id).in_(chunk),
-                col(JudgeVerdict.turn).is_(None),
+                *in_run, col(JudgeVerdict.case_id).in_(chunk), col(JudgeVerdict.turn).is_(None)
             )
         ).rowcount
     return deleted

@@ -178,6 +178,19 @@ def test_prompts_are_rendered_as_the_endpoints_take_units_not_all_ahead(
     assert max(ahead) <= ready_at_most + len(TURNS) + 1, ahead
 
 
+JUDGE_RUN = (
+    "judge",
+    "run",
+    "--rubric",
+    "role-adherence@1",
+    "--prompt",
+    "role-judge@v2",
+    "--model",
+    "fake",
+)
+"""The command and options the command tests share; each adds its endpoints."""
+
+
 def test_the_command_takes_base_url_more_than_once(
     world: World,
     fast: FakeChatServer,
@@ -187,14 +200,7 @@ def test_the_command_takes_base_url_more_than_once(
 ) -> None:
     fast.delay = other.delay = 0.05
     result = run_review_app(
-        "judge",
-        "run",
-        "--rubric",
-        "role-adherence@1",
-        "--prompt",
-        "role-judge@v2",
-        "--model",
-        "fake",
+        *JUDGE_RUN,
         "--base-url",
         fast.base_url,
         "--base-url",
@@ -220,14 +226,7 @@ def test_ctrl_c_keeps_the_answers_leaves_the_run_partial_and_the_same_command_re
         sys.executable,
         "-m",
         "review_app",
-        "judge",
-        "run",
-        "--rubric",
-        "role-adherence@1",
-        "--prompt",
-        "role-judge@v2",
-        "--model",
-        "fake",
+        *JUDGE_RUN,
         "--base-url",
         fast.base_url,
         "--concurrency",

@@ -526,7 +526,7 @@ class JudgeRunInterrupted(KeyboardInterrupt):
 
 _CASES_PER_BATCH = 200
 _CASES_IN_FIRST_BATCH = 16
-"""A small first batch: the first requests leave after 16 cases are rendered, not 200."""
+"""A small first batch: the first requests leave once 16 cases are read, not 200."""
 _READY_AT_LEAST = 512
 """Rendered units kept waiting at least, however low the endpoints' concurrency."""
 _FEED_POLL = 0.01
