@@ -1,7 +1,7 @@
 """Warm page loads on the demo beside a bare Streamlit page, in one run, in Chromium.
 
     PYTHONPATH=. python benchmarks/bench_pages_warm.py [--rounds 3] [--before DIR]
-        [--modes browser,tab]
+        [--modes browser,tab,nav]
 
 Prints figures; asserts nothing (the machine is shared and noisy, so everything is
 measured in one run, visits alternating between the servers).
@@ -19,18 +19,22 @@ Streamlit:
 Per policy-owner page (queue, agreement, judge, adjudicate, export, import, rubrics,
 team): the time from the navigation's start to the page settled (its title drawn and
 the script no longer running), both read in the page itself (Playwright's own round
-trips to a busy browser would add up to a second more); each visit a new Streamlit
-session, in two
-modes (``--modes``): ``browser``, a new browser context per visit, so nothing is cached
-(what ``bench_pages_large.py`` measures: a first-time visitor, who downloads and compiles
-Streamlit's scripts); ``tab``, a new tab per visit in one context per server (a person
-who has used the app before: the browser has Streamlit's scripts, the server still
-starts a new session). The first round is cold (the first visit of a page on a fresh
-server) and left out; printed per mode: the median of the ``--rounds`` warm rounds per
-server, the floor measured beside that page (a floor visit follows each page's visits),
-the app's excess over the floor, and where a visit's time goes (phases, from the
-browser's navigation timing and the websocket's messages). Target (issue 23): warm
-under 1 s on the demo.
+trips to a busy browser would add up to a second more), in three modes (``--modes``):
+
+- ``browser``: a new browser context per visit, so nothing is cached (what
+  ``bench_pages_large.py`` measures: a first-time visitor, who downloads and compiles
+  Streamlit's scripts);
+- ``tab``: a new tab per visit in one context per server (a person who has used the app
+  before: the browser has Streamlit's scripts, the server starts a new session);
+- ``nav``: one tab per server kept open, each page reached by its link in the sidebar
+  from the page before (a person moving through the app: the same session, no new page
+  load; timed from the click).
+
+The first round is cold (the first visit of a page on a fresh server) and left out;
+printed per mode: the median of the ``--rounds`` warm rounds per server, the floor
+measured beside that page (a floor visit follows each page's visits), the app's excess
+over the floor, and where a visit's time goes (phases, from the browser's navigation
+timing and the websocket's messages). Target (issue 23): warm under 1 s on the demo.
 """
 
 from __future__ import annotations
@@ -186,7 +190,15 @@ IN_PAGE_TIMES = """(() => {
     const now = performance.now();
     const app = document.querySelector('[data-testid="stApp"]');
     const current = app ? app.getAttribute("data-test-script-state") : null;
-    if (current !== state && current === "notRunning") times.idle = now;
+    if (current === "notRunning") {
+      // A new session: the state's change to notRunning. After a click in a kept tab
+      // (nav), a short script can start and finish between two looks, so the state
+      // seen does not change: the first look at notRunning after the server's last
+      // message counts.
+      if (current !== state) times.idle = now;
+      else if (times.clicked !== undefined && times.last !== null &&
+               (times.idle === null || times.idle < times.last)) times.idle = now;
+    }
     state = current;
     for (const title of document.querySelectorAll('[data-testid="stMain"] h1')) {
       const text = title.textContent.trim();
@@ -228,10 +240,49 @@ def visit(context: Any, url: str, page: Page) -> dict[str, float]:
         tab.close()
 
 
+NAVIGATE_JS = """(address) => {
+  const link = [...document.querySelectorAll('[data-testid="stSidebarNavLink"]')]
+    .find((a) => new URL(a.href).pathname === "/" + address);
+  if (!link) return null;
+  const t = window.__times;
+  Object.assign(t, {idle: null, first: null, last: null, titles: {}});
+  t.clicked = performance.now();
+  link.click();
+  return t.clicked;
+}"""
+"""Click the sidebar link to ``address`` after forgetting the page's times (null: no link)."""
+NAVIGATED_JS = """(title) => {
+  const t = window.__times;
+  const app = document.querySelector('[data-testid="stApp"]');
+  if (!app || app.getAttribute("data-test-script-state") !== "notRunning") return null;
+  if (t.last === null || t.idle === null || t.idle < t.last || !(title in t.titles)) {
+    return null;
+  }
+  const since = (time) => (time === null ? 0 : time - t.clicked);
+  return {first: since(t.first), last: since(t.last),
+          settled: Math.max(t.idle, t.titles[title]) - t.clicked};
+}"""
+NAV_PHASES = ("first", "last", "settled")
+"""A navigation's phases, since the click: the server's first message (the script has
+started), its last (the script has finished), the page settled."""
+
+
+def navigate(tab: Any, page: Page) -> dict[str, float]:
+    """Go to ``page`` in ``tab`` by its sidebar link (the same Streamlit session): its
+    phases in seconds since the click (``settled``: the page's load time)."""
+    if tab.evaluate(NAVIGATE_JS, page.address) is None:
+        raise RuntimeError(f"no sidebar link to /{page.address} in {tab.url}")
+    times = tab.wait_for_function(NAVIGATED_JS, arg=page.title, timeout=120_000).json_value()
+    return {phase: times[phase] / 1000 for phase in NAV_PHASES}
+
+
 MODES = {
     "browser": "a new browser context per visit: nothing cached (a first-time visitor)",
     "tab": "a new tab per visit in one context per server: Streamlit's scripts cached",
+    "nav": "one tab per server, each page reached by its sidebar link: the same session",
 }
+FLOOR_AWAY = Page("floor-away", "", "Other")
+"""The bare app's other page: the floor's tab goes there before each timed navigation."""
 Visits = dict[tuple[str, str, str], list[dict[str, float]]]
 """(mode, page, server) -> each round's visit, round 0 cold."""
 
@@ -249,12 +300,26 @@ def measure(
         kept = {name: browser.new_context(viewport=viewport) for name in servers}
         for context in kept.values():
             context.add_init_script(IN_PAGE_TIMES)
+        tabs = {}
+        if "nav" in modes:
+            for name, context in kept.items():
+                start = FLOOR if name == "floor" else POLICY_PAGES[-1]
+                tabs[name] = context.new_page()
+                tabs[name].goto(f"{servers[name]}/{start.address}")
+                tabs[name].wait_for_selector(start.ready, state="attached", timeout=120_000)
+                tabs[name].wait_for_selector(IDLE, state="attached", timeout=120_000)
         for round_ in range(rounds + 1):
             for page in POLICY_PAGES:
                 # alternate which app goes first, so neither always follows the floor
                 order = apps if round_ % 2 == 0 else apps[::-1]
                 for mode in modes:
                     for name, shown in [*((n, page) for n in order), ("floor", FLOOR)]:
+                        if mode == "nav":
+                            if name == "floor":
+                                navigate(tabs[name], FLOOR_AWAY)
+                            measured = navigate(tabs[name], shown)
+                            visits.setdefault((mode, page.name, name), []).append(measured)
+                            continue
                         if mode == "tab":
                             context = kept[name]
                         else:
@@ -266,6 +331,8 @@ def measure(
                             if mode != "tab":
                                 context.close()
                         visits.setdefault((mode, page.name, name), []).append(measured)
+        for tab in tabs.values():
+            tab.close()
         for context in kept.values():
             context.close()
     return visits
@@ -300,12 +367,19 @@ def report(visits: Visits, modes: list[str], apps: list[str]) -> None:
                 target="< 1 s",
                 met=last < 1.0,
             )
-        print(
-            "phases, s since the navigation began (median of the warm rounds): html received, "
-            "scripts run, websocket open, first message (script started), last message "
-            "(script finished), settled"
-        )
-        print(f"{'page':<11} {'server':<7}" + "".join(f" {phase:>8}" for phase in PHASES))
+        phases = NAV_PHASES if mode == "nav" else PHASES
+        if mode == "nav":
+            print(
+                "phases, s since the click (median of the warm rounds): first message "
+                "(script started), last message (script finished), settled"
+            )
+        else:
+            print(
+                "phases, s since the navigation began (median of the warm rounds): html "
+                "received, scripts run, websocket open, first message (script started), last "
+                "message (script finished), settled"
+            )
+        print(f"{'page':<11} {'server':<7}" + "".join(f" {phase:>8}" for phase in phases))
         rows = [
             (page.name, name, visits[(mode, page.name, name)][1:])
             for page in POLICY_PAGES
@@ -313,10 +387,10 @@ def report(visits: Visits, modes: list[str], apps: list[str]) -> None:
         ]
         every_floor = [v for p in POLICY_PAGES for v in visits[(mode, p.name, "floor")][1:]]
         for label, name, measured in [*rows, ("(every)", "floor", every_floor)]:
-            medians = [statistics.median(v[phase] for v in measured) for phase in PHASES]
+            medians = [statistics.median(v[phase] for v in measured) for phase in phases]
             print(f"{label:<11} {name:<7}" + "".join(f" {m:8.3f}" for m in medians))
-    print("\ncold: the first visit of each page on the fresh servers (browser mode), s")
     first = modes[0]
+    print(f"\ncold: the first visit of each page on the fresh servers ({first} mode), s")
     for page in POLICY_PAGES:
         print(
             f"{page.name:<11} "
@@ -328,7 +402,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3, help="warm visits per page and server")
     parser.add_argument("--before", type=Path, help="another checkout to measure beside this one")
-    parser.add_argument("--modes", default="browser,tab", help="browser, tab or both")
+    parser.add_argument(
+        "--modes", default="browser,tab,nav", help="a comma-separated choice of browser, tab, nav"
+    )
     parser.add_argument("--width", type=int, default=1920)
     parser.add_argument("--height", type=int, default=1080)
     args = parser.parse_args()
