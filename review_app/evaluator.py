@@ -311,6 +311,11 @@ def _check_request(
         )
 
 
+def compiled() -> bool:
+    """Whether this module is the compiled build (README, "The compiled evaluator")."""
+    return not __file__.endswith(".py")
+
+
 def evaluate_case(case: Any) -> dict[str, Any]:
     """Deterministic role-contract findings for one case (docs/reference.md, "Findings").
 
@@ -420,7 +425,7 @@ _EVENT_KEYS = ("turn", "actor", "text", "observed_actions")
 
 
 def _fast_pass(
-    transcript: list[Any], contract: _Contract
+    transcript: list[dict[str, Any]], contract: _Contract
 ) -> tuple[list[dict[str, Any]], dict[int, str | None], list[dict[str, Any]]] | None:
     """The single pass for a well-formed case; ``None`` at the first anomaly.
 
@@ -431,49 +436,56 @@ def _fast_pass(
     they agree wherever this one finishes.
 
     The loop is the evaluator's hot path (benchmarks/bench_foundation.py), so it counts
-    operations: builtins bound to locals, one dictionary lookup per key it needs, and
-    the two common shapes (a user event with text; an assistant event with text and
-    a list of actions) settled before the general checks.
+    operations: one dictionary lookup per key it needs, and the two common shapes (a
+    user event with text; an assistant event with text and a list of actions) settled
+    before the general checks.
+
+    Its types are written for the compiled build (mypyc; README, "The compiled
+    evaluator"), which checks them at run time: ``transcript`` holds dicts (an event
+    that is not one raises ``TypeError`` there, as a subscript of it does in Python,
+    and the pass gives up) and ``previous_turn`` is an ``int``, compared natively. The
+    builtins are named directly (``type(turn) is not int``), which mypyc reads as a
+    type check and compiles to one.
     """
     allowed_by_role = contract.allowed
     vocabulary = contract.vocabulary
     active_role = contract.initial_role
     allowed = allowed_by_role[active_role]  # type: ignore[index]
     actors = ACTORS
-    int_, list_, type_, len_ = int, list, type, len
-    # A JSON parser gives every object of one document the same key strings (the
-    # standard library's per document, orjson's from a cache), so looking keys up
-    # with the case's own strings matches by identity instead of comparing text.
-    # They are read from the second event (the first assistant turn, as a rule)
-    # when it has exactly these keys; otherwise the literals serve, as correctly.
-    k_turn, k_actor, k_text, k_actions = _EVENT_KEYS
-    if len_(transcript) > 1:
-        second = transcript[1]
-        if type_(second) is dict and len_(second) == 4:
-            # Unpacked and compared one by one: cheaper than a tuple of the keys.
-            first_key, second_key, third_key, fourth_key = second
-            if (
-                first_key == "turn"
-                and second_key == "actor"
-                and third_key == "text"
-                and fourth_key == "observed_actions"
-            ):
-                k_turn, k_actor, k_text, k_actions = (
-                    first_key,
-                    second_key,
-                    third_key,
-                    fourth_key,
-                )
     violations: list[dict[str, Any]] = []
     harness: list[dict[str, Any]] = []
     role_by_turn: dict[int, str | None] = {}
     # Turns below this sentinel are legal but so unusual that the careful pass takes them.
-    previous_turn = _TURN_SENTINEL
+    previous_turn: int = _TURN_SENTINEL
     context: _ContextTurns | None = None
     try:
+        # A JSON parser gives every object of one document the same key strings (the
+        # standard library's per document, orjson's from a cache), so looking keys up
+        # with the case's own strings matches by identity instead of comparing text.
+        # They are read from the second event (the first assistant turn, as a rule)
+        # when it has exactly these keys; otherwise the literals serve, as correctly.
+        # (Inside the try: in the compiled build, an event that is not a dict raises.)
+        k_turn, k_actor, k_text, k_actions = _EVENT_KEYS
+        if len(transcript) > 1:
+            second = transcript[1]
+            if type(second) is dict and len(second) == 4:
+                # Unpacked and compared one by one: cheaper than a tuple of the keys.
+                first_key, second_key, third_key, fourth_key = second
+                if (
+                    first_key == "turn"
+                    and second_key == "actor"
+                    and third_key == "text"
+                    and fourth_key == "observed_actions"
+                ):
+                    k_turn, k_actor, k_text, k_actions = (
+                        first_key,
+                        second_key,
+                        third_key,
+                        fourth_key,
+                    )
         for event in transcript:
             turn = event[k_turn]
-            if type_(turn) is not int_ or turn <= previous_turn:
+            if type(turn) is not int or turn <= previous_turn:
                 return None
             previous_turn = turn
             role_by_turn[turn] = active_role
@@ -484,17 +496,17 @@ def _fast_pass(
             # request to check. (== on the actor: comparing two short strings costs
             # less than hashing a fresh one for a set lookup.)
             if actor == "user":
-                if len_(event) == 3 and k_text in event:
+                if len(event) == 3 and k_text in event:
                     continue
-            elif actor == "assistant" and len_(event) == 4 and k_text in event:
+            elif actor == "assistant" and len(event) == 4 and k_text in event:
                 try:
                     actions = event[k_actions]
                 except KeyError:
                     actions = None
-                if type_(actions) is list_:
+                if type(actions) is list:
                     for action in actions:
                         if action not in allowed:
-                            if type_(action) is not str or action not in vocabulary:
+                            if type(action) is not str or action not in vocabulary:
                                 return None
                             violations.append(_violation(turn, action, active_role, contract))
                     continue

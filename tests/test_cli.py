@@ -14,7 +14,7 @@ import typer
 
 import storage.engine
 from review_app.cli import app
-from review_app.evaluator import diagnostic, evaluate_case, lane
+from review_app.evaluator import compiled, diagnostic, evaluate_case, lane
 from review_app.services.cases.importing import import_paths
 from review_app.services.team.people import operator_actor
 from storage.engine import create_database_engine
@@ -443,4 +443,6 @@ def test_every_command_has_help(path: tuple[str, ...], run_cli: Any) -> None:
 def test_version(run_cli: Any) -> None:
     result = run_cli("--version", subprocess=True)
     assert result.returncode == 0
-    assert re.fullmatch(r"review-app \d+\.\d+\.\d+\n", result.stdout)
+    # A compiled evaluator says so (README, "The compiled evaluator").
+    build = r" \(evaluator compiled with mypyc\)" if compiled() else ""
+    assert re.fullmatch(rf"review-app \d+\.\d+\.\d+{build}\n", result.stdout)

@@ -112,16 +112,28 @@ def test_the_format_reference_has_the_sections_others_cite() -> None:
     assert "](docs/reference.md)" in README
 
 
-def test_every_reference_citation_names_a_section() -> None:
-    cited = re.compile(r'docs/reference\.md`?, "([^"]+)"')
-    headings = set(re.findall(r"^## (.+)$", REFERENCE.read_text(encoding="utf-8"), re.MULTILINE))
-    wrong = [
+def _citations_of_missing_headings(cited: re.Pattern[str], headings: set[str]) -> list[str]:
+    """``file: heading`` for each citation ``cited`` finds whose heading is not in
+    ``headings`` (a citation's line breaks read as spaces)."""
+    return [
         f"{path.relative_to(REPO)}: {name}"
         for path, text in _text_files()
         for name in (" ".join(found.split()) for found in cited.findall(text))
         if name not in headings
     ]
+
+
+def test_every_reference_citation_names_a_section() -> None:
+    cited = re.compile(r'docs/reference\.md`?, "([^"]+)"')
+    headings = set(re.findall(r"^## (.+)$", REFERENCE.read_text(encoding="utf-8"), re.MULTILINE))
+    wrong = _citations_of_missing_headings(cited, headings)
     assert not wrong, f"citations of sections docs/reference.md does not have: {wrong}"
+
+
+def test_every_readme_citation_names_a_heading() -> None:
+    cited = re.compile(r'README(?:\.md)?`?, "([^"]+)"')
+    wrong = _citations_of_missing_headings(cited, set(re.findall(r"^#+ (.+)$", README, re.M)))
+    assert not wrong, f"citations of headings the README does not have: {wrong}"
 
 
 def test_nothing_cites_the_old_specification() -> None:

@@ -183,10 +183,13 @@ def _edit(case: dict[str, Any], rng: random.Random) -> dict[str, Any]:
             field = rng.choice(["case_id", "chatbot_role", "contract"])
             case[field] = copy.deepcopy(rng.choice(EDIT_VALUES))
         elif operation < 0.92:
+            # (An earlier edit may have replaced the contract with any value.)
             contract = case["contract"]
-            if type(contract) is dict:
-                roles = contract["roles"]
-                roles["support_triage"]["allowed_actions"].append(rng.choice(EDIT_VALUES))
+            roles = contract.get("roles") if type(contract) is dict else None
+            role = roles.get("support_triage") if type(roles) is dict else None
+            allowed = role.get("allowed_actions") if type(role) is dict else None
+            if type(allowed) is list:
+                allowed.append(rng.choice(EDIT_VALUES))
         elif type(event) is dict:
             items = list(event.items())
             rng.shuffle(items)

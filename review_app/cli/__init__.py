@@ -49,7 +49,10 @@ app = typer.Typer(
 
 def version_callback(value: bool) -> None:
     if value:
-        typer.echo(f"review-app {__version__}")
+        from review_app.evaluator import compiled
+
+        build = " (evaluator compiled with mypyc)" if compiled() else ""
+        typer.echo(f"review-app {__version__}{build}")
         raise typer.Exit()
 
 
