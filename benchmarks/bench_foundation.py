@@ -97,9 +97,10 @@ def baseline_evaluate(case: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _source_evaluator() -> Any:
+def python_build_evaluator() -> Any:
     """review_app/evaluator.py loaded as a second module: the Python build beside a
-    compiled one (README, "The compiled evaluator")."""
+    compiled one (README, "The compiled evaluator"); tests/test_evaluator_compiled.py
+    compares the two."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location(
@@ -116,7 +117,7 @@ def bench_evaluator(corpus_path: Path, rounds: int) -> None:
     n_events = sum(len(c["transcript"]) for c in cases)
     functions: dict[str, Any] = {"baseline": baseline_evaluate, "evaluate_case": evaluate_case}
     if evaluator.compiled():
-        functions["python build"] = _source_evaluator().evaluate_case
+        functions["python build"] = python_build_evaluator().evaluate_case
     for case in cases[:2000]:  # all must agree before their speed means anything
         theirs = baseline_evaluate(case)
         for function in list(functions.values())[1:]:

@@ -262,6 +262,15 @@ NAVIGATED_JS = """(title) => {
   return {first: since(t.first), last: since(t.last),
           settled: Math.max(t.idle, t.titles[title]) - t.clicked};
 }"""
+PHASE_NAMES = {
+    "html": "html received",
+    "scripts": "scripts run",
+    "open": "websocket open",
+    "first": "first message (script started)",
+    "last": "last message (script finished)",
+    "settled": "settled",
+    "seen": "seen by the benchmark",
+}
 NAV_PHASES = ("first", "last", "settled")
 """A navigation's phases, since the click: the server's first message (the script has
 started), its last (the script has finished), the page settled."""
@@ -318,17 +327,14 @@ def measure(
                             if name == "floor":
                                 navigate(tabs[name], FLOOR_AWAY)
                             measured = navigate(tabs[name], shown)
-                            visits.setdefault((mode, page.name, name), []).append(measured)
-                            continue
-                        if mode == "tab":
-                            context = kept[name]
+                        elif mode == "tab":
+                            measured = visit(kept[name], servers[name], shown)
                         else:
                             context = browser.new_context(viewport=viewport)
                             context.add_init_script(IN_PAGE_TIMES)
-                        try:
-                            measured = visit(context, servers[name], shown)
-                        finally:
-                            if mode != "tab":
+                            try:
+                                measured = visit(context, servers[name], shown)
+                            finally:
                                 context.close()
                         visits.setdefault((mode, page.name, name), []).append(measured)
         for tab in tabs.values():
@@ -368,17 +374,9 @@ def report(visits: Visits, modes: list[str], apps: list[str]) -> None:
                 met=last < 1.0,
             )
         phases = NAV_PHASES if mode == "nav" else PHASES
-        if mode == "nav":
-            print(
-                "phases, s since the click (median of the warm rounds): first message "
-                "(script started), last message (script finished), settled"
-            )
-        else:
-            print(
-                "phases, s since the navigation began (median of the warm rounds): html "
-                "received, scripts run, websocket open, first message (script started), last "
-                "message (script finished), settled"
-            )
+        since = "the click" if mode == "nav" else "the navigation began"
+        shown = ", ".join(PHASE_NAMES[phase] for phase in phases)
+        print(f"phases, s since {since} (median of the warm rounds): {shown}")
         print(f"{'page':<11} {'server':<7}" + "".join(f" {phase:>8}" for phase in phases))
         rows = [
             (page.name, name, visits[(mode, page.name, name)][1:])

@@ -14,24 +14,21 @@ The tests skip where the evaluator is not compiled, unless
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import random
 import shutil
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
-import orjson
 import pytest
 from hypothesis import given
 
 import review_app.evaluator as installed
-from tests.test_evaluator_equivalence import _edit, corpus_lines
+from benchmarks.bench_foundation import python_build_evaluator
+from tests.test_evaluator_equivalence import corpus_lines, edited_corpus_cases
 from tests.test_evaluator_properties import (
     PROPERTY_SETTINGS,
     corrupted_cases,
@@ -49,15 +46,7 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def _load_source() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("review_app_evaluator_source", SOURCE)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-source = _load_source()
+source = python_build_evaluator()
 
 
 def assert_same(case: Any) -> None:
@@ -84,14 +73,10 @@ def test_the_compiled_module_is_newer_than_its_source() -> None:
 
 
 def test_the_benchmark_corpus_with_random_edits_gives_what_the_source_gives() -> None:
-    rng = random.Random(29)
-    lines = corpus_lines(200)
-    statuses = set()
-    for line in lines:
+    for line in corpus_lines(200):
         assert_same(json.loads(line))
-    for index in range(3000):
-        line = rng.choice(lines)
-        case = _edit(orjson.loads(line) if index % 2 else json.loads(line), rng)
+    statuses = set()
+    for case in edited_corpus_cases(seed=29):
         assert_same(case)
         statuses.add(installed.evaluate_case(case)["status"])
     assert statuses == {"pass", "fail", "invalid", "no_contract"}

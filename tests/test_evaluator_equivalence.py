@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import json
 import random
+from collections.abc import Iterator
 from typing import Any
 
 import orjson
@@ -198,13 +199,19 @@ def _edit(case: dict[str, Any], rng: random.Random) -> dict[str, Any]:
     return case
 
 
-def test_the_benchmark_corpus_with_random_edits_gives_what_the_careful_path_gives() -> None:
-    rng = random.Random(23)
+def edited_corpus_cases(*, seed: int, n_cases: int = 3000) -> Iterator[dict[str, Any]]:
+    """Corpus cases with one to three random edits each (:func:`_edit`), parsed by the
+    standard library and by orjson in turn."""
+    rng = random.Random(seed)
     lines = corpus_lines(200)
-    statuses = set()
-    for index in range(3000):
+    for index in range(n_cases):
         line = rng.choice(lines)
-        case = _edit(orjson.loads(line) if index % 2 else json.loads(line), rng)
+        yield _edit(orjson.loads(line) if index % 2 else json.loads(line), rng)
+
+
+def test_the_benchmark_corpus_with_random_edits_gives_what_the_careful_path_gives() -> None:
+    statuses = set()
+    for case in edited_corpus_cases(seed=23):
         assert_same(case)
         statuses.add(evaluate_case(case)["status"])
     assert statuses == {"pass", "fail", "invalid", "no_contract"}
