@@ -10,6 +10,7 @@ A labeled version whose file disappeared stays available from the stored copy.
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -111,11 +112,20 @@ def _rubric_files(root: Path) -> list[Path]:
     )
 
 
-def sync_rubrics(engine: Engine, actor: Actor, *, directory: Path | None = None) -> RubricCatalog:
+def sync_rubrics(
+    engine: Engine,
+    actor: Actor,
+    *,
+    directory: Path | None = None,
+    leave_unstored: Collection[str] = (),
+) -> RubricCatalog:
     """Load every rubric file, compare with the stored versions, store new content.
 
     Any signed-in person may ask (reviewers need the catalog to label); storing new
-    content is a rubric publication, recorded in the audit log under the actor.
+    content is a rubric publication, recorded in the audit log under the actor. The
+    versions named in ``leave_unstored`` are offered as read but not stored: the caller
+    stores them with its own act (``rubrics publish`` stores the version it publishes,
+    in one transaction with one audit entry).
     """
     actor = authorize(engine, actor, "reviewer")
     root = directory or default_rubrics_dir()
@@ -156,7 +166,10 @@ def sync_rubrics(engine: Engine, actor: Actor, *, directory: Path | None = None)
                     f"the change in a new version (v{rubric.version + 1}.yaml)"
                 )
                 continue
-            if stored_row is None or stored_row.sha256 != rubric.sha256:
+            if rubric.ref not in leave_unstored and (
+                stored_row is None or stored_row.sha256 != rubric.sha256
+            ):
+                before = store_rubric_version(session, rubric)
                 audit.add_entry(
                     session,
                     actor=actor.name,
@@ -164,19 +177,10 @@ def sync_rubrics(engine: Engine, actor: Actor, *, directory: Path | None = None)
                     object_type="rubric",
                     object_key=rubric.ref,
                     summary={
-                        "before": stored_row.sha256 if stored_row is not None else None,
+                        "before": before,
                         "after": rubric.sha256,
-                        "source": rubric.source,
+                        "source": source_name(rubric),
                     },
-                )
-                rubric_versions.save_rubric_version(
-                    session,
-                    rubric_id=rubric.id,
-                    version=rubric.version,
-                    sha256=rubric.sha256,
-                    title=rubric.title,
-                    body_json=json.dumps(rubric.to_dict(), sort_keys=True),
-                    source=rubric.source,
                 )
                 catalog.stored[rubric.ref] = rubric
             catalog.usable[rubric.ref] = rubric
@@ -185,6 +189,34 @@ def sync_rubrics(engine: Engine, actor: Actor, *, directory: Path | None = None)
                 catalog.usable[ref] = stored  # the file is gone; the labeled content remains
         session.commit()
     return catalog
+
+
+def source_name(rubric: Rubric) -> str:
+    """Where a version's content came from, as pages and the audit log name it: the
+    rubric file as ``<id>/v<N>.yaml`` (no directory of the server), else its ref."""
+    if rubric.source and Path(rubric.source).suffix in (".yaml", ".yml"):
+        return f"{rubric.id}/{Path(rubric.source).name}"
+    return rubric.ref
+
+
+def store_rubric_version(session: Session, rubric: Rubric) -> str | None:
+    """Store ``rubric``'s content as its version when it is new or changed; the sha256
+    stored before (``None`` if none was)."""
+    stored = rubric_versions.get_rubric_version(
+        session, rubric_id=rubric.id, version=rubric.version
+    )
+    before = None if stored is None else stored.sha256
+    if before != rubric.sha256:
+        rubric_versions.save_rubric_version(
+            session,
+            rubric_id=rubric.id,
+            version=rubric.version,
+            sha256=rubric.sha256,
+            title=rubric.title,
+            body_json=json.dumps(rubric.to_dict(), sort_keys=True),
+            source=rubric.source,
+        )
+    return before
 
 
 def has_labels(engine: Engine, actor: Actor, rubric: Rubric) -> bool:
