@@ -342,23 +342,38 @@ _local_server: dict[str, Any] = {}
 
 
 def ensure_local_server(*, timeout: float = 300.0) -> str:
-    """The base URL of the bundled model's server, started (once per process) if needed."""
+    """The base URL of the bundled model's server, started (once per process) if needed.
+
+    The server holds the read end of a pipe whose write end only this process holds
+    (never inherited by its other children): when this process ends, however it ends,
+    the server sees the pipe close and exits (:mod:`.local_judge_lease`)."""
     with _local_lock:
         process: subprocess.Popen[bytes] | None = _local_server.get("process")
         if process is not None and process.poll() is None:
             return str(_local_server["url"])
+        old_lease = _local_server.pop("lease", None)
+        if old_lease is not None:
+            os.close(old_lease)
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
             sock.bind(("127.0.0.1", 0))
             port = int(sock.getsockname()[1])
-        process = subprocess.Popen(
-            local_server_command(host="127.0.0.1", port=port),
-            env=local_server_environment(),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        read_end, write_end = os.pipe()  # both close-on-exec: no other child inherits them
+        try:
+            process = subprocess.Popen(
+                local_server_command(host="127.0.0.1", port=port, lease_fd=read_end),
+                env=local_server_environment(),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                pass_fds=(read_end,),
+            )
+        except BaseException:
+            os.close(write_end)
+            raise
+        finally:
+            os.close(read_end)
         url = f"http://127.0.0.1:{port}/v1"
+        _local_server.update(process=process, url=url, lease=write_end)
         _wait_listening(process, port, timeout)
-        _local_server.update(process=process, url=url)
         return url
 
 
