@@ -10,6 +10,7 @@ A labeled version whose file disappeared stays available from the stored copy.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +38,8 @@ class RubricCatalog:
     usable: dict[str, Rubric] = field(default_factory=dict)
     """ref -> rubric, for every version that can be labeled against."""
     refused: dict[str, str] = field(default_factory=dict)
-    """ref (or file) -> why it is not offered."""
+    """ref (or ``<folder>/<file>`` for a file not named as a version) -> why it is not
+    offered; neither names a directory of the server."""
     stored: dict[str, Rubric] = field(default_factory=dict)
     """ref -> the content labels were recorded against (for reports on refused versions)."""
     labeled: set[str] = field(default_factory=set)
@@ -53,12 +55,6 @@ class RubricCatalog:
             return self.usable[canonical]
         if canonical in self.refused:
             raise InputError(self.refused[canonical], field="rubric")
-        for key, why in self.refused.items():
-            # a file that could not be read at all is listed by its path: its own error
-            # (file, line, field) answers for the version it would have been
-            path = Path(key)
-            if path.parent.name == rubric_id and path.name == f"v{version}.yaml":
-                raise InputError(why)
         raise NotFound(f"no rubric {canonical}; available: {', '.join(self.refs) or 'none'}")
 
     def for_reports(self, ref: str) -> Rubric:
@@ -135,7 +131,12 @@ def sync_rubrics(
         try:
             loaded.append(load_rubric_file(path))
         except InputError as error:
-            catalog.refused[str(path)] = str(error)
+            # Named by the version it would be (or its folder and file), never by the
+            # server's directories: the reason is shown on pages.
+            name = refusal_name(path)
+            catalog.refused[name] = InputError(
+                error.message, source=name, line=error.line, field=error.field
+            ).describe()
     with Session(engine) as session:
         labeled = {
             f"{rubric_id}@{version}"
@@ -161,8 +162,8 @@ def sync_rubrics(
                 changes = diff_rubrics(stored, rubric)
                 what = f" ({_summarise(changes.to_dict())})" if not changes.is_empty else ""
                 catalog.refused[rubric.ref] = (
-                    f"{rubric.source}: {rubric.ref} has labels and its file has changed since"
-                    f"{what}; a labeled rubric version is immutable: restore the file and put "
+                    f"{rubric.ref} has labels and its file ({source_name(rubric)}) has changed "
+                    f"since{what}; a labeled rubric version is immutable: restore the file and put "
                     f"the change in a new version (v{rubric.version + 1}.yaml)"
                 )
                 continue
@@ -189,6 +190,13 @@ def sync_rubrics(
                 catalog.usable[ref] = stored  # the file is gone; the labeled content remains
         session.commit()
     return catalog
+
+
+def refusal_name(path: Path) -> str:
+    """How a rubric file that could not be read is named: the version it would be
+    (``<id>@<N>`` for ``<id>/v<N>.yaml``), else ``<folder>/<file>``."""
+    found = re.fullmatch(r"v([1-9][0-9]*)\.yaml", path.name)
+    return f"{path.parent.name}@{found[1]}" if found else f"{path.parent.name}/{path.name}"
 
 
 def source_name(rubric: Rubric) -> str:
