@@ -39,7 +39,8 @@ with one_role_read(), one_token_read():
         else:
             st.error(
                 f"No identity: this server trusts the {escape(auth.proxy_header_name())} header "
-                "of its reverse proxy, and the request had none. Open the app through the proxy."
+                "of its reverse proxy, and the request had none, or one that is no name a "
+                "person may sign in with. Open the app through the proxy."
             )
         st.stop()
 
