@@ -430,7 +430,8 @@ def alpha_trend_sentence(periods: Sequence[Period], by: str) -> str:
             "read the reviewers' reliability for the codes they mix up and sharpen those "
             "definitions in the next rubric version"
         )
+    where = "in the" if by == "week" else "over"
     return (
-        f"Reviewers' alpha {trend}{versions}: {a.value:.2f} in the {first.label} ({a.n} units), "
-        f"{b.value:.2f} in the {last.label} ({b.n} units); {step}."
+        f"Reviewers' alpha {trend}{versions}: {a.value:.2f} {where} {first.label} ({a.n} units), "
+        f"{b.value:.2f} {where} {last.label} ({b.n} units); {step}."
     )

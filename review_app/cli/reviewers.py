@@ -53,6 +53,39 @@ def reviewers_add(
     typer.echo(f"{person.name}: {person.role}")
 
 
+@reviewers_app.command("reliability")
+def reviewers_reliability(
+    rubric: RubricOption,
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help='Print JSON (docs/reference.md, "Reviewer reliability JSON").'),
+    ] = False,
+    resamples: Annotated[
+        int, typer.Option("--resamples", help="Conversation-bootstrap resamples (0: none).")
+    ] = 200,
+    seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed (reproducible).")] = 0,
+    db: DbOption = None,
+) -> None:
+    """Which reviewer to trust on which codes: each one's confusion matrix and accuracy.
+
+    Dawid-Skene over every current label of the rubric version, adjudicated gold fixing
+    its units' true codes; a reviewer below the others is named with the codes responsible.
+    """
+    from review_app.cli.output import print_report
+    from review_app.cli.render_reviewers import render_reliability
+    from review_app.services.review.reliability import reliability_report
+
+    engine = open_engine(db)
+    report = reliability_report(
+        engine,
+        operator(),
+        rubric=catalog(engine).for_reports(rubric),
+        n_resamples=resamples,
+        seed=seed,
+    )
+    print_report(report, as_json=as_json, render=render_reliability)
+
+
 NameArgument = Annotated[
     str, typer.Argument(metavar="NAME", help="The person's sign-in identity (any case).")
 ]

@@ -228,6 +228,12 @@ def dawid_skene(
     if weight.shape != (n_units,) or (weight.size and weight.min() < 0):
         raise ValueError("weights must hold one non-negative weight per unit")
     anchored = np.flatnonzero(anchor >= 0)
+    if weights is not None and np.any(weight[unit] == 0):
+        # Labels of units drawn 0 times are not in the resample; those units' posteriors
+        # come out as the prior (they weigh nothing).
+        drawn = weight[unit] > 0
+        unit, reviewer, label = unit[drawn], reviewer[drawn], label[drawn]
+        per_unit = np.bincount(unit, minlength=n_units)
 
     def fix(posteriors: FloatArray) -> FloatArray:
         if anchored.size:
@@ -240,11 +246,10 @@ def dawid_skene(
         return (posteriors * weight[:, np.newaxis]).sum(axis=0) / total
 
     cell = reviewer * n_codes + label
-    # A code a reviewer used on units of weight 0 only is one the resample never saw.
-    used = np.bincount(cell, weights=weight[unit], minlength=n_reviewers * n_codes) > 0
+    used = np.bincount(cell, minlength=n_reviewers * n_codes) > 0
     if start is None:
         votes = np.bincount(unit * n_codes + label, minlength=n_units * n_codes)
-        posteriors = fix(votes.reshape(n_units, n_codes) / per_unit[:, np.newaxis])
+        posteriors = fix(votes.reshape(n_units, n_codes) / np.maximum(per_unit, 1)[:, np.newaxis])
         priors = prior_of(posteriors)
         confusion = _m_step(posteriors, unit, cell, used, weight, n_reviewers, n_codes)
     else:
