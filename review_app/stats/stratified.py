@@ -33,7 +33,7 @@ strata already hold more than their share).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -43,7 +43,16 @@ from scipy import stats
 from review_app.stats.checks import check_confidence
 from review_app.stats.ppi import PpiEstimate, ppi_mean
 
-__all__ = ["StratifiedEstimate", "neyman_allocation", "stratified_ppi_mean", "stratified_variance"]
+__all__ = [
+    "StratifiedBreakRate",
+    "StratifiedEstimate",
+    "StratumFigures",
+    "design_weights",
+    "neyman_allocation",
+    "stratified_break_rate",
+    "stratified_ppi_mean",
+    "stratified_variance",
+]
 
 IntArray = NDArray[np.int64]
 FloatArray = NDArray[np.float64]
@@ -287,3 +296,207 @@ def neyman_allocation(
                 whole[s] += 1
                 short -= 1
     return placed + whole
+
+
+@dataclass(frozen=True)
+class StratumFigures:
+    """One stratum of :func:`stratified_break_rate` (strata pooled when too small)."""
+
+    stratum: str
+    members: tuple[str, ...]
+    """The strata it holds (one, or those pooled into it)."""
+    n_units: int
+    n_gold: int
+    weight: float
+    estimate: PpiEstimate | None
+    weighted: bool
+    """Its gold units carry unequal design weights (drawn with unequal probabilities)."""
+
+
+@dataclass(frozen=True)
+class StratifiedBreakRate:
+    """The stratified estimate over units labelled with their strata."""
+
+    strata: tuple[StratumFigures, ...]
+    combined: StratifiedEstimate | None
+    reason: str | None
+    unrepresented: int
+    """Units in a (stratum, design cell) without any gold: the weights cannot reach them."""
+
+    def spread(self, member: str) -> float | None:
+        """``sigma_s``, the spread of ``Y - lam f`` in the stratum holding ``member``
+        (None when it has no estimate)."""
+        for figures in self.strata:
+            if member in figures.members and figures.estimate is not None:
+                return math.sqrt(figures.estimate.rectifier_variance)
+        return None
+
+    def widths(self, audits: int) -> tuple[float, float, float] | None:
+        """The interval's width now, with ``audits`` more placed by Neyman allocation over
+        these strata, and with as many placed uniformly (in proportion to the units
+        without gold); each stratum's ``lam`` and variances held fixed. None without an
+        estimate or when fewer units are left."""
+        combined = self.combined
+        if combined is None:
+            return None
+        sizes = [s.n_units for s in self.strata]
+        left = np.array([s.n_unlabeled for s in combined.strata], dtype=np.float64)
+        if audits < 0 or audits > left.sum():
+            return None
+        spreads = [math.sqrt(s.rectifier_variance) for s in combined.strata]
+        neyman = neyman_allocation(
+            sizes, spreads, budget=audits, existing=[s.n_gold for s in combined.strata],
+            capacity=left,
+        )  # fmt: skip
+        uniform = audits * left / left.sum()
+        return (
+            combined.width(),
+            combined.width(combined.variance_with(neyman)),
+            combined.width(combined.variance_with(uniform)),
+        )
+
+
+def design_weights(
+    strata: Sequence[Hashable], cells: Sequence[Hashable], has_gold: ArrayLike
+) -> tuple[FloatArray, int]:
+    """Per unit, ``N_{s,c} / n_{s,c}``: the units of its stratum and design cell over
+    those of them with gold (the inverse of the share audited there), and how many
+    units sit where no unit has gold.
+
+    Audit draws that are uniform within the cells of a design (a uniform draw, a draw
+    by stratum, or several, each excluding the turns drawn before) leave, within each
+    cell, a uniform sample: weighting each gold unit by its cell's inverse share makes
+    the gold of any stratum stand for all of it (post-stratification; Cochran 5A.9).
+
+    Examples
+    --------
+    >>> weights, missing = design_weights(["a"] * 6, [0, 0, 0, 0, 1, 1],
+    ...                                    [True, False, False, False, True, False])
+    >>> weights.tolist(), missing
+    ([4.0, 0.0, 0.0, 0.0, 2.0, 0.0], 0)
+    """
+    gold = np.asarray(has_gold, dtype=bool)
+    keys = list(zip(strata, cells, strict=True))
+    totals: dict[tuple[Hashable, Hashable], int] = {}
+    with_gold: dict[tuple[Hashable, Hashable], int] = {}
+    for key, g in zip(keys, gold.tolist(), strict=True):
+        totals[key] = totals.get(key, 0) + 1
+        with_gold[key] = with_gold.get(key, 0) + int(g)
+    weights = np.array(
+        [totals[key] / with_gold[key] if g else 0.0 for key, g in zip(keys, gold.tolist(),
+                                                                         strict=True)],
+        dtype=np.float64,
+    )  # fmt: skip
+    missing = sum(n for key, n in totals.items() if with_gold[key] == 0)
+    return weights, missing
+
+
+def stratified_break_rate(
+    strata: Sequence[str],
+    judge: ArrayLike,
+    gold: ArrayLike,
+    *,
+    cells: Sequence[Hashable] | None = None,
+    min_gold: int = 10,
+    order: Sequence[str] = (),
+    confidence: float = 0.95,
+) -> StratifiedBreakRate:
+    """The stratified PPI++ estimate over judged units (module docstring).
+
+    Parameters
+    ----------
+    strata : sequence of str, one per judged unit
+        Its stratum.
+    judge : array_like of 0/1
+        The judge's verdict (1: break).
+    gold : array_like of float
+        The gold (1: break, 0: no break), NaN where the unit has none.
+    cells : sequence, optional
+        The unit's design cell (the strata of every stratified audit draw it fell in);
+        gold units are weighted by :func:`design_weights` when their weights differ
+        within a stratum.
+    min_gold : int, default 10
+        A stratum with fewer gold units (or no unit without gold) is pooled with the
+        other such strata; a pool with fewer than 2 gold units joins the stratum with
+        the most gold.
+    order : sequence of str
+        The order of the strata in the result (others follow, sorted).
+
+    Examples
+    --------
+    >>> result = stratified_break_rate(["a"] * 4 + ["b"] * 4, [1, 0, 0, 1, 1, 1, 0, 0],
+    ...     [1, 0, np.nan, np.nan, 1, 0, np.nan, np.nan], min_gold=2)
+    >>> [(s.stratum, s.n_units, s.n_gold) for s in result.strata]
+    [('a', 4, 2), ('b', 4, 2)]
+    """
+    judged = np.asarray(judge, dtype=np.float64)
+    truth = np.asarray(gold, dtype=np.float64)
+    if not len(strata) == judged.size == truth.size:
+        raise ValueError("strata, judge and gold must have the same length")
+    has_gold = ~np.isnan(truth)
+    names = [s for s in dict.fromkeys(order) if s in set(strata)]
+    names += sorted(set(strata) - set(names))
+    counts = {name: [0, 0] for name in names}
+    for s, g in zip(strata, has_gold.tolist(), strict=True):
+        counts[s][0] += 1
+        counts[s][1] += int(g)
+    small = [n for n in names if counts[n][1] < min_gold or counts[n][1] == counts[n][0]]
+    groups = [[n] for n in names if n not in small]
+    if small:
+        pooled_gold = sum(counts[n][1] for n in small)
+        pooled_rest = sum(counts[n][0] - counts[n][1] for n in small)
+        if (pooled_gold < 2 or pooled_rest == 0) and groups:
+            richest = max(groups, key=lambda g: sum(counts[n][1] for n in g))
+            richest.extend(small)
+        else:
+            groups.append(small)
+    group_of = {n: i for i, group in enumerate(groups) for n in group}
+    group_index = np.fromiter((group_of[s] for s in strata), dtype=np.int64, count=len(strata))
+    weights, missing = (
+        design_weights([group_of[s] for s in strata], cells, has_gold)
+        if cells is not None
+        else (has_gold.astype(np.float64), 0)
+    )
+    figures: list[StratumFigures] = []
+    inputs: list[tuple[FloatArray, FloatArray, FloatArray, FloatArray | None]] = []
+    reason: str | None = None
+    for i, group in enumerate(groups):
+        inside = group_index == i
+        gold_rows = inside & has_gold
+        rest_rows = inside & ~has_gold
+        w = weights[gold_rows]
+        unequal = bool(w.size and not np.allclose(w, w[0]))
+        label = group[0] if len(group) == 1 else "(pooled: " + ", ".join(group) + ")"
+        estimate = None
+        if gold_rows.sum() >= 2 and rest_rows.sum() >= 1:
+            estimate = ppi_mean(
+                truth[gold_rows], judged[gold_rows], judged[rest_rows], confidence=confidence,
+                weights=w if unequal else None,
+            )  # fmt: skip
+            inputs.append((truth[gold_rows], judged[gold_rows], judged[rest_rows],
+                           w if unequal else None))  # fmt: skip
+        else:
+            reason = (
+                f"no stratified estimate: {label} has {int(gold_rows.sum())} units with gold and "
+                f"{int(rest_rows.sum())} without (it needs at least 2 and 1)"
+            )
+        figures.append(
+            StratumFigures(
+                stratum=label,
+                members=tuple(group),
+                n_units=int(inside.sum()),
+                n_gold=int(gold_rows.sum()),
+                weight=float(inside.sum() / max(len(strata), 1)),
+                estimate=estimate,
+                weighted=unequal,
+            )
+        )
+    combined = None
+    if reason is None and inputs:
+        combined = stratified_ppi_mean(
+            [x[0] for x in inputs], [x[1] for x in inputs], [x[2] for x in inputs],
+            gold_weights=[x[3] for x in inputs], confidence=confidence,
+        )  # fmt: skip
+    elif reason is None:
+        reason = "no stratified estimate: no judged unit"
+    return StratifiedBreakRate(tuple(figures), combined, reason, missing)
