@@ -121,7 +121,7 @@ def test_stratified_estimate_is_ppi_py_per_position_combined(
     audited_set = set(audited)
     values, variances, weights = [], [], []
     for row in block["strata"]:
-        assert STRATUM_KEYS <= set(row)
+        assert set(row) >= STRATUM_KEYS
         inside = [u for u in world.units if position_bin(world.position[u]) == row["stratum"]]
         gold = [u for u in inside if u in audited_set]
         rest = [u for u in inside if u not in audited_set]
@@ -261,7 +261,7 @@ def test_the_commands(database: Database, tmp_path: Path) -> None:
     stratified = json.loads(estimate.stdout)["stratified"]
     assert {"value", "ci95", "by", "strata"} <= set(stratified)
     for row in stratified["strata"]:
-        assert STRATUM_KEYS <= set(row)
+        assert set(row) >= STRATUM_KEYS
     text = run_review_app(
         "judge", "estimate", "--rubric", "role-adherence@1", "--run", run, "--by", "lane",
         "--resamples", "0", db=database.url, home=tmp_path,
