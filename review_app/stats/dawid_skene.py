@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from scipy import sparse
 
 from review_app.stats.checks import check_int
 
@@ -77,67 +78,18 @@ def _codes(values: ArrayLike, name: str, size: int) -> IntArray:
     return array
 
 
-def _m_step(
-    posteriors: FloatArray,
-    units: IntArray,
-    cell: IntArray,
-    used: NDArray[np.bool_],
-    weights: FloatArray,
-    n_reviewers: int,
-    n_codes: int,
-) -> FloatArray:
-    """``e[w, c, l]`` from the posteriors (module docstring)."""
-    counts = np.empty((n_reviewers * n_codes, n_codes))
-    for c in range(n_codes):
-        counts[:, c] = np.bincount(
-            cell, weights=posteriors[units, c] * weights[units], minlength=n_reviewers * n_codes
-        )
-    counts = np.where(used[:, np.newaxis], np.maximum(counts, CLIP), 0.0)
+def _m_step(raw: FloatArray, used: NDArray[np.bool_], n_reviewers: int, n_codes: int) -> FloatArray:
+    """Per (reviewer, code given) cell and true code, ``e`` from the cells' posterior
+    sums ``raw`` (module docstring): used cells clipped, normalised over the codes given."""
+    counts = np.where(used[:, np.newaxis], np.maximum(raw, CLIP), 0.0)
     by_reviewer = counts.reshape(n_reviewers, n_codes, n_codes)  # [w, l, c]
     totals = by_reviewer.sum(axis=1, keepdims=True)
-    return np.transpose(by_reviewer / totals, (0, 2, 1))  # [w, c, l]
-
-
-def _log_likelihoods(
-    priors: FloatArray,
-    confusion: FloatArray,
-    units: IntArray,
-    reviewers: IntArray,
-    labels: IntArray,
-    n_units: int,
-) -> FloatArray:
-    """``log2 p_c + sum log2 e_w[c, l]`` per unit and code."""
-    n_codes = priors.size
-    with np.errstate(divide="ignore"):
-        log_e = np.log2(confusion[reviewers, :, labels])  # [label row, c]
-    out = np.empty((n_units, n_codes))
-    for c in range(n_codes):
-        out[:, c] = np.bincount(units, weights=log_e[:, c], minlength=n_units)
-    return out + np.log2(np.maximum(priors, CLIP))
+    return (by_reviewer / totals).reshape(n_reviewers * n_codes, n_codes)
 
 
 def _e_step(log_likelihood: FloatArray) -> FloatArray:
     scaled = np.exp2(log_likelihood - log_likelihood.max(axis=1, keepdims=True))
     return scaled / scaled.sum(axis=1, keepdims=True)
-
-
-def _elbo(
-    posteriors: FloatArray,
-    priors: FloatArray,
-    confusion: FloatArray,
-    units: IntArray,
-    reviewers: IntArray,
-    labels: IntArray,
-    weights: FloatArray,
-) -> float:
-    with np.errstate(divide="ignore"):
-        log_e = np.log(confusion[reviewers, :, labels])
-    log_p = np.log(np.maximum(priors, CLIP))
-    per_label = (posteriors[units] * (log_e + log_p)).sum(axis=1)
-    joint = float((per_label * weights[units]).sum())
-    q = np.maximum(posteriors, CLIP)
-    entropy = -float(((q * np.log(q)).sum(axis=1) * weights).sum())
-    return (joint + entropy) / float(weights[units].sum())
 
 
 def dawid_skene(
@@ -245,32 +197,57 @@ def dawid_skene(
         total = float(weight.sum())
         return (posteriors * weight[:, np.newaxis]).sum(axis=0) / total
 
+    n_cells = n_reviewers * n_codes
     cell = reviewer * n_codes + label
-    used = np.bincount(cell, minlength=n_reviewers * n_codes) > 0
+    used = np.bincount(cell, minlength=n_cells) > 0
+    # A label is a (unit, cell) entry: the E-step sums each unit's cells' log e, the
+    # M-step each cell's units' posteriors (weighted), both as sparse products.
+    of_unit = sparse.csr_matrix(
+        (np.ones(unit.size), (unit, cell)), shape=(n_units, n_cells), dtype=np.float64
+    )
+    of_cell = sparse.csr_matrix(
+        (weight[unit], (cell, unit)), shape=(n_cells, n_units), dtype=np.float64
+    )
+    label_weight = float(weight[unit].sum())
     if start is None:
         votes = np.bincount(unit * n_codes + label, minlength=n_units * n_codes)
         posteriors = fix(votes.reshape(n_units, n_codes) / np.maximum(per_unit, 1)[:, np.newaxis])
         priors = prior_of(posteriors)
-        confusion = _m_step(posteriors, unit, cell, used, weight, n_reviewers, n_codes)
+        errors = _m_step(of_cell @ posteriors, used, n_reviewers, n_codes)
     else:
         priors = np.asarray(start[0], dtype=np.float64)
-        confusion = np.asarray(start[1], dtype=np.float64)
+        errors = np.transpose(np.asarray(start[1], dtype=np.float64), (0, 2, 1)).reshape(
+            n_cells, n_codes
+        )
     elbo = -np.inf
     converged = False
     iterations = 0
     while iterations < max_iter:
         iterations += 1
-        posteriors = fix(
-            _e_step(_log_likelihoods(priors, confusion, unit, reviewer, label, n_units))
-        )
+        with np.errstate(divide="ignore"):
+            log2_errors = np.log2(errors)
+        log_likelihood = of_unit @ np.where(used[:, np.newaxis], log2_errors, 0.0)
+        posteriors = fix(_e_step(log_likelihood + np.log2(np.maximum(priors, CLIP))))
         priors = prior_of(posteriors)
-        confusion = _m_step(posteriors, unit, cell, used, weight, n_reviewers, n_codes)
-        new_elbo = _elbo(posteriors, priors, confusion, unit, reviewer, label, weight)
+        raw = of_cell @ posteriors
+        errors = _m_step(raw, used, n_reviewers, n_codes)
+        # ELBO = sum_labels sum_c q (ln e + ln p) + entropy, from the cells' sums
+        with np.errstate(divide="ignore"):
+            log_errors = np.where(
+                used[:, np.newaxis], np.log(np.where(errors > 0, errors, 1.0)), 0.0
+            )
+        joint = float((raw * log_errors).sum()) + float(
+            raw.sum(axis=0) @ np.log(np.maximum(priors, CLIP))
+        )
+        q = np.maximum(posteriors, CLIP)
+        entropy = -float(((q * np.log(q)).sum(axis=1) * weight).sum())
+        new_elbo = (joint + entropy) / label_weight
         if new_elbo - elbo < tol:
             elbo = new_elbo
             converged = True
             break
         elbo = new_elbo
+    confusion = np.transpose(errors.reshape(n_reviewers, n_codes, n_codes), (0, 2, 1))
     return DawidSkeneFit(
         priors=priors,
         confusion=confusion,
