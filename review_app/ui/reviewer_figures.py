@@ -261,7 +261,7 @@ def draw_strata(engine: Engine, actor: Actor, rubric: Rubric, run: Mapping[str, 
     st.subheader("Where the judge fails: the break rate by stratum")
     st.segmented_control(
         "Strata",
-        list(STRATA_BY),
+        ["position", "lane", "code", "finding"],
         key="strata_by",
         format_func=lambda by: BY_TEXT.get(by, by),
     )
@@ -275,10 +275,11 @@ def draw_strata(engine: Engine, actor: Actor, rubric: Rubric, run: Mapping[str, 
             + ". Place audits by stratum on the team page."
         )
         return shown
+    figure = f"{_percent(block['value'])} {_interval(block['ci95'], percent=True)}"
     st.markdown(
-        f"By {escape(BY_TEXT[by])}: the break rate is {_percent(block['value'])} "
-        f"{_interval(block['ci95'], percent=True)}, the strata's own PPI++ estimates weighted by "
-        "their share of the judged turns (stratified PPI, Fisch et al. 2024)."
+        f"By {escape(BY_TEXT[by])}: the chatbot breaks role on {escape(figure)} of turns, the "
+        "strata's own PPI++ estimates weighted by their share of the judged turns (stratified "
+        "PPI, Fisch et al. 2024)."
     )
     for sentence in block["sentences"]:
         (st.warning if "well below" in sentence else st.caption)(escape(sentence))
