@@ -151,3 +151,12 @@ def test_bad_input() -> None:
     with pytest.raises(ValueError, match="batch must be an integer >= 1, got 0"):
         agreement_over_time(units=[], reviewers=[], codes=[], times=[], versions=[], gold={},
                             batch=0)  # fmt: skip
+
+
+def test_alpha_moving_within_its_noise_holds_steady() -> None:
+    rows, _ = weekly_labels(weeks=5, per_week=60, seed=5)
+    result = over_time(rows, {})
+    first = result.periods[0].alpha["role-adherence@1"]
+    assert first.ci95 is not None and first.ci95[0] < first.value < first.ci95[1]
+    assert result.sentences[0].startswith("Reviewers' alpha holds steady within its uncertainty: ")
+    assert result.sentences[0].endswith("; nothing to do.")

@@ -7,7 +7,10 @@ about change). Per period and rubric version:
 
 - Krippendorff's alpha over the units *completed* in the period: a unit belongs to the
   period of its latest label, and every current label of the unit counts (a unit
-  labelled by two reviewers in two weeks is compared once, when it became comparable);
+  labelled by two reviewers in two weeks is compared once, when it became comparable),
+  with a percentile bootstrap interval (resampling conversations); alpha *rises* or
+  *falls* from the first to the last period with 30 units or more only when their
+  intervals do not overlap;
 - each reviewer's agreement with gold: the share of their labels given in the period,
   on adjudicated units, that equal the adjudicated code, with a Wilson interval (none
   under 10 labels). Adjudicated gold is the hard units (the disagreements), so the
@@ -36,13 +39,14 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
 
+from review_app.agreement.bootstrap import alpha_bootstrap_ci
 from review_app.agreement.coefficients import SMALL_SAMPLE_UNITS, krippendorff_alpha
 from review_app.stats.checks import check_int
 from review_app.stats.core import Estimate, proportion, wilson_interval
@@ -300,6 +304,8 @@ def agreement_over_time(
     in_sessions: Sequence[bool] | None = None,
     batch: int = DEFAULT_BATCH,
     min_weeks: int = MIN_WEEKS,
+    n_resamples: int = 200,
+    conversation_of: Callable[[Any], Hashable] | None = None,
 ) -> OverTime:
     """Agreement per period, and by position in a session (module docstring).
 
@@ -316,6 +322,10 @@ def agreement_over_time(
         Per label: whether its time is when it was given (see :func:`session_agreement`).
     batch : int, default 200
         Labels per batch when the labels span fewer than ``min_weeks`` weeks.
+    n_resamples : int, default 200
+        Bootstrap resamples for each alpha's interval (0: none).
+    conversation_of : callable, optional
+        A unit's conversation: the bootstrap resamples conversations.
 
     Raises
     ------
@@ -338,6 +348,7 @@ def agreement_over_time(
     if not n == len(reviewers) == len(codes) == len(times) == len(versions):
         raise ValueError("units, reviewers, codes, times and versions must have the same length")
     batch = check_int(batch, "batch", 1)
+    n_resamples = check_int(n_resamples, "n_resamples", 0)
     warnings: list[str] = []
     if n == 0:
         nothing = proportion(0, 0, undefined_reason="no labels")
@@ -373,7 +384,13 @@ def agreement_over_time(
                 raters=np.array([reviewers[i] for i in rows], dtype=object),
                 values=np.array([codes[i] for i in rows], dtype=object),
             )
-            alpha[version] = krippendorff_alpha(table)
+            alpha[version] = (
+                alpha_bootstrap_ci(
+                    table, n_resamples=n_resamples, seed=0, cluster_of=conversation_of
+                )
+                if n_resamples
+                else krippendorff_alpha(table)
+            )
         hits: dict[str, list[bool]] = defaultdict(list)
         for i in members:
             truth = gold.get((versions[i], units[i]))
@@ -417,11 +434,20 @@ def alpha_trend_sentence(periods: Sequence[Period], by: str) -> str:
         )
     (first, first_ref, a), (last, last_ref, b) = enough[0], enough[-1]
     versions = "" if first_ref == last_ref else f" ({first_ref} then {last_ref})"
-    change = b.value - a.value  # type: ignore[operator]
-    if abs(change) < 0.05:
-        trend = "holds steady"
-        step = "nothing to do"
-    elif change > 0:
+    assert a.value is not None and b.value is not None
+    apart = (
+        a.ci95 is not None
+        and b.ci95 is not None
+        and (b.ci95[0] > a.ci95[1] or b.ci95[1] < a.ci95[0])
+    )
+    if not apart:
+        trend = "holds steady within its uncertainty"
+        step = (
+            "nothing to do"
+            if a.ci95 is not None and b.ci95 is not None
+            else "no intervals to tell a change from noise"
+        )
+    elif b.value > a.value:
         trend = "rises"
         step = "the rubric and the reviewers are settling"
     else:
@@ -430,8 +456,13 @@ def alpha_trend_sentence(periods: Sequence[Period], by: str) -> str:
             "read the reviewers' reliability for the codes they mix up and sharpen those "
             "definitions in the next rubric version"
         )
+
+    def figure(alpha: Estimate) -> str:
+        interval = "" if alpha.ci95 is None else f" [{alpha.ci95[0]:.2f}, {alpha.ci95[1]:.2f}]"
+        return f"{alpha.value:.2f}{interval}"
+
     where = "in the" if by == "week" else "over"
     return (
-        f"Reviewers' alpha {trend}{versions}: {a.value:.2f} {where} {first.label} ({a.n} units), "
-        f"{b.value:.2f} {where} {last.label} ({b.n} units); {step}."
+        f"Reviewers' alpha {trend}{versions}: {figure(a)} {where} {first.label} ({a.n} units), "
+        f"{figure(b)} {where} {last.label} ({b.n} units); {step}."
     )

@@ -13,6 +13,7 @@ and :class:`OverTimeReport` name their keys.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from operator import itemgetter
 from typing import Any, TypedDict
 
 from sqlalchemy import Engine
@@ -213,6 +214,7 @@ def agreement_over_time_report(
         publications=publications,
         in_sessions=in_sessions,
         batch=batch,
+        conversation_of=itemgetter(0),
     )
     warnings = list(result.warnings)
     if imported:
