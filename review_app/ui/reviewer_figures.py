@@ -282,7 +282,7 @@ def draw_strata(engine: Engine, actor: Actor, rubric: Rubric, run: Mapping[str, 
         "PPI, Fisch et al. 2024)."
     )
     for sentence in block["sentences"]:
-        (st.warning if "well below" in sentence else st.caption)(escape(sentence))
+        (st.warning if sentence.startswith("Where ") else st.caption)(escape(sentence))
     st.dataframe(strata_rows(block), hide_index=True, key="judge_strata_table")
     st.caption(
         f"Gold: {escape(block['gold_source'])}. Strata with fewer than 10 turns with gold are "
