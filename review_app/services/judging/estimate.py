@@ -214,7 +214,7 @@ def break_rate_estimate(
         return result
     weights = None
     if level == "turn" and source == "audit sample":
-        weights = _design_weights(engine, rubric, verdicts, rows, gold_units, warnings)
+        weights = _design_weights(engine, actor, rubric, verdicts, rows, gold_units, warnings)
     estimate = ppi_mean(y, f, f_u, weights=weights)
     result["ppi"] = {
         "value": estimate.value,
@@ -248,6 +248,7 @@ def break_rate_estimate(
 
 def _design_weights(
     engine: Engine,
+    actor: Actor,
     rubric: Rubric,
     verdicts: TurnVerdicts,
     rows: list[int],
@@ -260,7 +261,7 @@ def _design_weights(
     columns = verdicts.columns
     keys = verdicts.keys[rows].tolist()
     units = [(columns.case_ids[i], int(columns.turns[i] or 0)) for i in rows]
-    cells = design_cells(engine, rubric, units, codes_of_run={})
+    cells = design_cells(engine, actor, rubric, units, codes_of_run={})
     if cells is None:
         return None
     gold = set(gold_units)

@@ -151,6 +151,7 @@ def strata_order(by: str) -> list[str]:
 
 def design_cells(
     engine: Engine,
+    actor: Actor,
     rubric: Rubric,
     units: Sequence[Unit],
     *,
@@ -158,7 +159,8 @@ def design_cells(
 ) -> list[tuple[str, ...]] | None:
     """Per unit, its stratum under each stratification a stratified audit draw of the
     rubric version used (its *design cell*); None when there was no such draw.
-    ``codes_of_run`` holds the runs' codes already read (others are read)."""
+    ``codes_of_run`` holds the runs' codes already read (others are read). Policy owners."""
+    authorize(engine, actor, "policy_owner")
     with Session(read_only(engine)) as session:
         designs = storage.audit_samples.stratified_designs(
             session, rubric_id=rubric.id, version=rubric.version
@@ -279,7 +281,7 @@ def fit_strata(engine: Engine, actor: Actor, *, rubric: Rubric, run_id: int, by:
     if audit_gold:
         gold_source = "audit samples"
         gold = audit_gold
-        cells = design_cells(engine, rubric, units, codes_of_run={run.id: codes})
+        cells = design_cells(engine, actor, rubric, units, codes_of_run={run.id: codes})
     else:
         gold_source = "adjudicated and unanimous gold (not a random sample)"
         gold = all_gold
