@@ -3,6 +3,8 @@ stratum (judge page) and audits placed by stratum (team page), with AppTest on t
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,12 +16,15 @@ from streamlit.testing.v1 import AppTest
 from review_app.services.judging.runs import list_judge_runs
 from review_app.services.judging.strata import stratified_estimate
 from review_app.services.judging.stratified_audit import allocation_plan
+from review_app.services.labels.adjudication import record_gold
 from review_app.services.review.reliability import agreement_over_time_report, reliability_report
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
 from review_app.services.team.people import operator_actor
 from storage.engine import create_database_engine
+from storage.labels import current_label_columns
 from storage.models import AuditSample, AuditUnit
 from tests.conftest import REPO
+from tests.test_ui_agreement import charts
 from tests.ui_support import app_database, demo_template, plain
 
 APP = REPO / "review_app" / "ui" / "app.py"
@@ -125,3 +130,27 @@ def test_the_team_page_plans_audits_by_stratum_then_draws_them(engine: Engine) -
     assert (sample.design, sample.stratified_by, sample.run_id) == ("stratified", "lane", run_id)
     assert len(units) == 30 and all(u.stratum and u.probability for u in units)
     assert any(f"audit sample {sample.id}: drew 30 of" in plain(s.value) for s in at.success)
+
+
+def test_each_reviewers_agreement_with_gold_is_drawn_per_period(engine: Engine) -> None:
+    rubric = rubric_of(engine)
+    with Session(engine) as session:
+        columns = current_label_columns(session, rubric_id=rubric.id, version=rubric.version)
+    votes: dict[tuple[str, int], Counter[str]] = {}
+    for case_id, turn, code in zip(columns.case_ids, columns.turns, columns.codes, strict=True):
+        votes.setdefault((case_id, turn), Counter())[code] += 1
+    for (case_id, turn), counted in sorted(votes.items()):
+        record_gold(engine, operator_actor(), rubric=rubric, case_id=case_id, turn=turn,
+                    code=counted.most_common(1)[0][0])  # fmt: skip
+    at = open_page("views/agreement.py")
+    report = agreement_over_time_report(engine, operator_actor(), rubric=rubric)
+    want = sorted(
+        (p["period"], r["name"], round(r["value"], 6))
+        for p in report["periods"]
+        for r in p["reviewers"]
+        if r["n"] >= 10
+    )
+    assert want
+    drawn = [rows for spec, rows in charts(at) if "agreement with gold" in json.dumps(spec)]
+    (rows,) = drawn
+    assert sorted((r["period"], r["reviewer"], round(r["agreement"], 6)) for r in rows) == want
