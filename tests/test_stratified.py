@@ -88,16 +88,25 @@ def audit(rng: np.random.Generator, pop, per_stratum) -> tuple[list, list, list]
     return ys, fs, rests
 
 
+COVERAGE_STRATA = ((6000, 0.3, 0.9), (4000, 0.4, 0.7), (3000, 0.5, 0.8))
+"""Strata where each one's normal approximation holds (300, 300 and 200 gold units, no
+rare disagreements)."""
+
+
 def test_stratified_interval_covers_95_percent_of_simulated_audits() -> None:
     """1,500 audits of fresh populations: the 95% interval holds the true rate in a
-    share within three Monte Carlo standard errors (0.017) of 0.95."""
+    share within three Monte Carlo standard errors (0.017) of 0.95. (The interval is a
+    normal approximation per stratum: over 8,000 such audits it covered 94.5%; with a
+    few dozen gold units a stratum, or rare disagreements, less: docs/reference.md,
+    "By stratum".)"""
     rng = np.random.default_rng(2024)
-    sizes = np.array([s[0] for s in STRATA], dtype=float)
-    truth_rate = float(np.dot(sizes / sizes.sum(), [s[1] for s in STRATA]))
+    sizes = np.array([s[0] for s in COVERAGE_STRATA], dtype=float)
+    truth_rate = float(np.dot(sizes / sizes.sum(), [s[1] for s in COVERAGE_STRATA]))
     repeats, covered = 1500, 0
     for _ in range(repeats):
-        ys, fs, rests = audit(rng, population(rng), [60, 60, 40])
-        estimate = stratified_ppi_mean(ys, fs, rests)
+        pop = [judged(rng, size, rate=rate, judge_right=right)
+               for size, rate, right in COVERAGE_STRATA]  # fmt: skip
+        estimate = stratified_ppi_mean(*audit(rng, pop, [300, 300, 200]))
         covered += estimate.ci95[0] <= truth_rate <= estimate.ci95[1]
     share = covered / repeats
     assert abs(share - 0.95) <= 3 * np.sqrt(0.95 * 0.05 / repeats), share
