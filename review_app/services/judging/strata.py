@@ -35,6 +35,7 @@ from sqlmodel import Session
 
 import storage.audit_samples
 import storage.cases
+from review_app.agreement.coefficients import SMALL_SAMPLE_UNITS
 from review_app.calibration.reference import compare_to_reference
 from review_app.errors import InputError
 from review_app.evaluator import EVALUATOR_VERSION
@@ -381,11 +382,12 @@ def stratified_estimate(
         if sentence:
             sentences.append(sentence)
     combined = result.combined
-    thin = [f.stratum for f in result.strata if f.estimate and f.n_gold < MIN_PROPORTION_UNITS]
+    thin = [f.stratum for f in result.strata if f.estimate and f.n_gold < SMALL_SAMPLE_UNITS]
     if combined is not None and thin:
         warnings.append(
-            f"the interval leans on strata with fewer than {MIN_PROPORTION_UNITS} turns with "
-            f"gold ({', '.join(thin)}), whose spread is barely known: audit them"
+            f"the interval leans on strata with fewer than {SMALL_SAMPLE_UNITS} turns with "
+            f"gold ({', '.join(thin)}): a normal approximation on so few may cover less than "
+            "95%; audit them"
         )
     if combined is None:
         warnings.append(result.reason or "no stratified estimate")
