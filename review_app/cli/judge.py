@@ -17,6 +17,7 @@ from review_app.cli.shared import (
     PortOption,
     RubricOption,
     catalog,
+    fail,
     open_engine,
     operator,
 )
@@ -465,16 +466,32 @@ def judge_estimate(
         str, typer.Option("--level", help="turn or conversation: what a unit is.")
     ] = "turn",
     as_json: Annotated[bool, typer.Option("--json", help="Print the estimate as JSON.")] = False,
+    by: Annotated[
+        str | None,
+        typer.Option(
+            "--by",
+            help="Also by stratum (position, lane, code or finding): stratified PPI++ and "
+            "the judge's agreement with gold in each.",
+        ),
+    ] = None,
+    resamples: Annotated[
+        int, typer.Option("--resamples", help="With --by: bootstrap resamples for the kappas.")
+    ] = 300,
     db: DbOption = None,
 ) -> None:
     """How often the chatbot breaks role: PPI++ from the judge's verdicts and gold."""
     from review_app.cli.render_judging import render_estimate
+    from review_app.cli.render_strata import with_strata
     from review_app.services.judging.estimate import break_rate_estimate
 
     engine = open_engine(db)
     chosen = catalog(engine).for_reports(rubric)
-    estimate = break_rate_estimate(engine, operator(), rubric=chosen, run_id=run, level=level)
-    print_report(estimate, as_json=as_json, render=render_estimate)
+    if resamples < 0:
+        raise fail("--resamples: at least 0")
+    estimate = break_rate_estimate(
+        engine, operator(), rubric=chosen, run_id=run, level=level, by=by, n_resamples=resamples
+    )
+    print_report(estimate, as_json=as_json, render=with_strata(render_estimate))
 
 
 @judge_app.command("route")

@@ -17,7 +17,7 @@ from review_app.services.judging.judge_report import (
 from review_app.services.review import readings
 from review_app.services.team.people import list_people
 from review_app.stats.alt_test import ALT_TEST_SENTENCE
-from review_app.ui import cached, charts, common, registry, session, workbench
+from review_app.ui import cached, charts, common, registry, reviewer_figures, session, workbench
 from review_app.ui.safe import code_span, escape
 
 actor = common.policy_owner("Judge calibration is for policy owners.")
@@ -211,6 +211,8 @@ if any(source["by_position"] for source in drift["sources"]):
     st.vega_lite_chart(spec=charts.vega_lite(charts.drift_chart, drift), width="stretch")
     st.dataframe(charts.drift_agreement_rows(drift), hide_index=True, key="judge_drift_table")
 
+strata_shown = reviewer_figures.draw_strata(engine, actor, rubric, run)
+
 st.subheader("The alternative annotator test")
 st.markdown(f"{code_span(run['name'])}: {escape(readings.alt_test_sentence(alt_test))}")
 like_rows = readings.like_for_like_rows(run.get("like_for_like") or {})
@@ -367,4 +369,6 @@ st.download_button(
     key="judge_few_shot",
 )
 with notice:
-    common.report_notice(shown, drift_shown, estimate_shown, curve_shown, examples_shown)
+    common.report_notice(
+        shown, drift_shown, estimate_shown, curve_shown, examples_shown, strata_shown
+    )
