@@ -576,6 +576,7 @@ EXEMPT: dict[str, str] = {
     "judge_runner.check_key": "pure: checks a key's characters",
     "judge_runner.control_character": "pure: finds a control character in a text",
     "judge_runner.url_problem": "pure: checks an endpoint's URL",
+    "case_window.turn_window": "pure: which positions of a long case the review page draws",
     "local_judge_lease.main": "no data: runs the bundled judge's server in its own process",
     "rubric_catalog.refusal_name": "pure: names a refused rubric file without directories",
     "people.check_new_person_name": "pure: checks a name a person signs in or is added with",
