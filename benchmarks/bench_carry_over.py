@@ -33,19 +33,18 @@ import sys
 import tempfile
 import threading
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from urllib.parse import quote
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from sqlalchemy import Engine, create_engine, text  # noqa: E402
+from sqlalchemy import Engine, text  # noqa: E402
 
+from benchmarks.schemas import schema_of_its_own  # noqa: E402
 from benchmarks.summary import record_ratio  # noqa: E402
 from review_app.errors import DatabaseBusy  # noqa: E402
 from review_app.services.labels.labeling import record_label  # noqa: E402
@@ -280,17 +279,8 @@ def database_url(kind: str, scratch: Path, postgres_url: str) -> Iterator[str]:
     if kind == "sqlite":
         yield f"sqlite:///{scratch / 'bench.db'}"
         return
-    schema = f"bench_carry_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(postgres_url)
-    with admin.begin() as connection:
-        connection.execute(text(f"CREATE SCHEMA {schema}"))
-    separator = "&" if "?" in postgres_url else "?"
-    try:
-        yield f"{postgres_url}{separator}options={quote(f'-csearch_path={schema}')}"
-    finally:
-        with admin.begin() as connection:
-            connection.execute(text(f"DROP SCHEMA {schema} CASCADE"))
-        admin.dispose()
+    with schema_of_its_own(postgres_url, prefix="bench_carry_") as url:
+        yield url
 
 
 @dataclass

@@ -27,7 +27,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -341,18 +340,10 @@ def bench_import(
 
 def _postgres_import(corpus_path: Path, postgres_url: str, repo: Path) -> tuple[float, float]:
     """The import of ``repo``'s checkout into a schema of its own (dropped afterwards)."""
-    from sqlalchemy import create_engine, text
+    from benchmarks.schemas import schema_of_its_own
 
-    schema = f"bench_{uuid.uuid4().hex[:8]}"
-    admin = create_engine(postgres_url)
-    with admin.begin() as connection:
-        connection.execute(text(f"CREATE SCHEMA {schema}"))
-    try:
-        return _child_import(corpus_path, f"{postgres_url}?options=-csearch_path%3D{schema}", repo)
-    finally:
-        with admin.begin() as connection:
-            connection.execute(text(f"DROP SCHEMA {schema} CASCADE"))
-        admin.dispose()
+    with schema_of_its_own(postgres_url, prefix="bench_") as url:
+        return _child_import(corpus_path, url, repo)
 
 
 def main() -> None:

@@ -13,6 +13,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -76,6 +77,21 @@ def judge_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("judge-home")
 
 
+def _judge_started(parent: Any, within: float = 120) -> int:
+    """The bundled judge's server ``parent`` (a Popen) started; fails if none comes, or
+    if ``parent`` ends first."""
+    started: list[int] = []
+
+    def found() -> bool:
+        started[:] = _children(parent.pid)
+        return bool(started) or parent.poll() is not None
+
+    _wait(found, within, "the bundled judge's server was never started")
+    assert started, f"{parent.args} ended before starting the bundled judge"
+    (judge,) = started
+    return judge
+
+
 def _queue_local_job(database: Database, tmp_path: Path) -> None:
     cases = [support_case(f"lease{i}", assistant_turns=2, refund_at=None) for i in range(3)]
     import_paths(database.engine, operator_actor(), [write_jsonl(tmp_path / "c.jsonl", cases)])
@@ -102,14 +118,7 @@ def test_sigkill_of_serve_leaves_no_judge_server(
     port = free_port()
     with serving(sqlite_database.url, root, port=port, user="admin") as (server, log):
         wait_healthy(f"http://127.0.0.1:{port}", server, log)
-        started: list[int] = []
-
-        def judge_started() -> bool:
-            started[:] = _children(server.pid)
-            return bool(started)
-
-        _wait(judge_started, 120, "serve's worker never started the bundled judge")
-        (judge,) = started
+        judge = _judge_started(server)
         server.send_signal(signal.SIGKILL)
         server.wait(timeout=30)
         _wait(lambda: not _alive(judge), 30, f"the judge server {judge} outlived serve")
@@ -130,20 +139,12 @@ def test_jobs_work_leaves_no_judge_server_when_it_exits(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
-    started: list[int] = []
-
-    def judge_started() -> bool:
-        started[:] = _children(worker.pid)
-        return bool(started) or worker.poll() is not None
-
     try:
-        _wait(judge_started, 120, "jobs work never started the bundled judge")
-        assert started, worker.communicate()[1][-2000:]
+        judge = _judge_started(worker)
         out, err = worker.communicate(timeout=600)
         assert worker.returncode == 0, err[-2000:]
         assert b"ran 1 job" in out
     finally:
         if worker.poll() is None:
             worker.kill()
-    (judge,) = started
     _wait(lambda: not _alive(judge), 30, f"the judge server {judge} outlived jobs work")

@@ -20,16 +20,14 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from benchmarks.bench_carry_over import LIVE_CASES, TURNS, build
+from benchmarks.bench_carry_over import build, run_writers
 from review_app.errors import DatabaseBusy
-from review_app.services.labels.labeling import record_label
 from review_app.services.rubrics.rubric_carry import publish_rubric
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
 from review_app.services.team.people import operator_actor, sign_in
 from tests.conftest import Database
 
 WRITERS = 4
-CODES = ("in_role", "persona_break", "scope_break", "authority_break", "tone_break")
 
 
 def _audit_rows(database: Database) -> list[tuple[str, str, dict[str, Any]]]:
@@ -67,39 +65,11 @@ def test_publish_with_four_reviewers_saving_loses_nothing_and_is_one_audit_entry
         catalog = sync_rubrics(
             engine, operator_actor(), directory=root, leave_unstored=("bench@2",)
         )
-        v1 = catalog.get("bench@1")
         audit_before = _audit_rows(database)
-        acknowledged = [0] * WRITERS
-        busy = [0] * WRITERS
-        failures: list[str] = []
         stop = threading.Event()
-
-        def save(number: int) -> None:
-            actor = sign_in(engine, name=f"live{number}", auth_mode="local")
-            index = 0
-            while not stop.is_set():
-                case_id = f"c{number * LIVE_CASES + index % LIVE_CASES:07d}"
-                turn = TURNS[(index // LIVE_CASES) % len(TURNS)]
-                try:
-                    saved = record_label(
-                        engine,
-                        actor,
-                        case_id=case_id,
-                        turn=turn,
-                        rubric=v1,
-                        code=CODES[index % len(CODES)],
-                    )
-                    acknowledged[number] += saved.changed
-                except DatabaseBusy:
-                    busy[number] += 1  # stored nothing, said so; the review page resends
-                except Exception as error:  # a save must never fail otherwise
-                    failures.append(f"{type(error).__name__}: {error}")
-                index += 1
-                time.sleep(0.02)
-
-        threads = [threading.Thread(target=save, args=(n,)) for n in range(WRITERS)]
-        for thread in threads:
-            thread.start()
+        threads, saves = run_writers(
+            engine, catalog, writers=WRITERS, stop=stop, origin=time.perf_counter()
+        )
         try:
             time.sleep(0.5)
             result = run_cli(
@@ -120,12 +90,13 @@ def test_publish_with_four_reviewers_saving_loses_nothing_and_is_one_audit_entry
         assert result.stderr == ""
         report = json.loads(result.stdout)
         assert sum(report["carried"].values()) > 15_000
-        assert not failures, failures[:3]
+        assert not saves.failed, saves.failed[:3]
         # a save waits for the publication (well within the busy timeout), never gives way
         # to it in a deadlock
-        assert sum(busy) == 0
-        assert sum(acknowledged) > 0
-        assert _stored_saves(database) == sum(acknowledged)  # nothing acknowledged is lost
+        assert saves.busy == 0
+        acknowledged = sum(saves.acknowledged.values())
+        assert acknowledged > 0
+        assert _stored_saves(database) == acknowledged  # nothing acknowledged is lost
         new = _audit_rows(database)[len(audit_before) :]
         assert [(action, key) for action, key, _ in new] == [("rubric_publish", "bench@2")]
         assert new[0][2]["carried"] == report["carried"]
