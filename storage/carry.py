@@ -39,13 +39,6 @@ nothing then and says the database stayed busy)."""
 _FIRST_LOCK_WAIT_AT_MOST = 5.0
 """Seconds one attempt waits for the ``assignments`` lock at most (PostgreSQL)."""
 
-# The tables a publication writes, in the order it locks them. A label save takes its
-# assignment first (storage.assignments.lock_assignment) and the labels after it, so a
-# publication that waits for ``assignments`` while holding nothing, then takes the rest
-# without waiting, can never be one half of a deadlock with a save.
-_LOCKED_FIRST = "assignments"
-_LOCKED_AFTER = ("labels", "gold_labels", "judge_runs", "judge_verdicts", "re_reviews")
-
 
 def lock_for_carry(session: Session, *, wait_seconds: float) -> None:
     """PostgreSQL: keep writers out of the tables a publication reads and writes until it
@@ -67,9 +60,15 @@ def lock_for_carry(session: Session, *, wait_seconds: float) -> None:
     if session.get_bind().dialect.name != "postgresql":
         return
     session.execute(text(f"SET LOCAL lock_timeout = {max(1, int(wait_seconds * 1000))}"))
-    session.execute(text(f"LOCK TABLE {_LOCKED_FIRST} IN SHARE ROW EXCLUSIVE MODE"))
+    # A label save takes its assignment first (storage.assignments.lock_assignment) and
+    # the labels after it: waiting for ``assignments`` while holding nothing, then taking
+    # the rest without waiting, a publication is never one half of a deadlock with a save.
+    session.execute(text("LOCK TABLE assignments IN SHARE ROW EXCLUSIVE MODE"))
     session.execute(
-        text(f"LOCK TABLE {', '.join(_LOCKED_AFTER)} IN SHARE ROW EXCLUSIVE MODE NOWAIT")
+        text(
+            "LOCK TABLE labels, gold_labels, judge_runs, judge_verdicts, re_reviews "
+            "IN SHARE ROW EXCLUSIVE MODE NOWAIT"
+        )
     )
     session.execute(text("SET LOCAL enable_nestloop = off"))
     session.execute(text("SET LOCAL work_mem = '64MB'"))
