@@ -16,7 +16,7 @@ import pytest
 from starlette.datastructures import Headers
 from streamlit.testing.v1 import AppTest
 
-from review_app.errors import PermissionDenied
+from review_app.errors import InputError
 from review_app.services.team.people import add_person, operator_actor, proxy_identity, sign_in
 from review_app.ui import auth
 from tests.conftest import Database
@@ -63,10 +63,8 @@ def test_operator_and_its_look_alikes_are_reserved_everywhere(
 ) -> None:
     assert proxy_identity(_as_the_server_reads(name.encode())) is None
     for mode in ("proxy", "oidc", "local"):
-        with pytest.raises(PermissionDenied, match="reserved"):
+        with pytest.raises(InputError, match="reserved"):
             sign_in(database.engine, name=name, auth_mode=mode)
-    from review_app.errors import InputError
-
     with pytest.raises(InputError, match="reserved"):
         add_person(database.engine, operator_actor(), name=name)
 
@@ -127,3 +125,15 @@ def test_the_page_signs_in_the_decoded_name_or_says_one_sentence(
     else:
         caption = " ".join(plain(c.value) for c in at.sidebar.caption)
         assert f"Signed in as `{signed_in}`" in caption, caption
+
+
+def test_a_local_user_named_operator_gets_one_sentence_not_an_exception(
+    served_db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("REVIEW_APP_AUTH", "local")
+    monkeypatch.setenv("REVIEW_APP_LOCAL_USER", "Operator")
+    at = AppTest.from_file(str(APP), default_timeout=60)
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    (error,) = at.error
+    assert "reserved" in plain(error.value) and not at.page_link

@@ -315,10 +315,7 @@ def sign_in(
 ) -> Actor:
     """The actor for a signed-in identity, creating the reviewer on first sight."""
     display_name = display_of(name, display_name)
-    try:
-        name = check_new_person_name(name)
-    except InputError as error:
-        raise PermissionDenied(f"cannot sign in: {error.message}") from None
+    name = check_new_person_name(name)
     with Session(read_only(engine)) as session:
         existing = reviewers.get_reviewer_by_name(session, name=name)
         if existing is not None:
