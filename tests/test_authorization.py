@@ -38,6 +38,7 @@ from review_app.services.judging import (
     judge_report,
     judge_runner,
     prompt_workbench,
+    run_defaults,
     runs,
     selective,
 )
@@ -340,6 +341,32 @@ GUARDED: dict[str, tuple[Call, str]] = {
         lambda w, a: judge_compare.compare_judge_runs(w.engine, a, rubric=w.rubric, n_resamples=10),
         "denied",
     ),
+    "judge_prompts.prompt_refs_for": (
+        lambda w, a: judge_prompts.prompt_refs_for(w.engine, a, rubric=w.rubric),
+        "denied",
+    ),
+    "prompt_workbench.plan_run": (
+        lambda w, a: prompt_workbench.plan_run(
+            w.engine, a, rubric=w.rubric, prompt="role-judge@v2", endpoint="x", scope="gold"
+        ),
+        "denied",
+    ),
+    "run_defaults.team_judge": (
+        lambda w, a: run_defaults.team_judge(w.engine, a, rubric=w.rubric),
+        "denied",
+    ),
+    "run_defaults.choose_team_judge": (
+        lambda w, a: run_defaults.choose_team_judge(w.engine, a, rubric=w.rubric, run_id=w.run_id),
+        "denied",
+    ),
+    "run_defaults.run_choices": (
+        lambda w, a: run_defaults.run_choices(w.engine, a, rubric=w.rubric),
+        "denied",
+    ),
+    "run_defaults.run_or_default": (
+        lambda w, a: run_defaults.run_or_default(w.engine, a, rubric=w.rubric, run_id=None),
+        "denied",
+    ),
     "judge_prompts.list_judge_prompts": (
         lambda w, a: judge_prompts.list_judge_prompts(w.engine, a, rubric_id=w.rubric.id),
         "denied",
@@ -549,6 +576,22 @@ EXEMPT: dict[str, str] = {
     "cases.list_cases": "case metadata only (ids, lanes, findings), no labels",
     "export.write_export": "writes an ExportResult that export_data authorized",
     "runs.find_or_create_run": "takes an open Session: a building block",
+    "runs.listing_of": "takes an open Session: a building block of the authorized listings",
+    "run_defaults.confound": "pure: words for two runs the caller listed",
+    "run_defaults.default_pair": "pure: picks from runs the caller listed",
+    "run_defaults.default_run": "pure: picks from runs the caller listed",
+    "run_defaults.team_run": "pure: picks from runs the caller listed",
+    "run_defaults.why_default": "pure: words for a run the caller picked",
+    "jobs.scope_words": "pure: words for a job's parameters",
+    "judge_runner.url_host": "pure: host and port of a URL",
+    "selective.units_needed": "pure: a number from alpha and delta",
+    "readings.alt_test_untested": "pure: words for a figure the caller computed",
+    "readings.coverage_sentence": "pure: words for a figure the caller computed",
+    "readings.drift_sentence": "pure: words for a figure the caller computed",
+    "readings.mcnemar_sentence": "pure: words for a figure the caller computed",
+    "readings.position_text": "pure: words for a figure the caller computed",
+    "readings.readers_text": "pure: words for a figure the caller computed",
+    "readings.reliability_sentence": "pure: words for a figure the caller computed",
     "runs.run_name": "pure: formats a run",
     "runs.run_verdicts": "a building block: every use case calling it authorized its actor first",
     "judge_prompts.parse_prompt_ref": "pure: parses a judge@vN reference",
@@ -612,6 +655,7 @@ EXEMPT_WITH_DATABASE = {
     "database.open_database",
     "cases.list_cases",
     "runs.find_or_create_run",
+    "runs.listing_of",
     "judge_prompts.store_for_run",
     "judge_runner.select_case_ids",
     "judge_runner.unit_messages",

@@ -312,7 +312,9 @@ def _drift(
     engine: Engine, actor: Actor, rubric: Rubric, previous: Rubric | None,
     parameters: dict[str, Any], resamples: int,
 ) -> DriftReport:  # fmt: skip
-    return drift_report(engine, actor, rubric=rubric, n_resamples=resamples)
+    return drift_report(
+        engine, actor, rubric=rubric, run_id=parameters["run"], n_resamples=resamples
+    )
 
 
 def _estimate(
@@ -629,9 +631,17 @@ def judge_calibration(
     return _shown(engine, actor, kind=JUDGE_REPORT, rubric=rubric, previous=previous)
 
 
-def drift(engine: Engine, actor: Actor, *, rubric: Rubric) -> Shown[DriftReport]:
-    """Where in the conversation the role breaks (gold and every judge run)."""
-    return _shown(engine, actor, kind=DRIFT, rubric=rubric)
+def drift(
+    engine: Engine, actor: Actor, *, rubric: Rubric, run_id: int | None = None
+) -> Shown[DriftReport]:
+    """Where in the conversation the role breaks: gold and run ``run_id``, by default the
+    default run (the team's judge, else the newest complete run; gold alone without one)."""
+    if run_id is None:
+        from review_app.services.judging.run_defaults import run_choices
+
+        found = run_choices(engine, actor, rubric=rubric).default
+        run_id = None if found is None else found.id
+    return _shown(engine, actor, kind=DRIFT, rubric=rubric, parameters={"run": run_id})
 
 
 def run_estimate(
