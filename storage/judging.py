@@ -253,36 +253,21 @@ def verdict_reasons(session: Session, *, ids: Sequence[int]) -> dict[int, str | 
     return reasons
 
 
-def kept_turn_units(session: Session, *, run_id: int) -> set[tuple[str, int]]:
-    """The turns a run holds a kept verdict on (answered, or an unparseable answer; not an
-    endpoint failure, which a later pass asks again)."""
-    query = select(col(JudgeVerdict.case_id), col(JudgeVerdict.turn)).where(
-        col(JudgeVerdict.run_id) == run_id,
-        col(JudgeVerdict.turn).is_not(None),
-        func.coalesce(col(JudgeVerdict.error_kind), "") != "endpoint",
-    )
-    return {(case_id, int(turn)) for case_id, turn in session.execute(query)}
-
-
-def tokens_per_answer(
-    session: Session, *, rubric_id: str, judge: str, endpoint: str, run_id: int | None
-) -> float | None:
-    """Mean tokens (prompt + answer) of the answers of run ``run_id``, else of every run of
-    ``judge`` at ``endpoint`` for the rubric; ``None`` when none recorded any."""
-    tokens = col(JudgeVerdict.prompt_tokens) + func.coalesce(col(JudgeVerdict.completion_tokens), 0)
-    base = select(func.avg(tokens)).where(col(JudgeVerdict.prompt_tokens).is_not(None))
-    if run_id is not None:
-        mean = session.execute(base.where(col(JudgeVerdict.run_id) == run_id)).scalar()
-        if mean is not None:
-            return float(mean)
-    mean = session.execute(
-        base.join(JudgeRun, col(JudgeRun.id) == col(JudgeVerdict.run_id)).where(
-            col(JudgeRun.rubric_id) == rubric_id,
-            col(JudgeRun.judge) == judge,
-            col(JudgeRun.endpoint) == endpoint,
+def kept_units_among(
+    session: Session, *, run_id: int, units: Sequence[tuple[str, int]]
+) -> set[tuple[str, int]]:
+    """Those of ``units`` on which a run holds a kept verdict (answered, or an unparseable
+    answer; not an endpoint failure, which a later pass asks again): a chunk of units a
+    query, through the ``(run_id, case_id, turn)`` index."""
+    found: set[tuple[str, int]] = set()
+    for chunk in in_chunks(sorted(set(units))):
+        query = select(col(JudgeVerdict.case_id), col(JudgeVerdict.turn)).where(
+            col(JudgeVerdict.run_id) == run_id,
+            tuple_(col(JudgeVerdict.case_id), col(JudgeVerdict.turn)).in_(chunk),
+            func.coalesce(col(JudgeVerdict.error_kind), "") != "endpoint",
         )
-    ).scalar()
-    return None if mean is None else float(mean)
+        found.update((case_id, int(turn)) for case_id, turn in session.execute(query))
+    return found
 
 
 def judge_token(session: Session, *, rubric_id: str, version: int) -> tuple[int, str, int, int]:
@@ -365,27 +350,51 @@ class RunCounts:
 
 
 def run_counts_of(session: Session, *, run_id: int) -> RunCounts:
-    """:class:`RunCounts` of one run (one aggregate query, and one for the first failure)."""
+    """:class:`RunCounts` of one run."""
+    return runs_counts(session, run_ids=[run_id]).get(run_id, RunCounts(0, 0, 0, 0, None))
+
+
+def runs_counts(session: Session, *, run_ids: Sequence[int]) -> dict[int, RunCounts]:
+    """:class:`RunCounts` of each run of ``run_ids`` that has verdicts: one aggregate query
+    grouped by run, and one more only when some run has endpoint failures."""
+    if not run_ids:
+        return {}
     endpoint = case((col(JudgeVerdict.error_kind) == "endpoint", 1), else_=0)
     kept = func.coalesce(col(JudgeVerdict.error_kind), "") != "endpoint"
     answered = case((col(JudgeVerdict.turn).is_not(None) & kept, 1), else_=0)
-    total, errors, failed, turns = session.execute(
+    rows = session.execute(
         select(
+            col(JudgeVerdict.run_id),
             func.count(),
             func.count(col(JudgeVerdict.error)),
             func.coalesce(func.sum(endpoint), 0),
             func.coalesce(func.sum(answered), 0),
-        ).where(col(JudgeVerdict.run_id) == run_id)
-    ).one()
-    first = None
-    if failed:
-        first = session.execute(
-            select(col(JudgeVerdict.error))
-            .where(col(JudgeVerdict.run_id) == run_id, col(JudgeVerdict.error_kind) == "endpoint")
-            .order_by(col(JudgeVerdict.id))
-            .limit(1)
-        ).scalar()
-    return RunCounts(int(total), int(errors), int(failed), int(turns), first)
+        )
+        .where(col(JudgeVerdict.run_id).in_(list(run_ids)))
+        .group_by(col(JudgeVerdict.run_id))
+    ).all()
+    failing = [run_id for run_id, _, _, failed, _ in rows if failed]
+    first: dict[int, str] = {}
+    if failing:
+        firsts = (
+            select(func.min(col(JudgeVerdict.id)))
+            .where(
+                col(JudgeVerdict.run_id).in_(failing), col(JudgeVerdict.error_kind) == "endpoint"
+            )
+            .group_by(col(JudgeVerdict.run_id))
+        )
+        first = {
+            int(run_id): error
+            for run_id, error in session.execute(
+                select(col(JudgeVerdict.run_id), col(JudgeVerdict.error)).where(
+                    col(JudgeVerdict.id).in_(firsts)
+                )
+            )
+        }
+    return {
+        int(run_id): RunCounts(int(total), int(errors), int(failed), int(turns), first.get(run_id))
+        for run_id, total, errors, failed, turns in rows
+    }
 
 
 def judge_turn_summaries(

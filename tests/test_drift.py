@@ -3,6 +3,8 @@ first breaks and the slope, on conversations with breaks planted late."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -41,7 +43,7 @@ def test_bins_double_in_width_and_pool_what_is_thin(seed: int) -> None:
         bins = position_bins(positions, min_units=min_units)
         # contiguous from 1, the last one open, every bound on a doubling edge
         assert bins[0].low == 1 and bins[-1].high is None
-        assert all(a.high is not None and a.high + 1 == b.low for a, b in zip(bins, bins[1:]))
+        assert all(a.high is not None and a.high + 1 == b.low for a, b in itertools.pairwise(bins))
         assert all(b.low in EDGES for b in bins)
         index = bin_of_positions(positions, bins)
         sizes = np.bincount(index, minlength=len(bins))

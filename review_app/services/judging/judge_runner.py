@@ -551,6 +551,8 @@ def run_judge(
             "seconds": previous.get("seconds", 0.0) + summary.seconds,
             "prompt_tokens": previous.get("prompt_tokens", 0) + summary.prompt_tokens,
             "completion_tokens": previous.get("completion_tokens", 0) + summary.completion_tokens,
+            # answers (parsed or not) behind the token totals: tokens per request
+            "answers": previous.get("answers", 0) + summary.answered + summary.answer_errors,
             "last": summary.to_dict(),
         }
         answered = judging.run_counts_of(session, run_id=run_id).answered_turns

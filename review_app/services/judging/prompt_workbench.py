@@ -20,7 +20,7 @@ from review_app.judging import PLACEHOLDERS, ChatMessage, check_prompt_text
 from review_app.rubrics import Rubric
 from review_app.services.judging.judge_prompts import preview_messages, prompt_refs_for
 from review_app.services.judging.run_defaults import Pairing, default_pair, team_judge
-from review_app.services.judging.runs import RunListing, list_judge_runs
+from review_app.services.judging.runs import RunListing, list_judge_runs, rubric_listings
 from review_app.services.labels.adjudication import gold_labels
 from review_app.services.operations.jobs import GOLD_SCOPE, JobView, start_judge_job
 from review_app.services.team.people import Actor, authorize
@@ -121,7 +121,9 @@ def plan_run(
     engine: Engine, actor: Actor, *, rubric: Rubric, prompt: str, endpoint: str, scope: str
 ) -> RunPlan:
     """How many requests a run of ``prompt`` at ``endpoint`` would send: ``scope``
-    ``gold`` (the units with gold) or ``all`` (every turn). Policy owners and admins."""
+    ``gold`` (the units with gold) or ``all`` (every turn), less the units that run has
+    answered already; tokens from the totals of its earlier answers there (or of the
+    judge's other runs there). Policy owners and admins."""
     from review_app.services.judging.endpoints import find_endpoint
     from review_app.services.judging.judge_prompts import parse_prompt_ref
 
@@ -130,30 +132,24 @@ def plan_run(
         raise InputError(f"scope is gold or all, got {scope!r}", field="scope")
     judge, number = parse_prompt_ref(prompt)
     model = find_endpoint(endpoint).model
-    gold = set(_gold_units(engine, actor, rubric)) if scope == "gold" else None
+    gold = _gold_units(engine, actor, rubric) if scope == "gold" else None
     with Session(read_only(engine)) as session:
-        run = judging.find_run(
-            session,
-            judge=judge,
-            prompt_version=f"v{number}",
-            model=model,
-            endpoint=endpoint,
-            rubric_id=rubric.id,
-            version=rubric.version,
+        listed = [
+            run for run in rubric_listings(engine, session, rubric=rubric)
+            if run.judge == judge and run.endpoint == endpoint
+        ]  # fmt: skip
+        run = next(
+            (r for r in listed if r.prompt_version == f"v{number}" and r.model == model), None
         )
-        kept = judging.kept_turn_units(session, run_id=run.id) if run and run.id else set()
         if gold is not None:
-            units, answered = len(gold), len(kept & gold)
+            units = len(gold)
+            answered = (
+                len(judging.kept_units_among(session, run_id=run.id, units=gold)) if run else 0
+            )
         else:
             units = cases_storage.actor_event_count(session, actor=rubric.applies_to)
-            answered = len(kept)
-        tokens = judging.tokens_per_answer(
-            session,
-            rubric_id=rubric.id,
-            judge=judge,
-            endpoint=endpoint,
-            run_id=run.id if run is not None else None,
-        )
+            answered = run.covered if run is not None else 0
+    estimates = [r.tokens_per_answer() for r in ([run] if run is not None else []) + listed]
     return RunPlan(
         prompt=f"{judge}@v{number}",
         endpoint=endpoint,
@@ -161,7 +157,7 @@ def plan_run(
         scope="the gold units" if scope == "gold" else "every turn",
         units=units,
         answered=min(answered, units),
-        tokens_per_request=tokens,
+        tokens_per_request=next((e for e in estimates if e is not None), None),
     )
 
 
@@ -234,8 +230,8 @@ def compare_for_workbench(
     actor = authorize(engine, actor, "policy_owner")
     runs = list_judge_runs(engine, actor, rubric=rubric)
     if run_ids is not None:
-        report = compare_judge_runs(engine, actor, rubric=rubric, run_ids=run_ids)
-        return WorkbenchComparison(report, None, runs, None)
+        chosen = compare_judge_runs(engine, actor, rubric=rubric, run_ids=run_ids)
+        return WorkbenchComparison(chosen, None, runs, None)
     note = None
     newer = None
     if prompt is not None:

@@ -33,7 +33,12 @@ from sqlmodel import Session
 
 from review_app.errors import InputError, NotFound
 from review_app.rubrics import Rubric
-from review_app.services.judging.runs import RunListing, list_judge_runs, listing_of
+from review_app.services.judging.runs import (
+    RunListing,
+    list_judge_runs,
+    listing_of,
+    rubric_listings,
+)
 from review_app.services.team.people import Actor, authorize
 from storage import audit, judging, team_judges
 from storage.engine import read_only
@@ -93,7 +98,11 @@ def team_judge(engine: Engine, actor: Actor, *, rubric: Rubric) -> TeamJudgeChoi
     owners and admins)."""
     authorize(engine, actor, "policy_owner")
     with Session(read_only(engine)) as session:
-        row = team_judges.current(session, rubric_id=rubric.id, version=rubric.version)
+        return _team_judge(session, rubric)
+
+
+def _team_judge(session: Session, rubric: Rubric) -> TeamJudgeChoice | None:
+    row = team_judges.current(session, rubric_id=rubric.id, version=rubric.version)
     if row is None:
         return None
     return TeamJudgeChoice(
@@ -206,9 +215,13 @@ class RunChoices:
 
 def run_choices(engine: Engine, actor: Actor, *, rubric: Rubric) -> RunChoices:
     """The rubric version's runs with the team's judge and the default run (policy owners
-    and admins): what the judge page's run picker offers and opens on."""
-    runs = list_judge_runs(engine, actor, rubric=rubric)
-    team = team_judge(engine, actor, rubric=rubric)
+    and admins): what the judge page's run picker offers and opens on. One transaction:
+    the runs' token and the team's judge (the listings are counted again only when the
+    runs changed: :func:`review_app.services.judging.runs.rubric_listings`)."""
+    authorize(engine, actor, "policy_owner")
+    with Session(read_only(engine)) as session:
+        runs = rubric_listings(engine, session, rubric=rubric)
+        team = _team_judge(session, rubric)
     chosen = default_run(runs, team)
     return RunChoices(runs, team, chosen, None if chosen is None else why_default(chosen, team))
 

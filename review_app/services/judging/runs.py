@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -25,6 +27,7 @@ from sqlmodel import Session
 from review_app.errors import NotFound
 from review_app.rubrics import Rubric
 from review_app.services.team.people import Actor, authorize
+from storage import cases as cases_storage
 from storage import judging
 from storage.engine import read_only
 from storage.models import JudgeRun, JudgeRunBase, JudgeRunPublic
@@ -160,6 +163,18 @@ class RunListing:
             return mine < theirs
         return self.id < other.id
 
+    def tokens_per_answer(self) -> float | None:
+        """Mean tokens (prompt + answer) of its answers, from its stored totals (``None``
+        for imported verdicts, or a run that recorded none)."""
+        totals = self.summary or {}
+        tokens = int(totals.get("prompt_tokens") or 0) + int(totals.get("completion_tokens") or 0)
+        answers = totals.get("answers")
+        if not isinstance(answers, int):  # recorded before the count was kept
+            last = totals.get("last") or {}
+            answers = int(last.get("answered") or 0) + int(last.get("answer_errors") or 0)
+            tokens = int(last.get("prompt_tokens") or 0) + int(last.get("completion_tokens") or 0)
+        return tokens / answers if answers and tokens else None
+
     def to_dict(self) -> dict[str, Any]:
         """What ``judge runs --json`` prints for the run."""
         return {**asdict(self), "label": self.label}
@@ -194,7 +209,19 @@ def _state(
 def listing_of(session: Session, run: JudgeRun) -> RunListing:
     """A stored run as a :class:`RunListing` (a building block inside a session)."""
     assert run.id is not None
-    counts = judging.run_counts_of(session, run_id=run.id)
+    return _listing(run, judging.run_counts_of(session, run_id=run.id))
+
+
+def listings_of(session: Session, runs: Sequence[JudgeRun]) -> list[RunListing]:
+    """Stored runs as :class:`RunListing` values, their counts read in one query (a
+    building block inside a session)."""
+    counts = judging.runs_counts(session, run_ids=[run.id for run in runs if run.id is not None])
+    empty = judging.RunCounts(0, 0, 0, 0, None)
+    return [_listing(run, counts.get(run.id or 0, empty)) for run in runs]
+
+
+def _listing(run: JudgeRun, counts: judging.RunCounts) -> RunListing:
+    assert run.id is not None
     summary = json.loads(run.summary_json) if run.summary_json else None
     state, text, asked = _state(run.status, run.source, counts, summary)
     return RunListing(
@@ -221,18 +248,48 @@ def listing_of(session: Session, run: JudgeRun) -> RunListing:
     )
 
 
+_LISTINGS_MAX = 32
+_listings: OrderedDict[tuple[str, str, int], tuple[Any, list[RunListing]]] = OrderedDict()
+_listings_lock = threading.Lock()
+"""Per database and rubric version: the runs' listings with the token they were read for.
+Counting a run's verdicts reads all of them (700,000 at team scale); the token (a few
+index searches) says when to count again, so a page's rerun does not."""
+
+
+def rubric_listings(engine: Engine, session: Session, *, rubric: Rubric) -> list[RunListing]:
+    """The rubric version's runs as listings, counted again only when a run, its verdicts
+    or the cases changed (a building block inside a session of ``engine``; frozen values,
+    shared). The token is the reports' (its parts read once per page run)."""
+    from review_app.services.review.report_store import token_part
+
+    token = (
+        token_part(engine, session, "judge", judging.verdicts_token, rubric),
+        token_part(engine, session, "cases", cases_storage.cases_token),
+    )
+    key = (str(engine.url), rubric.id, rubric.version)
+    with _listings_lock:
+        found = _listings.get(key)
+        if found is not None and found[0] == token:
+            _listings.move_to_end(key)
+            return list(found[1])
+    runs = judging.list_runs(session, rubric_id=rubric.id, version=rubric.version)
+    listed = listings_of(session, runs)
+    with _listings_lock:
+        _listings[key] = (token, listed)
+        while len(_listings) > _LISTINGS_MAX:
+            _listings.popitem(last=False)
+    return list(listed)
+
+
 def list_judge_runs(
     engine: Engine, actor: Actor, *, rubric: Rubric | None = None
 ) -> list[RunListing]:
     """The stored runs (of ``rubric``), each with its identity and state. Policy owners."""
     authorize(engine, actor, "policy_owner")
     with Session(read_only(engine)) as session:
-        runs = judging.list_runs(
-            session,
-            rubric_id=rubric.id if rubric else None,
-            version=rubric.version if rubric else None,
-        )
-        return [listing_of(session, run) for run in runs]
+        if rubric is not None:
+            return rubric_listings(engine, session, rubric=rubric)
+        return listings_of(session, judging.list_runs(session))
 
 
 def judge_token(engine: Engine, actor: Actor, *, rubric: Rubric) -> tuple[int, str, int, int]:

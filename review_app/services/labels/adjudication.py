@@ -215,16 +215,15 @@ def _judge_on_unit(
     engine: Engine, actor: Actor, *, rubric: Rubric, case_id: str, turn: int
 ) -> JudgeOnUnit | None:
     """The default run's verdict on the unit (one complete run for every unit)."""
-    from review_app.services.judging.run_defaults import default_run, team_judge, why_default
-    from review_app.services.judging.runs import list_judge_runs
+    from review_app.services.judging.run_defaults import run_choices
 
-    team = team_judge(engine, actor, rubric=rubric)
-    run = default_run(list_judge_runs(engine, actor, rubric=rubric), team)
-    if run is None:
+    choices = run_choices(engine, actor, rubric=rubric)
+    run = choices.default
+    if run is None or choices.why is None:
         return None
     with Session(read_only(engine)) as session:
         verdict = storage.judging.unit_verdict(session, run_id=run.id, case_id=case_id, turn=turn)
-    return JudgeOnUnit(run.id, run.label, why_default(run, team), verdict)
+    return JudgeOnUnit(run.id, run.label, choices.why, verdict)
 
 
 @dataclass(frozen=True)
