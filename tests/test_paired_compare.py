@@ -120,9 +120,9 @@ def test_the_headline_without_a_detectable_difference_and_with_too_few_units() -
     assert result.outcome == "no_difference"
     assert result.verdict.startswith("No detectable difference: kappa ")
     assert result.verdict.endswith(
-        f"on {result.n_units} units, and each is right where the other is wrong about as "
-        "often (only v2 on 1 unit, only v3 on 0; McNemar p = 1); neither is shown better "
-        "(keep v2, or gather more gold to tell them apart)."
+        f"on {result.n_units} units, and on break / no break they differ on only 1 unit "
+        "(only v2 right on 1, only v3 on 0), too few for McNemar's test to tell (p = 1); "
+        "neither is shown better (keep v2, or gather more gold to tell them apart)."
     )
     few = {u: gold[u] for u in sorted(gold)[:20]}
     small = compare_two_runs(

@@ -638,7 +638,10 @@ def test_the_judges_column_is_one_complete_run_for_every_unit(engine: Engine) ->
     assert "judge: `scope_break` · score 0.91" in [m.value for m in at.markdown]
     assert any("the team's judge: role-judge@v4 · " in plain(c.value) for c in at.caption)
     other = open_page("views/adjudicate.py", case=case_id, turn="8")
-    assert "The judge's run has no verdict on this unit." in [plain(c.value) for c in other.caption]
+    assert any(
+        plain(c.value).startswith("The judge's run has no verdict on this unit")
+        for c in other.caption
+    )
     assert not [m.value for m in other.markdown if m.value.startswith("judge: ")]
 
 
@@ -651,7 +654,9 @@ def test_a_unit_no_judge_run_saw_says_so(engine: Engine) -> None:
         session.execute(delete(JudgeVerdict))
         session.commit()
     at = open_page("views/adjudicate.py")
-    assert "The judge's run has no verdict on this unit." in [plain(c.value) for c in at.caption]
+    assert any(
+        plain(c.value).startswith("The judge's run has no verdict on this unit") for c in at.caption
+    )
 
 
 def test_recording_the_last_open_unit_says_nothing_is_left(engine: Engine) -> None:

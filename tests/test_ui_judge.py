@@ -129,10 +129,12 @@ def test_the_page_shows_metrics_charts_runs_and_filters(database_url: str) -> No
     assert at.selectbox(key="judge_run").value == V2
     assert at.selectbox(key="judge_run").options == [
         f"role-judge@{v} · model gemma-3-270m-it (imported verdicts) · role-adherence@1 · "
-        f"imported, 111 turns"
+        "imported"
         for v in ("v1", "v2")
     ]
-    assert any(c.value.startswith("Shown by default: the team") for c in at.caption)
+    assert "Imported, 111 turns; shown by default: the team's judge." in [
+        plain(c.value) for c in at.caption
+    ]
     assert len(item_lines(at)) == len(service_view(database_url, V2))
 
     at.selectbox(key="judge_run").set_value(V1).run()

@@ -392,30 +392,54 @@ def _units(n: int) -> str:
     return f"{n} unit{'' if n == 1 else 's'}"
 
 
-def _test_clause(names: tuple[str, str], mcnemar: McNemarResult) -> tuple[int, str]:
-    """``(direction, clause)`` of McNemar's test: +1 when the second run is right where the
-    first was wrong significantly more often, -1 the other way round, 0 neither."""
+MIN_DISCORDANT = 6
+"""Fewer units where the runs differ on break / no break cannot reach p < 0.05 in the
+exact test however they split (2 * 0.5 ** 5 = 0.0625)."""
+
+
+def _test_clause(names: tuple[str, str], mcnemar: McNemarResult) -> tuple[int, bool, str]:
+    """``(direction, informative, clause)`` of McNemar's test: direction +1 when the
+    second run is right where the first was wrong significantly more often, -1 the other
+    way round, 0 neither; ``informative`` is false when too few units differ for the test
+    to find anything (:data:`MIN_DISCORDANT`)."""
     a, b = names
     only_a, only_b = mcnemar.table[0][1], mcnemar.table[1][0]
     p = _p_text(mcnemar.p_value)
-    if only_a + only_b == 0:
-        return 0, "on break / no break both are right or wrong on the same units"
-    direction = 0
-    if mcnemar.p_value < TEST_LEVEL:
-        direction = 1 if only_b > only_a else -1
-    winner, loser, wins, losses = (
-        (b, a, only_b, only_a) if only_b >= only_a else (a, b, only_a, only_b)
-    )
-    if direction == 0:
-        return 0, (
-            f"each is right where the other is wrong about as often (only {a} on "
-            f"{_units(only_a)}, only {b} on {only_b}; McNemar {p})"
+    differ = only_a + only_b
+    if differ == 0:
+        return 0, True, "on break / no break both are right or wrong on the same units"
+    if differ < MIN_DISCORDANT:
+        return (
+            0,
+            False,
+            (
+                f"on break / no break they differ on only {_units(differ)} (only {a} right on "
+                f"{only_a}, only {b} on {only_b}), too few for McNemar's test to tell ({p})"
+            ),
         )
+    if mcnemar.p_value >= TEST_LEVEL:
+        return (
+            0,
+            True,
+            (
+                f"each is right where the other is wrong about as often (only {a} on "
+                f"{_units(only_a)}, only {b} on {only_b}; McNemar {p})"
+            ),
+        )
+    direction = 1 if only_b > only_a else -1
+    winner, loser, wins, losses = (
+        (b, a, only_b, only_a) if direction > 0 else (a, b, only_a, only_b)
+    )
     reverse = (
         "never the reverse" if losses == 0 else f"{loser} where {winner} was wrong on {losses}"
     )
-    return direction, (
-        f"{winner} is right where {loser} was wrong on {_units(wins)} and {reverse} (McNemar {p})"
+    return (
+        direction,
+        True,
+        (
+            f"{winner} is right where {loser} was wrong on {_units(wins)} and {reverse} "
+            f"(McNemar {p})"
+        ),
     )
 
 
@@ -434,7 +458,7 @@ def _verdict(
             f"No verdict: only {_units(n)} with gold judged by both runs "
             f"(at least {min_units} needed)."
         )
-    test, clause = _test_clause(names, mcnemar)
+    test, informative, clause = _test_clause(names, mcnemar)
     if difference.value is None or difference.ci95 is None:
         why = difference.reason or "the kappa difference has no interval"
         if test:
@@ -459,6 +483,8 @@ def _verdict(
         outcome = "second_better" if effect > 0 else "first_better"
         if test == effect:
             return outcome, f"{better}, and {clause}."
+        if test == 0 and not informative:
+            return outcome, f"{better}; {clause}."
         if test == 0:
             return outcome, (
                 f"{better}; {clause}: {winner} tells the codes apart better, not the breaks."

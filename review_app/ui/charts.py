@@ -18,8 +18,9 @@ if TYPE_CHECKING:
 
 COEFFICIENT_NAMES = readings.NAMES
 
-FULL_LABELS = alt.Axis(labelLimit=0)
-"""An axis whose labels are never cut short (Vega-Lite cuts them at 180 px by default)."""
+FULL_LABELS = alt.Axis(labelLimit=0, labelOverlap=False)
+"""An axis whose labels are never cut short (Vega-Lite cuts them at 180 px by default)
+nor left out where they would overlap (every code is named)."""
 EVERY_ENTRY = alt.Legend(labelLimit=0, symbolLimit=0, orient="bottom", columns=3)
 """A legend listing every entry in full, below the chart (beside it, a short chart's
 legend drops the entries that do not fit its height)."""
@@ -217,8 +218,12 @@ def confusion_chart(
 ) -> alt.LayerChart:
     rows = confusion_rows(matrix, reviewer_a, reviewer_b)
     base = alt.Chart(alt.Data(values=rows)).encode(
-        x=alt.X("a:N", title=reviewer_a, axis=alt.Axis(labelLimit=0, labelAngle=-40)),
-        y=alt.Y("b:N", title=reviewer_b, axis=FULL_LABELS),
+        x=alt.X(
+            "a:N",
+            title=reviewer_a,
+            axis=alt.Axis(labelLimit=0, labelAngle=-40, labelOverlap=False),
+        ),
+        y=alt.Y("b:N", title=reviewer_b, axis=alt.Axis(labelLimit=0, labelOverlap=False)),
     )
     cells = base.mark_rect().encode(
         color=alt.Color("count:Q", scale=alt.Scale(scheme="oranges")),
@@ -231,6 +236,9 @@ def _rounded(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}"
 
 
+_STATES = {"partial": "stopped", "complete": "complete", "failed": "failed", "running": "running"}
+
+
 def judge_test_rows(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """One row per judge run: may it replace a reviewer (the alternative annotator test)."""
     rows = []
@@ -240,6 +248,9 @@ def judge_test_rows(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         rows.append(
             {
                 "run": run["name"],
+                "state": _STATES.get(str(run.get("status")), str(run.get("status")))
+                if run.get("source") != "import"
+                else "imported",
                 "replaces a reviewer?": verdict.split(":", 1)[0],
                 "winning rate": _rounded(alt_test.get("winning_rate")),
                 "advantage": _rounded(alt_test.get("advantage_probability")),
@@ -352,17 +363,25 @@ def reliability_chart(reliability: dict[str, Any]) -> alt.LayerChart:
     return cast(alt.LayerChart, alt.layer(diagonal, points))
 
 
-def version_difference_rows(differences: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Units where prompt versions differ, flattened for a table."""
+def version_difference_rows(
+    differences: list[dict[str, Any]], columns: Mapping[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """Units where prompt versions differ, flattened for a table. ``columns`` (run name ->
+    column title) keeps those runs only, and the units where they differ."""
     rows = []
     for item in differences:
+        codes = item["codes"]
+        if columns is not None:
+            codes = {columns[name]: code for name, code in codes.items() if name in columns}
+            if len(set(codes.values())) < 2:
+                continue
         case_id, turn = item["unit"]
         rows.append(
             {
                 "case_id": str(case_id),
                 "turn": int(turn),
                 "gold": item.get("reference") or "—",
-                **{str(name): code for name, code in sorted(item["codes"].items())},
+                **{str(name): code for name, code in sorted(codes.items())},
             }
         )
     return rows
@@ -408,7 +427,7 @@ def drift_chart(report: dict[str, Any]) -> alt.LayerChart:
         color=alt.Color("source:N", title=None, legend=EVERY_ENTRY),
     )
     points = base.mark_point(filled=True, size=70).encode(
-        y=alt.Y("rate:Q", title="share of answers that break the role", axis=alt.Axis(format="%")),
+        y=alt.Y("rate:Q", title="share breaking the role", axis=alt.Axis(format="%")),
         tooltip=[
             "source:N",
             "answers:N",
@@ -430,7 +449,7 @@ def _group_figure(value: float | None, units: int) -> str:
     """A coefficient of one group as text: too few units or none is never a number."""
     if units < readings.MIN_UNITS:
         return "not enough data"
-    return "—" if value is None else f"{value:.2f}"
+    return "undefined: all alike" if value is None else f"{value:.2f}"
 
 
 def drift_agreement_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:

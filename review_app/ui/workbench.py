@@ -88,7 +88,7 @@ def draw(engine: Engine, actor: Actor, rubric: Rubric) -> None:
         "Prompt version",
         refs,
         key="workbench_version",
-        format_func=lambda ref: _version_label(catalog, ref, team),
+        format_func=lambda ref: _version_label(catalog, ref),
         on_change=common.mark_chosen,
         args=("workbench_version_chosen",),
     )
@@ -146,15 +146,14 @@ def draw(engine: Engine, actor: Actor, rubric: Rubric) -> None:
     _compare_section(engine, actor, rubric, chosen.ref)
 
 
-def _version_label(catalog: PromptCatalog, ref: str, team: TeamJudgeChoice | None) -> str:
+def _version_label(catalog: PromptCatalog, ref: str) -> str:
+    """A version as the picker shows it: where it comes from (a file, or who saved it) and
+    what it was derived from; nothing that changes while the page is open (a changed
+    option would reset the picker)."""
     prompt = catalog.get(ref)
-    parts = [ref]
-    if team is not None and team.prompt == ref:
-        parts.append("the team's judge")
-    parts.append(prompt.credit)
+    parts = [ref, prompt.credit]
     if prompt.derived_from:
         parts.append(f"from {prompt.derived_from}")
-    parts.append(f"{prompt.runs} run{'s' if prompt.runs != 1 else ''}")
     return " · ".join(parts)
 
 
@@ -208,7 +207,7 @@ def _run_section(
         st.session_state["workbench_endpoint"] = preferred if preferred in names else names[0]
     job = current_job(engine, actor, rubric=rubric, watched=st.session_state["workbench_job"])
     running = job is not None and not job.finished
-    left, right = st.columns([3, 1], vertical_alignment="bottom")
+    left, right = st.columns([2, 1], vertical_alignment="bottom")
     left.selectbox("Endpoint", names, key="workbench_endpoint")
     try:
         plan = plan_run(
@@ -296,7 +295,8 @@ def _compare_section(engine: Engine, actor: Actor, rubric: Rubric, prompt_ref: s
     report = shown.report
     if report is None:
         pairing = shown.pairing
-        st.info(escape(pairing.how if pairing is not None else "Nothing to compare yet.") + ".")
+        how = pairing.how if pairing is not None else "nothing to compare yet"
+        st.info(escape(how[:1].upper() + how[1:]) + ".")
         if pairing is not None and pairing.baseline and pairing.second is not None:
             _baseline_button(engine, actor, rubric, pairing.baseline, pairing.second.endpoint)
     else:
@@ -315,7 +315,7 @@ def _compare_section(engine: Engine, actor: Actor, rubric: Rubric, prompt_ref: s
                     escape(title),
                     list(runs),
                     key=key,
-                    format_func=lambda i: runs[i].label,
+                    format_func=lambda i: runs[i].picker_label,
                     on_change=common.mark_chosen,
                     args=("workbench_pair_chosen",),
                     placeholder="Choose a run",
@@ -391,26 +391,40 @@ def _verdict(
 
 
 def _next_steps(engine: Engine, actor: Actor, rubric: Rubric, winner: RunListing) -> None:
-    """After a verdict: make the better run the team's judge; run it on every turn."""
+    """After a verdict: make the better run the team's judge; run it on every turn (a
+    background job, its requests and tokens said first)."""
     team = team_judge(engine, actor, rubric=rubric)
-    if team is None or not team.matches(winner):
-        use_as_judge_button(engine, actor, rubric, winner, key="workbench_use")
-    else:
-        st.caption(f"{escape(winner.prompt)} is the team's judge.")
     configured = {e.name for e in list_endpoints(engine, actor)}
-    if winner.endpoint not in configured:
-        return
-    plan = plan_run(
-        engine, actor, rubric=rubric, prompt=winner.prompt, endpoint=winner.endpoint, scope="all"
+    plan = (
+        plan_run(
+            engine,
+            actor,
+            rubric=rubric,
+            prompt=winner.prompt,
+            endpoint=winner.endpoint,
+            scope="all",
+        )
+        if winner.endpoint in configured
+        else None
     )
-    if not plan.requests:
-        st.caption(f"{escape(winner.prompt)} has judged every turn at {escape(winner.endpoint)}.")
+    use, everywhere = st.columns(2, vertical_alignment="center")
+    with use:
+        if team is None or not team.matches(winner):
+            use_as_judge_button(engine, actor, rubric, winner, key="workbench_use")
+        else:
+            st.caption(f"{escape(winner.prompt)} is the team's judge.")
+    if plan is None:
         return
-    left, right = st.columns([3, 1], vertical_alignment="center")
-    left.caption(f"A background job: {escape(plan.sentence())}")
-    if right.button(
+    if not plan.requests:
+        everywhere.caption(
+            f"{escape(winner.prompt)} has judged every turn at {escape(winner.endpoint)}."
+        )
+        return
+    clicked = everywhere.button(
         f"Run {escape(winner.prompt_version)} on every turn", key="workbench_everywhere"
-    ):
+    )
+    st.caption(f"Run on every turn is a background job: {escape(plan.sentence())}")
+    if clicked:
         try:
             job = run_on_every_turn(
                 engine, actor, rubric=rubric, prompt=winner.prompt, endpoint=winner.endpoint
@@ -450,7 +464,7 @@ def _baseline_button(
         )
         return
     plan = plan_run(engine, actor, rubric=rubric, prompt=baseline, endpoint=endpoint, scope="gold")
-    left, right = st.columns([3, 1], vertical_alignment="center")
+    left, right = st.columns([3, 2], vertical_alignment="center")
     left.caption(escape(plan.sentence()))
     if right.button(
         f"Run {escape(baseline)} on {escape(endpoint)}", key="workbench_baseline", type="primary"

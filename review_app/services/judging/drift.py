@@ -103,11 +103,17 @@ def _source_block(
     min_units: int,
     n_resamples: int,
     seed: int,
+    bins: list[PositionBin] | None = None,
 ) -> tuple[dict[str, Any], list[PositionBin]]:
+    """One source's figures, on ``bins`` (gold's, so that every source is read on the
+    same answers) or, without, on its own."""
     positions = turns.position[rows]
     clusters_raw = turns.cluster[rows]
     _, clusters = np.unique(clusters_raw, return_inverse=True)
-    bins = position_bins(positions, min_units=min_units) if rows.size else []
+    if not rows.size:
+        bins = []
+    elif not bins:
+        bins = position_bins(positions, min_units=min_units)
     by_position: list[dict[str, Any]] = []
     by_role: list[dict[str, Any]] = []
     first_break: list[dict[str, Any]] = []
@@ -216,6 +222,7 @@ def drift_report(
     if not gold_rows.size:
         warnings.append("no unit has break / no-break gold yet: only the judge runs are shown")
     judged: dict[int, dict[int, bool]] = {}
+    shared_bins: list[PositionBin] | None = gold_bins or None
     for run, columns in run_verdicts(engine, rubric, None if run_id is None else [run_id]):
         assert run.id is not None
         if run_id is None and run.status != "complete":
@@ -233,9 +240,11 @@ def drift_report(
         judged[run.id] = said
         rows = np.array(sorted(said), dtype=np.int64)
         y = np.array([said[i] for i in rows.tolist()], dtype=bool)
-        block, _ = _source_block(
-            turns, rows, y, min_units=min_units, n_resamples=n_resamples, seed=seed
-        )
+        block, run_bins = _source_block(
+            turns, rows, y, min_units=min_units, n_resamples=n_resamples, seed=seed,
+            bins=shared_bins,
+        )  # fmt: skip
+        shared_bins = shared_bins or run_bins or None
         sources.append(
             {
                 "source": "run",

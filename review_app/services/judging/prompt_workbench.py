@@ -250,11 +250,10 @@ def compare_for_workbench(
     )
     if note is not None and pairing.second is not None:
         note += f": the newest complete run is shown, {pairing.second.prompt}"
-    report = (
-        compare_judge_runs(engine, actor, rubric=rubric, run_ids=pairing.ids)
-        if pairing.found
-        else None
-    )
+    report = None
+    if pairing.found:
+        report = compare_judge_runs(engine, actor, rubric=rubric, run_ids=pairing.ids)
+        report["pairing"] = f"default: {pairing.how}"
     return WorkbenchComparison(report, pairing, runs, note)
 
 

@@ -139,6 +139,14 @@ class RunListing:
         return f"{self.prompt} · {self.setup} · {self.rubric} · {self.state_text}"
 
     @property
+    def picker_label(self) -> str:
+        """The run in a picker: its identity and state word, no counts (an option whose
+        text changes while the page is open resets the picker): ``role-judge@v3 · model
+        loop-model at loopback · role-adherence@1 · stopped``."""
+        state = "imported" if self.source == "import" and self.complete else self.state
+        return f"{self.prompt} · {self.setup} · {self.rubric} · {state}"
+
+    @property
     def complete(self) -> bool:
         return self.state == COMPLETE
 

@@ -223,6 +223,24 @@ def _interval(ci: list[float] | None) -> str:
     return f" [{percent(ci[0])}, {percent(ci[1])}]" if ci else ""
 
 
+def _no_estimate(estimate: Mapping[str, Any]) -> str:
+    """Why PPI gives no break rate, and the step that fixes it."""
+    n_gold, n_judged = int(estimate.get("n_gold") or 0), int(estimate.get("n_judged") or 0)
+    level = estimate["level"]
+    if n_gold >= 2 and n_judged <= n_gold:
+        return (
+            f"the judge has judged only the {n_gold:,d} {level}s with gold, so it adds "
+            "nothing to what reviewers say; run it on every turn (below) and the rate uses "
+            "its verdicts on the rest"
+        )
+    if n_gold < 2:
+        return (
+            f"{n_gold:d} of the judged {level}s {'has' if n_gold == 1 else 'have'} gold; "
+            "adjudicate disagreements or draw an audit sample (below) first"
+        )
+    return str((estimate.get("budget") or {}).get("reason") or "no estimate")
+
+
 def estimate_sentence(estimate: Mapping[str, Any]) -> str:
     """The judge page's headline: the break rate with the estimator it comes from, and what
     reviewers and the judge alone say. When PPI++ gives the judge weight 0 the rate is
@@ -235,8 +253,9 @@ def estimate_sentence(estimate: Mapping[str, Any]) -> str:
         f"the judge alone {percent(estimate['judge_only'])}."
     )
     if ppi["value"] is None:
-        why = (estimate.get("budget") or {}).get("reason") or "no judged unit has gold"
-        return f"{level.capitalize()} break rate: no estimate yet ({why}); " + alone
+        return (
+            f"{level.capitalize()} break rate: no estimate yet: {_no_estimate(estimate)}; " + alone
+        )
     interval = _interval(ppi["ci95"])
     if ppi["ci95"] is None:
         why = (estimate.get("budget") or {}).get("reason")
@@ -265,6 +284,8 @@ def budget_sentence(estimate: Mapping[str, Any]) -> str | None:
     """The budget line ``review-app judge estimate`` prints, as a sentence."""
     budget = estimate.get("budget") or {}
     more = budget.get("more_audited_units_to_halve_width")
+    if (estimate.get("ppi") or {}).get("value") is None:
+        return None  # the break rate's sentence says why there is none
     if more is not None:
         return (
             f"Budget: about {more:,d} more audited {estimate['level']}s would halve the "

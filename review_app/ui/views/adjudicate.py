@@ -200,7 +200,10 @@ with decision:
     if judge is None:
         st.caption("No judge run is complete yet: no judge's verdict to show.")
     elif verdict is None:
-        st.caption("The judge's run has no verdict on this unit.")
+        st.caption(
+            "The judge's run has no verdict on this unit (it has not judged it yet): run it "
+            "on every turn from the judge page."
+        )
     elif verdict.label is None:
         st.caption(f"The judge's run failed on this unit: {escape(verdict.error or '')}")
     else:

@@ -129,7 +129,7 @@ if not report["runs"]:
     st.stop()
 
 choices = run_choices(engine, actor, rubric=rubric)
-labels = {listing.name: listing.label for listing in choices.runs}
+labels = {listing.name: listing.picker_label for listing in choices.runs}
 names = [r["name"] for r in report["runs"] if r["name"] in labels]
 if not st.session_state["judge_run_chosen"] or st.session_state["judge_run"] not in names:
     # Nobody chose a run here: the default (the team's judge, else the newest complete
@@ -157,9 +157,15 @@ if st.session_state["judge_run"] is None:
     st.stop()
 run = next(r for r in report["runs"] if r["name"] == st.session_state["judge_run"])
 listing = next(listing for listing in choices.runs if listing.name == run["name"])
-if not st.session_state["judge_run_chosen"] and choices.why:
-    st.caption(f"Shown by default: {escape(choices.why)}.")
-elif not listing.complete:
+st.caption(
+    escape(listing.state_text[:1].upper() + listing.state_text[1:])
+    + (
+        f"; shown by default: {escape(choices.why)}."
+        if not st.session_state["judge_run_chosen"] and choices.why
+        else "."
+    )
+)
+if not listing.complete:
     st.warning(
         f"This run is not complete ({escape(listing.state_text)}): its figures rest on the "
         "units it judged."
@@ -305,16 +311,26 @@ else:
     st.caption("This run has no scores: no threshold sweep or reliability diagram.")
 
 versions = report.get("versions")
-if versions:
+# Like for like: the complete runs with this run's model and endpoint, one column each.
+alike = {
+    other.name: other.prompt
+    for other in choices.runs
+    if other.complete
+    and other.same_setup(listing)
+    and other.name in (versions or {}).get("versions", [])
+}
+if versions and len(alike) >= 2:
     st.subheader("Prompt versions side by side")
-    differences = versions.get("differences", [])
+    st.caption(
+        f"The complete runs with {escape(listing.setup)}, on the units every complete run "
+        "judged: the units where their codes differ."
+    )
+    differences = charts.version_difference_rows(versions.get("differences", []), alike)
     # The first rows only (the units differing grow with the gold labels): the page
     # sends a table of bounded size; the whole list is a download, built when asked.
-    st.dataframe(
-        charts.version_difference_rows(differences[: common.FIRST_ROWS]),
-        hide_index=True,
-        key="judge_versions",
-    )
+    st.dataframe(differences[: common.FIRST_ROWS], hide_index=True, key="judge_versions")
+    if not differences:
+        st.caption("They give the same code on every one of these units.")
     if len(differences) > common.FIRST_ROWS:
         st.caption(
             f"The first {common.FIRST_ROWS:d} of {len(differences):,d} units where the "
@@ -322,11 +338,17 @@ if versions:
         )
         st.download_button(
             "Download every difference (JSON)",
-            lambda: json.dumps(charts.version_difference_rows(differences), indent=2),
+            lambda: json.dumps(differences, indent=2),
             file_name=f"{rubric.id}-prompt-version-differences.json",
             mime="application/json",
             key="judge_versions_download",
         )
+
+if versions is not None and len(alike) < 2:
+    st.caption(
+        f"Prompt versions side by side: no other complete run has {escape(listing.setup)}; "
+        "run another prompt version there in the prompt workbench to set them side by side."
+    )
 
 st.subheader("Disagreements with gold")
 kinds = ["all", "missed_break", "false_alarm", "wrong_break_kind"]
