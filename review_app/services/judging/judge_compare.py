@@ -165,8 +165,8 @@ def compare_judge_runs(
         )
         if not found.found:
             raise InputError(
-                f"{found.how}; or give two runs with --runs A,B (docs/reference.md, "
-                '"Which run by default")',
+                f"{found.how}; or give two runs with --runs A,B "
+                '(docs/reference.md, "Which run by default")',
                 field="--runs",
             )
         first_id, second_id = found.ids

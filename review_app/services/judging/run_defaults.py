@@ -371,12 +371,12 @@ def confound(first: RunListing, second: RunListing) -> str | None:
     parts = []
     if first.prompt == second.prompt:
         parts.append(
-            f"both runs ran {first.prompt}"
+            f"Both runs ran {first.prompt}"
             + (f": they differ in {' and '.join(others)}, so this compares those" if others else "")
         )
     elif others:
         parts.append(
-            f"these runs differ in more than the prompt, also in {' and '.join(others)}: a "
+            f"These runs differ in more than the prompt, also in {' and '.join(others)}: a "
             "difference between them may come from that, not from the prompt"
         )
     unfinished = [
@@ -386,5 +386,4 @@ def confound(first: RunListing, second: RunListing) -> str | None:
         parts.append(" and ".join(unfinished) + ", so they are compared on the units both judged")
     if not parts:
         return None
-    text = "; ".join(parts)
-    return text[:1].upper() + text[1:] + "."
+    return "; ".join(parts) + "."
