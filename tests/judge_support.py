@@ -168,9 +168,7 @@ class FakeChatServer:
                 data = reply.raw
             else:
                 content = (
-                    reply.content
-                    if reply.content is not None
-                    else json.dumps(self.answer(prompt))
+                    reply.content if reply.content is not None else json.dumps(self.answer(prompt))
                 )
                 usage = (len(prompt) // 4, len(content) // 4 + 1)
                 data = json.dumps(

@@ -259,7 +259,8 @@ def test_a_judge_iteration_whose_defaults_compare_like_with_like(
         walk.button("Use v3 as the judge").click()
         walk.idle()
         walk.text(
-            "The team's judge for role-adherence@1 is role-judge@v3 with model loop-model at loopback"
+            "The team's judge for role-adherence@1 is role-judge@v3 with model loop-model at "
+            "loopback"
         )
 
         # 5. A third version, run more slowly and stopped part-way.

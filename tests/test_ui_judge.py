@@ -128,8 +128,7 @@ def test_the_page_shows_metrics_charts_runs_and_filters(database_url: str) -> No
     # the team's judge (the demo's v2) is preselected; runs are named by their identity
     assert at.selectbox(key="judge_run").value == V2
     assert at.selectbox(key="judge_run").options == [
-        f"role-judge@{v} · model gemma-3-270m-it (imported verdicts) · role-adherence@1 · "
-        "imported"
+        f"role-judge@{v} · model gemma-3-270m-it (imported verdicts) · role-adherence@1 · imported"
         for v in ("v1", "v2")
     ]
     assert "Imported, 111 turns; shown by default: the team's judge." in [
