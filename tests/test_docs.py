@@ -77,14 +77,17 @@ def test_every_command_appears_in_the_readme() -> None:
     assert not missing, f"commands missing from README.md: {missing}"
 
 
+TEST_COMMAND = "python -m pytest -n 3 --dist worksteal"
+
+
 def test_readme_shows_install_and_run_and_install_and_test() -> None:
     assert "pip install . && review-app demo" in README
-    assert 'pip install -e ".[test]" && python -m pytest' in README
+    assert f'pip install -e ".[test]" && {TEST_COMMAND}' in README
 
 
 def test_ci_runs_the_readme_test_command() -> None:
     ci = (Path(__file__).resolve().parents[1] / ".ci" / "run").read_text(encoding="utf-8")
-    assert "python -m pytest" in ci
+    assert f"\n{TEST_COMMAND}\n" in ci
     assert "REVIEW_APP_REQUIRE_POSTGRES=1" in ci and "REVIEW_APP_REQUIRE_BROWSER=1" in ci
     assert 'pip install -q -e ".[test,local-judge,interop]"' in ci
     assert "REVIEW_APP_REQUIRE_INTEROP=1" in ci

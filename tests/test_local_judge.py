@@ -1,5 +1,9 @@
 """The offline judge end to end: llama.cpp's server with the bundled Gemma 3 270M judges
-the demo set, and the run is stored and reported.
+four short demo conversations, and the run is stored and reported.
+
+Four conversations (18 turns), not the whole demo set (111 turns): on a 2-core machine the
+model takes 5-10 s a turn, and the pipe (prompt, constrained answer, stored verdict,
+report) is the same for every turn.
 
 Skips when the local-judge extra is not installed, unless
 ``REVIEW_APP_REQUIRE_LOCAL_JUDGE=1`` (set by ``.ci/run``) makes that a failure. The
@@ -79,8 +83,18 @@ def local_server(tmp_path: Path):  # type: ignore[no-untyped-def]
         log.close()
 
 
+# Short conversations whose turns have gold labels in the demo set.
+JUDGED_CASES = (
+    "support-false-refund-claim",
+    "support-retry-missing-context",
+    "support-unknown-action-store-credit",
+    "support-user-fake-role-change",
+)
+JUDGED_TURNS = 18  # their assistant turns
+
+
 @pytest.mark.timeout(3600)
-def test_local_judge_judges_the_demo_set_and_the_report_shows_it_is_weak(
+def test_local_judge_judges_demo_conversations_and_the_report_shows_it_is_weak(
     tmp_path: Path, local_server: str
 ) -> None:
     url = f"sqlite:///{tmp_path / 'judge.db'}"
@@ -123,6 +137,7 @@ def test_local_judge_judges_the_demo_set_and_the_report_shows_it_is_weak(
         "1",
         "--timeout",
         "600",
+        *(argument for case in JUDGED_CASES for argument in ("--case", case)),
     )
     assert run.returncode == 0, run.stderr
     assert "role-judge-mini@v1/gemma-3-270m" in run.stdout
@@ -131,7 +146,7 @@ def test_local_judge_judges_the_demo_set_and_the_report_shows_it_is_weak(
     local = next(r for r in runs if r["name"] == "role-judge-mini@v1/gemma-3-270m")
     assert local["source"] == "run"
     assert local["prompt_sha256"]
-    assert local["verdicts"] == 111  # every assistant turn of the 17 demo cases
+    assert local["verdicts"] == JUDGED_TURNS  # every assistant turn of the judged cases
     assert local["summary"]["prompt_tokens"] > 0
 
     report = json.loads(
@@ -148,7 +163,7 @@ def test_local_judge_judges_the_demo_set_and_the_report_shows_it_is_weak(
         ).stdout
     )
     [entry] = report["runs"]
-    assert entry["turn_verdicts"] == 111
+    assert entry["turn_verdicts"] == JUDGED_TURNS
     answered = entry["turn_verdicts"] - entry["errors"]
     assert answered > 0, "the schema-constrained answers should mostly parse"
     assert entry["vs_gold"] is not None
