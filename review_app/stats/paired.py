@@ -459,15 +459,19 @@ def _verdict(
             f"(at least {min_units} needed)."
         )
     test, informative, clause = _test_clause(names, mcnemar)
+
+    def likely(interval: str) -> tuple[str, str]:
+        """The test alone finds a difference: likely better, confirm on more gold."""
+        winner, loser = (b, a) if test > 0 else (a, b)
+        return (
+            "second_likely_better" if test > 0 else "first_likely_better",
+            f"{clause}{interval}: {winner} is likely better than {loser}, confirm on more gold.",
+        )
+
     if difference.value is None or difference.ci95 is None:
         why = difference.reason or "the kappa difference has no interval"
         if test:
-            winner, loser = (b, a) if test > 0 else (a, b)
-            return (
-                "second_likely_better" if test > 0 else "first_likely_better",
-                f"{clause}, but the kappa difference has no interval on {n} units ({why}): "
-                f"{winner} is likely better than {loser}, confirm on more gold.",
-            )
+            return likely(f", but the kappa difference has no interval on {n} units ({why})")
         return "undefined", f"No verdict on {n} units: {why}; {clause}."
     low, high = difference.ci95
     effect = 1 if low > 0 else -1 if high < 0 else 0
@@ -494,12 +498,7 @@ def _verdict(
         )
     interval = f"kappa {_signed(difference.value)} [{_signed(low)}, {_signed(high)}] on {n} units"
     if test:
-        winner, loser = (b, a) if test > 0 else (a, b)
-        return (
-            "second_likely_better" if test > 0 else "first_likely_better",
-            f"{clause}; the kappa interval still includes no change ({interval}): "
-            f"{winner} is likely better than {loser}, confirm on more gold.",
-        )
+        return likely(f"; the kappa interval still includes no change ({interval})")
     return "no_difference", (
         f"No detectable difference: {interval}, and {clause}; neither is shown better "
         f"(keep {a}, or gather more gold to tell them apart)."

@@ -6,7 +6,7 @@ version, and act on the verdict (docs/reference.md, "Prompt workbench")."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import streamlit as st
 from sqlalchemy import Engine
@@ -22,6 +22,7 @@ from review_app.services.judging.judge_prompts import (
 from review_app.services.judging.judge_report import few_shot_material
 from review_app.services.judging.prompt_workbench import (
     PLACEHOLDER_HELP,
+    RunPlan,
     compare_for_workbench,
     current_job,
     plan_run,
@@ -207,20 +208,12 @@ def _run_section(
         st.session_state["workbench_endpoint"] = preferred if preferred in names else names[0]
     job = current_job(engine, actor, rubric=rubric, watched=st.session_state["workbench_job"])
     running = job is not None and not job.finished
-    left, right = st.columns([2, 1], vertical_alignment="bottom")
-    left.selectbox("Endpoint", names, key="workbench_endpoint")
-    try:
-        plan = plan_run(
-            engine,
-            actor,
-            rubric=rubric,
-            prompt=prompt_ref,
-            endpoint=st.session_state["workbench_endpoint"],
-            scope="gold",
-        )
-    except REFUSED as error:
-        st.error(error_text(error))
+    planned = _endpoint_and_plan(
+        engine, actor, rubric, prompt_ref, names=names, key="workbench_endpoint", scope="gold"
+    )
+    if planned is None:
         return
+    plan, right = planned
     clicked = right.button(
         f"Run on gold units ({plan.requests:,d} requests)",
         key="workbench_run",
@@ -247,6 +240,30 @@ def _run_section(
         st.rerun()
     if job is not None:
         _job_progress(engine, actor, rubric, job.id)
+
+
+def _endpoint_and_plan(
+    engine: Engine,
+    actor: Actor,
+    rubric: Rubric,
+    prompt: str,
+    *,
+    names: list[str],
+    key: str,
+    scope: str,
+) -> tuple[RunPlan, Any] | None:
+    """The endpoint picker and what a run of ``prompt`` there would ask (``scope``
+    ``gold`` or ``all``), with the column left for the button; ``None`` after an error."""
+    left, right = st.columns([2, 1], vertical_alignment="bottom")
+    left.selectbox("Endpoint", names, key=key)
+    try:
+        plan = plan_run(
+            engine, actor, rubric=rubric, prompt=prompt, endpoint=st.session_state[key], scope=scope
+        )
+    except REFUSED as error:
+        st.error(error_text(error))
+        return None
+    return plan, right
 
 
 @st.fragment(run_every=1.0)
@@ -501,20 +518,12 @@ def run_everywhere_form(
         st.session_state["judge_everywhere_endpoint"] = (
             run["endpoint"] if run.get("endpoint") in endpoints else endpoints[0]
         )
-    left, right = st.columns([3, 1], vertical_alignment="bottom")
-    left.selectbox("Endpoint", endpoints, key="judge_everywhere_endpoint")
-    try:
-        plan = plan_run(
-            engine,
-            actor,
-            rubric=rubric,
-            prompt=prompt,
-            endpoint=st.session_state["judge_everywhere_endpoint"],
-            scope="all",
-        )
-    except REFUSED as error:
-        st.error(error_text(error))
+    planned = _endpoint_and_plan(
+        engine, actor, rubric, prompt, names=endpoints, key="judge_everywhere_endpoint", scope="all"
+    )
+    if planned is None:
         return
+    plan, right = planned
     clicked = right.button("Run on every turn", key="judge_everywhere", disabled=not plan.requests)
     st.caption(escape(plan.sentence()))
     if clicked:

@@ -42,6 +42,7 @@ from review_app.services.judging.runs import (
 from review_app.services.team.people import Actor, authorize
 from storage import audit, judging, team_judges
 from storage.engine import read_only
+from storage.models import TeamJudge
 
 
 @dataclass(frozen=True)
@@ -103,8 +104,10 @@ def team_judge(engine: Engine, actor: Actor, *, rubric: Rubric) -> TeamJudgeChoi
 
 def _team_judge(session: Session, rubric: Rubric) -> TeamJudgeChoice | None:
     row = team_judges.current(session, rubric_id=rubric.id, version=rubric.version)
-    if row is None:
-        return None
+    return None if row is None else _choice(row, rubric)
+
+
+def _choice(row: TeamJudge, rubric: Rubric) -> TeamJudgeChoice:
     return TeamJudgeChoice(
         rubric=rubric.ref,
         judge=row.judge,
@@ -163,16 +166,7 @@ def choose_team_judge(
             },
         )
         session.commit()
-        return TeamJudgeChoice(
-            rubric=rubric.ref,
-            judge=row.judge,
-            prompt_version=row.prompt_version,
-            model=row.model,
-            endpoint=row.endpoint,
-            run_id=row.run_id,
-            chosen_by=row.chosen_by,
-            chosen_at=row.chosen_at,
-        )
+        return _choice(row, rubric)
 
 
 def team_run(runs: Sequence[RunListing], team: TeamJudgeChoice | None) -> RunListing | None:
