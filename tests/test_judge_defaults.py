@@ -441,3 +441,35 @@ def test_every_request_failing_fails_the_job_and_the_run_with_the_first_error(
     [run] = list_judge_runs(world.engine, OP, rubric=world.rubric)
     assert run.state == "complete"
     assert run.state_text.endswith("; 1 failed at the endpoint (running it again asks them)")
+
+
+def test_the_migration_names_existing_runs_endpoints(database: Database) -> None:
+    """Runs stored before migration 0018 get the host:port of the URL they recorded;
+    imported ones none; downgrading and upgrading again keeps them."""
+    from alembic import command
+    from sqlalchemy import text
+
+    from storage.migrations import alembic_config, upgrade_database
+
+    config = alembic_config()
+    with database.engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, "0017")
+    with database.engine.begin() as connection:
+        for judge, source, params in (
+            ("asked", "run", '{"base_url": "http://user:pw@10.0.0.5:8080/v1"}'),
+            ("imported", "import", None),
+        ):
+            connection.execute(
+                text(
+                    "INSERT INTO judge_runs (judge, prompt_version, model, rubric_id, "
+                    "rubric_version, source, status, params_json, created_at, updated_at) "
+                    "VALUES (:judge, 'v1', 'm', 'role-adherence', 1, :source, 'complete', "
+                    ":params, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)"
+                ),
+                {"judge": judge, "source": source, "params": params},
+            )
+    upgrade_database(database.engine)
+    with database.engine.connect() as connection:
+        rows = dict(connection.execute(text("SELECT judge, endpoint FROM judge_runs")).all())
+    assert rows == {"asked": "10.0.0.5:8080", "imported": ""}

@@ -42,15 +42,17 @@ def _host(url: object) -> str:
 
 
 def upgrade() -> None:
-    with op.batch_alter_table('judge_runs') as batch:
-        batch.add_column(
-            sa.Column(
-                'endpoint',
-                sqlmodel.sql.sqltypes.AutoString(length=200),
-                nullable=False,
-                server_default='',
-            )
-        )
+    # A plain ADD COLUMN on both databases: a batch copy of judge_runs on SQLite would
+    # rename the table under the judge_prompts triggers (0015) that name it.
+    op.add_column(
+        'judge_runs',
+        sa.Column(
+            'endpoint',
+            sqlmodel.sql.sqltypes.AutoString(length=200),
+            nullable=False,
+            server_default='',
+        ),
+    )
     bind = op.get_bind()
     runs = bind.execute(
         sa.text("SELECT id, params_json FROM judge_runs WHERE source = 'run'")
@@ -78,5 +80,8 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_index('ux_judge_runs_identity', table_name='judge_runs')
     op.create_index('ux_judge_runs_identity', 'judge_runs', IDENTITY, unique=True)
-    with op.batch_alter_table('judge_runs') as batch:
-        batch.drop_column('endpoint')
+    if op.get_bind().dialect.name == "sqlite":
+        # SQLite's own DROP COLUMN (3.35+), not a batch copy (see upgrade)
+        op.execute("ALTER TABLE judge_runs DROP COLUMN endpoint")
+    else:
+        op.drop_column('judge_runs', 'endpoint')
