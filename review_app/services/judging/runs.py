@@ -257,36 +257,45 @@ def _listing(run: JudgeRun, counts: judging.RunCounts) -> RunListing:
 
 
 _LISTINGS_MAX = 32
-_listings: OrderedDict[tuple[str, str, int], tuple[Any, list[RunListing]]] = OrderedDict()
+_listings: OrderedDict[tuple[str, str, int], tuple[Any, dict[int, tuple[Any, RunListing]]]] = (
+    OrderedDict()
+)
 _listings_lock = threading.Lock()
-"""Per database and rubric version: the runs' listings with the token they were read for.
-Counting a run's verdicts reads all of them (700,000 at team scale); the token (a few
-index searches) says when to count again, so a page's rerun does not."""
+"""Per database and rubric version: the token the runs were listed for, and each run's
+listing with its own part of that token. Counting a run's verdicts reads all of them
+(700,000 at team scale): a page's rerun counts none while nothing changed, and while a
+run writes its answers only that run is counted again."""
 
 
 def rubric_listings(engine: Engine, session: Session, *, rubric: Rubric) -> list[RunListing]:
-    """The rubric version's runs as listings, counted again only when a run, its verdicts
-    or the cases changed (a building block inside a session of ``engine``; frozen values,
-    shared). The token is the reports' (its parts read once per page run)."""
+    """The rubric version's runs as listings, each counted again only when it, its
+    verdicts or the cases changed (a building block inside a session of ``engine``;
+    frozen values, shared). The token is the reports' (its parts read once per page run)."""
     from review_app.services.review.report_store import token_part
 
-    token = (
-        token_part(engine, session, "judge", judging.verdicts_token, rubric),
-        token_part(engine, session, "cases", cases_storage.cases_token),
-    )
+    per_run = token_part(engine, session, "judge", judging.verdicts_token, rubric)
+    cases = token_part(engine, session, "cases", cases_storage.cases_token)
+    token = (per_run, cases)
     key = (str(engine.url), rubric.id, rubric.version)
     with _listings_lock:
         found = _listings.get(key)
         if found is not None and found[0] == token:
             _listings.move_to_end(key)
-            return list(found[1])
+            return [listing for _, listing in found[1].values()]
+        known = dict(found[1]) if found is not None else {}
+    parts = {int(part[0]): (tuple(part), cases) for part in per_run}
     runs = judging.list_runs(session, rubric_id=rubric.id, version=rubric.version)
-    listed = listings_of(session, runs)
+    stale = [run for run in runs if known.get(run.id or 0, (None,))[0] != parts.get(run.id or 0)]
+    fresh = {listed.id: listed for listed in listings_of(session, stale)}
+    listed = {
+        run.id or 0: (parts.get(run.id or 0), fresh.get(run.id or 0) or known[run.id or 0][1])
+        for run in runs
+    }
     with _listings_lock:
         _listings[key] = (token, listed)
         while len(_listings) > _LISTINGS_MAX:
             _listings.popitem(last=False)
-    return list(listed)
+    return [listing for _, listing in listed.values()]
 
 
 def list_judge_runs(
