@@ -12,12 +12,18 @@ from storage.models import AuditSample, AuditUnit
 
 
 def audited_units(
-    session: Session, *, rubric_id: str, version: int, design: str | None = "uniform"
+    session: Session,
+    *,
+    rubric_id: str,
+    version: int,
+    design: str | tuple[str, ...] | None = "uniform",
 ) -> set[tuple[str, int]]:
-    """The units of every audit sample of ``design`` drawn for a rubric version.
+    """The units of every audit sample of ``design`` (one, or any of several) drawn for
+    a rubric version.
 
     By default uniform samples only: uncertainty samples (``design = 'uncertainty'``)
-    are not uniform. ``design=None``: every sample.
+    are not uniform, nor are stratified ones across strata. ``design=None``: every
+    sample.
     """
     query = (
         select(col(AuditUnit.case_id), col(AuditUnit.turn))
@@ -27,9 +33,29 @@ def audited_units(
             col(AuditSample.rubric_version) == version,
         )
     )
-    if design is not None:
+    if isinstance(design, str):
         query = query.where(col(AuditSample.design) == design)
+    elif design is not None:
+        query = query.where(col(AuditSample.design).in_(design))
     return {(case_id, int(turn)) for case_id, turn in session.execute(query)}
+
+
+def stratified_designs(
+    session: Session, *, rubric_id: str, version: int
+) -> list[tuple[str, int | None]]:
+    """``(stratified_by, run_id)`` of each distinct stratification a ``stratified`` audit
+    sample of the rubric version was drawn by, oldest first."""
+    query = (
+        select(col(AuditSample.stratified_by), col(AuditSample.run_id), func.min(AuditSample.id))
+        .where(
+            col(AuditSample.rubric_id) == rubric_id,
+            col(AuditSample.rubric_version) == version,
+            col(AuditSample.design) == "stratified",
+        )
+        .group_by(col(AuditSample.stratified_by), col(AuditSample.run_id))
+        .order_by(func.min(AuditSample.id))
+    )
+    return [(str(by), run) for by, run, _ in session.execute(query)]
 
 
 def insert_audit_sample(
@@ -47,9 +73,12 @@ def insert_audit_sample(
     mix: float | None = None,
     expected_size: float | None = None,
     probabilities: Sequence[float] | None = None,
+    stratified_by: str | None = None,
+    strata: Sequence[str] | None = None,
 ) -> int:
     """Record one draw and its units (with each unit's probability of being drawn, for
-    an uncertainty draw); returns the sample id (the caller commits)."""
+    an uncertainty or stratified draw, and its stratum for a stratified one); returns
+    the sample id (the caller commits)."""
     sample = AuditSample(
         rubric_id=rubric_id,
         rubric_version=version,
@@ -62,14 +91,16 @@ def insert_audit_sample(
         run_id=run_id,
         mix=mix,
         expected_size=expected_size,
+        stratified_by=stratified_by,
     )
     session.add(sample)
     session.flush()
     assert sample.id is not None
     chances = [None] * len(units) if probabilities is None else list(probabilities)
+    where = [None] * len(units) if strata is None else list(strata)
     session.add_all(
-        AuditUnit(sample_id=sample.id, case_id=c, turn=t, probability=p)
-        for (c, t), p in zip(units, chances, strict=True)
+        AuditUnit(sample_id=sample.id, case_id=c, turn=t, probability=p, stratum=k)
+        for (c, t), p, k in zip(units, chances, where, strict=True)
     )
     session.flush()
     return sample.id

@@ -347,6 +347,29 @@ def role_spans(session: Session, *, evaluator_version: str) -> dict[str, str]:
     return {case_id: spans for case_id, spans in session.execute(query)}
 
 
+def case_lanes(session: Session, *, evaluator_version: str) -> dict[str, str]:
+    """``{case_id: lane}`` of the evaluator version's results."""
+    query = select(col(Evaluation.case_id), col(Evaluation.lane)).where(
+        col(Evaluation.evaluator_version) == evaluator_version
+    )
+    return {case_id: lane for case_id, lane in session.execute(query)}
+
+
+def turn_findings(
+    session: Session, *, evaluator_version: str
+) -> dict[tuple[str, int], list[tuple[str, str]]]:
+    """``{(case_id, turn): [(kind, code), ...]}`` of the findings on a turn."""
+    query = (
+        select(col(Finding.case_id), col(Finding.turn), col(Finding.kind), col(Finding.code))
+        .where(col(Finding.evaluator_version) == evaluator_version, col(Finding.turn).is_not(None))
+        .order_by(col(Finding.id))
+    )
+    found: dict[tuple[str, int], list[tuple[str, str]]] = {}
+    for case_id, turn, kind, code in session.execute(query):
+        found.setdefault((case_id, int(turn)), []).append((kind, code))
+    return found
+
+
 def assistant_units(session: Session) -> list[tuple[str, int]]:
     """Every ``(case_id, turn)`` with an assistant event, sorted.
 

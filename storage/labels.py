@@ -345,6 +345,57 @@ def current_label_columns(session: Session, *, rubric_id: str, version: int) -> 
     )
 
 
+@dataclass(frozen=True, slots=True)
+class TimedLabels:
+    """Current labels of one rubric version with when each was stored, in the order
+    they were stored (time, then id)."""
+
+    case_ids: list[str]
+    turns: list[int]
+    reviewers: list[str]
+    codes: list[str]
+    created_at: list[datetime]
+    imported: list[bool]
+    """From a label file (``labels import``): its time is the import's."""
+    carried: list[bool]
+    """Carried from the version before: its time is the publication's."""
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+
+def current_labels_with_times(session: Session, *, rubric_id: str, version: int) -> TimedLabels:
+    """The current labels of a rubric version with their times (agreement over time)."""
+    query = (
+        select(
+            col(Label.case_id),
+            col(Label.turn),
+            col(Label.reviewer_id),
+            col(Label.code),
+            col(Label.created_at),
+            col(Label.source),
+            col(Label.carried_from_id),
+        )
+        .where(
+            col(Label.rubric_id) == rubric_id,
+            col(Label.rubric_version) == version,
+            col(Label.current),
+        )
+        .order_by(col(Label.created_at), col(Label.id))
+    )
+    rows = session.execute(query).all()
+    names = reviewer_names(session)
+    return TimedLabels(
+        [r[0] for r in rows],
+        [int(r[1]) for r in rows],
+        [names[r[2]] for r in rows],
+        [r[3] for r in rows],
+        [r[4] for r in rows],
+        [r[5] == "import" for r in rows],
+        [r[6] is not None for r in rows],
+    )
+
+
 def _raw_current_labels(
     session: Session, *, rubric_id: str, version: int, columns: str, group_by_case: bool = False
 ) -> list[tuple[Any, ...]]:

@@ -503,12 +503,18 @@ class AuditSample(SQLModel, table=True):
     created_by: int | None = Field(default=None, foreign_key="reviewers.id")
     created_at: datetime = Field(default_factory=utcnow)
     design: str = Field(default="uniform", max_length=20)
-    """``uniform`` (a uniform draw without replacement) or ``uncertainty`` (each judged
-    turn drawn independently with its own probability, from the judge's scores)."""
+    """``uniform`` (a uniform draw without replacement), ``uncertainty`` (each judged
+    turn drawn independently with its own probability, from the judge's scores) or
+    ``stratified`` (a uniform draw without replacement within each stratum, of a size
+    set by Neyman allocation)."""
     run_id: int | None = Field(default=None, foreign_key="judge_runs.id")
-    """The judge run whose scores set the probabilities (``uncertainty`` only)."""
+    """The judge run whose scores set the probabilities (``uncertainty``), or whose
+    verdicts the strata and the allocation came from (``stratified``)."""
     mix: float | None = None
     expected_size: float | None = None
+    stratified_by: str | None = Field(default=None, max_length=20)
+    """How a ``stratified`` draw (Neyman allocation) split the turns: ``position``,
+    ``lane``, ``code`` (the run's code) or ``finding``."""
 
 
 class AuditUnit(SQLModel, table=True):
@@ -519,7 +525,10 @@ class AuditUnit(SQLModel, table=True):
     case_id: str = Field(foreign_key="cases.case_id", primary_key=True, max_length=200)
     turn: int = Field(primary_key=True)
     probability: float | None = None
-    """The probability the turn had of being drawn (``uncertainty`` samples)."""
+    """The probability the turn had of being drawn (``uncertainty`` and ``stratified``
+    samples)."""
+    stratum: str | None = Field(default=None, max_length=200)
+    """The stratum it was drawn from (``stratified`` samples)."""
 
 
 # --- certified selective judging -----------------------------------------------

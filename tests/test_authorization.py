@@ -41,10 +41,12 @@ from review_app.services.judging import (
     run_defaults,
     runs,
     selective,
+    strata,
+    stratified_audit,
 )
 from review_app.services.labels import adjudication, key_events, labeling, labels_io
 from review_app.services.operations import audit, backup, jobs
-from review_app.services.review import agreement_reports, queue, report_store
+from review_app.services.review import agreement_reports, queue, reliability, report_store
 from review_app.services.rubrics import rubric_carry, rubric_catalog
 from review_app.services.team import people, team
 from review_app.services.team.people import Actor
@@ -134,6 +136,61 @@ GUARDED: dict[str, tuple[Call, str]] = {
     ),
     "backup.restore_database": (
         lambda w, a: backup.restore_database(a, db=str(w.engine.url), path=w.tmp / "none.db"),
+        "denied",
+    ),
+    "reliability.reliability_report": (
+        lambda w, a: reliability.reliability_report(w.engine, a, rubric=w.rubric, n_resamples=0),
+        "denied",
+    ),
+    "reliability.agreement_over_time_report": (
+        lambda w, a: reliability.agreement_over_time_report(w.engine, a, rubric=w.rubric),
+        "denied",
+    ),
+    "report_store.reviewer_reliability": (
+        lambda w, a: report_store.reviewer_reliability(w.engine, a, rubric=w.rubric),
+        "denied",
+    ),
+    "report_store.agreement_over_time": (
+        lambda w, a: report_store.agreement_over_time(w.engine, a, rubric=w.rubric),
+        "denied",
+    ),
+    "report_store.run_strata": (
+        lambda w, a: report_store.run_strata(
+            w.engine, a, rubric=w.rubric, run_id=w.run_id, by="lane"
+        ),
+        "denied",
+    ),
+    "strata.design_cells": (
+        lambda w, a: strata.design_cells(w.engine, a, w.rubric, [], codes_of_run={}),
+        "denied",
+    ),
+    "strata.fit_strata": (
+        lambda w, a: strata.fit_strata(w.engine, a, rubric=w.rubric, run_id=w.run_id, by="lane"),
+        "denied",
+    ),
+    "strata.stratified_estimate": (
+        lambda w, a: strata.stratified_estimate(
+            w.engine, a, rubric=w.rubric, run_id=w.run_id, by="lane", n_resamples=0
+        ),
+        "denied",
+    ),
+    "stratified_audit.allocation_plan": (
+        lambda w, a: stratified_audit.allocation_plan(
+            w.engine, a, rubric=w.rubric, run_id=w.run_id, by="lane", size=1
+        ),
+        "denied",
+    ),
+    "stratified_audit.draw_stratified_sample": (
+        lambda w, a: stratified_audit.draw_stratified_sample(
+            w.engine,
+            a,
+            rubric=w.rubric,
+            run_id=w.run_id,
+            by="lane",
+            size=1,
+            seed=0,
+            reviewers=["ana"],
+        ),
         "denied",
     ),
     "estimate.break_rate_estimate": (
@@ -603,6 +660,11 @@ EXEMPT: dict[str, str] = {
     "judge_runner.verdict_schema": "pure: a JSON schema from the rubric",
     "judge_runner.unit_messages": "a building block of preview_prompt, which authorizes",
     "readings.comparison_rows": "pure: words for a figure the caller computed",
+    "strata.budget_sentence": "pure: words for a figure the caller computed",
+    "strata.check_by": "pure: validates a stratification's name",
+    "strata.judged_codes": "pure: codes from verdict columns the caller read",
+    "strata.strata_of": "takes an open Session: a building block of authorized services",
+    "strata.strata_order": "no data: the order strata are listed in",
     "label_table.load_rating_table": "takes an open Session: a building block",
     "label_table.rating_table": "pure: over label columns the caller read",
     "labels_io.parse_label_file": "pure: parses a local file",
@@ -672,6 +734,7 @@ EXEMPT_WITH_DATABASE = {
     "jobs.run_worker",
     "jobs.start_process_worker",
     "people.actor_for_job",
+    "strata.strata_of",
 }
 
 

@@ -39,11 +39,13 @@ from review_app.services.judging.judge_report import calibration_report, few_sho
 from review_app.services.judging.run_defaults import run_choices
 from review_app.services.judging.runs import list_judge_runs
 from review_app.services.judging.selective import coverage_curve
+from review_app.services.judging.strata import stratified_estimate
 from review_app.services.labels import labeling
 from review_app.services.labels.adjudication import DisagreementUnit, disagreement_queue
 from review_app.services.operations import jobs
 from review_app.services.review import report_store
 from review_app.services.review.agreement_reports import DashboardData, dashboard_data
+from review_app.services.review.reliability import agreement_over_time_report, reliability_report
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
 from review_app.services.team.people import Actor
 from storage import jobs as job_storage
@@ -532,6 +534,11 @@ def test_payloads_come_back_as_the_objects_stored(servers: Servers) -> None:
             s.first, s.owner, rubric=s.rubric, include_adjudicated=True
         ),
         "few_shot": few_shot_material(s.first, s.owner, rubric=s.rubric, run_id=s.run_id),
+        "reliability": reliability_report(s.first, s.owner, rubric=s.rubric, n_resamples=20),
+        "over_time": agreement_over_time_report(s.first, s.owner, rubric=s.rubric),
+        "strata": stratified_estimate(
+            s.first, s.owner, rubric=s.rubric, run_id=s.run_id, by="position", n_resamples=20
+        ),
     }
     assert isinstance(computed["agreement"], DashboardData)
     assert computed["disagreements"] and isinstance(computed["disagreements"][0], DisagreementUnit)

@@ -113,8 +113,9 @@ def test_dashboard_draws_its_charts_from_the_report(engine: Engine) -> None:
     )
 
     drawn = charts(at)
-    # coefficients, pairwise kappa, labels per reviewer, confusion, drift by position
-    assert len(drawn) == 5
+    # coefficients, pairwise kappa, labels per reviewer, confusion, drift by position,
+    # a reviewer's confusion matrix (reliability), alpha over time
+    assert len(drawn) == 7
     assert all(
         spec["$schema"].startswith("https://vega.github.io/schema/vega-lite/") for spec, _ in drawn
     )
@@ -203,7 +204,7 @@ def test_a_policy_owner_signed_in_by_oidc_sees_the_dashboard(
     monkeypatch.setenv("REVIEW_APP_AUTH", "oidc")
     at = open_page("views/agreement.py", user="olivia")
     assert at.title[0].value == "Agreement"
-    assert len(charts(at)) == 5
+    assert len(charts(at)) == 7
     assert not at.error
 
 
@@ -712,11 +713,15 @@ def test_point_figures_first_then_the_intervals_once_their_job_ran(
     assert [plain(n.value) for n in at.info if "Intervals" in n.value] == [INTERVALS_NOTICE]
     (pair_table,) = [t.value for t in at.dataframe if "reviewers" in t.value.columns]
     assert set(pair_table["95% interval"]) == {"—"}
-    # the agreement report and the drift report, one job each
+    # the agreement report, the drift report and reviewer reliability, one job each
     queued = list_jobs(engine, operator_actor(), kinds=[REPORT_JOB])
-    assert sorted(job.parameters["report"] for job in queued) == ["agreement", "drift"]
+    assert sorted(job.parameters["report"] for job in queued) == [
+        "agreement",
+        "drift",
+        "reliability",
+    ]
 
-    assert run_worker(engine, until_idle=True, kinds=[REPORT_JOB]) == 2
+    assert run_worker(engine, until_idle=True, kinds=[REPORT_JOB]) == 3
     at.run()
     assert not at.exception, [e.value for e in at.exception]
     full = agreement_report(engine, operator_actor(), rubric=rubric, n_resamples=500)

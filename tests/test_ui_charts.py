@@ -27,6 +27,8 @@ BUILDERS = {
     "coverage_chart",
     "threshold_chart",
     "reliability_chart",
+    "confusion_heatmap",  # a reviewer's confusion matrix (reviewer reliability)
+    "alpha_periods_chart",  # alpha over time
 }
 
 

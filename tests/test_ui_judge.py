@@ -123,8 +123,8 @@ def test_the_page_shows_metrics_charts_runs_and_filters(database_url: str) -> No
     assert reliability_points(at) == pytest.approx(service_bins(database_url, V2))
     assert any("Brier" in c.value for c in at.caption)
     # the test and the metrics per run, like-for-like kappas, the alt-test per reviewer,
-    # drift agreement, the prompt versions
-    assert len(at.dataframe) == 6
+    # drift agreement, the break rate by stratum, the prompt versions
+    assert len(at.dataframe) == 7
     # the team's judge (the demo's v2) is preselected; runs are named by their identity
     assert at.selectbox(key="judge_run").value == V2
     assert at.selectbox(key="judge_run").options == [
@@ -547,7 +547,8 @@ def test_after_a_change_slow_reports_show_their_last_figures_until_a_job_has_new
         at = judge_page()
         notices = [plain(n.value) for n in at.info if "background" in n.value]
         assert notices == [INTERVALS_NOTICE]
-        assert run_worker(engine, until_idle=True, kinds=[REPORT_JOB]) == 2  # report, drift
+        # the judge report, the drift report, the break rate by stratum
+        assert run_worker(engine, until_idle=True, kinds=[REPORT_JOB]) == 3
         at.run()
         assert not [n for n in at.info if "background" in n.value]
         decision = [plain(m.value) for m in at.markdown if "Judge kappa" in m.value]
@@ -568,8 +569,9 @@ def test_after_a_change_slow_reports_show_their_last_figures_until_a_job_has_new
             stale,
         )
         assert [plain(m.value) for m in at.markdown if "Judge kappa" in m.value] == decision
-        # the judge report, the drift report, the estimate, the coverage and the examples
-        assert run_worker(engine, until_idle=True, kinds=[REPORT_JOB]) == 5
+        # the judge report, the drift report, the estimate, the coverage, the examples and
+        # the strata
+        assert run_worker(engine, until_idle=True, kinds=[REPORT_JOB]) == 6
         at.run()
         assert not [n for n in at.info if "background" in n.value]
         current = calibration_report(engine, operator_actor(), rubric=rubric, n_resamples=500)

@@ -19,6 +19,17 @@ def agreement(
         int, typer.Option("--resamples", help="Bootstrap resamples for the alpha interval.")
     ] = 1000,
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed (reproducible).")] = 0,
+    over_time: Annotated[
+        bool,
+        typer.Option(
+            "--over-time",
+            help="Agreement per week (or batch) and late in sessions instead "
+            '(docs/reference.md, "Agreement over time JSON").',
+        ),
+    ] = False,
+    batch: Annotated[
+        int, typer.Option("--batch", help="With --over-time: labels per batch when weeks are few.")
+    ] = 200,
     db: DbOption = None,
 ) -> None:
     """Inter-rater agreement of the current labels of a rubric version.
@@ -32,6 +43,13 @@ def agreement(
     engine = open_engine(db)
     known = catalog(engine)
     chosen = known.for_reports(rubric)
+    if over_time:
+        from review_app.cli.render_reviewers import render_over_time
+        from review_app.services.review.reliability import agreement_over_time_report
+
+        timed = agreement_over_time_report(engine, operator(), rubric=chosen, batch=batch)
+        print_report(timed, as_json=as_json, render=render_over_time)
+        return
     if resamples < 0:
         raise fail("--resamples: at least 0")
     report = agreement_report(

@@ -17,6 +17,7 @@ from review_app.cli.shared import (
     PortOption,
     RubricOption,
     catalog,
+    fail,
     open_engine,
     operator,
 )
@@ -497,18 +498,34 @@ def judge_estimate(
         str, typer.Option("--level", help="turn or conversation: what a unit is.")
     ] = "turn",
     as_json: Annotated[bool, typer.Option("--json", help="Print the estimate as JSON.")] = False,
+    by: Annotated[
+        str | None,
+        typer.Option(
+            "--by",
+            help="Also by stratum (position, lane, code or finding): stratified PPI++ and "
+            "the judge's agreement with gold in each.",
+        ),
+    ] = None,
+    resamples: Annotated[
+        int, typer.Option("--resamples", help="With --by: bootstrap resamples for the kappas.")
+    ] = 300,
     db: DbOption = None,
 ) -> None:
     """How often the chatbot breaks role: PPI++ from the judge's verdicts and gold."""
     from review_app.cli.render_judging import render_estimate
+    from review_app.cli.render_strata import with_strata
     from review_app.services.judging.estimate import break_rate_estimate
     from review_app.services.judging.run_defaults import run_or_default
 
     engine = open_engine(db)
     chosen = catalog(engine).for_reports(rubric)
+    if resamples < 0:
+        raise fail("--resamples: at least 0")
     run_id = run_or_default(engine, operator(), rubric=chosen, run_id=run).id
-    estimate = break_rate_estimate(engine, operator(), rubric=chosen, run_id=run_id, level=level)
-    print_report(estimate, as_json=as_json, render=render_estimate)
+    estimate = break_rate_estimate(
+        engine, operator(), rubric=chosen, run_id=run_id, level=level, by=by, n_resamples=resamples
+    )
+    print_report(estimate, as_json=as_json, render=with_strata(render_estimate))
 
 
 @judge_app.command("route")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -15,6 +15,11 @@ from review_app.cli.shared import (
     open_engine,
     operator,
 )
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from review_app.rubrics import Rubric
 
 reviewers_app = typer.Typer(help="Reviewers and their roles.", no_args_is_help=True)
 
@@ -51,6 +56,39 @@ def reviewers_add(
 
     person = add_person(open_engine(db), operator(), name=name, role=role)
     typer.echo(f"{person.name}: {person.role}")
+
+
+@reviewers_app.command("reliability")
+def reviewers_reliability(
+    rubric: RubricOption,
+    as_json: Annotated[
+        bool,
+        typer.Option("--json", help='Print JSON (docs/reference.md, "Reviewer reliability JSON").'),
+    ] = False,
+    resamples: Annotated[
+        int, typer.Option("--resamples", help="Conversation-bootstrap resamples (0: none).")
+    ] = 200,
+    seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed (reproducible).")] = 0,
+    db: DbOption = None,
+) -> None:
+    """Which reviewer to trust on which codes: each one's confusion matrix and accuracy.
+
+    Dawid-Skene over every current label of the rubric version, adjudicated gold fixing
+    its units' true codes; a reviewer below the others is named with the codes responsible.
+    """
+    from review_app.cli.output import print_report
+    from review_app.cli.render_reviewers import render_reliability
+    from review_app.services.review.reliability import reliability_report
+
+    engine = open_engine(db)
+    report = reliability_report(
+        engine,
+        operator(),
+        rubric=catalog(engine).for_reports(rubric),
+        n_resamples=resamples,
+        seed=seed,
+    )
+    print_report(report, as_json=as_json, render=render_reliability)
 
 
 NameArgument = Annotated[
@@ -105,8 +143,23 @@ def assign(
         float,
         typer.Option("--mix", help="With --by-uncertainty: the uniform share tau (0 to 1)."),
     ] = 0.5,
+    by_stratum: Annotated[
+        str | None,
+        typer.Option(
+            "--by-stratum",
+            metavar="BY",
+            help="With --audit-sample K --run RUN: place the K audits across the strata of BY "
+            "(position, lane, code or finding) by Neyman allocation from the audits so far.",
+        ),
+    ] = None,
+    run: Annotated[
+        int | None, typer.Option("--run", help="With --by-stratum: the judge run to stratify.")
+    ] = None,
     as_json: Annotated[
-        bool, typer.Option("--json", help="With --by-uncertainty: print the draw as JSON.")
+        bool,
+        typer.Option(
+            "--json", help="With --by-uncertainty or --by-stratum: print the draw as JSON."
+        ),
     ] = False,
     db: DbOption = None,
 ) -> None:
@@ -117,6 +170,12 @@ def assign(
     engine = open_engine(db)
     chosen = catalog(engine).get(rubric)
     names = [name.strip() for name in reviewers.split(",") if name.strip()]
+    if by_stratum is not None or run is not None:
+        _assign_by_stratum(
+            engine, chosen, by=by_stratum, run=run, size=audit_sample, seed=seed, names=names,
+            overlap=overlap, as_json=as_json, uncertainty=by_uncertainty,
+        )  # fmt: skip
+        return
     if by_uncertainty is None and (as_json or mix != 0.5):
         raise InputError("only with --by-uncertainty RUN", field="--json" if as_json else "--mix")
     if by_uncertainty is not None:
@@ -160,3 +219,47 @@ def assign(
         engine, operator(), rubric=chosen, reviewers=names, overlap=overlap, lane=lane
     )
     typer.echo(report.line())
+
+
+def _assign_by_stratum(
+    engine: Engine,
+    rubric: Rubric,
+    *,
+    by: str | None,
+    run: int | None,
+    size: int | None,
+    seed: int,
+    names: list[str],
+    overlap: int,
+    as_json: bool,
+    uncertainty: int | None,
+) -> None:
+    """``assign --audit-sample K --by-stratum BY --run RUN``: a draw by stratum."""
+    from review_app.errors import InputError
+    from review_app.services.judging.stratified_audit import draw_stratified_sample
+
+    if uncertainty is not None:
+        raise InputError("draw by uncertainty or by stratum, not both", field="--by-stratum")
+    if by is None:
+        raise InputError("only with --by-stratum BY", field="--run")
+    if run is None:
+        raise InputError(
+            "needs --run RUN (the judge run whose errors to weigh)", field="--by-stratum"
+        )
+    if size is None:
+        raise InputError("needs --audit-sample K (the turns to draw)", field="--by-stratum")
+    sample = draw_stratified_sample(
+        engine,
+        operator(),
+        rubric=rubric,
+        run_id=run,
+        by=by,
+        size=size,
+        seed=seed,
+        reviewers=names,
+        overlap=overlap,
+    )
+    if as_json:
+        print_json(sample.to_dict())
+    else:
+        typer.echo(sample.line())

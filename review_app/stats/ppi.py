@@ -22,6 +22,15 @@ judge's verdicts on all units). The 95% interval is the normal interval::
 PPI. This is what ``ppi_py.ppi_mean_pointestimate`` / ``ppi_mean_ci`` compute (tests
 check it to 1e-6). The interval is valid only when the gold units are a uniform random
 sample of the judged units (an audit sample).
+
+*Weights* ``w_i`` on the gold units (inverse inclusion probabilities, when audits were
+not drawn uniformly) are scaled to sum to ``n`` and enter as in ``ppi_py``'s ``w``::
+
+    theta(lam) = lam * mean(f~) + mean(w (Y - lam f))
+    lam = cov(w (Y - t), w (f - t)) / ((1 + n / N) * var(w (f - t), f~ - t))
+    theta +- z_0.975 * sqrt(var(lam f~) / N + var(w (Y - lam f)) / n)
+
+with ``t = theta(1)`` (with ``w = 1`` these are the formulas above).
 """
 
 from __future__ import annotations
@@ -84,14 +93,17 @@ def ppi_mean(
     *,
     confidence: float = 0.95,
     lam: float | None = None,
+    weights: ArrayLike | None = None,
 ) -> PpiEstimate:
     """The PPI++ estimate of the mean of ``Y`` (module docstring for the formulas).
 
     ``y_gold`` and ``judge_gold`` are the gold values and the judge's on the ``n`` gold
     units; ``judge_unlabeled`` the judge's on the ``N`` other units. ``lam=None`` tunes
-    it; a given ``lam`` is used as is. Raises ``ValueError`` with these messages:
+    it; a given ``lam`` is used as is. ``weights`` (one per gold unit, positive) weigh
+    the gold units (module docstring). Raises ``ValueError`` with these messages:
 
     - ``"y_gold and judge_gold must have the same length, got <n> and <m>"``
+    - ``"weights must hold one positive number per gold unit"``
     - ``"ppi needs at least 2 gold units and 1 other judged unit, got <n> and <N>"``
     - ``"<name> must be a one-dimensional array of finite numbers"``
     - ``"confidence must be strictly between 0 and 1, got <value>"``
@@ -109,14 +121,27 @@ def ppi_mean(
             f"ppi needs at least 2 gold units and 1 other judged unit, got {n} and {big_n}"
         )
     check_confidence(confidence)
+    if weights is None:
+        w = np.ones(n)
+    else:
+        w = np.asarray(weights, dtype=np.float64)
+        if w.shape != (n,) or not np.all(np.isfinite(w)) or not np.all(w > 0):
+            raise ValueError("weights must hold one positive number per gold unit")
+        w = w / w.sum() * n
     if lam is None:
-        covariance = float(np.mean((y - y.mean()) * (f - f.mean())))
-        variance = float(np.var(np.concatenate([f, f_u]), ddof=1))
+        if weights is None:
+            covariance = float(np.mean((y - y.mean()) * (f - f.mean())))
+            variance = float(np.var(np.concatenate([f, f_u]), ddof=1))
+        else:
+            start = float(f_u.mean() + (w * (y - f)).mean())
+            grads, grads_judge = w * (y - start), w * (f - start)
+            covariance = float(np.mean((grads - grads.mean()) * (grads_judge - grads_judge.mean())))
+            variance = float(np.var(np.concatenate([grads_judge, f_u - start]), ddof=1))
         tuned = covariance / ((1.0 + n / big_n) * variance) if variance > 0 else 0.0
         lam = float(np.clip(tuned, 0.0, 1.0))
-    value = float(lam * f_u.mean() + (y - lam * f).mean())
+    value = float(lam * f_u.mean() + (w * (y - lam * f)).mean())
     imputed_variance = float(np.var(lam * f_u))
-    rectifier_variance = float(np.var(y - lam * f))
+    rectifier_variance = float(np.var(w * (y - lam * f)))
     half = float(stats.norm.ppf(0.5 + confidence / 2.0)) * math.sqrt(
         imputed_variance / big_n + rectifier_variance / n
     )

@@ -75,6 +75,8 @@ DEFAULTS: dict[str, Any] = {
     "judge_label": "all",
     "judge_route_alpha": 0.1,
     "judge_route_delta": 0.1,
+    "strata_by": "position",  # judge page: the strata of the break rate by stratum
+    "team_strata_done": None,  # team page: the line of the last draw by stratum
 }
 
 _GOLD_FORM = ("gold_code", "gold_note", "gold_calibration", "gold_ambiguity")

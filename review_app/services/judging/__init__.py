@@ -13,6 +13,8 @@ Use cases by module:
 - ``prompt_workbench``: ``preview_prompt``, ``run_on_gold_units``, ``current_job``,
   ``compare_for_workbench``, ``run_on_every_turn``
 - ``estimate``: ``break_rate_estimate``
+- ``strata``: ``stratified_estimate``, ``fit_strata``
+- ``stratified_audit``: ``allocation_plan``, ``draw_stratified_sample``
 - ``selective``: ``route_units``, ``route_judges``, ``certified_verdicts``, ``coverage_curve``
 - ``drift``: ``drift_report``
 - ``local_judge``: (building blocks for the use cases above)

@@ -5,8 +5,9 @@ where the breaks are, wait for adjudication; unanimous units are the easy ones).
 prediction-powered estimate of the break rate is valid only with gold on a uniform
 random sample of the judged units: ``review-app assign --audit-sample K --seed S``
 draws K assistant turns uniformly at random (without replacement, and never a turn an
-earlier sample of the rubric version already drew, so all samples together stay one
-uniform sample), records the draw, and queues the drawn turns' conversations.
+earlier uniform or stratified sample of the rubric version already drew, so all samples
+together stay uniform within the strata of their draws), records the draw, and queues
+the drawn turns' conversations.
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ def draw_audit_sample(
     with Session(engine) as session:
         assignable_people(session, names=reviewers)
         done = storage.audit_samples.audited_units(
-            session, rubric_id=rubric.id, version=rubric.version
+            session, rubric_id=rubric.id, version=rubric.version, design=("uniform", "stratified")
         )
         population = [u for u in storage.cases.assistant_units(session) if u not in done]
         if size > len(population):
@@ -298,10 +299,13 @@ def uncertainty_sample(
     )
 
 
-def audited_units(engine: Engine, actor: Actor, *, rubric: Rubric) -> set[tuple[str, int]]:
-    """Every turn drawn by an audit sample of the rubric version (policy owners)."""
+def audited_units(
+    engine: Engine, actor: Actor, *, rubric: Rubric, designs: tuple[str, ...] = ("uniform",)
+) -> set[tuple[str, int]]:
+    """Every turn drawn by an audit sample of ``designs`` of the rubric version (policy
+    owners; uniform draws by default)."""
     authorize(engine, actor, "policy_owner")
     with Session(read_only(engine)) as session:
         return storage.audit_samples.audited_units(
-            session, rubric_id=rubric.id, version=rubric.version
+            session, rubric_id=rubric.id, version=rubric.version, design=designs
         )

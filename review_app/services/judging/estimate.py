@@ -28,12 +28,20 @@ from review_app.services.judging.audit_samples import (
     uncertainty_sample,
 )
 from review_app.services.judging.runs import run_name, run_verdicts
+from review_app.services.judging.strata import (
+    AUDIT_DESIGNS,
+    StratifiedBlock,
+    check_by,
+    design_cells,
+    stratified_estimate,
+)
 from review_app.services.judging.turn_verdicts import TurnVerdicts
 from review_app.services.labels.adjudication import gold_labels
 from review_app.services.team.people import Actor, authorize
 from review_app.stats.active import active_mean, uniform_width
 from review_app.stats.core import MIN_PROPORTION_UNITS, proportion
 from review_app.stats.ppi import ppi_mean
+from review_app.stats.stratified import design_weights
 from storage.judging import VerdictColumns
 
 LEVELS = ("turn", "conversation")
@@ -87,6 +95,8 @@ class BreakRateEstimate(TypedDict):
     active: NotRequired[dict[str, Any]]
     """With an uncertainty draw from the run: ``{"value", "ci95", "design", "drawn",
     "with_gold"}``."""
+    stratified: NotRequired[StratifiedBlock]
+    """With ``by``: the break rate by stratum (docs/reference.md, "Judge estimate JSON")."""
 
 
 def break_rate_estimate(
@@ -96,6 +106,8 @@ def break_rate_estimate(
     rubric: Rubric,
     run_id: int,
     level: Literal["turn", "conversation"] | str = "turn",
+    by: str | None = None,
+    n_resamples: int = 300,
 ) -> BreakRateEstimate:
     """The break rate of run ``run_id``'s units, by PPI++, beside judge-only and human-only.
 
@@ -104,12 +116,18 @@ def break_rate_estimate(
     level: a conversation breaks when any of its judged turns does; it has gold when
     every judged turn has break / no-break gold (a break when any is one).
 
-    Gold: audit-sample units with gold when there are any (a random sample), else all
-    gold with a loud warning.
+    Gold: audit-sample units with gold when there are any (a random sample; at turn
+    level draws by stratum too, their gold weighted by the design of the draws), else
+    all gold with a loud warning. ``by``: also the break rate by stratum (``stratified``,
+    :mod:`review_app.services.judging.strata`).
     """
     actor = authorize(engine, actor, "policy_owner")
     if level not in LEVELS:
         raise InputError(f"must be turn or conversation, got {level!r}", field="--level")
+    if by is not None:
+        check_by(by)
+        if level != "turn":
+            raise InputError("strata are of turns: use --level turn with --by", field="--by")
     ((run, columns),) = run_verdicts(engine, rubric, [run_id])
     mapping = rubric.break_mapping()
     verdicts = TurnVerdicts(columns)
@@ -128,7 +146,9 @@ def break_rate_estimate(
         unit: mapping.get(g.code)
         for unit, g in gold_labels(engine, actor, rubric=rubric).labels.items()
     }
-    audited = audited_units(engine, actor, rubric=rubric)
+    audited = audited_units(
+        engine, actor, rubric=rubric, designs=AUDIT_DESIGNS if level == "turn" else ("uniform",)
+    )
     warnings: list[str] = []
     audit_gold = {u: gold[u] for u in audited if u in gold}
     if audit_gold:
@@ -186,6 +206,10 @@ def break_rate_estimate(
     }
     if active is not None:
         result["active"], result["budget"]["uncertainty"] = active
+    if by is not None:
+        result["stratified"] = stratified_estimate(
+            engine, actor, rubric=rubric, run_id=run_id, by=by, n_resamples=n_resamples
+        )
     if human.ci95 is None and human.reason:
         warnings.append(f"reviewers alone: {human.reason}")
     if len(gold_units) < 2 or not other:
@@ -196,7 +220,10 @@ def break_rate_estimate(
         warnings.append(reason)
         result["budget"]["reason"] = reason
         return result
-    estimate = ppi_mean(y, f, f_u)
+    weights = None
+    if level == "turn" and source == "audit sample":
+        weights = _design_weights(engine, actor, rubric, verdicts, rows, gold_units, warnings)
+    estimate = ppi_mean(y, f, f_u, weights=weights)
     result["ppi"] = {
         "value": estimate.value,
         "ci95": [max(0.0, estimate.ci95[0]), min(1.0, estimate.ci95[1])],
@@ -243,6 +270,35 @@ def _no_weight_reason(y: np.ndarray, f: np.ndarray, f_u: np.ndarray) -> str:
         f"on the {len(y)} gold units the judge's verdicts do not go with gold (it says break "
         "where gold says no break as often as where gold says break)"
     )
+
+
+def _design_weights(
+    engine: Engine,
+    actor: Actor,
+    rubric: Rubric,
+    verdicts: TurnVerdicts,
+    rows: list[int],
+    gold_units: list[int],
+    warnings: list[str],
+) -> np.ndarray | None:
+    """The gold units' design weights when audits were drawn by stratum (None when every
+    draw was uniform): :func:`review_app.stats.stratified.design_weights` over the judged
+    turns, one stratum."""
+    columns = verdicts.columns
+    keys = verdicts.keys[rows].tolist()
+    units = [(columns.case_ids[i], int(columns.turns[i] or 0)) for i in rows]
+    cells = design_cells(engine, actor, rubric, units, codes_of_run={})
+    if cells is None:
+        return None
+    gold = set(gold_units)
+    weights, missing = design_weights(["all"] * len(keys), cells, [k in gold for k in keys])
+    if missing:
+        warnings.append(
+            f"WARNING: {missing} judged turns sit in strata of the audit draws without any "
+            "audited gold: no weight reaches them; audit there"
+        )
+    by_key = dict(zip(keys, weights.tolist(), strict=True))
+    return np.array([by_key[k] for k in gold_units], dtype=np.float64)
 
 
 def _active_block(

@@ -8,4 +8,5 @@ Use cases by module:
 - ``readings``: (building blocks for the use cases above)
 - ``agreement_reports``: ``load_label_columns``, ``label_token``, ``agreement_report``,
   ``dashboard_data``, ``confusion_between``
+- ``reliability``: ``reliability_report``, ``agreement_over_time_report``
 """

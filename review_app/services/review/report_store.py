@@ -1,9 +1,10 @@
 """Heavy reports computed once per state of the data they read, shared by every server.
 
 The agreement dashboard, the judge calibration report, the drift report, a run's
-break-rate estimate and coverage curve, the disagreement queue and the few-shot
-material read every label, gold label or verdict of a rubric version: at team scale
-(100,000 conversations) seconds to a minute. Each is stored in the reports table
+break-rate estimate (overall and by stratum) and coverage curve, the disagreement queue,
+the few-shot material, reviewer reliability and agreement over time read every label,
+gold label or verdict of a rubric version: at team scale (100,000 conversations)
+seconds to a minute. Each is stored in the reports table
 (storage/reports.py) under its key (kind, rubric version, parameters) with the *data
 token* it was computed for: the counts and highest ids of the labels, gold labels,
 verdicts and audit samples it reads, the cases' import stamp, the rubric's content hash
@@ -68,8 +69,15 @@ from review_app.services.judging.judge_report import (
     few_shot_material,
 )
 from review_app.services.judging.selective import CoverageCurve, coverage_curve
+from review_app.services.judging.strata import StratifiedBlock, stratified_estimate
 from review_app.services.labels.adjudication import DisagreementUnit, disagreement_queue
 from review_app.services.review.agreement_reports import DashboardData, dashboard_data
+from review_app.services.review.reliability import (
+    OverTimeReport,
+    ReliabilityReport,
+    agreement_over_time_report,
+    reliability_report,
+)
 from review_app.services.team.people import Actor, authorize
 from storage import reports
 from storage.engine import on_every_commit, read_only
@@ -94,6 +102,9 @@ ESTIMATE = "estimate"
 COVERAGE = "coverage"
 DISAGREEMENTS = "disagreements"
 FEW_SHOT = "few_shot"
+RELIABILITY = "reliability"
+OVER_TIME = "over_time"
+STRATA = "strata"
 
 
 # --- the payload: JSON that gives back the very objects stored -------------------------
@@ -365,6 +376,30 @@ def _few_shot(
     return few_shot_material(engine, actor, rubric=rubric, run_id=parameters["run"])
 
 
+def _reliability(
+    engine: Engine, actor: Actor, rubric: Rubric, previous: Rubric | None,
+    parameters: dict[str, Any], resamples: int,
+) -> ReliabilityReport:  # fmt: skip
+    return reliability_report(engine, actor, rubric=rubric, n_resamples=resamples)
+
+
+def _over_time(
+    engine: Engine, actor: Actor, rubric: Rubric, previous: Rubric | None,
+    parameters: dict[str, Any], resamples: int,
+) -> OverTimeReport:  # fmt: skip
+    return agreement_over_time_report(engine, actor, rubric=rubric)
+
+
+def _strata(
+    engine: Engine, actor: Actor, rubric: Rubric, previous: Rubric | None,
+    parameters: dict[str, Any], resamples: int,
+) -> StratifiedBlock:  # fmt: skip
+    return stratified_estimate(
+        engine, actor, rubric=rubric, run_id=parameters["run"], by=parameters["by"],
+        n_resamples=resamples,
+    )  # fmt: skip
+
+
 KINDS: dict[str, _Kind] = {
     AGREEMENT: _Kind(frozenset({"previous"}), 500, True, _agreement),
     JUDGE_REPORT: _Kind(frozenset({"judge", "previous"}), 500, True, _judge),
@@ -373,6 +408,9 @@ KINDS: dict[str, _Kind] = {
     COVERAGE: _Kind(frozenset({"judge", "audit"}), None, True, _coverage),
     DISAGREEMENTS: _Kind(frozenset(), None, False, _disagreements),
     FEW_SHOT: _Kind(frozenset({"judge"}), None, True, _few_shot),
+    RELIABILITY: _Kind(frozenset(), 200, True, _reliability),
+    OVER_TIME: _Kind(frozenset({"previous"}), None, True, _over_time),
+    STRATA: _Kind(frozenset({"judge", "audit"}), 300, True, _strata),
 }
 """Report kind -> what it reads, its bootstrap resamples, how it is computed."""
 
@@ -695,6 +733,27 @@ def run_few_shot(
 ) -> Shown[list[FewShotExample]]:
     """Adjudicated contrasting examples for the next prompt version of a run."""
     return _shown(engine, actor, kind=FEW_SHOT, rubric=rubric, parameters={"run": run_id})
+
+
+def reviewer_reliability(
+    engine: Engine, actor: Actor, *, rubric: Rubric
+) -> Shown[ReliabilityReport]:
+    """Each reviewer's confusion matrix and accuracy (the team and agreement pages)."""
+    return _shown(engine, actor, kind=RELIABILITY, rubric=rubric)
+
+
+def agreement_over_time(
+    engine: Engine, actor: Actor, *, rubric: Rubric, previous: Rubric | None = None
+) -> Shown[OverTimeReport]:
+    """Agreement per week or batch, and late in sessions (the agreement page)."""
+    return _shown(engine, actor, kind=OVER_TIME, rubric=rubric, previous=previous)
+
+
+def run_strata(
+    engine: Engine, actor: Actor, *, rubric: Rubric, run_id: int, by: str
+) -> Shown[StratifiedBlock]:
+    """One run's break rate by stratum (the judge page)."""
+    return _shown(engine, actor, kind=STRATA, rubric=rubric, parameters={"run": run_id, "by": by})
 
 
 def intervals_ready(engine: Engine, actor: Actor, *, waiting: dict[str, Any]) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from review_app.services.review import readings
-from review_app.ui import cached, charts, common
+from review_app.ui import cached, charts, common, reviewer_figures
 from review_app.ui.safe import escape
 
 actor = common.policy_owner("The agreement dashboard is for policy owners; reviewers label blind.")
@@ -25,6 +25,9 @@ common.own_work_notice(catalog.for_reports(ref))
 reports = {version: cached.dashboard(version).value.report for version in labeled}
 shown = cached.dashboard(ref)
 drift_shown = cached.drift(ref)
+rubric = catalog.for_reports(ref)
+reliability_shown = reviewer_figures.reliability(cached.engine(), actor, rubric)
+time_shown = reviewer_figures.over_time(cached.engine(), actor, rubric, catalog.previous_of(rubric))
 data = shown.value
 report = data.report
 gold = report["gold"]
@@ -34,7 +37,7 @@ st.caption(
     f"{gold['in_disagreement']:d} in disagreement · {gold['single_rater']:d} with one reviewer"
 )
 st.subheader(escape(readings.alpha_sentence(report)))
-common.report_notice(shown, drift_shown)
+common.report_notice(shown, drift_shown, reliability_shown, time_shown)
 
 if report.get("carried_units"):
     st.caption(
@@ -137,6 +140,9 @@ if any(source["by_position"] for source in drift["sources"]):
         "alpha and the judge's kappa by answer position and role below."
     )
     st.dataframe(charts.drift_agreement_rows(drift), hide_index=True, key="drift_table")
+
+reviewer_figures.draw_reliability(reliability_shown, key="agreement")
+reviewer_figures.draw_over_time(time_shown, key="agreement")
 
 cautions = readings.agreement_warnings(report)
 if cautions:

@@ -18,7 +18,7 @@ from review_app.services.judging.run_defaults import run_choices
 from review_app.services.review import readings
 from review_app.services.team.people import list_people
 from review_app.stats.alt_test import ALT_TEST_SENTENCE
-from review_app.ui import cached, charts, common, registry, session, workbench
+from review_app.ui import cached, charts, common, registry, reviewer_figures, session, workbench
 from review_app.ui.safe import code_span, escape
 
 
@@ -249,6 +249,8 @@ if any(source["by_position"] for source in drift["sources"]):
     with st.expander("Agreement by answer position and role"):
         st.dataframe(charts.drift_agreement_rows(drift), hide_index=True, key="judge_drift_table")
 
+strata_shown = reviewer_figures.draw_strata(engine, actor, rubric, run)
+
 st.subheader("The alternative annotator test")
 st.markdown(f"{code_span(run['name'])}: {escape(readings.alt_test_sentence(alt_test))}")
 if readings.alt_test_untested(alt_test):
@@ -417,4 +419,6 @@ st.download_button(
     key="judge_few_shot",
 )
 with notice:
-    common.report_notice(shown, estimate_shown, curve_shown, run_drift_shown, examples_shown)
+    common.report_notice(
+        shown, estimate_shown, curve_shown, run_drift_shown, examples_shown, strata_shown
+    )

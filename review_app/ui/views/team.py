@@ -8,6 +8,7 @@ import streamlit as st
 from review_app.errors import InputError, NotFound, PermissionDenied
 from review_app.services.cases.cases import LANES
 from review_app.services.judging.audit_samples import draw_audit_sample
+from review_app.services.judging.runs import list_judge_runs
 from review_app.services.review.queue import assign_cases
 from review_app.services.team.people import (
     ROLES,
@@ -17,7 +18,7 @@ from review_app.services.team.people import (
     set_role,
 )
 from review_app.services.team.team import team_view
-from review_app.ui import cached, common, session
+from review_app.ui import cached, common, reviewer_figures, session
 from review_app.ui.safe import error_text, escape
 
 actor = common.policy_owner("The team page is for policy owners and admins.")
@@ -48,6 +49,9 @@ st.caption(
     "has labeled every turn."
 )
 reviewer_names = [m.name for m in team.members if m.active]
+reliability_shown = reviewer_figures.reliability(engine, actor, rubric)
+reviewer_figures.draw_reliability(reliability_shown, key="team")
+common.report_notice(reliability_shown)
 
 st.subheader("Assign cases")
 with st.form("team_assign_form"):
@@ -105,6 +109,17 @@ with st.form("team_audit_form"):
         else:
             session.flash(audit.line())
             st.rerun()
+
+reviewer_figures.draw_stratified_audit(
+    engine,
+    actor,
+    rubric,
+    [
+        {"id": run.id, "name": f"{run.name} (run {run.id}, {run.status})"}
+        for run in list_judge_runs(engine, actor, rubric=rubric)
+    ],
+    reviewer_names,
+)
 
 if actor.has_role("admin"):
     st.subheader("People")

@@ -1,7 +1,7 @@
 """A judge run's endpoint is part of its identity
 
 Revision ID: 0018
-Revises: 0017
+Revises: 0026
 Create Date: 2026-12-10
 
 ``judge_runs.endpoint`` names where the model was asked: a configured endpoint's name,
@@ -22,7 +22,7 @@ from alembic import op
 
 
 revision = '0018'
-down_revision = '0017'
+down_revision = '0026'
 branch_labels = None
 depends_on = None
 
