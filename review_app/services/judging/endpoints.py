@@ -28,13 +28,12 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from sqlalchemy import Engine
 
 from review_app import input_policy
 from review_app.errors import InputError
-from review_app.services.judging.judge_runner import RESPONSE_FORMATS, EndpointSettings
+from review_app.services.judging.judge_runner import RESPONSE_FORMATS, EndpointSettings, url_host
 from review_app.services.judging.local_judge import (
     MODEL_ALIAS,
     local_judge_available,
@@ -104,9 +103,7 @@ class PublicEndpoint:
 
 def _host(url: str) -> str:
     """``host[:port]`` of a URL: never a user name or password written into it."""
-    parts = urlsplit(url)
-    host = parts.hostname or "?"
-    return f"{host}:{parts.port}" if parts.port else host
+    return url_host(url)
 
 
 def _line_of(text: str, name: str, key: str | None) -> int | None:
@@ -279,6 +276,7 @@ def endpoint_settings(name: str, **options: Any) -> list[EndpointSettings]:
             api_key=key,
             concurrency=endpoint.concurrency,
             response_format=endpoint.response_format,
+            name=name,
             **options,
         )
         for url in urls
