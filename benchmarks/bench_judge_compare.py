@@ -87,7 +87,7 @@ def main() -> None:
     direct = baseline(gold, first, second, options.baseline_resamples, 0)
     scaled = direct * options.resamples / options.baseline_resamples
     print(f"units {result.n_units}, conversations {result.n_conversations}")
-    print(f"headline: {result.headline}")
+    print(f"verdict: {result.verdict}")
     print(f"compare_two_runs, {options.resamples} resamples: {ours:.2f} s")
     print(
         f"direct loop with sklearn: {direct:.2f} s for {options.baseline_resamples} resamples, "

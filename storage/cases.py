@@ -413,6 +413,16 @@ def actor_turn_counts(session: Session, *, case_ids: Sequence[str], actor: str) 
     return found
 
 
+def actor_event_count(session: Session, *, actor: str) -> int:
+    """How many events of ``actor`` all cases hold (the turns a rubric applying to it
+    labels): for assistants, the cases' own count (a row per case, not per event)."""
+    if actor == "assistant":
+        query = select(func.coalesce(func.sum(col(Case.n_assistant_turns)), 0))
+    else:
+        query = select(func.count()).where(col(Event.actor) == actor)
+    return int(session.execute(query).scalar_one())
+
+
 def case_count(session: Session) -> int:
     return int(session.execute(select(func.count()).select_from(Case)).scalar_one())
 

@@ -8,7 +8,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete, distinct, func, select, text, tuple_
+from sqlalchemy import (
+    Connection,
+    bindparam,
+    case,
+    delete,
+    distinct,
+    func,
+    select,
+    text,
+    tuple_,
+)
 from sqlmodel import Session, col
 
 from storage.bulk import (
@@ -23,12 +33,20 @@ from storage.models import JudgeRun, JudgeVerdict, utcnow
 
 
 def find_run(
-    session: Session, *, judge: str, prompt_version: str, model: str, rubric_id: str, version: int
+    session: Session,
+    *,
+    judge: str,
+    prompt_version: str,
+    model: str,
+    endpoint: str,
+    rubric_id: str,
+    version: int,
 ) -> JudgeRun | None:
     query = select(JudgeRun).where(
         col(JudgeRun.judge) == judge,
         col(JudgeRun.prompt_version) == prompt_version,
         col(JudgeRun.model) == model,
+        col(JudgeRun.endpoint) == endpoint,
         col(JudgeRun.rubric_id) == rubric_id,
         col(JudgeRun.rubric_version) == version,
     )
@@ -235,13 +253,21 @@ def verdict_reasons(session: Session, *, ids: Sequence[int]) -> dict[int, str | 
     return reasons
 
 
-def verdict_counts(session: Session, *, run_id: int) -> tuple[int, int]:
-    """``(verdicts, errors)`` of a run."""
-    query = select(func.count(), func.count(col(JudgeVerdict.error))).where(
-        col(JudgeVerdict.run_id) == run_id
-    )
-    total, errors = session.execute(query).one()
-    return int(total), int(errors)
+def kept_units_among(
+    session: Session, *, run_id: int, units: Sequence[tuple[str, int]]
+) -> set[tuple[str, int]]:
+    """Those of ``units`` on which a run holds a kept verdict (answered, or an unparseable
+    answer; not an endpoint failure, which a later pass asks again): a chunk of units a
+    query, through the ``(run_id, case_id, turn)`` index."""
+    found: set[tuple[str, int]] = set()
+    for chunk in in_chunks(sorted(set(units))):
+        query = select(col(JudgeVerdict.case_id), col(JudgeVerdict.turn)).where(
+            col(JudgeVerdict.run_id) == run_id,
+            tuple_(col(JudgeVerdict.case_id), col(JudgeVerdict.turn)).in_(chunk),
+            func.coalesce(col(JudgeVerdict.error_kind), "") != "endpoint",
+        )
+        found.update((case_id, int(turn)) for case_id, turn in session.execute(query))
+    return found
 
 
 def judge_token(session: Session, *, rubric_id: str, version: int) -> tuple[int, str, int, int]:
@@ -284,55 +310,91 @@ def verdicts_token(session: Session, *, rubric_id: str, version: int) -> list[tu
     return [(int(run_id), str(updated), int(top)) for run_id, updated, top in rows]
 
 
-def count_errors(session: Session, *, run_id: int, kind: str) -> int:
-    """How many verdicts of a run hold an error of ``kind`` (``endpoint`` or ``answer``)."""
-    query = select(func.count()).where(
-        col(JudgeVerdict.run_id) == run_id, col(JudgeVerdict.error_kind) == kind
-    )
-    return int(session.execute(query).scalar_one())
-
-
 @dataclass(frozen=True, slots=True)
 class UnitVerdict:
-    """The judge's verdict on one unit, with the run it came from."""
+    """A run's verdict on one unit: its code (``None`` with an error), score, reason, error."""
 
-    run_id: int
-    judge: str
-    prompt_version: str
-    model: str
-    label: str
+    label: str | None
     score: float | None
     reason: str | None
+    error: str | None
 
 
-def newest_unit_verdict(
-    session: Session, *, rubric_id: str, version: int, case_id: str, turn: int
-) -> UnitVerdict | None:
-    """The verdict on ``(case_id, turn)`` of the newest run of the rubric version that
-    has one (a label, not an error); newest by creation time, then id."""
-    query = (
-        select(
-            col(JudgeRun.id),
-            col(JudgeRun.judge),
-            col(JudgeRun.prompt_version),
-            col(JudgeRun.model),
-            col(JudgeVerdict.label),
-            col(JudgeVerdict.score),
-            col(JudgeVerdict.reason),
-        )
-        .join(JudgeRun, col(JudgeRun.id) == col(JudgeVerdict.run_id))
-        .where(
-            col(JudgeRun.rubric_id) == rubric_id,
-            col(JudgeRun.rubric_version) == version,
-            col(JudgeVerdict.case_id) == case_id,
-            col(JudgeVerdict.turn) == turn,
-            col(JudgeVerdict.label).is_not(None),
-        )
-        .order_by(col(JudgeRun.created_at).desc(), col(JudgeRun.id).desc())
-        .limit(1)
+def unit_verdict(session: Session, *, run_id: int, case_id: str, turn: int) -> UnitVerdict | None:
+    """Run ``run_id``'s verdict on ``(case_id, turn)``, or ``None`` when it has none."""
+    query = select(
+        col(JudgeVerdict.label),
+        col(JudgeVerdict.score),
+        col(JudgeVerdict.reason),
+        col(JudgeVerdict.error),
+    ).where(
+        col(JudgeVerdict.run_id) == run_id,
+        col(JudgeVerdict.case_id) == case_id,
+        col(JudgeVerdict.turn) == turn,
     )
     row = session.execute(query).first()
     return UnitVerdict(*row) if row is not None else None
+
+
+@dataclass(frozen=True, slots=True)
+class RunCounts:
+    """How much of a run is stored: verdicts, errors, endpoint failures, answered turns."""
+
+    verdicts: int
+    errors: int
+    endpoint_errors: int
+    answered_turns: int
+    """Turn verdicts kept: answered, or an answer that could not be parsed (not an
+    endpoint failure, which a later run asks again)."""
+    first_endpoint_error: str | None
+
+
+def run_counts_of(session: Session, *, run_id: int) -> RunCounts:
+    """:class:`RunCounts` of one run."""
+    return runs_counts(session, run_ids=[run_id]).get(run_id, RunCounts(0, 0, 0, 0, None))
+
+
+def runs_counts(session: Session, *, run_ids: Sequence[int]) -> dict[int, RunCounts]:
+    """:class:`RunCounts` of each run of ``run_ids`` that has verdicts: one aggregate query
+    grouped by run, and one more only when some run has endpoint failures."""
+    if not run_ids:
+        return {}
+    endpoint = case((col(JudgeVerdict.error_kind) == "endpoint", 1), else_=0)
+    kept = func.coalesce(col(JudgeVerdict.error_kind), "") != "endpoint"
+    answered = case((col(JudgeVerdict.turn).is_not(None) & kept, 1), else_=0)
+    rows = session.execute(
+        select(
+            col(JudgeVerdict.run_id),
+            func.count(),
+            func.count(col(JudgeVerdict.error)),
+            func.coalesce(func.sum(endpoint), 0),
+            func.coalesce(func.sum(answered), 0),
+        )
+        .where(col(JudgeVerdict.run_id).in_(list(run_ids)))
+        .group_by(col(JudgeVerdict.run_id))
+    ).all()
+    failing = [run_id for run_id, _, _, failed, _ in rows if failed]
+    first: dict[int, str] = {}
+    if failing:
+        firsts = (
+            select(func.min(col(JudgeVerdict.id)))
+            .where(
+                col(JudgeVerdict.run_id).in_(failing), col(JudgeVerdict.error_kind) == "endpoint"
+            )
+            .group_by(col(JudgeVerdict.run_id))
+        )
+        first = {
+            int(run_id): error
+            for run_id, error in session.execute(
+                select(col(JudgeVerdict.run_id), col(JudgeVerdict.error)).where(
+                    col(JudgeVerdict.id).in_(firsts)
+                )
+            )
+        }
+    return {
+        int(run_id): RunCounts(int(total), int(errors), int(failed), int(turns), first.get(run_id))
+        for run_id, total, errors, failed, turns in rows
+    }
 
 
 def judge_turn_summaries(
@@ -403,21 +465,22 @@ def carry_judge_verdicts(
     at: datetime,
 ) -> dict[str, int]:
     """Each judge run of ``from_version`` gets a carried twin under ``to_version`` (same
-    judge, prompt version and model) holding its verdicts whose label is in ``mapping``;
+    judge, prompt version, model and endpoint) holding its verdicts whose label is in ``mapping``;
     returns verdicts carried per old code. Error verdicts and unmapped labels stay behind.
     A twin is not made where that identity already has a run under ``to_version``."""
     stamp = timestamp_param(session.connection(), at)
     session.execute(
         text(
-            "INSERT INTO judge_runs (judge, prompt_version, model, rubric_id, rubric_version, "
-            "prompt_sha256, source, status, params_json, summary_json, calibration_json, "
-            "created_at, updated_at, carried_from_run_id, carry_id) "
-            "SELECT r.judge, r.prompt_version, r.model, r.rubric_id, :to_v, r.prompt_sha256, "
-            "r.source, r.status, r.params_json, NULL, NULL, :at, :at, r.id, :carry "
-            "FROM judge_runs r WHERE r.rubric_id = :rid AND r.rubric_version = :from_v "
+            "INSERT INTO judge_runs (judge, prompt_version, model, endpoint, rubric_id, "
+            "rubric_version, prompt_sha256, source, status, params_json, summary_json, "
+            "calibration_json, created_at, updated_at, carried_from_run_id, carry_id) "
+            "SELECT r.judge, r.prompt_version, r.model, r.endpoint, r.rubric_id, :to_v, "
+            "r.prompt_sha256, r.source, r.status, r.params_json, NULL, NULL, :at, :at, r.id, "
+            ":carry FROM judge_runs r WHERE r.rubric_id = :rid AND r.rubric_version = :from_v "
             "AND NOT EXISTS (SELECT 1 FROM judge_runs c WHERE c.carried_from_run_id = r.id) "
             "AND NOT EXISTS (SELECT 1 FROM judge_runs n WHERE n.judge = r.judge "
             "AND n.prompt_version = r.prompt_version AND n.model = r.model "
+            "AND n.endpoint = r.endpoint "
             "AND n.rubric_id = r.rubric_id AND n.rubric_version = :to_v)"
         ),
         {

@@ -298,18 +298,24 @@ class JudgeRunBase(SQLModel):
     judge: str = Field(max_length=200)
     prompt_version: str = Field(max_length=100)
     model: str = Field(max_length=200)
+    endpoint: str = Field(default="", max_length=200)
+    """Where the model was asked: a configured endpoint's name, ``host:port`` of a
+    ``--base-url`` run, empty for imported verdicts (docs/reference.md, "Judge
+    endpoints")."""
     rubric_id: str = Field(max_length=100)
     rubric_version: int
     prompt_sha256: str | None = Field(default=None, max_length=64)
     source: str = Field(default="import", max_length=20)
     status: str = Field(default="complete", max_length=20)
+    """``running``, ``partial`` (stopped before every unit was asked), ``failed`` (every
+    unit failed at the endpoint, nothing answered) or ``complete``."""
     calibration_json: str | None = Field(default=None, sa_column=Column(Text))
     carried_from_run_id: int | None = None
     """The run of the previous rubric version whose verdicts this run carries."""
 
 
 class JudgeRun(JudgeRunBase, table=True):
-    """One judge prompt version with one model, against one rubric version."""
+    """One judge prompt version with one model at one endpoint, against one rubric version."""
 
     __tablename__ = "judge_runs"
     __table_args__ = (
@@ -318,6 +324,7 @@ class JudgeRun(JudgeRunBase, table=True):
             "judge",
             "prompt_version",
             "model",
+            "endpoint",
             "rubric_id",
             "rubric_version",
             unique=True,
@@ -337,6 +344,25 @@ class JudgeRunPublic(JudgeRunBase):
 
     model_config = SQLModelConfig(frozen=True)
     id: int
+
+
+class TeamJudge(SQLModel, table=True):
+    """A policy owner's choice of the rubric version's judge: a prompt version with its
+    model and endpoint (the run it was chosen from). Kept as history: the newest row of a
+    rubric version is its current judge; each choice is also in the audit log."""
+
+    __tablename__ = "team_judges"
+    __table_args__ = (Index("ix_team_judges_rubric", "rubric_id", "rubric_version", "id"),)
+    id: int | None = Field(default=None, primary_key=True)
+    rubric_id: str = Field(max_length=100)
+    rubric_version: int
+    judge: str = Field(max_length=200)
+    prompt_version: str = Field(max_length=100)
+    model: str = Field(max_length=200)
+    endpoint: str = Field(default="", max_length=200)
+    run_id: int = Field(foreign_key="judge_runs.id")
+    chosen_by: str = Field(max_length=200)
+    chosen_at: datetime = Field(default_factory=utcnow)
 
 
 class JudgePromptVersion(SQLModel, table=True):

@@ -14,7 +14,7 @@ import re
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -63,10 +63,20 @@ def expected_answer(prompt: str) -> dict[str, Any]:
 
 
 class FakeChatServer:
-    """``POST /v1/chat/completions`` answering like an OpenAI-compatible endpoint."""
+    """``POST /v1/chat/completions`` answering like an OpenAI-compatible endpoint.
 
-    def __init__(self, *, delay: float = 0.02) -> None:
+    ``answer``, when given, makes the default answer from the user message's text (a
+    judge whose answers depend on the prompt: a word in it, the judged turn); without
+    it, :func:`expected_answer`."""
+
+    def __init__(
+        self,
+        *,
+        delay: float = 0.02,
+        answer: Callable[[str], dict[str, Any]] | None = None,
+    ) -> None:
         self.delay = delay
+        self.answer = answer or expected_answer
         self.lock = threading.Lock()
         self.in_flight = 0
         self.max_in_flight = 0
@@ -189,9 +199,7 @@ class FakeChatServer:
                 data = reply.raw
             else:
                 content = (
-                    reply.content
-                    if reply.content is not None
-                    else json.dumps(expected_answer(prompt))
+                    reply.content if reply.content is not None else json.dumps(self.answer(prompt))
                 )
                 usage = (len(prompt) // 4, len(content) // 4 + 1)
                 data = json.dumps(

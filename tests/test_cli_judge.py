@@ -224,7 +224,8 @@ def test_judge_run_against_a_loopback_endpoint_then_report(
     assert result.returncode == 0, result.stderr
     units = sorted(turn for _, turn in server.units_requested())
     assert units == [2, 4, 6, 8, 10, 12]
-    assert result.stdout.startswith(f"run 3 role-judge@v1/fake: {len(units)} units, 0 already done")
+    name = f"role-judge@v1/fake at 127.0.0.1:{server.port}"
+    assert result.stdout.startswith(f"run 3 {name}: {len(units)} units, 0 already done")
     assert f"answered {len(units)}, unparseable answers 0, endpoint failures 0" in result.stdout
     assert result.stderr == ""
     fake = next(r for r in demo_cli.runs() if r.model == "fake")
@@ -234,7 +235,7 @@ def test_judge_run_against_a_loopback_endpoint_then_report(
     reported = demo_cli("judge", "report", "--rubric", RUBRIC, "--json", "--run", "3")
     assert reported.returncode == 0, reported.stderr
     [run] = json.loads(reported.stdout)["runs"]
-    assert run["name"] == "role-judge@v1/fake"
+    assert (run["name"], run["endpoint"]) == (name, f"127.0.0.1:{server.port}")
     assert run["turn_verdicts"] == len(units)
     # The loopback judge flags the turn with the recorded refund, as gold does.
     assert run["vs_gold"]["break_confusion"]["tp"] == 1

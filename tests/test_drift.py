@@ -3,6 +3,8 @@ first breaks and the slope, on conversations with breaks planted late."""
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -28,31 +30,46 @@ def conversations(n: int, seed: int, *, late: bool) -> tuple[np.ndarray, ...]:
     return clusters, positions, rng.random(positions.size) < p
 
 
-def literal_bins(positions: np.ndarray, min_units: int) -> list[tuple[int, int | None]]:
-    counts = {k: int((positions == k).sum()) for k in range(1, int(positions.max()) + 1)}
-    for m in range(max(counts), -1, -1):  # the most single bins that work
-        singles_ok = all(counts[k] >= min_units for k in range(1, m + 1))
-        tail = sum(v for k, v in counts.items() if k > m)
-        if singles_ok and (tail == 0 or tail >= min_units):
-            bins = [(k, k) for k in range(1, m + 1)]
-            return bins + ([(m + 1, None)] if tail or not bins else [])
-    raise AssertionError
+EDGES = (1, 2, 3, 5, 9, 17, 33, 65)
+"""Where the doubling bins start: 1, 2, 3-4, 5-8, 9-16, ..."""
 
 
 @pytest.mark.parametrize("seed", range(8))
-def test_bins_pool_the_tail_so_every_bin_has_min_units(seed: int) -> None:
+def test_bins_double_in_width_and_pool_what_is_thin(seed: int) -> None:
     _, positions, _ = conversations(
         int(np.random.default_rng(seed).integers(5, 80)), seed, late=True
     )
     for min_units in (1, 10, 30):
         bins = position_bins(positions, min_units=min_units)
-        assert [(b.low, b.high) for b in bins] == literal_bins(positions, min_units)
+        # contiguous from 1, the last one open, every bound on a doubling edge
+        assert bins[0].low == 1 and bins[-1].high is None
+        assert all(a.high is not None and a.high + 1 == b.low for a, b in itertools.pairwise(bins))
+        assert all(b.low in EDGES for b in bins)
         index = bin_of_positions(positions, bins)
         sizes = np.bincount(index, minlength=len(bins))
         if sizes.sum() >= min_units:
             assert sizes.min() >= min_units
+        # as fine as the data allow: a closed bin of several ranges could not have been
+        # closed sooner (its first range alone was too thin)
+        for b in bins[:-1]:
+            assert b.high is not None
+            following = [e for e in EDGES if b.low < e <= b.high]
+            if following:
+                first_range = int(((positions >= b.low) & (positions < following[0])).sum())
+                assert first_range < min_units
+    # with one unit a bin, every doubling range is a bin of its own
+    assert [b.label for b in position_bins(list(range(1, 13)), min_units=1)] == [
+        "1",
+        "2",
+        "3-4",
+        "5-8",
+        "9+",
+    ]
+    # a thin tail joins the bin before it; too few units in all: one open bin
+    thin_tail = [1] * 40 + [2] * 40 + [3] * 20 + [4] * 20 + [5] * 30 + [9] * 3
+    assert [b.label for b in position_bins(thin_tail, min_units=30)] == ["1", "2", "3-4", "5+"]
     assert position_bins([1, 1, 2], min_units=30) == [PositionBin(1, None)]
-    assert PositionBin(7, None).label == "7+" and PositionBin(3, 3).label == "3"
+    assert PositionBin(7, None).label == "7+" and PositionBin(3, 4).label == "3-4"
 
 
 def test_rates_are_counts_and_intervals_resample_conversations() -> None:

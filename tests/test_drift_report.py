@@ -33,7 +33,7 @@ def planted(engine: Engine, tmp_path: Path) -> tuple[dict, list]:
     for case in cases:
         answers = [e["turn"] for e in case["transcript"] if e["actor"] == "assistant"]
         for position, turn in enumerate(sorted(answers), start=1):
-            late = position >= 4
+            late = position >= 5  # from the 5-8 bin on
             truth[(case["case_id"], turn)] = (
                 "scope_break" if rng.random() < (0.5 if late else 0.03) else "in_role"
             )
@@ -69,12 +69,12 @@ def test_late_breaks_show_in_bins_first_breaks_and_slope(
     rows = gold["by_position"]
     assert all(r["units"] >= 30 for r in rows)
     assert sum(r["units"] for r in rows) == len(truth)
-    early = [r for r in rows if r["high"] is not None and r["high"] <= 3]
-    late = [r for r in rows if r["low"] >= 4]
+    early = [r for r in rows if r["high"] is not None and r["high"] <= 4]
+    late = [r for r in rows if r["low"] >= 5]
     assert early and late
     assert max(r["ci95"][1] for r in early) < min(r["ci95"][0] for r in late)
     assert gold["slope"]["odds_ratio"] > 1 and gold["slope"]["ci95"][0] > 1
-    # First breaks sit at answer 4 or later for most conversations that break.
+    # First breaks sit at answer 5 or later for most conversations that break.
     first = Counter({r["bin"]: r["conversations"] for r in gold["first_break"]})
     broke = sum(first.values())
     assert broke + gold["no_break_conversations"] == gold["conversations"]

@@ -132,7 +132,7 @@ def test_estimate_falls_back_loudly_then_uses_the_audit_sample(
     low, high = estimate["ppi"]["ci95"]
     assert low <= true_rate <= high
     assert set(estimate) >= {"level", "n_gold", "n_judged", "judge_only", "human_only", "ppi"}
-    assert set(estimate["ppi"]) == {"value", "ci95", "lambda"}
+    assert set(estimate["ppi"]) == {"value", "ci95", "lambda", "lambda_reason"}
     assert set(estimate["human_only"]) == {"value", "ci95"}
     assert estimate["budget"]["more_audited_units_to_halve_width"] > 0
     headline = estimate_headline(estimate)

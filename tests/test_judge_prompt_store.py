@@ -89,7 +89,7 @@ def test_files_are_stored_and_a_used_version_whose_file_changed_is_refused(
     summary = run_judge(
         engine, OP, rubric=rubric, prompt=prompt, settings=world.settings(), case_ids=world.case_ids
     )
-    assert summary.name == "role-judge@v1/fake"
+    assert summary.name == f"role-judge@v1/fake at 127.0.0.1:{world.server.port}"
     used = show_judge_prompt(
         engine, OP, rubric_id=rubric.id, ref="role-judge@v1", directory=rubrics
     )
@@ -174,7 +174,7 @@ def test_a_created_version_is_numbered_next_derived_and_run_by_its_name(
     summary = run_judge(
         engine, OP, rubric=rubric, prompt=prompt, settings=world.settings(), case_ids=world.case_ids
     )
-    assert summary.name == "role-judge@v3/fake"
+    assert summary.name == f"role-judge@v3/fake at 127.0.0.1:{world.server.port}"
     # a file that takes the created version's number with another text is refused
     clash = _file(rubrics, "role-judge", 3)
     clash.write_text(base + "\nAnother text.\n", encoding="utf-8")
@@ -385,9 +385,13 @@ def test_compare_two_runs_on_gold_with_a_verdict(database: Database, tmp_path: P
     v1, v2 = runs["role-judge@v1/m"], runs["role-judge@v2/m"]
     report = compare_judge_runs(engine, OP, rubric=rubric, run_ids=(v1, v2), n_resamples=300)
     assert report["n_units"] == 42 and report["n_conversations"] == N_CASES
-    assert report["verdict"] == "second_better"
-    assert report["headline"].startswith("v2 agrees with gold better than v1: kappa +")
-    assert report["headline"].endswith(" on 42 units")
+    assert report["outcome"] == "second_better"
+    assert report["verdict"].startswith("v2 agrees with gold better than v1: kappa +")
+    assert report["verdict"].endswith(
+        " on 42 units, and v2 is right where v1 was wrong on 21 units and never the reverse "
+        "(McNemar p < 0.001)."
+    )
+    assert report["pairing"] == "chosen" and report["confound"] is None
     assert report["kappa"]["v2"]["value"] == pytest.approx(1.0)
     assert report["mcnemar"]["only_second_right"] == 21
     assert report["mcnemar"]["only_first_right"] == 0
@@ -398,14 +402,15 @@ def test_compare_two_runs_on_gold_with_a_verdict(database: Database, tmp_path: P
     assert first["second"]["reason"] == f"v2 says {first['second']['code']}"
     assert "alternative annotator test" in render_run_comparison(report)
     swapped = compare_judge_runs(engine, OP, rubric=rubric, run_ids=(v2, v1), n_resamples=300)
-    assert swapped["verdict"] == "first_better"
+    assert swapped["outcome"] == "first_better"
     assert swapped["kappa_difference"]["value"] == pytest.approx(
         -report["kappa_difference"]["value"]
     )
-    # by default: the newest run against the best earlier run of the same judge
+    # by default: the newest complete run against an earlier prompt's with the same model
+    # at the same endpoint (here both imported)
     default = compare_judge_runs(engine, OP, rubric=rubric, n_resamples=100)
-    newest = max(v1, v2)
-    assert default["runs"][1]["id"] == newest and default["runs"][0]["id"] == min(v1, v2)
+    assert (default["runs"][0]["id"], default["runs"][1]["id"]) == (v1, v2)
+    assert default["pairing"].startswith("default: role-judge@v2 against role-judge@v1")
     with pytest.raises(InputError) as caught:
         compare_judge_runs(engine, OP, rubric=rubric, run_ids=(v1, 999))
     assert caught.value.field == "--runs"
@@ -427,10 +432,14 @@ def test_judge_compare_from_the_command_line(sqlite_database: Database, tmp_path
     shown = invoke_cli([*base, "--resamples", "200", "--seed", "3"], env=env, cwd=home)
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.startswith("v2 agrees with gold better than v1: kappa +")
+    as_json_verdict = json.loads(
+        invoke_cli([*base, "--json", "--resamples", "200", "--seed", "3"], env=env, cwd=home).stdout
+    )["verdict"]
+    assert shown.stdout.splitlines()[0] == as_json_verdict
     as_json = json.loads(
         invoke_cli([*base, "--json", "--resamples", "200"], env=env, cwd=home).stdout
     )
-    assert as_json["verdict"] == "second_better" and as_json["n_units"] == 42
+    assert as_json["outcome"] == "second_better" and as_json["n_units"] == 42
     bad = invoke_cli(
         ["judge", "compare", "--rubric", "role-adherence@1", "--runs", "1,x"], env=env, cwd=home
     )

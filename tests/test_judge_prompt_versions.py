@@ -76,7 +76,7 @@ def test_a_prompt_run_for_version_1_is_refused_for_version_2(
         settings=world.settings(),
         case_ids=world.case_ids,
     )
-    assert summary.name == "role-judge@v7/fake"
+    assert summary.name == f"role-judge@v7/fake at 127.0.0.1:{server.port}"
     for request in server.requests:
         codes = request.prompt.split('"<one of: ', 1)[1].split(">", 1)[0].split(", ")
         assert codes == list(v2.codes) and "authority_break" not in codes

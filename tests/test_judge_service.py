@@ -401,13 +401,13 @@ def test_a_run_judges_every_assistant_turn_and_stores_what_comes_back(
     summary = world.run(progress=progress)
     assert (summary.units, summary.skipped, summary.answered) == (12, 0, 12)
     assert (summary.answer_errors, summary.endpoint_errors) == (0, 0)
-    assert summary.name == "role-judge@v1/fake"
+    assert summary.name == f"role-judge@v1/fake at 127.0.0.1:{world.server.port}"
     assert sorted(stored_at_progress) == list(range(1, 13))
     # Verdicts are stored in batches as they arrive, not only at the end.
     assert stored_at_progress[11] == 10
     [entry] = audit_entries(world.engine, OPERATOR, action="judge_run")
     assert (entry.actor, entry.object) == ("operator", str(summary.run_id))
-    assert (entry.summary["run"], entry.summary["answered"]) == ("role-judge@v1/fake", 12)
+    assert (entry.summary["run"], entry.summary["answered"]) == (summary.name, 12)
 
     seen = world.server.requests
     assert sorted(r.unit for r in seen) == sorted(UNITS)
@@ -507,7 +507,7 @@ def test_an_unparseable_answer_is_kept_as_an_error_and_not_asked_again(
     assert stored_verdicts(world.engine, summary.run_id)[("c00", 2)].error_kind == ANSWER_ERROR
 
 
-def test_endpoint_failures_leave_a_partial_run_that_a_second_run_completes(
+def test_endpoint_failures_are_counted_and_a_second_run_asks_them_again(
     world: JudgeWorld,
 ) -> None:
     down = [unit for unit in UNITS if unit[0] == "c02"]
@@ -525,7 +525,13 @@ def test_endpoint_failures_leave_a_partial_run_that_a_second_run_completes(
     assert stored[("c01", 6)].error_kind == ENDPOINT_ERROR
     assert stored[("c01", 6)].error.startswith("HTTP 400")
     [run] = list_judge_runs(world.engine, operator_actor())
-    assert (run.status, run.errors) == ("partial", 4)
+    # Done, with its failures said wherever the run is named.
+    assert (run.status, run.errors, run.endpoint_errors) == ("complete", 4, 4)
+    assert first.failures() == "4 of 12 failed at the endpoint"
+    assert run.state_text == (
+        "complete, 8 turns; 4 failed at the endpoint (running it again asks them)"
+    )
+    assert run.first_error is not None and run.first_error.startswith(("HTTP 400", "HTTP 503"))
 
     world.server.always.clear()
     world.server.reset_log()
@@ -597,7 +603,7 @@ def test_a_malformed_response_is_an_endpoint_error_and_odd_usage_is_unknown(
     assert stored[("c01", 2)].label == "in_role"
     assert (stored[("c01", 2)].prompt_tokens, stored[("c01", 2)].completion_tokens) == (None, None)
     assert stored[("c01", 6)].error is None
-    assert list_judge_runs(http_world.engine, operator_actor())[0].status == "partial"
+    assert list_judge_runs(http_world.engine, operator_actor())[0].status == "complete"
 
 
 def test_an_unreachable_endpoint_is_an_endpoint_error_for_every_unit(world: JudgeWorld) -> None:
@@ -606,10 +612,16 @@ def test_an_unreachable_endpoint_is_an_endpoint_error_for_every_unit(world: Judg
     stored = stored_verdicts(world.engine, dead.run_id)
     assert all(v.error_kind == ENDPOINT_ERROR for v in stored.values())
     assert all(v.error.startswith("ConnectError") for v in stored.values())
-    assert list_judge_runs(world.engine, operator_actor())[0].status == "partial"
+    # Nothing answered: the run failed, with its first error.
+    [failed] = list_judge_runs(world.engine, operator_actor())
+    assert (failed.status, failed.state) == ("failed", "failed")
+    assert failed.state_text.startswith("failed: ConnectError")
+    assert dead.all_failed and "every request failed, the first: ConnectError" in dead.line()
+    # Another endpoint (the server's): another run, complete.
     revived = world.run()
     assert (revived.skipped, revived.answered) == (0, 12)
-    assert list_judge_runs(world.engine, operator_actor())[0].status == "complete"
+    runs = {run.id: run for run in list_judge_runs(world.engine, operator_actor())}
+    assert runs[revived.run_id].status == "complete" and runs[dead.run_id].status == "failed"
 
 
 def test_answers_that_come_fast_are_stored_together(
@@ -644,15 +656,16 @@ def test_a_proxy_named_in_the_environment_is_used_unless_no_proxy_exempts_the_ho
     assert (direct.answered, direct.endpoint_errors) == (12, 0)
 
 
-def test_a_run_on_some_cases_keeps_a_partial_run_partial(world: JudgeWorld) -> None:
+def test_a_run_on_some_cases_keeps_the_failures_of_the_others_counted(world: JudgeWorld) -> None:
     world.server.always[("c03", 2)] = Reply(503, raw=b"unavailable")
     assert world.run().endpoint_errors == 1
     world.server.always.clear()
     only_c00 = world.run(case_ids=["c00"])
     assert (only_c00.units, only_c00.skipped) == (3, 3)
     [run] = list_judge_runs(world.engine, operator_actor())
-    # c03 turn 2 still has no verdict: the run is not complete.
-    assert (run.status, run.errors) == ("partial", 1)
+    # c03 turn 2 still has no verdict: the run says so.
+    assert (run.status, run.errors, run.endpoint_errors) == ("complete", 1, 1)
+    assert run.state_text.endswith("; 1 failed at the endpoint (running it again asks them)")
 
 
 def test_a_prompt_version_is_immutable_once_run(world: JudgeWorld, tmp_path: Path) -> None:
@@ -673,7 +686,10 @@ def test_a_prompt_version_is_immutable_once_run(world: JudgeWorld, tmp_path: Pat
     renamed = copy.with_name("v3.txt")
     copy.rename(renamed)
     new_version = world.run(prompt=find_judge_prompt(RUBRICS, world.rubric.id, str(renamed)))
-    assert (new_version.name, new_version.answered) == ("role-judge@v3/fake", 12)
+    assert (new_version.name, new_version.answered) == (
+        f"role-judge@v3/fake at 127.0.0.1:{world.server.port}",
+        12,
+    )
 
 
 def test_only_policy_owners_run_a_judge(world: JudgeWorld) -> None:

@@ -18,6 +18,7 @@ import socket
 import subprocess
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -140,10 +141,12 @@ def test_local_judge_judges_demo_conversations_and_the_report_shows_it_is_weak(
         *(argument for case in JUDGED_CASES for argument in ("--case", case)),
     )
     assert run.returncode == 0, run.stderr
-    assert "role-judge-mini@v1/gemma-3-270m" in run.stdout
+    # the run is named by its endpoint too: host:port of the --base-url
+    name = f"role-judge-mini@v1/gemma-3-270m at {urlsplit(local_server).netloc}"
+    assert name in run.stdout
 
     runs = json.loads(cli("judge", "runs", "--json").stdout)
-    local = next(r for r in runs if r["name"] == "role-judge-mini@v1/gemma-3-270m")
+    local = next(r for r in runs if r["name"] == name)
     assert local["source"] == "run"
     assert local["prompt_sha256"]
     assert local["verdicts"] == JUDGED_TURNS  # every assistant turn of the judged cases

@@ -96,11 +96,14 @@ def test_the_comparison_against_statsmodels_sklearn_and_a_direct_paired_bootstra
         cohen_kappa_score(g, b) - cohen_kappa_score(g, a)
     )
     assert result.kappa_difference.ci95 == pytest.approx((low, high), abs=1e-9)
-    assert result.verdict == "second_better"
+    assert result.outcome == "second_better"
     d = result.kappa_difference
-    assert result.headline == (
+    only_first, only_second = table[0][1], table[1][0]
+    assert result.verdict == (
         f"v3 agrees with gold better than v2: kappa {d.value:+.2f} "
-        f"[{d.ci95[0]:+.2f}, {d.ci95[1]:+.2f}] on {len(units)} units"
+        f"[{d.ci95[0]:+.2f}, {d.ci95[1]:+.2f}] on {len(units)} units, and v3 is right where "
+        f"v2 was wrong on {only_second} units and v2 where v3 was wrong on {only_first} "
+        "(McNemar p < 0.001)."
     )
     assert {x.unit for x in result.differing} == {u for u in units if first[u] != second[u]}
 
@@ -114,16 +117,21 @@ def test_the_headline_without_a_detectable_difference_and_with_too_few_units() -
         gold=gold, first=first, second=nearly, break_mapping=MAPPING, names=("v2", "v3"),
         cluster_of=_case, n_resamples=300,
     )  # fmt: skip
-    assert result.verdict == "no_difference"
-    assert result.headline.startswith(f"no detectable difference on {result.n_units} units (kappa ")
+    assert result.outcome == "no_difference"
+    assert result.verdict.startswith("No detectable difference: kappa ")
+    assert result.verdict.endswith(
+        f"on {result.n_units} units, and on break / no break they differ on only 1 unit "
+        "(only v2 right on 1, only v3 on 0), too few for McNemar's test to tell (p = 1); "
+        "neither is shown better (keep v2, or gather more gold to tell them apart)."
+    )
     few = {u: gold[u] for u in sorted(gold)[:20]}
     small = compare_two_runs(
         gold=few, first=first, second=nearly, break_mapping=MAPPING, names=("v2", "v3"),
         cluster_of=_case,
     )  # fmt: skip
-    assert small.verdict == "too_few_units"
-    assert small.headline == (
-        "no verdict: only 20 units with gold judged by both runs (at least 30 needed)"
+    assert small.outcome == "too_few_units"
+    assert small.verdict == (
+        "No verdict: only 20 units with gold judged by both runs (at least 30 needed)."
     )
 
 
@@ -133,8 +141,8 @@ def test_the_first_run_better_reads_the_other_way_round() -> None:
         gold=gold, first=second, second=first, break_mapping=MAPPING, names=("v3", "v2"),
         cluster_of=_case, n_resamples=300,
     )  # fmt: skip
-    assert result.verdict == "first_better"
-    assert result.headline.startswith("v3 agrees with gold better than v2: kappa +")
+    assert result.outcome == "first_better"
+    assert result.verdict.startswith("v3 agrees with gold better than v2: kappa +")
 
 
 def test_bad_options_have_exact_messages() -> None:
@@ -189,4 +197,84 @@ def test_swapping_the_runs_flips_the_sign_and_identical_runs_differ_by_nothing(
         if estimate.value is not None:
             assert estimate.value == 0.0
             assert estimate.ci95 in (None, (0.0, 0.0))
-    assert same.verdict in ("no_difference", "too_few_units", "undefined")
+    assert same.outcome in ("no_difference", "too_few_units", "undefined")
+
+
+def _scripted(rows: list[tuple[str, str, str]], *, per_case: int = 1) -> dict[str, dict]:
+    """gold / first / second codes for units ``(c<k // per_case>, k)`` from ``(gold,
+    first, second)`` rows."""
+    gold, first, second = {}, {}, {}
+    for k, (g, a, b) in enumerate(rows):
+        unit = (f"c{k // per_case:03d}", k)
+        gold[unit], first[unit], second[unit] = g, a, b
+    return {"gold": gold, "first": first, "second": second}
+
+
+def _reconcile(rows: list[tuple[str, str, str]], **options: object):  # type: ignore[no-untyped-def]
+    return compare_two_runs(
+        **_scripted(rows),
+        break_mapping=MAPPING,
+        names=("v2", "v3"),
+        cluster_of=_case,
+        n_resamples=500,
+        seed=1,
+        **options,  # type: ignore[arg-type]
+    )
+
+
+def test_the_verdict_reconciles_a_test_that_finds_a_difference_with_an_interval_that_does_not() -> (
+    None
+):
+    """v3 right where v2 was wrong on 6 units and never the reverse (McNemar p = 0.031),
+    while it mixes up two break codes v2 tells apart on 4 others: the kappa interval
+    still includes no change, and the verdict says likely better, confirm on more gold."""
+    rows = (
+        [("in_role", "scope_break", "in_role")] * 6
+        + [("scope_break", "scope_break", "tone_break")] * 4
+        + [("in_role", "in_role", "in_role")] * 44
+        + [("scope_break", "scope_break", "scope_break")] * 15
+        + [("tone_break", "tone_break", "tone_break")] * 15
+    )
+    result = _reconcile(rows)
+    assert (result.mcnemar.table[0][1], result.mcnemar.table[1][0]) == (0, 6)
+    assert result.mcnemar.p_value == pytest.approx(0.03125)
+    low, high = result.kappa_difference.ci95
+    assert low <= 0 <= high
+    assert result.outcome == "second_likely_better"
+    assert result.verdict == (
+        "v3 is right where v2 was wrong on 6 units and never the reverse (McNemar p = "
+        f"0.0312); the kappa interval still includes no change (kappa "
+        f"{result.kappa_difference.value:+.2f} [{low:+.2f}, {high:+.2f}] on 84 units): v3 is "
+        "likely better than v2, confirm on more gold."
+    )
+
+
+def test_the_verdict_says_better_on_codes_not_on_breaks_and_mixed() -> None:
+    # v3 tells break codes apart (scope vs tone) better; on break / no break both are
+    # equally right: kappa up, McNemar silent.
+    codes_only = (
+        [("scope_break", "tone_break", "scope_break")] * 40
+        + [("in_role", "in_role", "in_role")] * 40
+        + [("tone_break", "tone_break", "tone_break")] * 20
+    )
+    result = _reconcile(codes_only)
+    assert result.outcome == "second_better"
+    assert result.verdict.endswith("v3 tells the codes apart better, not the breaks.")
+    assert "on break / no break both are right or wrong on the same units" in result.verdict
+    # v3 better on codes, but v2 right on break / no break more often: mixed
+    mixed = (
+        [("scope_break", "tone_break", "scope_break")] * 40
+        + [("in_role", "in_role", "tone_break")] * 12
+        + [("in_role", "in_role", "in_role")] * 40
+        + [("tone_break", "tone_break", "tone_break")] * 20
+    )
+    result = _reconcile(mixed)
+    assert result.mcnemar.table[0][1] == 12 and result.mcnemar.table[1][0] == 0
+    if result.outcome == "mixed":
+        assert result.verdict.startswith("Mixed: v3 agrees with gold better than v2: kappa +")
+        assert "but v2 is right where v3 was wrong on 12 units and never the reverse" in (
+            result.verdict
+        )
+    else:  # the kappa gain did not survive the twelve misses: v2 by the test alone
+        assert result.outcome == "first_likely_better"
+        assert result.verdict.startswith("v2 is right where v3 was wrong on 12 units")

@@ -109,16 +109,19 @@ def test_cautions_are_in_words_a_person_uses() -> None:
                 "ana|ben": coefficient(0.5, 111),
                 "ben|zoe": coefficient(None, 0),
             },
-            conversation={"any_break_alpha": coefficient(0.5, 12)},
+            conversation={"any_break_alpha": coefficient(0.5, 12), "readers": {"3": 12}},
         )
     )
     assert cautions == [
         "Fleiss' kappa rests on 1 turns with two reviewers, fewer than 30: it is not shown.",
         "ana and rita share 7 turns, fewer than 30: their kappa is not shown.",
         "ben and zoe share no labeled turn: no kappa for them.",
-        "12 conversations were read by two reviewers, fewer than 30: agreement on whether "
-        "and where a conversation breaks is not reported.",
+        "12 conversations were read by three reviewers each, fewer than 30: agreement on "
+        "whether and where a conversation breaks is not reported.",
     ]
+    assert readings.readers_text(17, {"2": 5, "3": 12}) == (
+        "17 conversations were read by two or more reviewers (5 by two, 12 by three)"
+    )
     assert not [c for c in cautions if "|" in c or "_" in c]
 
 
@@ -281,7 +284,20 @@ def test_the_decision_card_answers_in_plain_words() -> None:
     )
     untested = decision_card(alt_test={}, estimate=_estimate(random_gold=False, more=40))
     assert untested.verdict == "open"
-    assert untested.answer == "Not yet: Not tested: too few turns with several reviewers."
+    assert untested.answer == (
+        "Not yet: not tested (too few turns with several reviewers); assign cases to two or "
+        "more reviewers each on the team page (or draw an audit sample with overlap 2), and "
+        "the test runs once they are labeled."
+    )
+    inconclusive = decision_card(
+        alt_test={"verdict": "inconclusive: a judge that always answers 'in_role' passes too",
+                  "baseline": {"code": "in_role"}},
+        estimate=_estimate(random_gold=True),
+    )  # fmt: skip
+    assert inconclusive.answer.startswith(
+        "Not yet: a judge that always answers in_role would pass this test too"
+    )
+    assert "Inconclusive" not in inconclusive.answer
     assert untested.rests_on.endswith(": its interval is not valid yet.")
     # Gold that is no random sample asks for a first audit sample, whatever the budget says.
     assert untested.audit_turns == FIRST_AUDIT_TURNS == 100

@@ -36,6 +36,7 @@ from review_app.services.judging.drift import drift_report
 from review_app.services.judging.estimate import break_rate_estimate
 from review_app.services.judging.judge_import import import_verdicts
 from review_app.services.judging.judge_report import calibration_report, few_shot_material
+from review_app.services.judging.run_defaults import run_choices
 from review_app.services.judging.runs import list_judge_runs
 from review_app.services.judging.selective import coverage_curve
 from review_app.services.judging.strata import stratified_estimate
@@ -238,7 +239,14 @@ def test_a_reviewer_reads_nothing_from_the_table(servers: Servers) -> None:
         (
             "drift",
             report_store.drift,
-            lambda s: drift_report(s.first, s.owner, rubric=s.rubric, n_resamples=300),
+            # the page's drift: gold beside the default run (the demo's team's judge)
+            lambda s: drift_report(
+                s.first,
+                s.owner,
+                rubric=s.rubric,
+                run_id=run_choices(s.first, s.owner, rubric=s.rubric).default.id,  # type: ignore[union-attr]
+                n_resamples=300,
+            ),
             lambda value: next(
                 row["ci95"]
                 for source in value["sources"]

@@ -49,6 +49,7 @@ FAMILIES: dict[str, frozenset[str]] = {
     "audit_samples": frozenset({"audit_samples", "audit_units"}),
     "carry": frozenset({"rubric_carries", "re_reviews"}),
     "jobs": frozenset({"background_jobs"}),
+    "team_judges": frozenset({"team_judges"}),
     "reports": frozenset({"computed_reports"}),
     # runs the tables' modules in order for ``import --replace``; no query of its own
     "replacing": frozenset(),

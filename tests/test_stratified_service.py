@@ -37,10 +37,10 @@ STRATUM_KEYS = {"stratum", "weight", "n_units", "n_gold", "lambda", "value", "ci
 
 
 def position_bin(position: int) -> str:
-    for low, high, label in ((1, 1, "1"), (2, 2, "2"), (3, 3, "3"), (4, 5, "4-5"), (6, 9, "6-9")):
+    for low, high, label in ((1, 1, "1"), (2, 2, "2"), (3, 4, "3-4"), (5, 8, "5-8"), (9, 16, "9-16")):
         if low <= position <= high:
             return label
-    return "10+"
+    return "17+"
 
 
 class World:
@@ -117,7 +117,7 @@ def test_stratified_estimate_is_ppi_py_per_position_combined(
         n_resamples=40,
     )  # fmt: skip
     assert block["by"] == "position" and block["gold_source"] == "audit samples"
-    assert [row["stratum"] for row in block["strata"]] == ["1", "2", "3", "4-5", "6-9", "10+"]
+    assert [row["stratum"] for row in block["strata"]] == ["1", "2", "3-4", "5-8", "9-16"]
     audited_set = set(audited)
     values, variances, weights = [], [], []
     for row in block["strata"]:
@@ -178,7 +178,7 @@ def test_a_draw_by_stratum_records_its_design_and_the_estimates_weigh_it(
     assert sum(row["allocated"] for row in plan.strata) == 150
     per_unit = {row["stratum"]: row["allocated"] / row["units"] for row in plan.strata}
     # the judge errs far more in the first answers: those strata get more audits
-    assert per_unit["1"] > 2 * per_unit["10+"]
+    assert per_unit["1"] > 2 * per_unit["9-16"]
     assert plan.budget["width_neyman"] < plan.budget["width_uniform"]
     sample = draw_stratified_sample(
         database.engine, OPERATOR, rubric=world.rubric, run_id=world.run_id, by="position",

@@ -23,6 +23,7 @@ import storage.engine
 from review_app.services.cases.demo import DEMO_CASES
 from review_app.services.cases.importing import import_paths
 from review_app.services.judging.drift import drift_report
+from review_app.services.judging.run_defaults import choose_team_judge
 from review_app.services.labels.adjudication import disagreement_queue
 from review_app.services.labels.labels_io import import_labels
 from review_app.services.review.agreement_reports import agreement_report, confusion_between
@@ -31,7 +32,7 @@ from review_app.services.rubrics.rubric_catalog import sync_rubrics
 from review_app.services.team.people import Actor, operator_actor, sign_in
 from review_app.ui.charts import confusion_rows
 from storage.engine import create_database_engine
-from storage.models import GoldLabel, JudgeRun
+from storage.models import GoldLabel
 from tests.conftest import write_lock
 from tests.ui_support import app_database, demo_template, plain
 
@@ -241,7 +242,7 @@ def test_the_dashboard_reads_alpha_in_one_sentence_and_groups_its_cautions(
     assert not [w for w in at.warning if "queue" not in w.value]
     (cautions,) = [e for e in at.expander if e.label.startswith("Cautions")]
     assert [plain(m.value) for m in cautions.markdown] == [
-        "- 17 conversations were read by two reviewers, fewer than 30: agreement on whether "
+        "- 17 conversations were read by three reviewers each, fewer than 30: agreement on whether "
         "and where a conversation breaks is not reported."
     ]
     # The charts come before the cautions.
@@ -567,7 +568,9 @@ def test_the_page_says_where_the_unit_stands_in_the_queue(engine: Engine) -> Non
     assert "This unit is settled · 26 open units left" in [plain(c.value) for c in settled.caption]
 
 
-def _judge_run(engine: Engine, prompt_version: str, rows: list[tuple[Any, ...]]) -> int:
+def _judge_run(
+    engine: Engine, prompt_version: str, rows: list[tuple[Any, ...]], *, status: str = "complete"
+) -> int:
     from datetime import UTC, datetime
 
     import storage.judging
@@ -580,6 +583,7 @@ def _judge_run(engine: Engine, prompt_version: str, rows: list[tuple[Any, ...]])
             model="gemma-3-270m-it",
             rubric_id="role-adherence",
             rubric_version=1,
+            status=status,
         )
         assert run.id is not None
         storage.judging.replace_verdicts(session, run_id=run.id, rows=rows, now=datetime.now(UTC))
@@ -587,9 +591,9 @@ def _judge_run(engine: Engine, prompt_version: str, rows: list[tuple[Any, ...]])
         return run.id
 
 
-def test_the_judges_verdict_stands_beside_the_reviewers_labels(engine: Engine) -> None:
+def test_the_judges_column_is_one_complete_run_for_every_unit(engine: Engine) -> None:
     case_id, turn = "support-delayed-refund-violation", 10
-    # The demo judged the unit twice (prompts v1 and v2); v2's run is the newer.
+    # The demo judged the unit twice (prompts v1 and v2); v2 is the team's judge.
     demo = [
         json.loads(line)
         for line in (DEMO_CASES.parent / "judge_verdicts.jsonl")
@@ -599,24 +603,21 @@ def test_the_judges_verdict_stands_beside_the_reviewers_labels(engine: Engine) -
     ]
     assert [d["prompt_version"] for d in demo] == ["v1", "v2"]
     assert demo[0]["label"] != demo[1]["label"]
-    with Session(engine) as session:
-        v2_run = session.execute(
-            select(col(JudgeRun.id)).where(col(JudgeRun.prompt_version) == "v2")
-        ).scalar_one()
     at = open_page("views/adjudicate.py", case=case_id, turn=str(turn))
     page_text = [m.value for m in at.markdown]
-    assert f"judge: `{demo[1]['label']}` · score {demo[1]['score']:.2f} · run {v2_run}" in page_text
-    labels = page_text[page_text.index(f"judge: `{demo[1]['label']}` · score 0.24 · run 2") - 1]
+    verdict_line = f"judge: `{demo[1]['label']}` · score {demo[1]['score']:.2f}"
+    assert verdict_line in page_text
+    labels = page_text[page_text.index(verdict_line) - 1]
     assert labels == "**Labels** · `ana`: `in_role` · `ben`: `in_role` · `chloe`: `borderline`"
-    (run_line,) = [plain(c.value) for c in at.caption if "from run" in c.value]
+    (run_line,) = [plain(c.value) for c in at.caption if "judge's column" in c.value]
     assert run_line == (
-        f"The judge's verdict is from run {v2_run} (`role-judge` prompt `v2`, model "
-        f"`gemma-3-270m-it`), the newest run of {RUBRIC} with a verdict on this unit."
+        "The judge's column is one run for every unit, the team's judge: role-judge@v2 · "
+        f"model gemma-3-270m-it (imported verdicts) · {RUBRIC} · imported, 111 turns."
     )
     assert demo[1]["reason"] in [t.value for t in at.text]
 
-    # A newer run with a verdict on the unit wins; a newer one still, that only failed
-    # on it (no label), does not.
+    # A newer complete run does not take the column over while the team's judge is v2,
+    # nor a stopped one ever; another unit of the same page reads the same run.
     newer = _judge_run(
         engine,
         "v4",
@@ -625,15 +626,24 @@ def test_the_judges_verdict_stands_beside_the_reviewers_labels(engine: Engine) -
     _judge_run(
         engine,
         "v5",
-        [(case_id, turn, None, None, None, "timeout", "endpoint", None, None, None)],
+        [(case_id, turn, "in_role", 0.05, "Fine.", None, None, 5, 1, 1)],
+        status="partial",
     )
     at = open_page("views/adjudicate.py", case=case_id, turn=str(turn))
-    assert f"judge: `scope_break` · score 0.91 · run {newer}" in [m.value for m in at.markdown]
+    assert verdict_line in [m.value for m in at.markdown]
+    # The team's judge changes to v4: the column follows, for this unit and for one v4
+    # never judged (it says so rather than borrowing another run's verdict).
+    rubric = rubric_of(engine)
+    choose_team_judge(engine, Actor.operator(), rubric=rubric, run_id=newer)
+    at = open_page("views/adjudicate.py", case=case_id, turn=str(turn))
+    assert "judge: `scope_break` · score 0.91" in [m.value for m in at.markdown]
+    assert any("the team's judge: role-judge@v4 · " in plain(c.value) for c in at.caption)
+    other = open_page("views/adjudicate.py", case=case_id, turn="8")
     assert any(
-        plain(c.value).startswith(f"The judge's verdict is from run {newer} ")
-        and "prompt `v4`" in plain(c.value)
-        for c in at.caption
+        plain(c.value).startswith("The judge's run has no verdict on this unit")
+        for c in other.caption
     )
+    assert not [m.value for m in other.markdown if m.value.startswith("judge: ")]
 
 
 def test_a_unit_no_judge_run_saw_says_so(engine: Engine) -> None:
@@ -645,7 +655,9 @@ def test_a_unit_no_judge_run_saw_says_so(engine: Engine) -> None:
         session.execute(delete(JudgeVerdict))
         session.commit()
     at = open_page("views/adjudicate.py")
-    assert "No judge run has a verdict on this unit." in [plain(c.value) for c in at.caption]
+    assert any(
+        plain(c.value).startswith("The judge's run has no verdict on this unit") for c in at.caption
+    )
 
 
 def test_recording_the_last_open_unit_says_nothing_is_left(engine: Engine) -> None:

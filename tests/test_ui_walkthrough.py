@@ -28,6 +28,8 @@ from review_app.services.cases.cases import load_case_view
 from review_app.services.cases.export import export_data
 from review_app.services.cases.uploads import zip_export
 from review_app.services.judging.judge_import import import_verdicts
+from review_app.services.judging.run_defaults import choose_team_judge
+from review_app.services.judging.runs import list_judge_runs
 from review_app.services.labels.labeling import case_labels, record_label
 from review_app.services.review.queue import assign_cases, informative_queue, next_case
 from review_app.services.team.people import Actor, operator_actor
@@ -227,12 +229,13 @@ def test_a_template_path_outside_a_judge_folder_needs_the_judge_name(tmp_path: P
     assert find_judge_prompt(RUBRICS, "role-adherence", str(own)).ref == "role-judge-mini@v2"
 
 
-def test_the_judge_page_selects_a_run_stored_since_it_was_shown(
+def test_the_judge_page_opens_on_the_teams_judge_and_keeps_the_readers_choice(
     engine: Engine, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     at = _page(open_app(monkeypatch, local="lee"), "judge")
-    first, newest = at.selectbox(key="judge_run").options
-    assert at.selectbox(key="judge_run").value == newest
+    team = "role-judge@v2/gemma-3-270m-it"  # the demo's team's judge
+    assert at.selectbox(key="judge_run").value == team
+    first = "role-judge@v1/gemma-3-270m-it"
     at.selectbox(key="judge_run").set_value(first)
     run(at)
     path = tmp_path / "new.jsonl"
@@ -247,11 +250,19 @@ def test_the_judge_page_selects_a_run_stored_since_it_was_shown(
     path.write_text(json.dumps(verdict) + "\n")
     import_verdicts(engine, Actor.operator(), path, rubric=rubric(engine))
     run(at)
-    assert at.selectbox(key="judge_run").value == "role-judge@v3/m"
-    # Once shown, the reader's own choice stays.
-    at.selectbox(key="judge_run").set_value(first)
-    run(at)
+    # The reader's own choice stays; a newer run is offered, not forced on them.
     assert at.selectbox(key="judge_run").value == first
+    assert len(at.selectbox(key="judge_run").options) == 3
+    # A fresh look opens on the team's judge, not on the newest run...
+    fresh = _page(open_app(monkeypatch, local="lee"), "judge")
+    assert fresh.selectbox(key="judge_run").value == team
+    # ...until a policy owner makes the new run the team's judge.
+    newest = max(
+        list_judge_runs(engine, Actor.operator(), rubric=rubric(engine)), key=lambda r: r.id
+    )
+    choose_team_judge(engine, Actor.operator(), rubric=rubric(engine), run_id=newest.id)
+    fresh = _page(open_app(monkeypatch, local="lee"), "judge")
+    assert fresh.selectbox(key="judge_run").value == "role-judge@v3/m"
 
 
 # --- 7. finding colours have a legend; an instruction mismatch shows short hashes ---------

@@ -11,6 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from review_app.services.judging.endpoints import ENDPOINTS_ENV
+from review_app.services.judging.judge_compare import compare_judge_runs
 from review_app.services.judging.judge_prompts import list_judge_prompts
 from review_app.services.judging.runs import list_judge_runs
 from review_app.services.labels.adjudication import gold_labels
@@ -76,10 +77,11 @@ def texts(at: AppTest) -> list[str]:
     return found
 
 
-def test_a_whole_iteration_edit_save_run_compare(database_url: str) -> None:
+def test_a_whole_iteration_edit_save_run_compare(database_url: str, fake: FakeChatServer) -> None:
     at = workbench()
     version = at.selectbox(key="workbench_version")
     start = version.value
+    assert start == "role-judge@v2"  # the team's judge (the demo's)
     judge = start.split("@")[0]
     assert at.text_area(key="workbench_text").value  # filled with the version's text
     # saving an unchanged text stores nothing
@@ -110,37 +112,45 @@ def test_a_whole_iteration_edit_save_run_compare(database_url: str) -> None:
         first_gold = sorted(gold_labels(engine, operator_actor(), rubric=rubric).labels)[0]
         assert any("Judge refunds strictly." in c.value for c in at.code)
         assert any(f"turn {first_gold[1]}" in t for t in texts(at))
-        # run on the gold units: a job, executed by a worker, as the person who started it
+        # run on the gold units only: the requests are said first, a job runs them, as
+        # the person who started it
         assert at.selectbox(key="workbench_endpoint").value == "fake"
-        at.button(key="workbench_run").click().run()
+        run_button = next(b for b in at.button if b.key == "workbench_run")
+        assert run_button.label == "Run on gold units (84 requests)"
+        assert any(t.startswith("84 requests to fake (model fake-model)") for t in texts(at))
+        run_button.click().run()
         assert not at.exception, [e.value for e in at.exception]
         [job] = list_jobs(engine, operator_actor())
         assert job.parameters["prompt"] == saved and job.created_by == "admin"
-        gold_cases = {
-            case for case, _ in gold_labels(engine, operator_actor(), rubric=rubric).labels
-        }
-        assert set(job.parameters["case_ids"]) == gold_cases
+        assert job.parameters["scope"] == "gold" and job.parameters["case_ids"] is None
+        assert run_worker(engine, until_idle=True, poll_seconds=0.05) == 1
+        assert len(fake.requests) == 84  # the gold units, not every turn of their cases
+        at.run()
+        shown = texts(at)
+        progress = [plain(p.text) for p in at.get("progress")]
+        assert any(t.startswith(f"Job {job.id}: ") and ", done, 84 of 84" in t for t in progress)
+        # no complete earlier version ran at this endpoint: no pair, and one click to
+        # run the baseline (the team's judge) there
+        assert any("nothing to compare it with like for like" in t for t in shown), shown
+        baseline = next(b for b in at.button if b.key == "workbench_baseline")
+        assert plain(baseline.label) == "Run role-judge@v2 on fake"
+        baseline.click().run()
         assert run_worker(engine, until_idle=True, poll_seconds=0.05) == 1
         at.run()
+        runs = list_judge_runs(engine, operator_actor(), rubric=rubric)
+        expected = compare_judge_runs(engine, operator_actor(), rubric=rubric)
     finally:
         engine.dispose()
     shown = texts(at)
-    progress = [plain(p.text) for p in at.get("progress")]
-    assert any(t.startswith(f"Job {job.id}: ") and ", done, " in t for t in progress), progress
-    # compared with the best earlier run of the same judge, with a verdict sentence
-    headline = [t for t in shown if "on 84 units" in t]
-    assert headline and (
-        headline[0].startswith("No detectable difference") or "agrees with gold" in headline[0]
-    ), headline
-    engine = create_database_engine(database_url)
-    try:
-        runs = list_judge_runs(engine, operator_actor(), rubric=rubric)
-    finally:
-        engine.dispose()
     newest = max(runs, key=lambda r: r.id)
-    assert newest.prompt_version == saved.split("@")[1]
-    assert at.selectbox(key="workbench_second").value == newest.id
-    assert at.selectbox(key="workbench_first").value != newest.id
+    assert newest.prompt == "role-judge@v2" and newest.endpoint == "fake"
+    # the default pair: the saved version against the baseline at the same endpoint,
+    # with the verdict sentence `judge compare --json` prints
+    assert any(plain(m.value) == f"**{expected['verdict']}**" for m in at.markdown)
+    v3 = next(r for r in runs if r.prompt == saved and r.endpoint == "fake")
+    assert (expected["runs"][0]["id"], expected["runs"][1]["id"]) == (newest.id, v3.id)
+    assert at.selectbox(key="workbench_second").value == v3.id
+    assert at.selectbox(key="workbench_first").value == newest.id
     assert all(SECRET not in t for t in shown + progress)
 
 
@@ -188,6 +198,7 @@ def test_the_decision_card_runs_the_chosen_prompt_on_every_turn(database_url: st
         engine.dispose()
     assert job.parameters["prompt"] == chosen.split("/")[0]
     assert job.parameters["case_ids"] is None and job.parameters["endpoint"] == "fake"
+    assert job.parameters["scope"] is None  # every turn
     # while it runs, the card shows its progress instead of the button
     assert "judge_everywhere" not in [b.key for b in at.button]
     assert [b.key for b in at.button if b.key == "workbench_stop"] == ["workbench_stop"]

@@ -153,6 +153,13 @@ class FirstBreaks:
             raters=raters,
         )
 
+    def readers(self) -> dict[str, int]:
+        """How many conversations were read by how many raters, for 2 or more:
+        ``{"3": 17}`` (keys are counts as text, for JSON)."""
+        per_conversation = np.bincount(self.conversation_idx, minlength=len(self.conversations))
+        counts = np.bincount(per_conversation[per_conversation >= 2])
+        return {str(k): int(n) for k, n in enumerate(counts) if n}
+
     def agreement(self) -> FirstBreakAgreement:
         """:func:`first_break_agreement` of these first breaks."""
         n_conversations = len(self.conversations)

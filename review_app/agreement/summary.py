@@ -131,6 +131,7 @@ def agreement_summary(
         },
         "conversation": {
             "conversations": len(breaks.conversations),
+            "readers": breaks.readers(),
             "first_break_agreement": first_break.to_dict(),
             "any_break_alpha": any_break.to_dict(count_key="n_units"),
         },

@@ -66,7 +66,7 @@ def prompts_list(
         typer.echo(
             terminal_safe(
                 f"{stored.ref:<28} written for {written_for:<22} "
-                f"{stored.runs:>3} runs  {stored.sha256[:12]}  by {stored.created_by}"
+                f"{stored.runs:>3} runs  {stored.sha256[:12]}  {stored.credit}"
                 f"{'  from ' + stored.derived_from if stored.derived_from else ''}"
             )
         )
@@ -172,20 +172,50 @@ def judge_runs(
     as_json: JsonOption = False,
     db: DbOption = None,
 ) -> None:
-    """Stored judge runs with their verdict and error counts."""
+    """Stored judge runs: prompt version, model, endpoint, rubric version, state (complete,
+    stopped at k of n, failed) and counts; the team's judge is marked."""
+    from review_app.services.judging.run_defaults import team_judge
     from review_app.services.judging.runs import list_judge_runs
 
     engine = open_engine(db)
     chosen = catalog(engine).for_reports(rubric) if rubric else None
     runs = list_judge_runs(engine, operator(), rubric=chosen)
-    print_listing(runs, as_json=as_json, line=_run_line, empty="no judge runs")
-
-
-def _run_line(run: RunListing) -> str:
-    return (
-        f"{run.id:>4}  {terminal_safe(run.name):<48} {run.rubric:<20} "
-        f"{run.verdicts:>6} verdicts  {run.errors:>4} errors  {run.status}"
+    teams = {
+        known.ref: team_judge(engine, operator(), rubric=known)
+        for known in {catalog(engine).for_reports(run.rubric) for run in runs}
+    }
+    marked = {run.id for run in runs if (team := teams.get(run.rubric)) and team.matches(run)}
+    if as_json:
+        print_json([{**run.to_dict(), "team_judge": run.id in marked} for run in runs])
+        return
+    print_listing(
+        runs,
+        as_json=False,
+        line=lambda run: _run_line(run, team=run.id in marked),
+        empty="no judge runs",
     )
+
+
+def _run_line(run: RunListing, *, team: bool) -> str:
+    return terminal_safe(
+        f"{run.id:>4}  {run.label}; {run.verdicts} verdicts, {run.errors} errors"
+        + ("  [the team's judge]" if team else "")
+    )
+
+
+@judge_app.command("use")
+def judge_use(
+    rubric: RubricOption,
+    run: Annotated[int, typer.Option("--run", help="The complete run to use as the judge.")],
+    db: DbOption = None,
+) -> None:
+    """Make a run's prompt version, model and endpoint the rubric version's judge (the
+    team's judge): pages and commands default to it. Audited (team_judge)."""
+    from review_app.services.judging.run_defaults import choose_team_judge
+
+    engine = open_engine(db)
+    chosen = catalog(engine).for_reports(rubric)
+    typer.echo(choose_team_judge(engine, operator(), rubric=chosen, run_id=run).sentence())
 
 
 @judge_app.command("run")
@@ -339,6 +369,8 @@ def judge_run(
             )
             for url in (list[str | None](base_url) if base_url else [None])
         ]
+    from review_app.services.operations.jobs import scope_words
+
     case_ids = select_case_ids(engine, case_ids=case, lane=lane, limit=limit)
     try:
         with unit_progress(f"judging with {template.ref}") as callback:
@@ -349,6 +381,7 @@ def judge_run(
                 prompt=template,
                 settings=settings,
                 case_ids=case_ids,
+                scope=scope_words({"case_ids": case, "lane": lane, "limit": limit}),
                 progress=callback,
             )
     except JudgeRunInterrupted as interrupted:
@@ -423,8 +456,9 @@ def judge_compare(
         typer.Option(
             "--runs",
             metavar="A,B",
-            help="Two run ids; the difference is B - A (default: the newest run and the "
-            "earlier run of the same judge agreeing best with gold).",
+            help="Two run ids; the difference is B - A (default: the newest complete run "
+            "and a complete run of an earlier prompt version with the same model at the "
+            'same endpoint; docs/reference.md, "Which run by default").',
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
@@ -461,7 +495,14 @@ def judge_compare(
 @judge_app.command("estimate")
 def judge_estimate(
     rubric: RubricOption,
-    run: Annotated[int, typer.Option("--run", help="The judge run whose verdicts to use.")],
+    run: Annotated[
+        int | None,
+        typer.Option(
+            "--run",
+            help="The judge run whose verdicts to use (default: the team's judge, else the "
+            "newest complete run).",
+        ),
+    ] = None,
     level: Annotated[
         str, typer.Option("--level", help="turn or conversation: what a unit is.")
     ] = "turn",
@@ -483,13 +524,15 @@ def judge_estimate(
     from review_app.cli.render_judging import render_estimate
     from review_app.cli.render_strata import with_strata
     from review_app.services.judging.estimate import break_rate_estimate
+    from review_app.services.judging.run_defaults import run_or_default
 
     engine = open_engine(db)
     chosen = catalog(engine).for_reports(rubric)
     if resamples < 0:
         raise fail("--resamples: at least 0")
+    run_id = run_or_default(engine, operator(), rubric=chosen, run_id=run).id
     estimate = break_rate_estimate(
-        engine, operator(), rubric=chosen, run_id=run, level=level, by=by, n_resamples=resamples
+        engine, operator(), rubric=chosen, run_id=run_id, level=level, by=by, n_resamples=resamples
     )
     print_report(estimate, as_json=as_json, render=with_strata(render_estimate))
 
@@ -497,16 +540,20 @@ def judge_estimate(
 @judge_app.command("route")
 def judge_route(
     rubric: RubricOption,
-    runs: Annotated[
-        str,
-        typer.Option("--runs", help="Judge run ids, comma-separated, cheapest first (a cascade)."),
-    ],
     alpha: Annotated[
         float, typer.Option("--alpha", help="Most disagreement with gold allowed on decided units.")
     ],
     delta: Annotated[
         float, typer.Option("--delta", help="Chance the guarantee may fail (e.g. 0.1).")
     ],
+    runs: Annotated[
+        str | None,
+        typer.Option(
+            "--runs",
+            help="Judge run ids, comma-separated, cheapest first (a cascade); default: the "
+            "team's judge, else the newest complete run.",
+        ),
+    ] = None,
     min_units: Annotated[
         int, typer.Option("--min-units", help="Skip thresholds keeping fewer gold units.")
     ] = 30,
@@ -535,10 +582,11 @@ def judge_route(
     """
     from review_app.cli.render_judging import render_route
     from review_app.errors import InputError
+    from review_app.services.judging.run_defaults import run_or_default
     from review_app.services.judging.selective import route_judges
 
     try:
-        run_ids = [int(part) for part in runs.split(",") if part.strip()]
+        run_ids = [int(part) for part in (runs or "").split(",") if part.strip()]
     except ValueError:
         raise InputError(
             f"must be run ids separated by commas, got {runs!r}", field="--runs"
@@ -546,6 +594,8 @@ def judge_route(
     names = [n.strip() for n in (reviewers or "").split(",") if n.strip()]
     engine = open_engine(db)
     chosen = catalog(engine).for_reports(rubric)
+    if runs is None:
+        run_ids = [run_or_default(engine, operator(), rubric=chosen, run_id=None).id]
     report = route_judges(
         engine,
         operator(),

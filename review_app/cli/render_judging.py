@@ -18,11 +18,17 @@ def _percent(value: float | None) -> str:
 
 
 def estimate_headline(estimate: BreakRateEstimate) -> str:
-    """``turn break rate 5.3% [4.2%, 6.5%], judge alone would say 4.1%``."""
+    """``turn break rate 5.3% [4.2%, 6.5%], judge alone would say 4.1%``; with PPI's
+    weight 0, the rate is the reviewers' and the line says so and why."""
     ppi = estimate["ppi"]
     line = f"{estimate['level']} break rate {_percent(ppi['value'])}"
     if ppi["ci95"]:
         line += f" [{_percent(ppi['ci95'][0])}, {_percent(ppi['ci95'][1])}]"
+    if ppi["lambda"] == 0:
+        line += (
+            f": the reviewers' estimate from {estimate['n_gold']} gold {estimate['level']}s; "
+            f"the judge gets no weight ({ppi.get('lambda_reason')})"
+        )
     return line + f", judge alone would say {_percent(estimate['judge_only'])}"
 
 
@@ -31,7 +37,8 @@ def render_estimate(estimate: BreakRateEstimate) -> str:
     human = estimate["human_only"]
     lines = [
         estimate_headline(estimate),
-        f"  from {estimate['n_judged']} judged {estimate['level']}s and {estimate['n_gold']} "
+        f"  run {estimate['run']['id']} ({estimate['run']['name']}): from "
+        f"{estimate['n_judged']} judged {estimate['level']}s and {estimate['n_gold']} "
         f"with gold ({estimate['gold_source']}); PPI++ lambda "
         + ("—" if estimate["ppi"]["lambda"] is None else f"{estimate['ppi']['lambda']:.3f}"),
         f"  reviewers alone: {_percent(human['value'])}"
@@ -80,14 +87,18 @@ def _figure(estimate: dict[str, Any], *, signed: bool = False) -> str:
 
 
 def render_run_comparison(report: RunComparison) -> str:
-    """The comparison as text: the headline first, then the figures behind it."""
+    """The comparison as text: the verdict first (the very sentence of ``--json``'s
+    ``verdict`` and of the page), the confound if any, then the figures behind it."""
     first, second = report["runs"]
     a, b = report["first"], report["second"]
-    lines = [
-        report["headline"],
+    lines = [report["verdict"]]
+    if report["confound"]:
+        lines.append(report["confound"])
+    lines += [
         "",
-        f"{report['rubric']}: {a} = run {first['id']} ({first['name']}), "
-        f"{b} = run {second['id']} ({second['name']})",
+        f"{a} = run {first['id']}: {first['identity']}",
+        f"{b} = run {second['id']}: {second['identity']}",
+        f"pair: {report['pairing']}",
         f"units: {report['n_units']} with gold judged by both runs, in "
         f"{report['n_conversations']} conversations",
     ]
@@ -143,8 +154,15 @@ def render_drift(report: DriftReport) -> str:
 
     lines = [f"where the role breaks ({report['rubric']}), by answer position and role"]
     for source in report["sources"]:
+        state = source.get("status")
         lines.append(
-            f"{source['name']}: {source['breaks']} breaks in {source['units']} turns of "
+            f"{source['name']}"
+            + (
+                f" ({'stopped' if state == 'partial' else state})"
+                if state not in (None, "complete")
+                else ""
+            )
+            + f": {source['breaks']} breaks in {source['units']} turns of "
             f"{source['conversations']} conversations"
         )
         for row in source["by_position"]:
@@ -153,6 +171,7 @@ def render_drift(report: DriftReport) -> str:
                 f"  answer {row['bin']:>5}: {percent(row['rate'])}"
                 + (f" [{percent(ci[0])}, {percent(ci[1])}]" if ci else "")
                 + f" of {row['units']}"
+                + (f" ({row['reason']})" if row.get("reason") else "")
             )
         for row in source["by_role"]:
             lines.append(f"  role {row['role']}: {percent(row['rate'])} of {row['units']}")

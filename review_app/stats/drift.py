@@ -1,8 +1,8 @@
 """Where in the conversation the role breaks: break rates by answer position and role.
 
 A unit is an assistant turn; its *position* is its ordinal among the conversation's
-assistant turns (1st, 2nd, ... answer). Positions are binned one by one while every
-bin keeps at least ``min_units`` units, the tail pooled into one open bin ("7+")
+assistant turns (1st, 2nd, ... answer). Positions are binned in ordinal bins of doubling
+width (1, 2, 3-4, 5-8, 9+), merged where a bin would hold fewer than ``min_units`` units
 (:func:`position_bins`). Break rates per group come with a percentile cluster
 bootstrap interval resampling conversations (Field & Welsh 2007; turns of one
 conversation are not independent). The slope is a logistic regression of break on
@@ -50,12 +50,12 @@ class PositionBin:
 
 
 def position_bins(positions: ArrayLike, *, min_units: int = 30) -> list[PositionBin]:
-    """One bin per position from 1 while each has ``min_units`` units, the rest pooled.
+    """Ordinal bins of doubling width, 1, 2, 3-4, 5-8, 9-16, ..., the last one open
+    ("9+"), merged as the data allow: a bin with fewer than ``min_units`` units joins the
+    next one, and a last (open) bin with fewer joins the one before. So early answers,
+    where most units are, keep bins of their own, and the thin tail is pooled. No units:
+    no bins; fewer than ``min_units`` in all: one bin "1+".
 
-    The leading positions with at least ``min_units`` units each get a bin; the later
-    ones are pooled into an open bin; while that pool has fewer than ``min_units``
-    units (but some), the last single bin joins it. When even position 1 has fewer,
-    everything is one open bin "1+". No units: no bins.
     Raises ``ValueError("min_units must be at least 1, got <m>")`` and
     ``ValueError("positions must be whole numbers from 1")``.
     """
@@ -66,17 +66,24 @@ def position_bins(positions: ArrayLike, *, min_units: int = 30) -> list[Position
         return []
     if p.min() < 1:
         raise ValueError("positions must be whole numbers from 1")
-    counts = np.bincount(p)[1:]  # counts[i]: units at position i + 1
-    singles = 0
-    while singles < counts.size and counts[singles] >= min_units:
-        singles += 1
-    tail = int(counts[singles:].sum())
-    while singles > 0 and 0 < tail < min_units:
-        singles -= 1
-        tail += int(counts[singles])
-    bins = [PositionBin(i + 1, i + 1) for i in range(singles)]
-    if tail or not bins:
-        bins.append(PositionBin(singles + 1, None))
+    counts = np.bincount(p)  # counts[i]: units at position i
+    top = int(p.max())
+    edges = [1, 2]
+    while edges[-1] <= top:
+        edges.append(2 * edges[-1] - 1)  # 1, 2, 3, 5, 9, 17, ...
+    edges = [edge for edge in edges if edge <= top]
+    bins: list[PositionBin] = []
+    low, units = edges[0], 0
+    for k, start in enumerate(edges):
+        last = k + 1 == len(edges)
+        units += int(counts[start : top + 1].sum() if last else counts[start : edges[k + 1]].sum())
+        if not last and units >= min_units:
+            bins.append(PositionBin(low, edges[k + 1] - 1))
+            low, units = edges[k + 1], 0
+    if units >= min_units or not bins:
+        bins.append(PositionBin(low, None))
+    else:
+        bins[-1] = PositionBin(bins[-1].low, None)
     return bins
 
 

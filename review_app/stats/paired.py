@@ -19,8 +19,14 @@ runs, and gives:
   both runs judged, when reviewers' labels are given;
 - the units where the runs' codes differ, with gold.
 
-The verdict reads the kappa difference's interval: above 0, the second run agrees with
-gold better; below 0, the first; containing 0, no detectable difference. Fewer than
+The verdict is one sentence that reconciles the effect and the test: the kappa
+difference's interval (above 0: the second run agrees with gold better; below 0: the
+first; containing 0: no detectable change) and McNemar's test at level
+:data:`TEST_LEVEL` on break / no break (which run is right where the other is wrong, and
+how often). When they agree it says so; when only the test finds a difference the
+verdict is "likely better, confirm on more gold"; when only the interval does, the run
+tells the codes apart better but not the breaks; when they point opposite ways it is
+"mixed". ``outcome`` names the case (:data:`OUTCOMES`). Fewer than
 :data:`MIN_COMPARED_UNITS` units give no verdict.
 
 References
@@ -68,7 +74,19 @@ __all__ = [
 MIN_COMPARED_UNITS = 30
 """No verdict from fewer gold units judged by both runs."""
 
-VERDICTS = ("second_better", "first_better", "no_difference", "too_few_units", "undefined")
+TEST_LEVEL = 0.05
+"""McNemar's p-value below which the verdict counts the test as finding a difference."""
+
+OUTCOMES = (
+    "second_better",
+    "first_better",
+    "second_likely_better",
+    "first_likely_better",
+    "mixed",
+    "no_difference",
+    "too_few_units",
+    "undefined",
+)
 
 
 @dataclass(frozen=True)
@@ -147,8 +165,10 @@ class PairedComparison:
     alt_test: Mapping[str, AltTestResult] | None
     alt_test_units: int
     differing: tuple[DifferingUnit, ...]
+    outcome: str
+    """One of :data:`OUTCOMES`."""
     verdict: str
-    headline: str
+    """The one sentence reconciling the kappa difference and McNemar's test."""
     n_resamples: int
     seed: int
 
@@ -169,8 +189,8 @@ class PairedComparison:
             else {name: r.to_dict() for name, r in self.alt_test.items()},
             "alt_test_units": self.alt_test_units,
             "differing": [d.to_dict() for d in self.differing],
+            "outcome": self.outcome,
             "verdict": self.verdict,
-            "headline": self.headline,
             "n_resamples": self.n_resamples,
             "seed": self.seed,
         }
@@ -343,7 +363,7 @@ def compare_two_runs(
     differing = tuple(
         DifferingUnit(u, gold[u], first[u], second[u]) for u in units if first[u] != second[u]
     )
-    verdict, headline = _verdict(names, n, min_units, kappa_difference)
+    outcome, verdict = _verdict(names, n, min_units, kappa_difference, mcnemar)
     return PairedComparison(
         first=names[0],
         second=names[1],
@@ -357,37 +377,129 @@ def compare_two_runs(
         alt_test=alt,
         alt_test_units=len(judged_by_both),
         differing=differing,
+        outcome=outcome,
         verdict=verdict,
-        headline=headline,
         n_resamples=n_resamples,
         seed=seed,
     )
 
 
+def _p_text(p: float) -> str:
+    return "p < 0.001" if p < 0.001 else f"p = {p:.3g}"
+
+
+def _units(n: int) -> str:
+    return f"{n} unit{'' if n == 1 else 's'}"
+
+
+MIN_DISCORDANT = 6
+"""Fewer units where the runs differ on break / no break cannot reach p < 0.05 in the
+exact test however they split (2 * 0.5 ** 5 = 0.0625)."""
+
+
+def _test_clause(names: tuple[str, str], mcnemar: McNemarResult) -> tuple[int, bool, str]:
+    """``(direction, informative, clause)`` of McNemar's test: direction +1 when the
+    second run is right where the first was wrong significantly more often, -1 the other
+    way round, 0 neither; ``informative`` is false when too few units differ for the test
+    to find anything (:data:`MIN_DISCORDANT`)."""
+    a, b = names
+    only_a, only_b = mcnemar.table[0][1], mcnemar.table[1][0]
+    p = _p_text(mcnemar.p_value)
+    differ = only_a + only_b
+    if differ == 0:
+        return 0, True, "on break / no break both are right or wrong on the same units"
+    if differ < MIN_DISCORDANT:
+        return (
+            0,
+            False,
+            (
+                f"on break / no break they differ on only {_units(differ)} (only {a} right on "
+                f"{only_a}, only {b} on {only_b}), too few for McNemar's test to tell ({p})"
+            ),
+        )
+    if mcnemar.p_value >= TEST_LEVEL:
+        return (
+            0,
+            True,
+            (
+                f"each is right where the other is wrong about as often (only {a} on "
+                f"{_units(only_a)}, only {b} on {only_b}; McNemar {p})"
+            ),
+        )
+    direction = 1 if only_b > only_a else -1
+    winner, loser, wins, losses = (
+        (b, a, only_b, only_a) if direction > 0 else (a, b, only_a, only_b)
+    )
+    reverse = (
+        "never the reverse" if losses == 0 else f"{loser} where {winner} was wrong on {losses}"
+    )
+    return (
+        direction,
+        True,
+        (
+            f"{winner} is right where {loser} was wrong on {_units(wins)} and {reverse} "
+            f"(McNemar {p})"
+        ),
+    )
+
+
 def _verdict(
-    names: tuple[str, str], n: int, min_units: int, difference: Estimate
+    names: tuple[str, str],
+    n: int,
+    min_units: int,
+    difference: Estimate,
+    mcnemar: McNemarResult,
 ) -> tuple[str, str]:
-    """The verdict and its headline sentence from the kappa difference (second - first)."""
+    """The outcome and its sentence, from the kappa difference (second - first) and
+    McNemar's test, reconciled (module docstring)."""
+    a, b = names
     if n < min_units:
         return "too_few_units", (
-            f"no verdict: only {n} unit{'' if n == 1 else 's'} with gold judged by both runs "
-            f"(at least {min_units} needed)"
+            f"No verdict: only {_units(n)} with gold judged by both runs "
+            f"(at least {min_units} needed)."
         )
+    test, informative, clause = _test_clause(names, mcnemar)
+
+    def likely(interval: str) -> tuple[str, str]:
+        """The test alone finds a difference: likely better, confirm on more gold."""
+        winner, loser = (b, a) if test > 0 else (a, b)
+        return (
+            "second_likely_better" if test > 0 else "first_likely_better",
+            f"{clause}{interval}: {winner} is likely better than {loser}, confirm on more gold.",
+        )
+
     if difference.value is None or difference.ci95 is None:
         why = difference.reason or "the kappa difference has no interval"
-        return "undefined", f"no verdict on {n} units: {why}"
+        if test:
+            return likely(f", but the kappa difference has no interval on {n} units ({why})")
+        return "undefined", f"No verdict on {n} units: {why}; {clause}."
     low, high = difference.ci95
-    if low > 0:
-        return "second_better", (
-            f"{names[1]} agrees with gold better than {names[0]}: kappa "
-            f"{_signed(difference.value)} [{_signed(low)}, {_signed(high)}] on {n} units"
+    effect = 1 if low > 0 else -1 if high < 0 else 0
+    if effect:
+        winner, loser = (b, a) if effect > 0 else (a, b)
+        sign = effect
+        kappa = (
+            f"kappa {_signed(sign * difference.value)} "
+            f"[{_signed(sign * (low if sign > 0 else high))}, "
+            f"{_signed(sign * (high if sign > 0 else low))}] on {n} units"
         )
-    if high < 0:
-        return "first_better", (
-            f"{names[0]} agrees with gold better than {names[1]}: kappa "
-            f"{_signed(-difference.value)} [{_signed(-high)}, {_signed(-low)}] on {n} units"
+        better = f"{winner} agrees with gold better than {loser}: {kappa}"
+        outcome = "second_better" if effect > 0 else "first_better"
+        if test == effect:
+            return outcome, f"{better}, and {clause}."
+        if test == 0 and not informative:
+            return outcome, f"{better}; {clause}."
+        if test == 0:
+            return outcome, (
+                f"{better}; {clause}: {winner} tells the codes apart better, not the breaks."
+            )
+        return "mixed", (
+            f"Mixed: {better}, but {clause}: read the units where they differ before choosing."
         )
+    interval = f"kappa {_signed(difference.value)} [{_signed(low)}, {_signed(high)}] on {n} units"
+    if test:
+        return likely(f"; the kappa interval still includes no change ({interval})")
     return "no_difference", (
-        f"no detectable difference on {n} units (kappa {_signed(difference.value)} "
-        f"[{_signed(low)}, {_signed(high)}])"
+        f"No detectable difference: {interval}, and {clause}; neither is shown better "
+        f"(keep {a}, or gather more gold to tell them apart)."
     )

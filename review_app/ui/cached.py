@@ -139,9 +139,10 @@ def judge_report(ref: str) -> Shown[JudgeCalibrationReport]:
     )
 
 
-def drift(ref: str) -> Shown[DriftReport]:
-    """The drift report (gold and every judge run), recomputed when labels or runs change."""
-    return report_store.drift(engine(), actor(), rubric=catalog().for_reports(ref))
+def drift(ref: str, run_id: int | None = None) -> Shown[DriftReport]:
+    """The drift report of gold and run ``run_id`` (``None``: the default run, the team's
+    judge or the newest complete one), recomputed when labels or runs change."""
+    return report_store.drift(engine(), actor(), rubric=catalog().for_reports(ref), run_id=run_id)
 
 
 ROUTE_ALPHAS = (0.01, 0.02, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3)

@@ -18,6 +18,13 @@ if TYPE_CHECKING:
 
 COEFFICIENT_NAMES = readings.NAMES
 
+FULL_LABELS = alt.Axis(labelLimit=0, labelOverlap=False)
+"""An axis whose labels are never cut short (Vega-Lite cuts them at 180 px by default)
+nor left out where they would overlap (every code is named)."""
+EVERY_ENTRY = alt.Legend(labelLimit=0, symbolLimit=0, orient="bottom", columns=3)
+"""A legend listing every entry in full, below the chart (beside it, a short chart's
+legend drops the entries that do not fit its height)."""
+
 _SPECS: OrderedDict[str, dict[str, Any]] = OrderedDict()
 _SPECS_LOCK = threading.Lock()
 _SPECS_MAX = 64
@@ -103,9 +110,9 @@ def coefficients_chart(rows: list[dict[str, Any]]) -> alt.LayerChart:
 
     def base(values: list[dict[str, Any]]) -> alt.Chart:
         return alt.Chart(alt.Data(values=values)).encode(
-            y=alt.Y("coefficient:N", title=None),
+            y=alt.Y("coefficient:N", title=None, axis=FULL_LABELS),
             yOffset="rubric:N",
-            color=alt.Color("rubric:N", title="rubric version"),
+            color=alt.Color("rubric:N", title="rubric version", legend=EVERY_ENTRY),
         )
 
     points = (
@@ -165,7 +172,8 @@ def pairwise_kappa_chart(cohen: dict[str, dict[str, Any]]) -> alt.LayerChart:
                 }
             )
     base = alt.Chart(alt.Data(values=rows)).encode(
-        x=alt.X("reviewer_a:N", title=None), y=alt.Y("reviewer_b:N", title=None)
+        x=alt.X("reviewer_a:N", title=None, axis=FULL_LABELS),
+        y=alt.Y("reviewer_b:N", title=None, axis=FULL_LABELS),
     )
     cells = base.mark_rect().encode(
         color=alt.Color("kappa:Q", scale=alt.Scale(domain=[-0.2, 1], scheme="blues")),
@@ -175,13 +183,20 @@ def pairwise_kappa_chart(cohen: dict[str, dict[str, Any]]) -> alt.LayerChart:
 
 
 def distribution_chart(rows: list[dict[str, Any]]) -> alt.Chart:
+    """Each reviewer's labels as shares of a bar; the legend lists every code."""
+    codes = sorted({str(row["code"]) for row in rows})
     return (
         alt.Chart(alt.Data(values=rows))
         .mark_bar()
         .encode(
-            y=alt.Y("reviewer:N", title=None),
+            y=alt.Y("reviewer:N", title=None, axis=FULL_LABELS),
             x=alt.X("share:Q", stack="normalize", title="share of the reviewer's labels"),
-            color=alt.Color("code:N", title="label"),
+            color=alt.Color(
+                "code:N",
+                title="label",
+                scale=alt.Scale(domain=codes, scheme="tableau20"),
+                legend=alt.Legend(labelLimit=0, symbolLimit=0, orient="bottom", columns=2),
+            ),
             tooltip=["reviewer:N", "code:N", "count:Q", alt.Tooltip("share:Q", format=".0%")],
         )
     )
@@ -203,7 +218,12 @@ def confusion_chart(
 ) -> alt.LayerChart:
     rows = confusion_rows(matrix, reviewer_a, reviewer_b)
     base = alt.Chart(alt.Data(values=rows)).encode(
-        x=alt.X("a:N", title=reviewer_a), y=alt.Y("b:N", title=reviewer_b)
+        x=alt.X(
+            "a:N",
+            title=reviewer_a,
+            axis=alt.Axis(labelLimit=0, labelAngle=-40, labelOverlap=False),
+        ),
+        y=alt.Y("b:N", title=reviewer_b, axis=alt.Axis(labelLimit=0, labelOverlap=False)),
     )
     cells = base.mark_rect().encode(
         color=alt.Color("count:Q", scale=alt.Scale(scheme="oranges")),
@@ -216,6 +236,9 @@ def _rounded(value: float | None) -> str:
     return "—" if value is None else f"{value:.2f}"
 
 
+_STATES = {"partial": "stopped", "complete": "complete", "failed": "failed", "running": "running"}
+
+
 def judge_test_rows(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """One row per judge run: may it replace a reviewer (the alternative annotator test)."""
     rows = []
@@ -225,6 +248,9 @@ def judge_test_rows(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         rows.append(
             {
                 "run": run["name"],
+                "state": _STATES.get(str(run.get("status")), str(run.get("status")))
+                if run.get("source") != "import"
+                else "imported",
                 "replaces a reviewer?": verdict.split(":", 1)[0],
                 "winning rate": _rounded(alt_test.get("winning_rate")),
                 "advantage": _rounded(alt_test.get("advantage_probability")),
@@ -305,7 +331,7 @@ def threshold_chart(sweep: dict[str, Any]) -> alt.LayerChart:
     base = alt.Chart(alt.Data(values=rows)).encode(
         x=alt.X("threshold:Q", scale=alt.Scale(domain=[0, 1])),
         y=alt.Y("value:Q", title="kappa / F1", scale=alt.Scale(domain=[low, 1])),
-        color=alt.Color("metric:N"),
+        color=alt.Color("metric:N", legend=EVERY_ENTRY),
     )
     layers = [base.mark_line(point=True)]
     if any(row["best"] for row in rows):  # an empty layer logs "Infinite extent"
@@ -337,17 +363,25 @@ def reliability_chart(reliability: dict[str, Any]) -> alt.LayerChart:
     return cast(alt.LayerChart, alt.layer(diagonal, points))
 
 
-def version_difference_rows(differences: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Units where prompt versions differ, flattened for a table."""
+def version_difference_rows(
+    differences: list[dict[str, Any]], columns: Mapping[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """Units where prompt versions differ, flattened for a table. ``columns`` (run name ->
+    column title) keeps those runs only, and the units where they differ."""
     rows = []
     for item in differences:
+        codes = item["codes"]
+        if columns is not None:
+            codes = {columns[name]: code for name, code in codes.items() if name in columns}
+            if len(set(codes.values())) < 2:
+                continue
         case_id, turn = item["unit"]
         rows.append(
             {
                 "case_id": str(case_id),
                 "turn": int(turn),
                 "gold": item.get("reference") or "—",
-                **{str(name): code for name, code in sorted(item["codes"].items())},
+                **{str(name): code for name, code in sorted(codes.items())},
             }
         )
     return rows
@@ -362,8 +396,7 @@ def drift_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
             rows.append(
                 {
                     "source": source["name"],
-                    "position": row["low"],
-                    "bin": row["bin"],
+                    "answers": row["bin"],
                     "rate": row["rate"],
                     "low": ci[0],
                     "high": ci[1],
@@ -374,45 +407,71 @@ def drift_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def drift_chart(report: dict[str, Any]) -> alt.LayerChart:
-    """Break rate by answer position with conversation-bootstrap intervals, per source."""
+    """Break rate by answer position bin (an ordinal axis: 1, 2, 3-4, 5-8, 9+) with
+    conversation-bootstrap intervals, one colour per source, every source in the legend."""
     rows = drift_rows(report)
+    order: list[str] = []
+    for source in report["sources"]:
+        for row in source["by_position"]:
+            if row["bin"] not in order:
+                order.append(row["bin"])
+    order.sort(key=lambda label: int(label.split("-")[0].rstrip("+")))
     base = alt.Chart(alt.Data(values=rows)).encode(
-        x=alt.X("position:Q", title="answer position (last bin pools the tail)"),
-        color=alt.Color("source:N"),
+        x=alt.X(
+            "answers:O",
+            sort=order,
+            title="assistant answer in the conversation (1st, 2nd, 3rd-4th, ...)",
+            axis=alt.Axis(labelAngle=0, labelLimit=0),
+        ),
+        xOffset=alt.XOffset("source:N"),
+        color=alt.Color("source:N", title=None, legend=EVERY_ENTRY),
     )
-    line = base.mark_line(point=True).encode(
-        y=alt.Y("rate:Q", title="break rate"),
-        tooltip=["source:N", "bin:N", "rate:Q", "low:Q", "high:Q", "units:Q"],
+    points = base.mark_point(filled=True, size=70).encode(
+        y=alt.Y("rate:Q", title="share breaking the role", axis=alt.Axis(format="%")),
+        tooltip=[
+            "source:N",
+            "answers:N",
+            alt.Tooltip("rate:Q", format=".1%"),
+            alt.Tooltip("low:Q", format=".1%"),
+            alt.Tooltip("high:Q", format=".1%"),
+            "units:Q",
+        ],
     )
     band = (
         base.transform_filter("datum.low != null")
-        .mark_errorbar()
+        .mark_rule(strokeWidth=2)
         .encode(y=alt.Y("low:Q"), y2="high:Q")
     )
-    return cast(alt.LayerChart, alt.layer(band, line))
+    return cast(alt.LayerChart, alt.layer(band, points).properties(height=260))
 
 
 def _group_figure(value: float | None, units: int) -> str:
     """A coefficient of one group as text: too few units or none is never a number."""
     if units < readings.MIN_UNITS:
         return "not enough data"
-    return "—" if value is None else f"{value:.2f}"
+    return "undefined: all alike" if value is None else f"{value:.2f}"
 
 
 def drift_agreement_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Reviewer alpha and each run's kappa against gold by position bin and by role."""
+    """Reviewer alpha and each run's kappa against gold by position bin and by role; a
+    run's column is named by its prompt version and model, never by its id."""
+    names = {
+        str(source["run"]): source["name"]
+        for source in report["sources"]
+        if source["source"] == "run"
+    }
     rows = []
     for kind, key in (("position", "bin"), ("role", "role")):
         for row in report["agreement"][f"by_{kind}"]:
             units = row["units"]
             rows.append(
                 {
-                    "by": kind,
+                    "by": "answers" if kind == "position" else "role",
                     "group": row[key],
-                    "units": units,
+                    "turns": units,
                     "reviewer alpha": _group_figure(row["reviewer_alpha"], units),
                     **{
-                        f"judge kappa (run {run})": _group_figure(k, units)
+                        f"judge kappa, {names.get(run, 'run')}": _group_figure(k, units)
                         for run, k in row["judge_kappa"].items()
                     },
                 }
@@ -429,7 +488,12 @@ def coverage_chart(curve: dict[str, Any], alpha: float) -> alt.LayerChart:
     ]
     base = alt.Chart(alt.Data(values=rows)).encode(
         x=alt.X("alpha:Q", title="alpha: most disagreement with gold allowed"),
-        y=alt.Y("coverage:Q", scale=alt.Scale(domain=[0, 1]), title="share the judge decides"),
+        y=alt.Y(
+            "coverage:Q",
+            scale=alt.Scale(domain=[0, 1]),
+            title="share the judge decides",
+            axis=alt.Axis(format="%"),
+        ),
     )
     layers = [base.mark_line(point=True)]
     if any(row["chosen"] for row in rows):

@@ -133,6 +133,12 @@ INTERVALS_NOTICE = (
 )
 
 
+def mark_chosen(key: str) -> None:
+    """``on_change`` callback: the person chose this value themselves (pages stop
+    replacing it with the default)."""
+    st.session_state[key] = True
+
+
 def report_notice(*shown: Shown[Any]) -> None:
     """One sentence when some of the page's reports are not final: figures from before the
     latest change, or without their intervals, while a background job computes them (the

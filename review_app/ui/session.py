@@ -65,11 +65,12 @@ DEFAULTS: dict[str, Any] = {
     "workbench_endpoint": None,
     "judge_everywhere_endpoint": None,  # the decision card's endpoint for a run on every turn
     "workbench_job": None,  # the id of the job this session started
-    "workbench_first": None,  # the runs compared (None: the default pair)
+    "workbench_first": None,  # the runs compared (the default pair until chosen by hand)
     "workbench_second": None,
+    "workbench_pair_chosen": False,  # the pair was chosen by hand (else: the default pair)
     "workbench_seen_end": None,  # the finished job whose end the page has reread
-    "workbench_new_run": False,  # a run just ended: compare it by default
-    "judge_newest_run": None,  # the highest run id the judge page has shown
+    "workbench_version_chosen": False,  # a version was picked (else: the team's judge)
+    "judge_run_chosen": False,  # the judge page's run was chosen (else: the default run)
     "judge_method": "isotonic",
     "judge_kind": "all",
     "judge_label": "all",

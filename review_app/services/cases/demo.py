@@ -9,6 +9,8 @@ from sqlalchemy import Engine
 
 from review_app.services.cases.importing import ImportSummary, import_paths
 from review_app.services.judging.judge_import import JudgeImportSummary, import_verdicts
+from review_app.services.judging.run_defaults import choose_team_judge, team_judge
+from review_app.services.judging.runs import list_judge_runs
 from review_app.services.labels.labels_io import LabelImportSummary, import_labels
 from review_app.services.review.queue import AssignmentReport, assign_cases
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
@@ -21,6 +23,8 @@ DEMO_VERDICTS = DEMO_DIR / "judge_verdicts.jsonl"
 DEMO_REVIEWERS = ("ana", "ben", "chloe")
 DEMO_POLICY_OWNER = "olivia"
 DEMO_RUBRIC = "role-adherence@1"
+DEMO_JUDGE = "role-judge@v2/gemma-3-270m-it"
+"""The demo's judge run the team uses (its prompt v2 reads role changes correctly)."""
 
 
 @dataclass
@@ -42,7 +46,8 @@ class DemoReport:
 
 
 def load_demo(engine: Engine, actor: Actor, *, local_user: str | None = None) -> DemoReport:
-    """Import the sample conversations, create the sample reviewers and fill their queues.
+    """Import the sample conversations, create the sample reviewers, fill their queues, and
+    make the v2 judge run the team's judge.
 
     Running it again changes nothing that is already there. Admins only (the command
     line's operator).
@@ -75,5 +80,11 @@ def load_demo(engine: Engine, actor: Actor, *, local_user: str | None = None) ->
         labels = import_labels(
             engine, operator, DEMO_LABELS, catalog=sync_rubrics(engine, operator)
         )
-        verdicts = import_verdicts(engine, operator, DEMO_VERDICTS, rubric=catalog.get(DEMO_RUBRIC))
+        rubric = catalog.get(DEMO_RUBRIC)
+        verdicts = import_verdicts(engine, operator, DEMO_VERDICTS, rubric=rubric)
+        if team_judge(engine, operator, rubric=rubric) is None:
+            run = next(
+                r for r in list_judge_runs(engine, operator, rubric=rubric) if r.name == DEMO_JUDGE
+            )
+            choose_team_judge(engine, operator, rubric=rubric, run_id=run.id)
     return DemoReport(cases, assignments, labels, verdicts)

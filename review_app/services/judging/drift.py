@@ -103,11 +103,17 @@ def _source_block(
     min_units: int,
     n_resamples: int,
     seed: int,
+    bins: list[PositionBin] | None = None,
 ) -> tuple[dict[str, Any], list[PositionBin]]:
+    """One source's figures, on ``bins`` (gold's, so that every source is read on the
+    same answers) or, without, on its own."""
     positions = turns.position[rows]
     clusters_raw = turns.cluster[rows]
     _, clusters = np.unique(clusters_raw, return_inverse=True)
-    bins = position_bins(positions, min_units=min_units) if rows.size else []
+    if not rows.size:
+        bins = []
+    elif not bins:
+        bins = position_bins(positions, min_units=min_units)
     by_position: list[dict[str, Any]] = []
     by_role: list[dict[str, Any]] = []
     first_break: list[dict[str, Any]] = []
@@ -117,9 +123,19 @@ def _source_block(
         rates = grouped_rates(
             groups, breaks, clusters, n_groups=len(bins), n_resamples=n_resamples, seed=seed
         )
+        conversations = np.bincount(
+            np.unique(np.column_stack([groups, clusters]), axis=0)[:, 0], minlength=len(bins)
+        )
         by_position = [
-            {"bin": b.label, "low": b.low, "high": b.high, **rate}
-            for b, rate in zip(bins, rates, strict=True)
+            {
+                "bin": b.label,
+                "low": b.low,
+                "high": b.high,
+                **rate,
+                "conversations": int(n),
+                "reason": _no_interval(rate, int(n), n_resamples),
+            }
+            for b, rate, n in zip(bins, rates, conversations, strict=True)
         ]
         roles = turns.role[rows]
         role_rates = grouped_rates(
@@ -151,6 +167,18 @@ def _source_block(
     return block, bins
 
 
+def _no_interval(rate: dict[str, Any], conversations: int, n_resamples: int) -> str | None:
+    """Why a bin's rate has no interval (``None`` when it has one)."""
+    if rate["ci95"] is not None:
+        return None
+    if not n_resamples:
+        return "no interval: none was computed (no resamples)"
+    return (
+        f"no interval: its {rate['units']} turns come from {conversations} conversation"
+        f"{'' if conversations == 1 else 's'}, too few to resample"
+    )
+
+
 def drift_report(
     engine: Engine,
     actor: Actor,
@@ -162,8 +190,9 @@ def drift_report(
     seed: int = 0,
 ) -> DriftReport:
     """The drift report of a rubric version (docs/reference.md, "Drift JSON"); policy
-    owners. Sources: gold, then every judge run of the version (or run ``run_id``).
-    ``n_resamples=0``: rates without intervals (a page's point figures)."""
+    owners. Sources: gold, then every complete judge run of the version (a stopped,
+    failed or running run only when ``run_id`` names it). ``n_resamples=0``: rates
+    without intervals (a page's point figures)."""
     actor = authorize(engine, actor, "policy_owner")
     if isinstance(min_units, bool) or min_units < 1:
         raise InputError(f"must be at least 1, got {min_units}", field="--min-units")
@@ -189,12 +218,15 @@ def drift_report(
     block, gold_bins = _source_block(
         turns, gold_rows, gold_y, min_units=min_units, n_resamples=n_resamples, seed=seed
     )
-    sources.append({"source": "gold", "run": None, "name": "gold", **block})
+    sources.append({"source": "gold", "run": None, "name": "gold", "status": None, **block})
     if not gold_rows.size:
         warnings.append("no unit has break / no-break gold yet: only the judge runs are shown")
     judged: dict[int, dict[int, bool]] = {}
+    shared_bins: list[PositionBin] | None = gold_bins or None
     for run, columns in run_verdicts(engine, rubric, None if run_id is None else [run_id]):
         assert run.id is not None
+        if run_id is None and run.status != "complete":
+            continue
         said: dict[int, bool] = {}
         for case_id, turn, label, error in zip(
             columns.case_ids, columns.turns, columns.labels, columns.errors, strict=True
@@ -208,10 +240,20 @@ def drift_report(
         judged[run.id] = said
         rows = np.array(sorted(said), dtype=np.int64)
         y = np.array([said[i] for i in rows.tolist()], dtype=bool)
-        block, _ = _source_block(
-            turns, rows, y, min_units=min_units, n_resamples=n_resamples, seed=seed
+        block, run_bins = _source_block(
+            turns, rows, y, min_units=min_units, n_resamples=n_resamples, seed=seed,
+            bins=shared_bins,
+        )  # fmt: skip
+        shared_bins = shared_bins or run_bins or None
+        sources.append(
+            {
+                "source": "run",
+                "run": run.id,
+                "name": run_name(run),
+                "status": run.status,
+                **block,
+            }
         )
-        sources.append({"source": "run", "run": run.id, "name": run_name(run), **block})
     return {
         "rubric": rubric.ref,
         "min_units": min_units,

@@ -41,6 +41,7 @@ from review_app.services.judging.judge_runner import (
     EndpointSettings,
     check_key,
     control_character,
+    url_host,
     url_problem,
 )
 from review_app.services.judging.local_judge import (
@@ -124,9 +125,7 @@ class PublicEndpoint:
 
 def _host(url: str) -> str:
     """``host[:port]`` of a URL: never a user name or password written into it."""
-    parts = urlsplit(url)
-    host = parts.hostname or "?"
-    return f"{host}:{parts.port}" if parts.port else host
+    return url_host(url)
 
 
 def _line_of(text: str, name: str, key: str | None) -> int | None:
@@ -331,6 +330,7 @@ def endpoint_settings(name: str, **options: Any) -> list[EndpointSettings]:
             concurrency=endpoint.concurrency,
             response_format=endpoint.response_format,
             max_prompt_bytes=endpoint.max_prompt_bytes,
+            name=name,
             **options,
         )
         for url in urls

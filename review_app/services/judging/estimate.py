@@ -63,9 +63,17 @@ class Interval(TypedDict):
 
 
 PpiFigure = TypedDict(
-    "PpiFigure", {"value": float | None, "ci95": list[float] | None, "lambda": float | None}
+    "PpiFigure",
+    {
+        "value": float | None,
+        "ci95": list[float] | None,
+        "lambda": float | None,
+        "lambda_reason": str | None,
+    },
 )
-"""The prediction-powered estimate, with its power-tuning ``lambda``."""
+"""The prediction-powered estimate, with its power-tuning ``lambda``; ``lambda_reason``
+says why the judge gets no weight when ``lambda`` is 0 (the estimate is then the
+reviewers' alone)."""
 
 
 class BreakRateEstimate(TypedDict):
@@ -191,7 +199,7 @@ def break_rate_estimate(
             "value": human.value,
             "ci95": None if human.ci95 is None else list(human.ci95),
         },
-        "ppi": {"value": None, "ci95": None, "lambda": None},
+        "ppi": {"value": None, "ci95": None, "lambda": None, "lambda_reason": None},
         "gold_source": source,
         "budget": {"more_audited_units_to_halve_width": None, "reason": None},
         "warnings": warnings,
@@ -220,6 +228,7 @@ def break_rate_estimate(
         "value": estimate.value,
         "ci95": [max(0.0, estimate.ci95[0]), min(1.0, estimate.ci95[1])],
         "lambda": estimate.lam,
+        "lambda_reason": _no_weight_reason(y, f, f_u) if estimate.lam == 0 else None,
     }
     if len(gold_units) < MIN_PROPORTION_UNITS or estimate.ci95[0] == estimate.ci95[1]:
         result["ppi"]["ci95"] = None
@@ -244,6 +253,23 @@ def break_rate_estimate(
             "uniformly, which is what makes that hold"
         )
     return result
+
+
+def _no_weight_reason(y: np.ndarray, f: np.ndarray, f_u: np.ndarray) -> str:
+    """Why PPI++ gives the judge's verdicts weight 0 (its ``lambda``), in words."""
+    if np.all(y == y[0]):
+        said = "breaks" if y[0] else "stays in role"
+        return (
+            f"every one of the {len(y)} gold units {said}, so the judge's verdicts cannot be "
+            "checked against gold"
+        )
+    if np.all(np.concatenate([f, f_u]) == f[0]):
+        said = "break" if f[0] else "no break"
+        return f"the judge says {said} on every unit, which tells the units apart not at all"
+    return (
+        f"on the {len(y)} gold units the judge's verdicts do not go with gold (it says break "
+        "where gold says no break as often as where gold says break)"
+    )
 
 
 def _design_weights(

@@ -17,11 +17,12 @@ from typing import Any, TypedDict, cast
 from sqlalchemy import Engine
 from sqlmodel import Session
 
-from review_app import calibration
 from review_app.errors import InputError
 from review_app.rubrics import Rubric
 from review_app.services.judging.audit_samples import audited_units
-from review_app.services.judging.runs import run_name, run_verdicts
+from review_app.services.judging.judge_prompts import prompt_refs_for
+from review_app.services.judging.run_defaults import confound, default_pair, team_judge
+from review_app.services.judging.runs import RunListing, list_judge_runs, run_name, run_verdicts
 from review_app.services.judging.turn_verdicts import TurnVerdicts
 from review_app.services.labels.adjudication import gold_labels
 from review_app.services.review.agreement_reports import load_label_columns
@@ -47,6 +48,11 @@ class ComparedRun(TypedDict):
     judge: str
     prompt_version: str
     model: str
+    endpoint: str
+    state: str
+    """``complete``, ``stopped``, ``failed`` or ``running``."""
+    identity: str
+    """The run in words: prompt version, model, endpoint, rubric version and state."""
     prompt_sha256: str | None
 
 
@@ -78,8 +84,18 @@ class RunComparison(TypedDict):
     differing: list[dict[str, Any]]
     """``{"case_id", "turn", "gold", "first": {"code", "reason"}, "second": ...}``."""
     gold_source: ComparisonGold
+    outcome: str
+    """``second_better``, ``first_better``, ``second_likely_better``,
+    ``first_likely_better``, ``mixed``, ``no_difference``, ``too_few_units`` or
+    ``undefined``."""
     verdict: str
-    headline: str
+    """The one sentence reconciling the kappa difference and McNemar's test: the page and
+    ``judge compare`` show exactly this."""
+    pairing: str
+    """How the two runs were chosen: ``chosen`` or ``default: <the rule that chose them>``."""
+    confound: str | None
+    """One sentence naming what else than the prompt differs (or which run is not
+    complete); ``None`` when only the prompt differs between two complete runs."""
     n_resamples: int
     seed: int
 
@@ -89,16 +105,15 @@ def _conversation_of(unit: tuple[str, int]) -> str:
 
 
 def _labels(first: JudgeRunPublic, second: JudgeRunPublic) -> tuple[str, str]:
-    """Short distinct names: the prompt versions when only they differ, etc."""
-    same_judge = first.judge == second.judge
-    if same_judge and first.model == second.model and first.prompt_version != second.prompt_version:
-        return first.prompt_version, second.prompt_version
-    if same_judge and first.prompt_version == second.prompt_version and first.model != second.model:
-        return first.model, second.model
-    names = run_name(first), run_name(second)
-    if names[0] == names[1]:
-        return f"run {first.id}", f"run {second.id}"
-    return names
+    """Short distinct names: the prompt versions when only they differ, the models when
+    only they differ, the endpoints when only they differ, else the full run names."""
+    parts = ("judge", "prompt_version", "model", "endpoint")
+    differ = [part for part in parts if getattr(first, part) != getattr(second, part)]
+    if differ in (["prompt_version"], ["model"]):
+        return getattr(first, differ[0]), getattr(second, differ[0])
+    if differ == ["endpoint"]:
+        return first.endpoint or "imported", second.endpoint or "imported"
+    return run_name(first), run_name(second)
 
 
 def compare_judge_runs(
@@ -113,38 +128,57 @@ def compare_judge_runs(
 ) -> RunComparison:
     """Compare two runs of ``rubric`` on the gold units both judged (policy owners).
 
-    ``run_ids = (a, b)``: the difference is b - a. By default: the newest run (b) and
-    the earlier run of the same judge with the highest kappa against gold (a).
-    Returns ``{"rubric", "runs": [a, b], "gold_source", **comparison}`` with the
-    differing units' reasons (docs/reference.md, "Comparing two judge runs").
+    ``run_ids = (a, b)``: the difference is b - a, and a run that is not complete or a
+    pair that differs in more than the prompt gets a ``confound`` sentence. By default:
+    :func:`review_app.services.judging.run_defaults.default_pair` (complete runs, the
+    same model at the same endpoint, the earlier prompt first); with no comparable pair
+    an :class:`InputError` says so and which baseline to run. Returns ``{"rubric",
+    "runs": [a, b], "gold_source", **comparison}`` with the differing units' reasons
+    (docs/reference.md, "Comparing two judge runs").
     """
     actor = authorize(engine, actor, "policy_owner")
     if isinstance(epsilon, bool) or not isinstance(epsilon, int | float) or not 0 <= epsilon < 1:
         raise InputError(f"must be a number in [0, 1), got {epsilon!r}", field="--epsilon")
     if isinstance(n_resamples, bool) or not isinstance(n_resamples, int) or n_resamples < 0:
         raise InputError(f"must be an integer >= 0, got {n_resamples!r}", field="--resamples")
-    gold = gold_labels(engine, actor, rubric=rubric)
-    gold_codes = {unit: g.code for unit, g in gold.labels.items()}
-    runs = run_verdicts(engine, rubric, None)
-    if not runs:
+    listings = {run.id: run for run in list_judge_runs(engine, actor, rubric=rubric)}
+    if not listings:
         raise InputError(f"{rubric.ref} has no judge runs to compare", field="--runs")
-    by_id = {run.id: (run, columns) for run, columns in runs}
-    break_mapping = rubric.break_mapping()
-    ignore = tuple(rubric.abstain_codes)
     if run_ids is not None:
         ids = list(run_ids)
         if len(ids) != 2 or ids[0] == ids[1]:
             raise InputError("give two different run ids, e.g. --runs 3,5", field="--runs")
-        missing = [i for i in ids if i not in by_id]
+        missing = [i for i in ids if i not in listings]
         if missing:
             raise InputError(
                 f"no judge run {missing[0]} for {rubric.ref} (runs: "
-                f"{', '.join(str(i) for i in sorted(i for i in by_id if i is not None))})",
+                f"{', '.join(str(i) for i in sorted(listings))})",
                 field="--runs",
             )
         first_id, second_id = ids
+        pairing = "chosen"
     else:
-        first_id, second_id = _default_pair(runs, gold_codes, break_mapping, ignore)
+        found = default_pair(
+            list(listings.values()),
+            team_judge(engine, actor, rubric=rubric),
+            prompts=prompt_refs_for(engine, actor, rubric=rubric),
+        )
+        if not found.found:
+            raise InputError(
+                f"{found.how}; or give two runs with --runs A,B "
+                '(docs/reference.md, "Which run by default")',
+                field="--runs",
+            )
+        first_id, second_id = found.ids
+        pairing = f"default: {found.how}"
+    gold = gold_labels(engine, actor, rubric=rubric)
+    gold_codes = {unit: g.code for unit, g in gold.labels.items()}
+    by_id = {
+        run.id: (run, columns)
+        for run, columns in run_verdicts(engine, rubric, [first_id, second_id])
+    }
+    break_mapping = rubric.break_mapping()
+    ignore = tuple(rubric.abstain_codes)
     first_run, first_columns = by_id[first_id]
     second_run, second_columns = by_id[second_id]
     first_verdicts, second_verdicts = TurnVerdicts(first_columns), TurnVerdicts(second_columns)
@@ -204,18 +238,24 @@ def compare_judge_runs(
         "note": GOLD_NOTE,
     }
     report["rubric"] = rubric.ref
-    report["runs"] = [_run_entry(first_run, names[0]), _run_entry(second_run, names[1])]
+    first_listing, second_listing = listings[first_id], listings[second_id]
+    report["runs"] = [_run_entry(first_listing, names[0]), _run_entry(second_listing, names[1])]
+    report["pairing"] = pairing
+    report["confound"] = confound(first_listing, second_listing)
     return report
 
 
-def _run_entry(run: JudgeRunPublic, label: str) -> ComparedRun:
+def _run_entry(run: RunListing, label: str) -> ComparedRun:
     return {
         "id": run.id,
         "label": label,
-        "name": run_name(run),
+        "name": run.name,
         "judge": run.judge,
         "prompt_version": run.prompt_version,
         "model": run.model,
+        "endpoint": run.endpoint,
+        "state": run.state,
+        "identity": run.label,
         "prompt_sha256": run.prompt_sha256,
     }
 
@@ -234,40 +274,3 @@ def _reasons(
         assert turn is not None
         found[(columns.case_ids[i], turn)] = by_id.get(columns.ids[i])
     return found
-
-
-def _default_pair(
-    runs: list[tuple[JudgeRunPublic, Any]],
-    gold_codes: dict[tuple[str, int], str],
-    break_mapping: dict[str, str | None],
-    ignore: tuple[str, ...],
-) -> tuple[int, int]:
-    """The newest run and the earlier run of the same judge agreeing best with gold."""
-    newest, _ = max(runs, key=lambda pair: pair[0].id or 0)
-    earlier = [
-        (run, columns)
-        for run, columns in runs
-        if run.judge == newest.judge and (run.id or 0) < (newest.id or 0)
-    ]
-    if not earlier:
-        raise InputError(
-            f"run {newest.id} ({run_name(newest)}) is the only run of judge {newest.judge!r} "
-            "for this rubric version; give two runs with --runs A,B",
-            field="--runs",
-        )
-
-    def kappa(pair: tuple[JudgeRunPublic, Any]) -> tuple[float, int]:
-        judged = TurnVerdicts(pair[1]).coded()
-        result = calibration.compare_to_reference(
-            reference=gold_codes,
-            judged=judged,
-            break_mapping=break_mapping,
-            ignore_codes=ignore,
-            n_resamples=0,
-        )
-        value = result.kappa.value
-        return (value if value is not None else -2.0, pair[0].id or 0)
-
-    best, _ = max(earlier, key=kappa)
-    assert best.id is not None and newest.id is not None
-    return best.id, newest.id

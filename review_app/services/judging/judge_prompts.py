@@ -72,6 +72,25 @@ class StoredPrompt:
     def used(self) -> bool:
         return self.runs > 0
 
+    @property
+    def file(self) -> str | None:
+        """The prompt file it was read from, relative to the rubrics folder
+        (``rubrics/<rubric-id>/judges/<judge>/v<N>.txt``); ``None`` when it was created in
+        the app or with ``judge prompts create`` (never a server path)."""
+        if self.source is None:
+            return None
+        return f"rubrics/{self.rubric_id}/judges/{self.judge}/v{self.version}.txt"
+
+    @property
+    def credit(self) -> str:
+        """Who or what it comes from: ``file rubrics/.../v2.txt, synced 2026-12-01`` for a
+        version read from a file (whoever opened the list first is not its author),
+        ``by priya, 2026-12-01`` for one created in the app or the command line."""
+        day = self.created_at.strftime("%Y-%m-%d")
+        if self.file is not None:
+            return f"file {self.file}, synced {day}"
+        return f"by {self.created_by}, {day}"
+
     def as_prompt(self) -> JudgePrompt:
         """The template to run (``source`` names where its text came from)."""
         return JudgePrompt(
@@ -94,6 +113,7 @@ class StoredPrompt:
             "created_at": self.created_at.isoformat(timespec="seconds"),
             "derived_from": self.derived_from,
             "runs": self.runs,
+            "credit": self.credit,
         }
         if with_text:
             data["text"] = self.text
@@ -349,6 +369,13 @@ def list_judge_prompts(
             if key.startswith(f"{judge}@") or Path(key).parent.name == judge
         }
     return PromptCatalog(rubric_id=rubric_id, prompts=prompts, refused=refused)
+
+
+def prompt_refs_for(engine: Engine, actor: Actor, *, rubric: Rubric) -> list[str]:
+    """The stored prompt versions (``judge@vN``) a run against ``rubric`` may use: written
+    for its version, or for none yet (policy owners and admins)."""
+    catalog = list_judge_prompts(engine, actor, rubric_id=rubric.id)
+    return [p.ref for p in catalog.prompts if p.rubric_version in (None, rubric.version)]
 
 
 def show_judge_prompt(

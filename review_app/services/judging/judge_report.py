@@ -65,6 +65,10 @@ class JudgeRunReport(TypedDict):
     judge: str
     prompt_version: str
     model: str
+    endpoint: str
+    """Where it was asked (a configured endpoint's name, ``host:port``); empty: imported."""
+    status: str
+    """As stored: ``complete``, ``partial`` (stopped), ``failed`` or ``running``."""
     source: str
     verdicts: int
     turn_verdicts: int
@@ -92,7 +96,8 @@ class JudgeCalibrationReport(TypedDict):
     carried_units: dict[str, int]
     """``{"labels", "gold_labels"}``: units with labels carried from the version before."""
     versions: NotRequired[dict[str, Any]]
-    """With two runs or more that give codes: the runs compared on shared units."""
+    """With two complete runs or more that give codes: the runs compared on shared units
+    (a stopped run would shrink the shared units to the few it judged)."""
     rubric_versions: dict[str, Any] | None
 
 
@@ -158,13 +163,16 @@ def calibration_report(
     for run, stored in runs:
         verdicts = TurnVerdicts(stored)
         judged = verdicts.coded()
-        judged_by_run[run_name(run)] = judged
+        if run.status == "complete":
+            judged_by_run[run_name(run)] = judged
         entry: dict[str, Any] = {
             "id": run.id,
             "name": run_name(run),
             "judge": run.judge,
             "prompt_version": run.prompt_version,
             "model": run.model,
+            "endpoint": run.endpoint,
+            "status": run.status,
             "source": run.source,
             "verdicts": len(stored.ids),
             "turn_verdicts": verdicts.n_turn,
@@ -214,8 +222,9 @@ def calibration_report(
         entry["scores"] = _score_section(run, verdicts, gold_codes, break_mapping)
         entry["disagreements"] = _disagreements(engine, verdicts, gold_codes, break_mapping)
         report["runs"].append(entry)
-    # Only runs with codes: one without (scores only, or conversation-level only) would
-    # leave no shared unit to compare the others on.
+    # Only complete runs with codes: one without (scores only, or conversation-level
+    # only), or a run stopped after a few units, would leave (almost) no shared unit to
+    # compare the others on.
     coded_runs = {name: judged for name, judged in judged_by_run.items() if judged}
     if len(coded_runs) >= 2:
         report["versions"] = calibration.compare_prompt_versions(
@@ -252,6 +261,8 @@ def _judge_versions_side_by_side(
         reference = {unit: code for unit, code in gold.items() if unit in common}
         kappas: dict[str, Any] = {}
         for run, stored in runs if runs is not None else run_verdicts(engine, rubric, None):
+            if run.status != "complete":
+                continue
             judged = {
                 unit: code for unit, code in TurnVerdicts(stored).coded().items() if unit in common
             }

@@ -125,6 +125,16 @@ def url_problem(url: str) -> str | None:
     return None
 
 
+def without_credentials(url: str) -> str:
+    """``url`` without a user name and password written into it (a run's stored
+    parameters name where it asked, never with what)."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return parts._replace(netloc=host).geturl()
+
+
 class Redactor:
     """Removes an endpoint's secrets from text before it is stored or logged: the key,
     the ``Authorization`` value it makes, and a password written into a base URL, also
@@ -196,6 +206,17 @@ class EndpointSettings:
         """This endpoint's :class:`Redactor` (made once)."""
         return Redactor(self.secrets())
 
+    name: str | None = None
+    """The endpoint's name in the endpoints file; ``None`` for ``--base-url``."""
+
+    @property
+    def endpoint_name(self) -> str:
+        """How a run names where it asked: the endpoint's name, else ``host:port`` of its
+        URL (docs/reference.md, "Judge endpoints")."""
+        if self.name:
+            return self.name
+        return url_host(self.base_url)
+
     @classmethod
     def from_options(
         cls, *, base_url: str | None, model: str | None, api_key: str | None, **options: Any
@@ -231,6 +252,17 @@ class EndpointSettings:
         return settings
 
 
+def url_host(url: str) -> str:
+    """``host[:port]`` of a URL: never a user name or password written into it."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return "?"
+    host = parts.hostname or "?"
+    return f"{host}:{port}" if port else host
+
+
 @dataclass
 class JudgeRunSummary:
     run_id: int
@@ -245,6 +277,26 @@ class JudgeRunSummary:
     seconds: float = 0.0
     stopped: bool = False
     """Stopped on request before every unit was asked (a later run resumes)."""
+    scope: str = ""
+    """What the pass was asked to judge, in words (``the gold units``, ``every turn``)."""
+    first_error: str | None = None
+    """The first endpoint failure of this pass."""
+
+    @property
+    def asked(self) -> int:
+        """Units this pass sent a request for."""
+        return self.answered + self.answer_errors + self.endpoint_errors
+
+    @property
+    def all_failed(self) -> bool:
+        """Every unit asked in this pass failed at the endpoint (nothing answered)."""
+        return self.endpoint_errors > 0 and self.endpoint_errors == self.asked
+
+    def failures(self) -> str | None:
+        """``3 of 84 failed at the endpoint`` (``None`` when none did)."""
+        if not self.endpoint_errors:
+            return None
+        return f"{self.endpoint_errors} of {self.asked} failed at the endpoint"
 
     def line(self) -> str:
         rate = self.answered / self.seconds if self.seconds else 0.0
@@ -254,6 +306,7 @@ class JudgeRunSummary:
             f"failures {self.endpoint_errors}; {self.seconds:.1f} s ({rate:.2f} units/s), "
             f"tokens {self.prompt_tokens} in / {self.completion_tokens} out"
             + ("; stopped on request" if self.stopped else "")
+            + (f"; every request failed, the first: {self.first_error}" if self.all_failed else "")
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -267,6 +320,8 @@ class JudgeRunSummary:
             self.answer_errors += 1
         else:
             self.endpoint_errors += 1
+            if self.first_error is None:
+                self.first_error = outcome.error
         self.prompt_tokens += outcome.prompt_tokens or 0
         self.completion_tokens += outcome.completion_tokens or 0
 
@@ -517,11 +572,20 @@ def run_judge(
     prompt: JudgePrompt,
     settings: EndpointSettings | Sequence[EndpointSettings],
     case_ids: Sequence[str],
+    units: Sequence[tuple[str, int]] | None = None,
+    scope: str = "",
     progress: Callable[[int, int], None] | None = None,
     stop: Callable[[], bool] | None = None,
     counted: Callable[[int, int], None] | None = None,
 ) -> JudgeRunSummary:
-    """Judge every labelable turn of ``case_ids``; store verdicts as they come (resumable).
+    """Judge every labelable turn of ``case_ids`` (only ``units`` of them, when given: the
+    prompt still shows each conversation up to its turn); store verdicts as they come
+    (resumable). ``scope`` says in words what was asked (kept with the run's summary).
+
+    The run is named by its judge, prompt version, model and endpoint (the endpoint's
+    name, else ``host:port`` of its URL). It ends ``partial`` when stopped, ``failed``
+    when every unit it asked failed at the endpoint and it holds no answer at all, else
+    ``complete`` (endpoint failures counted in its summary; a later run asks them again).
 
     ``stop``, when given, is asked a few times a second; once it answers true no more
     units are sent, the answers received are stored and the run is left ``partial``
@@ -538,14 +602,14 @@ def run_judge(
         raise InputError("every endpoint of one run serves the same model", field="--model")
     settings = endpoints[0]
     params: dict[str, Any] = {
-        "base_url": settings.base_url,
+        "base_url": without_credentials(settings.base_url),
         "max_tokens": settings.max_tokens,
         "response_format": settings.response_format,
         "temperature": 0,
         "prompt_source": prompt.source,
     }
     if len(endpoints) > 1:
-        params["base_urls"] = [e.base_url for e in endpoints]
+        params["base_urls"] = [without_credentials(e.base_url) for e in endpoints]
     with Session(engine) as session:
         written_for = judging.first_run_of_prompt(
             session, judge=prompt.judge, prompt_version=prompt.version, rubric_id=rubric.id
@@ -569,6 +633,7 @@ def run_judge(
             judge=prompt.judge,
             prompt_version=prompt.version,
             model=settings.model,
+            endpoint=settings.endpoint_name,
             prompt_sha256=prompt.sha256,
             source="run",
             status="running",
@@ -587,11 +652,18 @@ def run_judge(
             for v in judging.verdicts(session, run_id=run_id)
             if v.error_kind != ENDPOINT_ERROR
         }
-        units = cases_storage.actor_units(session, case_ids=list(case_ids), actor=rubric.applies_to)
+        judged = cases_storage.actor_units(
+            session, case_ids=list(case_ids), actor=rubric.applies_to
+        )
+        if run.status != "running":
+            judging.touch_run(session, run, status="running")
         session.commit()
-    todo = [unit for unit in units if unit not in done]
+    if units is not None:
+        wanted = set(units)
+        judged = [unit for unit in judged if unit in wanted]
+    todo = [unit for unit in judged if unit not in done]
     summary = JudgeRunSummary(
-        run_id=run_id, name=name, units=len(units), skipped=len(units) - len(todo)
+        run_id=run_id, name=name, units=len(judged), skipped=len(judged) - len(todo), scope=scope
     )
     if counted is not None:
         counted(summary.units, summary.skipped)
@@ -629,17 +701,20 @@ def run_judge(
             "seconds": previous.get("seconds", 0.0) + summary.seconds,
             "prompt_tokens": previous.get("prompt_tokens", 0) + summary.prompt_tokens,
             "completion_tokens": previous.get("completion_tokens", 0) + summary.completion_tokens,
+            # answers (parsed or not) behind the token totals: tokens per request
+            "answers": previous.get("answers", 0) + summary.answered + summary.answer_errors,
             "last": summary.to_dict(),
         }
+        answered = judging.run_counts_of(session, run_id=run_id).answered_turns
+        if summary.stopped:
+            status = "partial"
+        elif summary.all_failed and not answered:
+            status = "failed"  # nothing was ever answered: the first error says why
+        else:
+            # complete, with any endpoint failures counted (a later run asks them again)
+            status = "complete"
         judging.touch_run(
-            session,
-            stored,
-            summary_json=json.dumps(totals, sort_keys=True),
-            # From what is stored, not from this pass alone: a pass over some of the
-            # cases must not call a run complete while other units still wait for retry.
-            status="partial"
-            if summary.stopped or judging.count_errors(session, run_id=run_id, kind=ENDPOINT_ERROR)
-            else "complete",
+            session, stored, summary_json=json.dumps(totals, sort_keys=True), status=status
         )
         audit.add_entry(
             session,

@@ -80,12 +80,26 @@ class RouteReport(TypedDict):
     applied: NotRequired[AppliedRoute]
 
 
+class EmptyReason(TypedDict):
+    """Why the first run certifies no threshold at an alpha: ``too_few`` gold units to
+    certify anything even without a disagreement (``have`` of ``need``), or the judge
+    ``disagrees`` with gold on ``disagreements`` of its ``kept`` most confident units."""
+
+    kind: str
+    have: int
+    need: int
+    kept: int
+    disagreements: int
+
+
 class CoveragePoint(TypedDict):
     alpha: float
     coverage: float | None
     decided_units: int
     thresholds: list[float | None]
     """Each run's certified threshold at this alpha (``None``: it decides nothing)."""
+    empty: EmptyReason | None
+    """Why the first run decides nothing here (``None`` when it decides some units)."""
 
 
 class CoverageCurve(TypedDict):
@@ -94,6 +108,9 @@ class CoverageCurve(TypedDict):
     points: list[CoveragePoint]
     gold_source: str
     judged_units: int
+    calibration_units: int
+    """Gold units the first run is certified on (audit-sample gold when there is any)."""
+    min_units: int
     warnings: list[str]
 
 
@@ -194,10 +211,17 @@ def _routing_inputs(
     return _Inputs(all_units, per_run, confidences, disagreements, has_gold, gold_source, warnings)
 
 
+def units_needed(*, alpha: float, delta: float) -> int:
+    """The fewest gold units that can certify a threshold at all: zero disagreements among
+    n units bound the rate by ``1 - delta ** (1 / n)``, at most alpha from
+    ``n = ceil(log(delta) / log(1 - alpha))``."""
+    return math.ceil(math.log(delta) / math.log(1.0 - alpha))
+
+
 def _min_units_warning(*, alpha: float, delta: float, min_units: int) -> str | None:
     # Zero disagreements among n units bound the rate by 1 - delta ** (1 / n): with
     # fewer units than this, the first tested threshold fails and the sequence stops.
-    needed = math.ceil(math.log(delta) / math.log(1.0 - alpha))
+    needed = units_needed(alpha=alpha, delta=delta)
     if min_units >= needed:
         return None
     return (
@@ -433,6 +457,9 @@ def coverage_curve(
         raise InputError(f"must be strictly between 0 and 1, got {delta}", field="--delta")
     inputs = _routing_inputs(engine, actor, rubric=rubric, run_ids=run_ids, on=on)
     judged = len(inputs.all_units)
+    calibration = inputs.has_gold & ~np.isnan(inputs.confidences[0])
+    confident = inputs.confidences[0][calibration]
+    wrong = inputs.disagreements[0][calibration][np.argsort(-confident, kind="stable")]
     points: list[CoveragePoint] = []
     for alpha in alphas:
         if not 0.0 < alpha < 1.0:
@@ -442,17 +469,31 @@ def coverage_curve(
             alpha=alpha, delta=delta, min_units=min_units,
         )  # fmt: skip
         decided = int(sum(int(step.decides.sum()) for step in steps))
+        empty: EmptyReason | None = None
+        if steps[0].certification.threshold is None:
+            need = max(min_units, units_needed(alpha=alpha, delta=delta))
+            kept = min(len(wrong), need)
+            empty = {
+                "kind": "too_few" if len(wrong) < need else "disagrees",
+                "have": len(wrong),
+                "need": need,
+                "kept": kept,
+                "disagreements": int(wrong[:kept].sum()),
+            }
         points.append(
             {
                 "alpha": alpha,
                 "coverage": decided / judged if judged else None,
                 "decided_units": decided,
                 "thresholds": [step.certification.threshold for step in steps],
+                "empty": empty,
             }
         )
     return {
         "points": points,
         "gold_source": inputs.gold_source,
         "judged_units": judged,
+        "calibration_units": len(wrong),
+        "min_units": min_units,
         "warnings": inputs.warnings,
     }

@@ -5,8 +5,8 @@ agreement with gold in each stratum.
 stratum is what the app already knows of every judged turn:
 
 - ``position``: the answer's ordinal among the conversation's assistant turns, in the
-  bins 1, 2, 3, 4-5, 6-9, 10+ (fixed, so that audits drawn by position and estimates
-  made later agree on the strata);
+  bins 1, 2, 3-4, 5-8, 9-16, 17+ (the drift's edges, fixed, so that audits drawn by
+  position and estimates made later agree on the strata);
 - ``lane``: the conversation's deterministic lane (violation, missing-context, invalid,
   no-contract, pass);
 - ``code``: the code the judge gave the turn (gold is only on a few turns; the judge's
@@ -71,11 +71,13 @@ design (an uncertainty draw is not)."""
 POSITION_BINS = (
     PositionBin(1, 1),
     PositionBin(2, 2),
-    PositionBin(3, 3),
-    PositionBin(4, 5),
-    PositionBin(6, 9),
-    PositionBin(10, None),
+    PositionBin(3, 4),
+    PositionBin(5, 8),
+    PositionBin(9, 16),
+    PositionBin(17, None),
 )
+"""The edges of the drift's bins (:func:`review_app.stats.drift.position_bins`, doubling
+width), fixed: the judge page shows both, and a stratum is then one drift bin or a union."""
 FINDING_ORDER = ("fixture_error", "harness", "violation")
 """A turn with several findings is in the stratum of the first kind here (the lanes' order)."""
 NO_FINDING = "none"

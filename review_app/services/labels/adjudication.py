@@ -124,6 +124,19 @@ class GoldRecord:
 
 
 @dataclass(frozen=True)
+class JudgeOnUnit:
+    """The judge's column of the adjudicate page: which run, and its verdict on the unit."""
+
+    run_id: int
+    run: str
+    """The run named by its identity (prompt version, model, endpoint, state)."""
+    why: str
+    """Why this run: ``the team's judge`` or ``the newest complete run (...)``."""
+    verdict: UnitVerdict | None
+    """Its verdict on the unit (``None``: it did not judge this unit)."""
+
+
+@dataclass(frozen=True)
 class UnitDetail:
     """Everything a policy owner needs to settle one unit (labels un-blinded)."""
 
@@ -139,9 +152,9 @@ class UnitDetail:
     history: list[LabelRow]
     """Earlier labels that were replaced."""
     gold_history: list[GoldRecord] = field(default_factory=list)
-    judge: UnitVerdict | None = None
-    """The judge's verdict on the unit from the newest run of the rubric version that
-    has one (``None``: no run judged it)."""
+    judge: JudgeOnUnit | None = None
+    """The judge's column: one complete run for every unit (the team's judge, else the
+    newest complete run), with its verdict here if it has one; ``None``: no complete run."""
 
     @property
     def gold(self) -> GoldRecord | None:
@@ -170,9 +183,7 @@ def unit_detail(
         gold_rows = storage.gold.gold_history(
             session, rubric_id=rubric.id, version=rubric.version, case_id=case_id, turn=turn
         )
-        judge = storage.judging.newest_unit_verdict(
-            session, rubric_id=rubric.id, version=rubric.version, case_id=case_id, turn=turn
-        )
+    judge = _judge_on_unit(engine, actor, rubric=rubric, case_id=case_id, turn=turn)
     unit_rows = [row for row in rows if row.turn == turn]
     return UnitDetail(
         case_id=case_id,
@@ -198,6 +209,21 @@ def unit_detail(
         ],
         judge=judge,
     )
+
+
+def _judge_on_unit(
+    engine: Engine, actor: Actor, *, rubric: Rubric, case_id: str, turn: int
+) -> JudgeOnUnit | None:
+    """The default run's verdict on the unit (one complete run for every unit)."""
+    from review_app.services.judging.run_defaults import run_choices
+
+    choices = run_choices(engine, actor, rubric=rubric)
+    run = choices.default
+    if run is None or choices.why is None:
+        return None
+    with Session(read_only(engine)) as session:
+        verdict = storage.judging.unit_verdict(session, run_id=run.id, case_id=case_id, turn=turn)
+    return JudgeOnUnit(run.id, run.label, choices.why, verdict)
 
 
 @dataclass(frozen=True)

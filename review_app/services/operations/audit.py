@@ -46,6 +46,7 @@ ACTIONS = (
     "restore",
     "job_start",
     "job_stop",
+    "team_judge",
 )
 
 

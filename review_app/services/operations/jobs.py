@@ -48,6 +48,8 @@ log = logging.getLogger(__name__)
 
 JUDGE_RUN = "judge_run"
 REPORT_JOB = "report"
+GOLD_SCOPE = "gold"
+"""A judge-run job's ``scope`` asking the units with gold only (the workbench's run)."""
 LEASE_SECONDS = 60.0
 """A worker renews its lease every second (every third of a shorter lease); another may
 take the job over once this long passed without a heartbeat."""
@@ -89,17 +91,31 @@ class JobView:
     def finished(self) -> bool:
         return self.status in job_storage.FINISHED
 
+    @property
+    def failures(self) -> str | None:
+        """``3 of 84 failed at the endpoint`` for a judge run some of whose requests failed
+        (``None`` when none did, or for another kind of job)."""
+        result = self.result or {}
+        failed = result.get("endpoint_errors")
+        if self.kind != JUDGE_RUN or not isinstance(failed, int) or not failed:
+            return None
+        asked = sum(
+            int(result.get(key) or 0) for key in ("answered", "answer_errors", "endpoint_errors")
+        )
+        return f"{failed} of {asked} failed at the endpoint"
+
     def to_dict(self) -> dict[str, Any]:
-        return {**self.__dict__, "fraction": self.fraction}
+        return {**self.__dict__, "fraction": self.fraction, "failures": self.failures}
 
     def line(self) -> str:
         progress = f"{self.done}/{self.total}" if self.total is not None else f"{self.done}/?"
         what = " ".join(
             f"{key}={self.parameters[key]}"
-            for key in ("rubric", "prompt", "endpoint")
-            if key in self.parameters
+            for key in ("rubric", "prompt", "endpoint", "scope")
+            if self.parameters.get(key)
         )
-        tail = f"  error: {self.error}" if self.error else ""
+        tail = f"  {self.failures}" if self.failures and self.status == "done" else ""
+        tail += f"  error: {self.error}" if self.error else ""
         return (
             f"{self.id:>4}  {self.kind:<10} {self.status:<9} {progress:>11}  "
             f"{self.created_by:<16} {what}{tail}"
@@ -148,13 +164,15 @@ def start_judge_job(
     case_ids: Sequence[str] | None = None,
     lane: str | None = None,
     limit: int | None = None,
+    scope: str | None = None,
     retries: int = 3,
     timeout: float = 120.0,
     max_tokens: int = 300,
 ) -> JobView:
     """Queue a judge run of ``prompt`` (``judge@vN``) on ``rubric`` (``id@version``) at the
     endpoint called ``endpoint``; a worker runs it. The job stores the endpoint's name,
-    never its key (read when the job runs)."""
+    never its key (read when the job runs). ``scope`` ``gold`` asks only the units with
+    gold when the job runs (:data:`GOLD_SCOPE`); else every turn of the chosen cases."""
     from review_app.services.judging.endpoints import find_endpoint
 
     actor = authorize(engine, actor, "policy_owner")
@@ -162,6 +180,8 @@ def start_judge_job(
     chosen, template = _resolve(engine, actor, rubric=rubric, prompt=prompt, judge=judge)
     if limit is not None and limit < 1:
         raise InputError("--limit is at least 1", field="--limit")
+    if scope not in (None, GOLD_SCOPE):
+        raise InputError(f"scope is {GOLD_SCOPE!r} or none, got {scope!r}", field="scope")
     parameters: dict[str, Any] = {
         "rubric": chosen.ref,
         "prompt": template.ref,
@@ -171,6 +191,7 @@ def start_judge_job(
         "case_ids": list(case_ids) if case_ids else None,
         "lane": lane,
         "limit": limit,
+        "scope": scope,
         "retries": retries,
         "timeout": timeout,
         "max_tokens": max_tokens,
@@ -451,11 +472,20 @@ def _execute(engine: Engine, view: JobView, *, owner: str, lease_seconds: float)
             return
     if beat.lost.is_set():
         return  # another worker holds the job now
+    if summary.stopped:
+        status = "stopped"
+    elif summary.all_failed:
+        status = "failed"  # the first error says why; the counts are in the result
+    else:
+        status = "done"  # any failures are counted in the result ("k of n failed")
     finish(
-        "stopped" if summary.stopped else "done",
+        status,
         result_json=json.dumps(summary.to_dict(), sort_keys=True),
         done=summary.skipped + summary.answered + summary.answer_errors + summary.endpoint_errors,
         total=summary.units,
+        error=f"every request failed at the endpoint; the first: {summary.first_error}"
+        if status == "failed"
+        else None,
     )
 
 
@@ -533,12 +563,19 @@ def _run_judge_job(engine: Engine, view: JobView, beat: _Beat) -> Any:
         timeout=parameters.get("timeout", 120.0),
         max_tokens=parameters.get("max_tokens", 300),
     )
-    case_ids = select_case_ids(
-        engine,
-        case_ids=parameters.get("case_ids"),
-        lane=parameters.get("lane"),
-        limit=parameters.get("limit"),
-    )
+    units: list[tuple[str, int]] | None = None
+    if parameters.get("scope") == GOLD_SCOPE:
+        from review_app.services.labels.adjudication import gold_labels
+
+        units = sorted(gold_labels(engine, actor, rubric=chosen).labels)
+        case_ids = sorted({case_id for case_id, _ in units})
+    else:
+        case_ids = select_case_ids(
+            engine,
+            case_ids=parameters.get("case_ids"),
+            lane=parameters.get("lane"),
+            limit=parameters.get("limit"),
+        )
     skipped: list[int] = [0]
 
     def counted(units: int, already: int) -> None:
@@ -555,11 +592,24 @@ def _run_judge_job(engine: Engine, view: JobView, beat: _Beat) -> Any:
         prompt=template,
         settings=settings,
         case_ids=case_ids,
+        units=units,
+        scope=scope_words(parameters),
         progress=progress,
         stop=beat.should_stop,
         counted=counted,
     )
     return summary
+
+
+def scope_words(parameters: dict[str, Any]) -> str:
+    """What a judge-run job asks, in words (kept with the run's summary)."""
+    if parameters.get("scope") == GOLD_SCOPE:
+        return "the gold units"
+    if parameters.get("case_ids"):
+        return f"{len(parameters['case_ids'])} chosen conversations"
+    if parameters.get("lane") or parameters.get("limit"):
+        return "the chosen conversations"
+    return "every turn"
 
 
 # --- one worker per server process ----------------------------------------------------------

@@ -175,7 +175,7 @@ def agreement_warnings(report: Mapping[str, Any]) -> list[str]:
     shared = _units(conversation.get("any_break_alpha") or {})
     if conversation and shared < MIN_UNITS:
         out.append(
-            f"{shared:d} conversations were read by two reviewers, fewer than {MIN_UNITS:d}: "
+            f"{readers_text(shared, conversation.get('readers'))}, fewer than {MIN_UNITS:d}: "
             "agreement on whether and where a conversation breaks is not reported."
         )
     alpha = report.get("krippendorff_alpha") or {}
@@ -183,6 +183,27 @@ def agreement_warnings(report: Mapping[str, Any]) -> list[str]:
     if enough(alpha) and resampled and not (report.get("alpha_ci95") or alpha.get("ci95")):
         out.append("alpha has no interval: the resamples did not give one.")
     return out
+
+
+_NUMBER_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+
+
+def _count_word(n: int) -> str:
+    return _NUMBER_WORDS[n] if 0 <= n < len(_NUMBER_WORDS) else f"{n:d}"
+
+
+def readers_text(shared: int, readers: Mapping[str, int] | None) -> str:
+    """``17 conversations were read by three reviewers each`` (or ``by two or more
+    reviewers (5 by two, 12 by three)``) from the report's ``conversation.readers``."""
+    head = f"{shared:d} conversation{'' if shared == 1 else 's'} {'was' if shared == 1 else 'were'}"
+    counts = sorted((int(k), int(n)) for k, n in (readers or {}).items() if int(n))
+    if len(counts) == 1:
+        each = " each" if shared != 1 else ""
+        return f"{head} read by {_count_word(counts[0][0])} reviewers{each}"
+    if not counts:
+        return f"{head} read by two or more reviewers"
+    parts = ", ".join(f"{n:d} by {_count_word(k)}" for k, n in counts)
+    return f"{head} read by two or more reviewers ({parts})"
 
 
 def format_p(p: float | None) -> str:
@@ -202,15 +223,60 @@ def _interval(ci: list[float] | None) -> str:
     return f" [{percent(ci[0])}, {percent(ci[1])}]" if ci else ""
 
 
+def _no_estimate(estimate: Mapping[str, Any]) -> str:
+    """Why PPI gives no break rate, and the step that fixes it."""
+    n_gold, n_judged = int(estimate.get("n_gold") or 0), int(estimate.get("n_judged") or 0)
+    level = estimate["level"]
+    if n_gold >= 2 and n_judged <= n_gold:
+        return (
+            f"the judge has judged only the {n_gold:,d} {level}s with gold, so it adds "
+            "nothing to what reviewers say; run it on every turn (below) and the rate uses "
+            "its verdicts on the rest"
+        )
+    if n_gold < 2:
+        return (
+            f"{n_gold:d} of the judged {level}s {'has' if n_gold == 1 else 'have'} gold; "
+            "adjudicate disagreements or draw an audit sample (below) first"
+        )
+    return str((estimate.get("budget") or {}).get("reason") or "no estimate")
+
+
 def estimate_sentence(estimate: Mapping[str, Any]) -> str:
-    """The judge page's headline: the break rate, and what reviewers and the judge alone say."""
+    """The judge page's headline: the break rate with the estimator it comes from, and what
+    reviewers and the judge alone say. When PPI++ gives the judge weight 0 the rate is
+    the reviewers' estimate and the sentence says so and why; without an estimate, why."""
     ppi = estimate["ppi"]
     human = estimate.get("human_only") or {}
+    level = estimate["level"]
+    alone = (
+        f"reviewers alone say {percent(human.get('value'))}{_interval(human.get('ci95'))}, "
+        f"the judge alone {percent(estimate['judge_only'])}."
+    )
+    if ppi["value"] is None:
+        return (
+            f"{level.capitalize()} break rate: no estimate yet: {_no_estimate(estimate)}; " + alone
+        )
+    interval = _interval(ppi["ci95"])
+    if ppi["ci95"] is None:
+        why = (estimate.get("budget") or {}).get("reason")
+        interval = f" ({why})" if why else ""
+    weight = ppi.get("lambda")
+    if weight == 0:
+        why = ppi.get("lambda_reason") or "its verdicts do not go with gold"
+        n_gold = int(estimate.get("n_gold") or 0)
+        return (
+            f"{level.capitalize()} break rate {percent(ppi['value'])}{interval}: the "
+            f"reviewers' estimate from {n_gold:,d} gold {level}s, because the judge adds "
+            f"nothing here ({why}), so PPI++ gives its verdicts no weight; the judge alone "
+            f"would say {percent(estimate['judge_only'])}."
+        )
+    corrected = (
+        "judge corrected by gold"
+        if weight is None
+        else f"the judge's verdicts corrected by gold, weight {weight:.2f}"
+    )
     return (
-        f"{estimate['level'].capitalize()} break rate {percent(ppi['value'])}"
-        f"{_interval(ppi['ci95'])} (judge corrected by gold); reviewers alone say "
-        f"{percent(human.get('value'))}{_interval(human.get('ci95'))}, the judge alone "
-        f"{percent(estimate['judge_only'])}."
+        f"{level.capitalize()} break rate {percent(ppi['value'])}{interval} ({corrected}); " + alone
     )
 
 
@@ -218,6 +284,8 @@ def budget_sentence(estimate: Mapping[str, Any]) -> str | None:
     """The budget line ``review-app judge estimate`` prints, as a sentence."""
     budget = estimate.get("budget") or {}
     more = budget.get("more_audited_units_to_halve_width")
+    if (estimate.get("ppi") or {}).get("value") is None:
+        return None  # the break rate's sentence says why there is none
     if more is not None:
         return (
             f"Budget: about {more:,d} more audited {estimate['level']}s would halve the "
@@ -258,17 +326,36 @@ def kappa_sentence(coefficient: dict[str, Any] | None, *, who: str) -> str:
     return head + "; compare with how reviewers agree with each other below."
 
 
-def alt_test_sentence(alt_test: Mapping[str, Any]) -> str:
-    """What the alternative annotator test decided, and where to look when inconclusive."""
+def _alt_test_reason(alt_test: Mapping[str, Any]) -> str:
+    """What the test found, without a leading word, for a verdict other than passed or
+    failed: inconclusive, too few breaks, or not tested (each with the step that fixes it)."""
     verdict = str(alt_test.get("verdict") or "not tested")
     if verdict.startswith("inconclusive"):
         baseline = (alt_test.get("baseline") or {}).get("code")
         constant = f" that always answers {baseline}" if baseline else " that answers one code"
         return (
-            f"Inconclusive: a judge{constant} would pass this test too, so it cannot tell. "
-            "Read the like-for-like kappas below: on the same turns, does the judge agree "
-            "with each reviewer as well as the other reviewer does?"
+            f"a judge{constant} would pass this test too, so it cannot tell. Read the "
+            "like-for-like kappas below: on the same turns, does the judge agree with each "
+            "reviewer as well as the other reviewer does?"
         )
+    reason = alt_test.get("reason")
+    if verdict.startswith("too few breaks"):
+        return (
+            f"too few breaks to judge ({reason or 'fewer than 10 in the rarer class'}); "
+            "have reviewers label more turns where breaks are likely (the queue's most "
+            "informative order puts them first)."
+        )
+    return (
+        f"not tested ({reason or 'too few turns with several reviewers'}); assign cases "
+        "to two or more reviewers each on the team page (or draw an audit sample with "
+        "overlap 2), and the test runs once they are labeled."
+    )
+
+
+def alt_test_sentence(alt_test: Mapping[str, Any]) -> str:
+    """What the alternative annotator test decided, and where to look or what to do when
+    it decided nothing (each empty result says why and the step that fixes it)."""
+    verdict = str(alt_test.get("verdict") or "not tested")
     if verdict == "passed":
         return (
             "Passed: the judge agrees with reviewers at least as well as they agree with "
@@ -276,7 +363,16 @@ def alt_test_sentence(alt_test: Mapping[str, Any]) -> str:
         )
     if verdict == "failed":
         return "Failed: reviewers agree with each other better than the judge agrees with them."
-    return "Not tested: too few turns with several reviewers."
+    reason = _alt_test_reason(alt_test)
+    if verdict.startswith("inconclusive"):
+        return "Inconclusive: " + reason
+    return reason[:1].upper() + reason[1:]
+
+
+def alt_test_untested(alt_test: Mapping[str, Any]) -> bool:
+    """Whether the test did not run for want of turns with several reviewers (its step,
+    assigning overlapping cases, is on the team page)."""
+    return str(alt_test.get("verdict") or "not tested").startswith("not tested")
 
 
 def like_for_like_rows(like: Mapping[str, Any]) -> list[dict[str, str | int]]:
@@ -333,7 +429,7 @@ def decision_card(*, alt_test: Mapping[str, Any], estimate: Mapping[str, Any]) -
         )
         state = "failed"
     else:
-        answer = "Not yet: " + alt_test_sentence(alt_test)
+        answer = "Not yet: " + _alt_test_reason(alt_test)
         state = "open"
     n_gold, n_judged = int(estimate.get("n_gold") or 0), int(estimate.get("n_judged") or 0)
     random_gold = NOT_RANDOM not in estimate.get("warnings", [])
@@ -371,30 +467,144 @@ def _interval_text(estimate: dict[str, Any], *, signed: bool = False) -> str:
 
 def comparison_rows(report: RunComparison) -> list[dict[str, str]]:
     """Two judge runs on the same gold units (``judge compare``): one row per run and
-    one for the paired difference (second - first), as text for a table."""
+    one for the paired difference (second - first), as text for a narrow table (the
+    McNemar counts are in the verdict sentence and :func:`mcnemar_sentence`)."""
     a, b = report["first"], report["second"]
     alt = report.get("alt_test") or {}
     rows = [
         {
-            "run": f"{name}: {run['name']}",
+            "run": name,
             "kappa with gold": _interval_text(report["kappa"][name]),
             "accuracy": _interval_text(report["accuracy"][name]),
             "may replace a reviewer?": str(
                 (alt.get(name) or {}).get("verdict") or "not tested"
             ).split(":")[0],
         }
-        for name, run in zip((a, b), report["runs"], strict=True)
+        for name in (a, b)
     ]
-    mcnemar = report["mcnemar"]
     rows.append(
         {
             "run": f"{b} - {a} (paired)",
             "kappa with gold": _interval_text(report["kappa_difference"], signed=True),
             "accuracy": _interval_text(report["accuracy_difference"], signed=True),
-            "may replace a reviewer?": (
-                f"McNemar {format_p(mcnemar['p_value'])} (only {a} right on "
-                f"{mcnemar['only_first_right']:d}, only {b} on {mcnemar['only_second_right']:d})"
-            ),
+            "may replace a reviewer?": "",
         }
     )
     return rows
+
+
+def mcnemar_sentence(report: RunComparison) -> str:
+    """McNemar's test on break / no break, in words, with its table."""
+    a, b = report["first"], report["second"]
+    m = report["mcnemar"]
+    both, only_a = m["table"][0]
+    only_b, neither = m["table"][1]
+    return (
+        f"Exact McNemar test on break / no break, {m['n']:d} units: both right on {both:d}, "
+        f"only {a} right on {only_a:d}, only {b} right on {only_b:d}, both wrong on "
+        f"{neither:d}; {format_p(m['p_value'])}."
+    )
+
+
+def coverage_sentence(curve: Mapping[str, Any], alpha: float) -> tuple[str, int | None]:
+    """What the selective-judging dial shows at ``alpha``, and, when it shows nothing,
+    why and how many audited turns to draw to fix it (``None``: drawing does not help)."""
+    point = next(p for p in curve["points"] if p["alpha"] == alpha)
+    source = curve["gold_source"]
+    if point["thresholds"][0] is not None:
+        return (
+            f"At alpha {alpha:g} the judge decides {point['decided_units']:,d} of "
+            f"{curve['judged_units']:,d} turns ({100 * (point['coverage'] or 0):.1f}%), "
+            f"confidence at least {point['thresholds'][0]:.3f}; the rest go to reviewers "
+            f"(gold: {source}).",
+            None,
+        )
+    empty = point.get("empty")
+    if not empty:
+        return f"At alpha {alpha:g} no threshold is certified (gold: {source}).", None
+    have, need = empty["have"], empty["need"]
+    if empty["kind"] == "too_few":
+        if source == "audit sample":
+            more = need - have
+            return (
+                f"At alpha {alpha:g} the judge decides nothing: {have:,d} of {need:,d} "
+                f"audited gold turns, and a threshold needs {need:,d} even with no "
+                f"disagreement: draw {more:,d} more and have them labeled.",
+                more,
+            )
+        return (
+            f"At alpha {alpha:g} the judge decides nothing: it is certified on "
+            f"{have:,d} gold turns from adjudication (not a random sample), and a "
+            f"threshold needs {need:,d} audited gold turns even with no disagreement: "
+            f"draw an audit sample of {need:,d} and have it labeled.",
+            need,
+        )
+    return (
+        f"At alpha {alpha:g} the judge decides nothing: on its {empty['kept']:,d} most "
+        f"confident gold turns it disagrees with gold on {empty['disagreements']:,d}, more "
+        "than this alpha allows; allow more disagreement (a higher alpha), or improve the "
+        "prompt in the workbench.",
+        None,
+    )
+
+
+def reliability_sentence(reliability: Mapping[str, Any], units: int) -> str:
+    """The reliability diagram's figures with what they mean."""
+    brier = reliability.get("brier_score")
+    ece = reliability.get("expected_calibration_error")
+    if brier is None or ece is None:
+        return "No reliability figures: no scored verdict has break / no-break gold."
+    return (
+        f"Brier {brier:.3f}: the mean squared gap between the judge's score and gold (0 is "
+        f"perfect, 0.25 a coin toss); ECE {ece:.3f}: its scores are off from the observed "
+        f"break rate by {100 * ece:.1f} points on average; on {units:,d} units."
+    )
+
+
+def _ordinal(position: int) -> str:
+    suffix = (
+        "th" if 10 <= position % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(position % 10, "th")
+    )
+    return f"{position:d}{suffix}"
+
+
+def position_text(row: Mapping[str, Any]) -> str:
+    """A position bin in words: ``1st answers``, ``answers 3-4``, ``answers 9 and later``."""
+    if row["high"] is None:
+        return f"answers {row['low']:d} and later"
+    if row["low"] == row["high"]:
+        return f"{_ordinal(row['low'])} answers"
+    return f"answers {row['low']:d}-{row['high']:d}"
+
+
+def drift_sentence(report: Mapping[str, Any]) -> list[str]:
+    """What the drift chart shows, in one sentence (from gold, else the first run), and
+    one per bin without an interval saying why."""
+    sources = [source for source in report["sources"] if source["by_position"]]
+    if not sources:
+        return ["No unit has break / no-break gold or a judge verdict yet: nothing to draw."]
+    source = sources[0]
+    rows = source["by_position"]
+    first, last = rows[0], rows[-1]
+
+    def rate(row: Mapping[str, Any]) -> str:
+        return f"{percent(row['rate'])}{_interval(row['ci95'])}"
+
+    who = "By gold" if source["source"] == "gold" else f"By {source['name']}"
+    head = f"{who}, {rate(first)} of {position_text(first)} break the role"
+    if len(rows) > 1:
+        head += f" and {rate(last)} of {position_text(last)}"
+    slope = source.get("slope") or {}
+    if slope.get("odds_ratio") is not None and slope.get("ci95"):
+        low, high = slope["ci95"]
+        head += (
+            f"; the odds of a break change x{slope['odds_ratio']:.2f} per later answer "
+            f"[{low:.2f}, {high:.2f}]"
+        )
+    elif slope.get("reason"):
+        head += f"; no trend per later answer is fitted ({slope['reason']})"
+    sentences = [head + "."]
+    for row in rows:
+        if row.get("reason") and "no resamples" not in row["reason"]:
+            sentences.append(f"{position_text(row).capitalize()}: {row['reason']}.")
+    return sentences

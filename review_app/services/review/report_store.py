@@ -243,6 +243,29 @@ def _forget_token_parts() -> None:
 on_every_commit(_forget_token_parts)
 
 
+def token_part(
+    engine: Engine,
+    session: Session,
+    name: str,
+    read: Callable[..., Any],
+    version: Rubric | None = None,
+) -> Any:
+    """One part of the data tokens (``labels``, ``judge``, ``audit`` of ``version``;
+    ``cases``), read with ``read(session, ...)``, or reused when read earlier inside
+    :func:`one_token_read` (one page run): for the reports' tokens and for what else a
+    page checks against them (the judge runs' listings). A building block: the caller
+    authorized its actor."""
+    known = _TOKEN_PARTS.get()
+    where = {} if version is None else {"rubric_id": version.id, "version": version.version}
+    memo_key = (engine, name, *where.values())
+    if known is not None and memo_key in known:
+        return known[memo_key]
+    found = read(session, **where)
+    if known is not None:
+        known[memo_key] = found
+    return found
+
+
 def _data_token(
     engine: Engine, *, rubric: Rubric, previous: Rubric | None, reads: frozenset[str]
 ) -> str:
@@ -255,19 +278,11 @@ def _data_token(
         "evaluator": EVALUATOR_VERSION,
         "rubric": [rubric.ref, rubric.sha256],
     }
-    known = _TOKEN_PARTS.get()
     # The transaction begins at the first part not known yet: none when all are.
     with Session(read_only(engine)) as session:
 
         def part(name: str, read: Callable[..., Any], version: Rubric | None = None) -> Any:
-            where = {} if version is None else {"rubric_id": version.id, "version": version.version}
-            memo_key = (engine, name, *where.values())
-            if known is not None and memo_key in known:
-                return known[memo_key]
-            found = read(session, **where)
-            if known is not None:
-                known[memo_key] = found
-            return found
+            return token_part(engine, session, name, read, version)
 
         def version_parts(version: Rubric) -> dict[str, Any]:
             found: dict[str, Any] = {"labels": part("labels", storage.units.label_token, version)}
@@ -323,7 +338,9 @@ def _drift(
     engine: Engine, actor: Actor, rubric: Rubric, previous: Rubric | None,
     parameters: dict[str, Any], resamples: int,
 ) -> DriftReport:  # fmt: skip
-    return drift_report(engine, actor, rubric=rubric, n_resamples=resamples)
+    return drift_report(
+        engine, actor, rubric=rubric, run_id=parameters["run"], n_resamples=resamples
+    )
 
 
 def _estimate(
@@ -667,9 +684,17 @@ def judge_calibration(
     return _shown(engine, actor, kind=JUDGE_REPORT, rubric=rubric, previous=previous)
 
 
-def drift(engine: Engine, actor: Actor, *, rubric: Rubric) -> Shown[DriftReport]:
-    """Where in the conversation the role breaks (gold and every judge run)."""
-    return _shown(engine, actor, kind=DRIFT, rubric=rubric)
+def drift(
+    engine: Engine, actor: Actor, *, rubric: Rubric, run_id: int | None = None
+) -> Shown[DriftReport]:
+    """Where in the conversation the role breaks: gold and run ``run_id``, by default the
+    default run (the team's judge, else the newest complete run; gold alone without one)."""
+    if run_id is None:
+        from review_app.services.judging.run_defaults import run_choices
+
+        found = run_choices(engine, actor, rubric=rubric).default
+        run_id = None if found is None else found.id
+    return _shown(engine, actor, kind=DRIFT, rubric=rubric, parameters={"run": run_id})
 
 
 def run_estimate(

@@ -195,12 +195,20 @@ with decision:
         "**Labels** · "
         + " · ".join(f"{code_span(row.reviewer)}: {code_span(row.code)}" for row in detail.labels)
     )
-    verdict = detail.judge
-    if verdict is not None:
-        score = f" · score {verdict.score:.2f}" if verdict.score is not None else ""
-        st.markdown(f"judge: {code_span(verdict.label)}{score} · run {verdict.run_id:d}")
+    judge = detail.judge
+    verdict = judge.verdict if judge is not None else None
+    if judge is None:
+        st.caption("No judge run is complete yet: no judge's verdict to show.")
+    elif verdict is None:
+        st.caption(
+            "The judge's run has no verdict on this unit (it has not judged it yet): run it "
+            "on every turn from the judge page."
+        )
+    elif verdict.label is None:
+        st.caption(f"The judge's run failed on this unit: {escape(verdict.error or '')}")
     else:
-        st.caption("No judge run has a verdict on this unit.")
+        score = f" · score {verdict.score:.2f}" if verdict.score is not None else ""
+        st.markdown(f"judge: {code_span(verdict.label)}{score}")
     if detail.gold:
         st.success(
             f"Gold: {code_span(detail.gold.code)} by "
@@ -229,12 +237,10 @@ with decision:
         disabled=chosen is None,
         on_click=_submit_gold,
     )
-    if verdict is not None:
+    if judge is not None:
         st.caption(
-            f"The judge's verdict is from run {verdict.run_id:d} "
-            f"({code_span(verdict.judge)} prompt {code_span(verdict.prompt_version)}, "
-            f"model {code_span(verdict.model)}), the newest run of {escape(rubric.ref)} "
-            "with a verdict on this unit."
+            f"The judge's column is one run for every unit, {escape(judge.why)}: "
+            f"{escape(judge.run)}."
         )
     if detail.gold and detail.gold.note:
         st.caption("Gold note")
@@ -246,8 +252,8 @@ with decision:
     for row in rationales:
         st.caption(code_span(row.reviewer))
         st.text(row.rationale)
-    if verdict is not None and judge_reason:
-        st.caption(f"judge (run {verdict.run_id:d})")
+    if judge_reason:
+        st.caption("judge")
         st.text(judge_reason)
     if detail.history:
         with st.expander(f"{len(detail.history)} earlier labels (replaced)"):

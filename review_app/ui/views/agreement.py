@@ -130,9 +130,15 @@ if len(data.reviewers) >= 2:
         st.info("These two reviewers share no labeled turn.")
 
 drift = drift_shown.value
+st.subheader("Where in the conversation the role breaks")
+for sentence in readings.drift_sentence(drift):
+    st.markdown(escape(sentence))
 if any(source["by_position"] for source in drift["sources"]):
-    st.subheader("Where in the conversation the role breaks")
     st.vega_lite_chart(spec=charts.vega_lite(charts.drift_chart, drift), width="stretch")
+    st.caption(
+        "Gold beside the team's judge (else the newest complete judge run); reviewer "
+        "alpha and the judge's kappa by answer position and role below."
+    )
     st.dataframe(charts.drift_agreement_rows(drift), hide_index=True, key="drift_table")
 
 reviewer_figures.draw_reliability(reliability_shown, key="agreement")

@@ -14,11 +14,43 @@ from review_app.services.judging.judge_report import (
     disagreement_explorer,
     fit_run_calibration,
 )
+from review_app.services.judging.run_defaults import run_choices
 from review_app.services.review import readings
 from review_app.services.team.people import list_people
 from review_app.stats.alt_test import ALT_TEST_SENTENCE
 from review_app.ui import cached, charts, common, registry, reviewer_figures, session, workbench
 from review_app.ui.safe import code_span, escape
+
+
+def audit_form(key: str, turns: int, label: str) -> None:
+    """Draw an audit sample of ``turns`` turns at random and assign it (the next step of
+    the decision card and of the selective-judging dial)."""
+    with st.form(f"{key}_form", border=False):
+        audit_columns = st.columns([1, 2.4, 1, 1.6], vertical_alignment="bottom")
+        audit_columns[0].number_input("Turns to draw", min_value=1, value=turns, key=f"{key}_size")
+        audit_columns[1].multiselect(
+            "Reviewers", [p.name for p in list_people(engine)], key=f"{key}_reviewers"
+        )
+        audit_columns[2].number_input("Overlap", min_value=1, value=2, key=f"{key}_overlap")
+        drawn = audit_columns[3].form_submit_button(escape(label), key=key, type="primary")
+    if drawn:
+        try:
+            audit = draw_audit_sample(
+                engine,
+                actor,
+                rubric=rubric,
+                size=int(st.session_state[f"{key}_size"]),
+                seed=0,
+                reviewers=list(st.session_state[f"{key}_reviewers"]),
+                overlap=int(st.session_state[f"{key}_overlap"]),
+            )
+        except (InputError, PermissionDenied) as error:
+            st.error("Nothing was drawn.")
+            st.text(str(error))
+        else:
+            session.flash(audit.line())
+            st.rerun()
+
 
 actor = common.policy_owner("Judge calibration is for policy owners.")
 rubric = common.rubric_page("Judge calibration")
@@ -56,7 +88,6 @@ with st.expander('Import judge verdicts (CSV or JSONL; docs/reference.md, "Judge
             st.success(escape(summary.line()))
 
 shown = cached.judge_report(rubric.ref)
-drift_shown = cached.drift(rubric.ref)
 report = shown.value
 gold = report["gold"]
 st.caption(
@@ -94,19 +125,51 @@ if not report["runs"]:
         "`review-app judge run`."
     )
     with notice:
-        common.report_notice(shown, drift_shown)
+        common.report_notice(shown)
     st.stop()
 
-names = [run["name"] for run in report["runs"]]
-newest = max(report["runs"], key=lambda r: r["id"])
-seen = st.session_state["judge_newest_run"]
-if st.session_state["judge_run"] not in names or (seen is not None and newest["id"] > seen):
-    # A run stored since the last look (here, by the command line or another session)
-    # is the one to read.
-    st.session_state["judge_run"] = newest["name"]
-st.session_state["judge_newest_run"] = newest["id"]
-st.selectbox("Judge run", names, key="judge_run")
+choices = run_choices(engine, actor, rubric=rubric)
+labels = {listing.name: listing.picker_label for listing in choices.runs}
+names = [r["name"] for r in report["runs"] if r["name"] in labels]
+if not st.session_state["judge_run_chosen"] or st.session_state["judge_run"] not in names:
+    # Nobody chose a run here: the default (the team's judge, else the newest complete
+    # run; never a stopped or failed one).
+    st.session_state["judge_run"] = choices.default.name if choices.default else None
+    st.session_state["judge_run_chosen"] = False
+if choices.team is not None:
+    st.caption(escape(choices.team.sentence()))
+st.selectbox(
+    "Judge run",
+    names,
+    key="judge_run",
+    format_func=lambda name: labels[name],
+    on_change=common.mark_chosen,
+    args=("judge_run_chosen",),
+    placeholder="Choose a run",
+)
+if st.session_state["judge_run"] is None:
+    st.info(
+        "No judge run is complete yet, so none is shown by default: choose one above (its "
+        "figures rest on the units it judged), or finish a run in the prompt workbench."
+    )
+    with notice:
+        common.report_notice(shown)
+    st.stop()
 run = next(r for r in report["runs"] if r["name"] == st.session_state["judge_run"])
+listing = next(listing for listing in choices.runs if listing.name == run["name"])
+st.caption(
+    escape(listing.state_text[:1].upper() + listing.state_text[1:])
+    + (
+        f"; shown by default: {escape(choices.why)}."
+        if not st.session_state["judge_run_chosen"] and choices.why
+        else "."
+    )
+)
+if not listing.complete:
+    st.warning(
+        f"This run is not complete ({escape(listing.state_text)}): its figures rest on the "
+        "units it judged."
+    )
 
 estimate_shown = cached.estimate(rubric.ref, run["id"])
 estimate = estimate_shown.value
@@ -124,39 +187,11 @@ with st.container(border=True, key="judge_decision"):
     if budget:
         st.caption(escape(budget))
     st.markdown(escape(readings.kappa_sentence(vs_gold.get("kappa"), who="Judge kappa")))
-    if card.next_step is not None:
+    if card.next_step is not None and card.audit_turns is not None:
         st.markdown(escape(card.next_step))
-        with st.form("judge_audit_form", border=False):
-            audit_columns = st.columns([1, 2.4, 1, 1.6], vertical_alignment="bottom")
-            audit_columns[0].number_input(
-                "Turns to draw", min_value=1, value=card.audit_turns, key="judge_audit_size"
-            )
-            audit_columns[1].multiselect(
-                "Reviewers", [p.name for p in list_people(engine)], key="judge_audit_reviewers"
-            )
-            audit_columns[2].number_input(
-                "Overlap", min_value=1, value=2, key="judge_audit_overlap"
-            )
-            drawn = audit_columns[3].form_submit_button(
-                "Draw and assign", key="judge_audit", type="primary"
-            )
-        if drawn:
-            try:
-                audit = draw_audit_sample(
-                    engine,
-                    actor,
-                    rubric=rubric,
-                    size=int(st.session_state["judge_audit_size"]),
-                    seed=0,
-                    reviewers=list(st.session_state["judge_audit_reviewers"]),
-                    overlap=int(st.session_state["judge_audit_overlap"]),
-                )
-            except (InputError, PermissionDenied) as error:
-                st.error("Nothing was drawn.")
-                st.text(str(error))
-            else:
-                session.flash(audit.line())
-                st.rerun()
+        audit_form("judge_audit", card.audit_turns, "Draw and assign")
+    if listing.complete and (choices.team is None or not choices.team.matches(listing)):
+        workbench.use_as_judge_button(engine, actor, rubric, listing, key="judge_use")
     workbench.run_everywhere_form(engine, actor, rubric, run)
 with st.expander("How this estimate is made"):
     st.caption(
@@ -183,38 +218,43 @@ right.select_slider(
 curve_shown = cached.coverage(rubric.ref, run["id"], st.session_state["judge_route_delta"])
 curve = curve_shown.value
 chosen_alpha = st.session_state["judge_route_alpha"]
-point = next(p for p in curve["points"] if p["alpha"] == chosen_alpha)
-if point["thresholds"][0] is None:
-    st.caption(
-        f"At alpha {chosen_alpha:g} no threshold is certified: the judge decides nothing "
-        f"(gold: {escape(curve['gold_source'])})."
-    )
-else:
-    st.caption(
-        f"At alpha {chosen_alpha:g} the judge decides {point['decided_units']:d} of "
-        f"{curve['judged_units']:d} turns ({100 * (point['coverage'] or 0):.1f}%), confidence "
-        f"at least {point['thresholds'][0]:.3f}; the rest go to reviewers "
-        f"(gold: {escape(curve['gold_source'])}). Apply with `review-app judge route --apply`."
-    )
-if any(p["coverage"] is not None for p in curve["points"]):
+dial, to_draw = readings.coverage_sentence(curve, chosen_alpha)
+st.markdown(escape(dial))
+if to_draw is not None:
+    audit_form("judge_dial_audit", to_draw, f"Draw {to_draw:d} audit turns")
+elif curve["points"][-1]["thresholds"][0] is not None:
+    st.caption("Apply it with `review-app judge route --apply` (docs/reference.md).")
+if any(p["coverage"] for p in curve["points"]):
     st.vega_lite_chart(
         spec=charts.vega_lite(charts.coverage_chart, curve, chosen_alpha), width="stretch"
+    )
+else:
+    top = max(cached.ROUTE_ALPHAS)
+    st.caption(
+        f"No chart: the judge decides nothing at any alpha up to {top:g}. "
+        + escape(readings.coverage_sentence(curve, top)[0])
     )
 for warning in curve["warnings"]:
     if warning.startswith("WARNING: "):
         text = warning.removeprefix("WARNING: ")
         st.warning(escape(text[:1].upper() + text[1:]))
 
-drift = drift_shown.value
+run_drift_shown = cached.drift(rubric.ref, run["id"])
+drift = run_drift_shown.value
+st.subheader("Where in the conversation the role breaks")
+for sentence in readings.drift_sentence(drift):
+    st.markdown(escape(sentence))
 if any(source["by_position"] for source in drift["sources"]):
-    st.subheader("Where in the conversation the role breaks")
     st.vega_lite_chart(spec=charts.vega_lite(charts.drift_chart, drift), width="stretch")
-    st.dataframe(charts.drift_agreement_rows(drift), hide_index=True, key="judge_drift_table")
+    with st.expander("Agreement by answer position and role"):
+        st.dataframe(charts.drift_agreement_rows(drift), hide_index=True, key="judge_drift_table")
 
 strata_shown = reviewer_figures.draw_strata(engine, actor, rubric, run)
 
 st.subheader("The alternative annotator test")
 st.markdown(f"{code_span(run['name'])}: {escape(readings.alt_test_sentence(alt_test))}")
+if readings.alt_test_untested(alt_test):
+    st.page_link(registry.page("team"), label="Assign overlapping cases on the team page")
 like_rows = readings.like_for_like_rows(run.get("like_for_like") or {})
 if like_rows:
     st.caption("Like-for-like kappas: the judge and two reviewers on the same turns.")
@@ -244,13 +284,7 @@ if scores:
             spec=charts.vega_lite(charts.reliability_chart, scores["reliability"]),
             width="stretch",
         )
-        reliability = scores["reliability"]
-        st.caption(
-            f"Brier {reliability['brier_score']:.3f} · ECE "
-            f"{reliability['expected_calibration_error']:.3f} · {scores['n']:d} units"
-            if reliability.get("brier_score") is not None
-            else ""
-        )
+        st.caption(escape(readings.reliability_sentence(scores["reliability"], scores["n"])))
     st.selectbox("Calibration method", ["isotonic", "platt"], key="judge_method")
     if st.button("Fit and store a calibration map", key="judge_calibrate"):
         try:
@@ -279,16 +313,26 @@ else:
     st.caption("This run has no scores: no threshold sweep or reliability diagram.")
 
 versions = report.get("versions")
-if versions:
+# Like for like: the complete runs with this run's model and endpoint, one column each.
+alike = {
+    other.name: other.prompt
+    for other in choices.runs
+    if other.complete
+    and other.same_setup(listing)
+    and other.name in (versions or {}).get("versions", [])
+}
+if versions and len(alike) >= 2:
     st.subheader("Prompt versions side by side")
-    differences = versions.get("differences", [])
+    st.caption(
+        f"The complete runs with {escape(listing.setup)}, on the units every complete run "
+        "judged: the units where their codes differ."
+    )
+    differences = charts.version_difference_rows(versions.get("differences", []), alike)
     # The first rows only (the units differing grow with the gold labels): the page
     # sends a table of bounded size; the whole list is a download, built when asked.
-    st.dataframe(
-        charts.version_difference_rows(differences[: common.FIRST_ROWS]),
-        hide_index=True,
-        key="judge_versions",
-    )
+    st.dataframe(differences[: common.FIRST_ROWS], hide_index=True, key="judge_versions")
+    if not differences:
+        st.caption("They give the same code on every one of these units.")
     if len(differences) > common.FIRST_ROWS:
         st.caption(
             f"The first {common.FIRST_ROWS:d} of {len(differences):,d} units where the "
@@ -296,11 +340,17 @@ if versions:
         )
         st.download_button(
             "Download every difference (JSON)",
-            lambda: json.dumps(charts.version_difference_rows(differences), indent=2),
+            lambda: json.dumps(differences, indent=2),
             file_name=f"{rubric.id}-prompt-version-differences.json",
             mime="application/json",
             key="judge_versions_download",
         )
+
+if versions is not None and len(alike) < 2:
+    st.caption(
+        f"Prompt versions side by side: no other complete run has {escape(listing.setup)}; "
+        "run another prompt version there in the prompt workbench to set them side by side."
+    )
 
 st.subheader("Disagreements with gold")
 kinds = ["all", "missed_break", "false_alarm", "wrong_break_kind"]
@@ -370,5 +420,5 @@ st.download_button(
 )
 with notice:
     common.report_notice(
-        shown, drift_shown, estimate_shown, curve_shown, examples_shown, strata_shown
+        shown, estimate_shown, curve_shown, run_drift_shown, examples_shown, strata_shown
     )

@@ -1,7 +1,7 @@
 """The audit log refuses REPLACE on SQLite: an insert over an existing id is refused
 
 Revision ID: 0023
-Revises: 0026
+Revises: 0019
 Create Date: 2026-12-10
 
 SQLite carries out ``INSERT OR REPLACE`` / ``REPLACE INTO`` over an existing row by
@@ -19,7 +19,7 @@ from alembic import op
 
 
 revision = '0023'
-down_revision = '0026'
+down_revision = '0019'
 branch_labels = None
 depends_on = None
 
