@@ -27,7 +27,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -163,8 +162,12 @@ def bench_evaluator(corpus_path: Path, rounds: int) -> None:
             )
 
 
-def _child_import(corpus_path: Path, url: str) -> tuple[float, float]:
-    """Run ``review-app import`` in a child; (seconds, peak RSS in MB)."""
+def _child_import(
+    corpus_path: Path, url: str, repo: Path = REPO, cpu: list[float] | None = None
+) -> tuple[float, float]:
+    """Run ``review-app import`` of the checkout at ``repo`` in a child; (seconds, peak
+    RSS in MB). ``cpu``, when given, gets the child's CPU seconds (user and system),
+    which other work on a busy machine disturbs less than the wall time."""
     code = (
         "import sys, time, resource\n"
         "from storage.engine import shared_engine\n"
@@ -174,17 +177,20 @@ def _child_import(corpus_path: Path, url: str) -> tuple[float, float]:
         "start = time.perf_counter()\n"
         "summary = import_paths(engine, operator_actor(), [sys.argv[2]])\n"
         "elapsed = time.perf_counter() - start\n"
-        "peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024\n"
-        "print(elapsed, peak, summary.totals.imported)\n"
+        "usage = resource.getrusage(resource.RUSAGE_SELF)\n"
+        "peak = usage.ru_maxrss / 1024\n"
+        "print(elapsed, peak, summary.totals.imported, usage.ru_utime + usage.ru_stime)\n"
     )
     output = subprocess.run(
         [sys.executable, "-c", code, url, str(corpus_path)],
         check=True,
         capture_output=True,
         text=True,
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+        cwd=repo,
+        env={**os.environ, "PYTHONPATH": str(repo)},
     ).stdout.split()
+    if cpu is not None:
+        cpu.append(float(output[3]))
     return float(output[0]), float(output[1])
 
 
@@ -266,19 +272,36 @@ def _bare_sqlite_import(corpus_path: Path, db_path: Path) -> float:
     return elapsed
 
 
-def bench_import(corpus_path: Path, workdir: Path, postgres_url: str | None, rounds: int) -> None:
+def bench_import(
+    corpus_path: Path,
+    workdir: Path,
+    postgres_url: str | None,
+    rounds: int,
+    before: Path | None = None,
+) -> None:
     size_mb = corpus_path.stat().st_size / 1e6
     print(f"\n[import] {corpus_path.name}: {size_mb:,.0f} MB of JSONL, {rounds} alternating rounds")
     bare_times: list[float] = []
     our_times: list[float] = []
+    before_times: list[float] = []
+    our_cpu: list[float] = []
+    before_cpu: list[float] = []
     peaks: list[float] = []
     for round_number in range(rounds):
         bare_times.append(_bare_sqlite_import(corpus_path, workdir / f"bare{round_number}.db"))
         seconds, peak = _child_import(
-            corpus_path, f"sqlite:///{workdir / f'ours{round_number}.db'}"
+            corpus_path, f"sqlite:///{workdir / f'ours{round_number}.db'}", cpu=our_cpu
         )
         our_times.append(seconds)
         peaks.append(peak)
+        if before is not None:
+            seconds, _ = _child_import(
+                corpus_path,
+                f"sqlite:///{workdir / f'before{round_number}.db'}",
+                before,
+                cpu=before_cpu,
+            )
+            before_times.append(seconds)
         for leftover in workdir.glob(f"*{round_number}.db*"):
             leftover.unlink()
     bare, ours = statistics.median(bare_times), statistics.median(our_times)
@@ -294,23 +317,33 @@ def bench_import(corpus_path: Path, workdir: Path, postgres_url: str | None, rou
         f"  ratio of medians: {ours / bare:.2f}x the bare import; best to best "
         f"{min(our_times) / min(bare_times):.2f}x (target <= 1.3x; peak < 1024 MB)"
     )
+    if before is not None:
+        earlier = statistics.median(before_times)
+        print(
+            f"  the checkout at {before} (SQLite):  median {earlier:6.1f} s  "
+            f"(runs: {', '.join(f'{t:.1f}' for t in before_times)}); this checkout "
+            f"{ours / earlier:.2f}x its time median to median, "
+            f"{min(our_times) / min(before_times):.2f}x best to best; CPU seconds "
+            f"{statistics.median(our_cpu):.2f} against {statistics.median(before_cpu):.2f} "
+            f"(medians): {statistics.median(our_cpu) / statistics.median(before_cpu):.2f}x"
+        )
     if postgres_url:
-        from sqlalchemy import create_engine, text
+        checkouts = [("this checkout", REPO)] + ([(str(before), before)] if before else [])
+        for _ in range(rounds if before is not None else 1):
+            for name, repo in checkouts:
+                seconds, peak = _postgres_import(corpus_path, postgres_url, repo)
+                print(
+                    f"  review-app import (PostgreSQL, {name}): {seconds:6.1f} s   "
+                    f"peak RSS {peak:,.0f} MB"
+                )
 
-        schema = f"bench_{uuid.uuid4().hex[:8]}"
-        admin = create_engine(postgres_url)
-        with admin.begin() as connection:
-            connection.execute(text(f"CREATE SCHEMA {schema}"))
-        try:
-            url = f"{postgres_url}?options=-csearch_path%3D{schema}"
-            seconds, peak = _child_import(corpus_path, url)
-            print(
-                f"  review-app import (PostgreSQL):         {seconds:6.1f} s   "
-                f"peak RSS {peak:,.0f} MB"
-            )
-        finally:
-            with admin.begin() as connection:
-                connection.execute(text(f"DROP SCHEMA {schema} CASCADE"))
+
+def _postgres_import(corpus_path: Path, postgres_url: str, repo: Path) -> tuple[float, float]:
+    """The import of ``repo``'s checkout into a schema of its own (dropped afterwards)."""
+    from benchmarks.schemas import schema_of_its_own
+
+    with schema_of_its_own(postgres_url, prefix="bench_") as url:
+        return _child_import(corpus_path, url, repo)
 
 
 def main() -> None:
@@ -326,6 +359,12 @@ def main() -> None:
     parser.add_argument("--import-rounds", type=int, default=3)
     parser.add_argument("--skip-evaluator", action="store_true")
     parser.add_argument("--skip-import", action="store_true")
+    parser.add_argument(
+        "--before",
+        type=Path,
+        default=None,
+        help="another checkout whose import is timed beside this one's, round by round",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="role-review-bench-") as tmp:
         workdir = Path(tmp)
@@ -339,7 +378,9 @@ def main() -> None:
         if not args.skip_evaluator:
             bench_evaluator(corpus_path, args.rounds)
         if not args.skip_import:
-            bench_import(corpus_path, workdir, args.postgres or None, args.import_rounds)
+            bench_import(
+                corpus_path, workdir, args.postgres or None, args.import_rounds, args.before
+            )
     print(
         f"\nbenchmark peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:,.0f} MB"
     )

@@ -172,6 +172,39 @@ def identity_key(name: str) -> str:
     return normalise(folded)
 
 
+RESERVED_IDENTITIES = ("operator",)
+"""Names no person may have: the command line's actor is recorded as ``operator``."""
+
+# Letters of other scripts (Cyrillic, Greek) and digits drawn like Latin letters: a
+# name spelled with them looks like the reserved one on a page and in the audit log.
+_LOOK_ALIKE = str.maketrans(
+    {
+        "а": "a", "е": "e", "о": "o", "р": "p", "с": "c", "у": "y", "х": "x",
+        "і": "i", "ј": "j", "ѕ": "s", "ԁ": "d", "ԛ": "q", "ԝ": "w", "һ": "h", "к": "k",
+        "м": "m", "т": "t", "в": "b", "н": "h", "г": "r",
+        "α": "a", "ο": "o", "ρ": "p", "τ": "t", "ι": "i", "κ": "k", "ν": "v", "υ": "u",
+        "ε": "e", "χ": "x", "ϲ": "c", "ɑ": "a", "ɡ": "g", "ı": "i",
+        "0": "o", "1": "l", "3": "e", "4": "a", "5": "s", "7": "t", "8": "b",
+    }
+)  # fmt: skip
+
+
+def identity_skeleton(name: str) -> str:
+    """What a name looks like, for telling look-alikes apart: compatibility forms folded
+    (NFKC), accents dropped, case folded, letters drawn alike mapped to Latin ones,
+    separators (spaces, ``.``, ``-``, ``_``) left out."""
+    decomposed = unicodedata.normalize("NFKD", unicodedata.normalize("NFKC", name))
+    bare = "".join(ch for ch in decomposed if not unicodedata.combining(ch)).casefold()
+    return "".join(ch for ch in bare.translate(_LOOK_ALIKE) if ch.isalnum())
+
+
+def reserved_identity(name: str) -> str | None:
+    """The reserved name ``name`` is or looks like (``Operator``, ``0perator``,
+    ``оperator`` with a Cyrillic о), or ``None``."""
+    skeleton = identity_skeleton(name)
+    return next((r for r in RESERVED_IDENTITIES if identity_skeleton(r) == skeleton), None)
+
+
 def check_identity(
     value: Any, *, field: str = "reviewer", source: str | None = None, line: int | None = None
 ) -> str:

@@ -96,13 +96,18 @@ def check_prompt_text(text: str, *, source: str, field: str | None = None) -> se
         )
     template = string.Template(text)
     # Each placeholder (and each stray $) where it is, so an error names its line;
-    # "$$" escapes are matched as such and never mistaken for a placeholder.
+    # "$$" escapes are matched as such and never mistaken for a placeholder. Lines are
+    # counted as the matches go (counting from the start for each was quadratic: 20 s
+    # for a template of 60,000 placeholders).
     found: list[tuple[str | None, int]] = []
+    line, counted_to = 1, 0
     for found_match in template.pattern.finditer(text):
         if found_match["escaped"] is not None:
             continue
         name = found_match["named"] or found_match["braced"]
-        found.append((name, text.count("\n", 0, found_match.start()) + 1))
+        line += text.count("\n", counted_to, found_match.start())
+        counted_to = found_match.start()
+        found.append((name, line))
     stray = next((line for name, line in found if name is None), None)
     if stray is not None:
         raise InputError(
@@ -261,31 +266,83 @@ def render_prompt(
     )
 
 
+class PromptTooLarge(ValueError):
+    """A unit's rendered prompt would be larger than the endpoint takes; not rendered."""
+
+    def __init__(self, size: int, limit: int) -> None:
+        self.size = size
+        self.limit = limit
+        super().__init__(
+            f"prompt not sent: rendered it would be {size:,} bytes, more than the "
+            f"{limit:,} this endpoint takes (max_prompt_bytes)"
+        )
+
+
+def _utf8_size(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
+
+
 @dataclass(frozen=True)
 class PreparedPrompt:
     """A judge prompt with the parts its rubric fills rendered once.
 
     Those parts (labels, titles, examples, codes) are the same for every unit of a
-    run; rendering them again for each unit was most of the cost of a prompt.
+    run; rendering them again for each unit was most of the cost of a prompt. The
+    template's use of each placeholder is counted once too, so the size of a unit's
+    prompt is known before it is rendered: a template repeating ``$conversation``
+    sixty thousand times is refused per unit in microseconds instead of filling
+    gigabytes.
     """
 
     template: string.Template
     rubric_parts: Mapping[str, str]
+    uses: Mapping[str, int]
+    """How many times the template uses each placeholder filled per unit."""
+    fixed_bytes: int
+    """UTF-8 bytes of everything else: the template's own text, the rubric's parts
+    where it uses them and the system message."""
 
     @classmethod
     def of(cls, prompt: JudgePrompt, *, rubric: Rubric) -> PreparedPrompt:
-        return cls(
-            template=string.Template(prompt.text),
-            rubric_parts={
-                "rubric_ref": rubric.ref,
-                "labels": _labels_text(rubric),
-                "label_titles": "\n".join(
-                    f"- {label.code}: {label.title}" for label in rubric.labels
-                ),
-                "examples": _examples_text(rubric),
-                "codes": ", ".join(rubric.codes),
-            },
-        )
+        template = string.Template(prompt.text)
+        rubric_parts = {
+            "rubric_ref": rubric.ref,
+            "labels": _labels_text(rubric),
+            "label_titles": "\n".join(f"- {label.code}: {label.title}" for label in rubric.labels),
+            "examples": _examples_text(rubric),
+            "codes": ", ".join(rubric.codes),
+        }
+        part_sizes = {name: _utf8_size(text) for name, text in rubric_parts.items()}
+        uses: dict[str, int] = {}
+        fixed = _utf8_size(SYSTEM_MESSAGE)
+        end = 0
+        for found in template.pattern.finditer(prompt.text):
+            fixed += _utf8_size(prompt.text[end : found.start()])
+            end = found.end()
+            name = found["named"] or found["braced"]
+            if found["escaped"] is not None:
+                fixed += 1  # "$$" is one "$"
+            elif name in part_sizes:
+                fixed += part_sizes[name]
+            elif name is not None:
+                uses[name] = uses.get(name, 0) + 1
+        fixed += _utf8_size(prompt.text[end:])
+        return cls(template=template, rubric_parts=rubric_parts, uses=uses, fixed_bytes=fixed)
+
+    def size(
+        self, *, chatbot_role: str | None, block_sizes: Sequence[int], reply: str, turn: int
+    ) -> int:
+        """UTF-8 bytes of the messages :meth:`render` would give, from the sizes of the
+        transcript's event blocks (``_utf8_size`` of each), without rendering them."""
+        recent = block_sizes[-RECENT_EVENTS:]
+        values = {
+            "chatbot_role": _utf8_size(chatbot_role or _NO_ROLE),
+            "conversation": sum(block_sizes) + max(0, len(block_sizes) - 1),
+            "recent": sum(recent) + max(0, len(recent) - 1),
+            "turn": len(str(turn)),
+            "reply": _utf8_size(reply),
+        }
+        return self.fixed_bytes + sum(n * values.get(name, 0) for name, n in self.uses.items())
 
     def render(
         self,
@@ -294,18 +351,27 @@ class PreparedPrompt:
         events: Sequence[Mapping[str, Any]],
         turn: int,
         blocks: Sequence[str] | None = None,
+        max_bytes: int | None = None,
+        block_sizes: Sequence[int] | None = None,
     ) -> list[ChatMessage]:
         """Chat messages asking the judge about ``turn``; ``events`` end with that turn.
 
         ``blocks``, when given, are ``event_block`` of each of ``events`` (a caller
-        walking a transcript turn by turn builds each block once)."""
+        walking a transcript turn by turn builds each block once), ``block_sizes``
+        their UTF-8 sizes. With ``max_bytes``, a prompt that would be larger raises
+        :class:`PromptTooLarge` before anything is rendered."""
         if blocks is None:
             blocks = [event_block(event) for event in events]
         reply = next((e.get("text") or "" for e in reversed(events) if e["turn"] == turn), "")
+        if max_bytes is not None:
+            sizes = block_sizes if block_sizes is not None else [_utf8_size(b) for b in blocks]
+            size = self.size(chatbot_role=chatbot_role, block_sizes=sizes, reply=reply, turn=turn)
+            if size > max_bytes:
+                raise PromptTooLarge(size, max_bytes)
         user = self.template.substitute(
             {
                 **self.rubric_parts,
-                "chatbot_role": chatbot_role or "(no role description was recorded)",
+                "chatbot_role": chatbot_role or _NO_ROLE,
                 "recent": "\n".join(blocks[-RECENT_EVENTS:]),
                 "conversation": "\n".join(blocks),
                 "turn": str(turn),
@@ -313,6 +379,9 @@ class PreparedPrompt:
             }
         )
         return [{"role": "system", "content": SYSTEM_MESSAGE}, {"role": "user", "content": user}]
+
+
+_NO_ROLE = "(no role description was recorded)"
 
 
 class JudgeAnswerError(ValueError):

@@ -565,20 +565,45 @@ def carry_assignments(
     count_assistant_turns: bool,
 ) -> None:
     """Every queue entry of ``from_version`` also under ``to_version``, with progress
-    recounted from the labels now there (carried ones included)."""
+    recounted from the labels now there (carried ones included).
+
+    New entries get their counts as they are inserted (one ``INSERT ... SELECT`` with the
+    labels counted per case and reviewer in one pass); only the entries ``to_version``
+    had before are updated. On PostgreSQL an update of a row inserted by the same
+    transaction checks its foreign keys again, which cost as much as the insert."""
     stamp = timestamp_param(session.connection(), at)
+    params = {"to_v": to_version, "from_v": from_version, "rid": rubric_id, "at": stamp}
+    existing_up_to = session.execute(
+        text("SELECT max(id) FROM assignments WHERE rubric_id = :rid AND rubric_version = :to_v"),
+        params,
+    ).scalar_one()
+    counted = (
+        "(SELECT l.case_id, l.reviewer_id, count(*) AS n FROM labels l "
+        "WHERE l.rubric_id = :rid AND l.rubric_version = :to_v AND l.current "
+        "GROUP BY l.case_id, l.reviewer_id)"
+    )
+    finished = (
+        "CASE WHEN coalesce(k.n, 0) >= c.n_assistant_turns THEN :at ELSE NULL END"
+        if count_assistant_turns
+        else "NULL"
+    )
     session.execute(
         text(
             "INSERT INTO assignments (case_id, reviewer_id, rubric_id, rubric_version, "
             "assigned_by, created_at, labeled_turns, completed_at) "
-            "SELECT a.case_id, a.reviewer_id, a.rubric_id, :to_v, a.assigned_by, :at, 0, NULL "
-            "FROM assignments a WHERE a.rubric_id = :rid AND a.rubric_version = :from_v "
+            "SELECT a.case_id, a.reviewer_id, a.rubric_id, :to_v, a.assigned_by, :at, "
+            f"coalesce(k.n, 0), {finished} "
+            "FROM assignments a JOIN cases c ON c.case_id = a.case_id "
+            f"LEFT JOIN {counted} k ON k.case_id = a.case_id AND k.reviewer_id = a.reviewer_id "
+            "WHERE a.rubric_id = :rid AND a.rubric_version = :from_v "
             "AND NOT EXISTS (SELECT 1 FROM assignments b WHERE b.reviewer_id = a.reviewer_id "
             "AND b.rubric_id = a.rubric_id AND b.rubric_version = :to_v "
             "AND b.case_id = a.case_id)"
         ),
-        {"to_v": to_version, "from_v": from_version, "rid": rubric_id, "at": stamp},
+        params,
     )
+    if existing_up_to is None:
+        return
     labeled = (
         "(SELECT count(*) FROM labels l WHERE l.rubric_id = assignments.rubric_id "
         "AND l.rubric_version = assignments.rubric_version "
@@ -594,7 +619,8 @@ def carry_assignments(
     session.execute(
         text(
             f"UPDATE assignments SET labeled_turns = {labeled}, completed_at = {completed} "
-            "WHERE rubric_id = :rid AND rubric_version = :to_v AND completed_at IS NULL"
+            "WHERE rubric_id = :rid AND rubric_version = :to_v AND completed_at IS NULL "
+            "AND id <= :existing"
         ),
-        {"rid": rubric_id, "to_v": to_version, "at": stamp},
+        {**params, "existing": existing_up_to},
     )

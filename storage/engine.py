@@ -75,11 +75,47 @@ def create_database_engine(
     """
     url = database_url(url)
     parsed = make_url(url)
+    timeout = SQLITE_BUSY_TIMEOUT_MS if busy_timeout_ms is None else busy_timeout_ms
     if parsed.get_backend_name() == "sqlite":
-        timeout = SQLITE_BUSY_TIMEOUT_MS if busy_timeout_ms is None else busy_timeout_ms
         return _sqlite_engine(url, busy_timeout_ms=timeout, **kwargs)
     kwargs.setdefault("pool_pre_ping", True)
-    return create_engine(url, **kwargs)
+    engine = create_engine(url, **kwargs)
+    if parsed.get_backend_name() == "postgresql":
+        _bound_postgres_waits(engine, lock_timeout_ms=timeout)
+    return engine
+
+
+POSTGRES_BUSY_STATES = {
+    "55P03": "another writer held a lock it needs for more than {seconds} s",
+    "40P01": "two writers waited for each other (a deadlock), and this one gave way",
+    "40001": "another writer changed the same rows at the same time",
+}
+"""SQLSTATEs of a PostgreSQL write that had to give way to another writer
+(lock_not_available, deadlock_detected, serialization_failure): the transaction stored
+nothing and the same action can simply be tried again."""
+
+
+def _bound_postgres_waits(engine: Engine, *, lock_timeout_ms: int) -> None:
+    """PostgreSQL waits for a lock as SQLite does for its write lock: at most the busy
+    timeout (``lock_timeout``), then :class:`~review_app.errors.DatabaseBusy`, as do a
+    deadlock and a serialization failure. Their driver text (the SQL, the processes,
+    a URL) never reaches the user."""
+    seconds = f"{lock_timeout_ms / 1000:g}"
+
+    @event.listens_for(engine, "connect")
+    def _configure(dbapi_connection: Any, _record: Any) -> None:
+        with dbapi_connection.cursor() as cursor:
+            cursor.execute(f"SET lock_timeout = {int(lock_timeout_ms)}")
+        dbapi_connection.commit()
+
+    @event.listens_for(engine, "handle_error")
+    def _busy(context: Any) -> None:
+        state = getattr(context.original_exception, "sqlstate", None)
+        if state in POSTGRES_BUSY_STATES:
+            raise DatabaseBusy(
+                f"the database is busy ({POSTGRES_BUSY_STATES[state].format(seconds=seconds)}); "
+                "this change was not saved, try again"
+            )
 
 
 def _sqlite_engine(url: str, *, busy_timeout_ms: int, **kwargs: Any) -> Engine:

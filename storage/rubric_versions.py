@@ -17,6 +17,10 @@ def list_rubric_versions(session: Session) -> list[RubricVersion]:
     return list(session.scalars(query))
 
 
+def get_rubric_version(session: Session, *, rubric_id: str, version: int) -> RubricVersion | None:
+    return session.get(RubricVersion, (rubric_id, version))
+
+
 def save_rubric_version(
     session: Session,
     *,

@@ -15,16 +15,15 @@ import sqlite3
 import subprocess as _subprocess
 import sys
 import traceback
-import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import quote
 
 import pytest
 from sqlalchemy import Engine, create_engine, text
 
+from benchmarks.schemas import schema_of_its_own
 from review_app.evaluator import EVALUATOR_VERSION
 from review_app.services.cases.cases import LANES
 from storage.engine import create_database_engine
@@ -104,17 +103,8 @@ def sqlite_database(tmp_path: Path) -> Iterator[Database]:
 def postgres_schema() -> Iterator[str]:
     """The URL of a new, empty schema of its own on the test PostgreSQL, dropped on exit."""
     require_postgres()
-    schema = f"t_{uuid.uuid4().hex[:12]}"
-    admin = create_engine(POSTGRES_URL)
-    with admin.begin() as connection:
-        connection.execute(text(f"CREATE SCHEMA {schema}"))
-    separator = "&" if "?" in POSTGRES_URL else "?"
-    try:
-        yield f"{POSTGRES_URL}{separator}options={quote(f'-csearch_path={schema}')}"
-    finally:
-        with admin.begin() as connection:
-            connection.execute(text(f"DROP SCHEMA {schema} CASCADE"))
-        admin.dispose()
+    with schema_of_its_own(POSTGRES_URL) as url:
+        yield url
 
 
 @pytest.fixture

@@ -38,6 +38,9 @@ class Reply:
     """The chat message content; ``None``: the deterministic answer."""
     headers: dict[str, str] = field(default_factory=dict)
     raw: bytes | None = None
+    echo: bool = False
+    """Fill ``{authorization}`` and ``{request}`` in ``content`` / ``raw`` with what the
+    request carried (an endpoint that echoes the request back, as some proxies do)."""
 
 
 @dataclass
@@ -83,6 +86,14 @@ class FakeChatServer:
         self.always: dict[Unit, Reply] = {}
         self.down_status: int | None = None
         """When set, every request gets this status (the endpoint is down)."""
+        self.default_reply: Reply | None = None
+        """The reply of every unit without one of its own (else the deterministic answer)."""
+        self.hold_from: int | None = None
+        """When set, the request of this number (1-based) and later ones wait for
+        ``release`` before they are answered; ``holding`` is set once one waits."""
+        self.release = threading.Event()
+        self.holding = threading.Event()
+        self.received = 0
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -131,7 +142,7 @@ class FakeChatServer:
                 return queued.pop(0)
             if self.down_status is not None:
                 return Reply(self.down_status, raw=b'{"error": "down"}')
-            return self.always.get(unit, Reply())
+            return self.always.get(unit, self.default_reply or Reply())
 
     def _handle(self, handler: BaseHTTPRequestHandler) -> None:
         with self.lock:
@@ -162,7 +173,27 @@ class FakeChatServer:
             turn = JUDGED_TURN.search(prompt)
             unit: Unit = (case["case"] if case else None, int(turn["turn"]) if turn else -1)
             reply = self._reply_for(unit)
+            with self.lock:
+                self.received += 1
+                number = self.received
+            if self.hold_from is not None and number >= self.hold_from:
+                self.holding.set()
+                self.release.wait()
             time.sleep(self.delay)
+            if reply.echo:
+                seen = {
+                    "{authorization}": handler.headers.get("Authorization") or "",
+                    "{request}": json.dumps(
+                        {"headers": dict(handler.headers.items()), "body": body}
+                    ),
+                }
+                content, raw = reply.content, reply.raw
+                for mark, value in seen.items():
+                    if content is not None:
+                        content = content.replace(mark, value)
+                    if raw is not None:
+                        raw = raw.replace(mark.encode(), value.encode())
+                reply = Reply(reply.status, content, reply.headers, raw)
             usage: tuple[int, int] | None = None
             if reply.raw is not None:
                 data = reply.raw

@@ -54,6 +54,69 @@ def test_raw_sql_cannot_change_or_delete_audit_rows(database: Database) -> None:
     assert _count(database) == before + 1
 
 
+COLUMNS = "(id, at, actor, action, object_type, summary_json)"
+FORGED = "CURRENT_TIMESTAMP, 'forger', 'forged', 'none', '{}'"
+
+# Every raw form that would put another row where an existing one is (issue 35: on
+# SQLite, REPLACE deletes the old row without firing the DELETE trigger).
+REWRITES = {
+    "sqlite": (
+        f"INSERT OR REPLACE INTO audit_log {COLUMNS} VALUES (:id, {FORGED})",
+        f"REPLACE INTO audit_log {COLUMNS} VALUES (:id, {FORGED})",
+        f"INSERT OR REPLACE INTO audit_log {COLUMNS} SELECT id, {FORGED} FROM audit_log "
+        "WHERE id = :id",
+        f"REPLACE INTO audit_log {COLUMNS} SELECT id, {FORGED} FROM audit_log",
+        f"INSERT INTO audit_log {COLUMNS} VALUES (:id, {FORGED}) "
+        "ON CONFLICT (id) DO UPDATE SET actor = excluded.actor",
+        f"INSERT OR IGNORE INTO audit_log {COLUMNS} VALUES (:id, {FORGED})",
+        f"INSERT OR ROLLBACK INTO audit_log {COLUMNS} VALUES (:id, {FORGED})",
+        "UPDATE OR REPLACE audit_log SET actor = 'forger' WHERE id = :id",
+        "UPDATE OR REPLACE audit_log SET id = :id + 1000 WHERE id = :id",
+    ),
+    "postgres": (
+        f"INSERT INTO audit_log {COLUMNS} VALUES (:id, {FORGED}) "
+        "ON CONFLICT (id) DO UPDATE SET actor = excluded.actor",
+        f"INSERT INTO audit_log {COLUMNS} SELECT id, {FORGED} FROM audit_log "
+        "ON CONFLICT (id) DO UPDATE SET actor = excluded.actor",
+        "MERGE INTO audit_log a USING (SELECT :id AS id) s ON a.id = s.id "
+        "WHEN MATCHED THEN UPDATE SET actor = 'forger'",
+        "MERGE INTO audit_log a USING (SELECT :id AS id) s ON a.id = s.id WHEN MATCHED THEN DELETE",
+        "UPDATE audit_log SET id = id + 1000 WHERE id = :id",
+    ),
+}
+
+
+def test_no_raw_form_rewrites_an_audit_row(database: Database) -> None:
+    sign_in(database.engine, name="newcomer", auth_mode="oidc")
+    with database.engine.connect() as connection:
+        before = connection.execute(text("SELECT * FROM audit_log ORDER BY id")).all()
+    first = before[0].id
+    for statement in REWRITES[database.kind]:
+        refused = False
+        try:
+            with database.engine.begin() as connection:
+                connection.execute(text(statement), {"id": first})
+        except DBAPIError as error:
+            refused = "append-only" in str(error)
+            assert refused, (statement, str(error))
+        assert refused, f"not refused: {statement}"
+    with database.engine.connect() as connection:
+        after = connection.execute(text("SELECT * FROM audit_log ORDER BY id")).all()
+    assert after == before
+    # a new row, whose id the database picks (or one given that is free), still goes in
+    with database.engine.begin() as connection:
+        connection.execute(
+            text(
+                "INSERT INTO audit_log (at, actor, action, object_type, summary_json) "
+                f"VALUES ({FORGED.split(', ', 1)[0]}, 'x', 'note', 'none', '{{}}')"
+            )
+        )
+        connection.execute(
+            text(f"INSERT INTO audit_log {COLUMNS} VALUES (:id, {FORGED})"), {"id": first + 10**6}
+        )
+    assert _count(database) == len(before) + 2
+
+
 def test_a_first_sign_in_that_creates_a_person_is_logged(
     database: Database, monkeypatch: pytest.MonkeyPatch
 ) -> None:

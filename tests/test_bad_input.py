@@ -429,7 +429,7 @@ def test_files_before_the_bad_one_stay_imported_and_the_error_says_so(
     assert "Traceback" not in result.stderr
     error, before_error = result.stderr.strip().splitlines()
     assert "mid-file.jsonl, line 4" in error
-    assert before_error.startswith("before the error: imported 2,")
+    assert before_error.startswith("stored from the files before it: imported 2,")
     assert row_counts(sqlite_database.engine)["cases"] == 2
 
 

@@ -162,9 +162,9 @@ def test_prompts_are_rendered_as_the_endpoints_take_units_not_all_ahead(
     rendered = 0
     render_case = judge_runner._case_jobs
 
-    def counted_render(*args: Any) -> list[Any]:
+    def counted_render(*args: Any, **options: Any) -> list[Any]:
         nonlocal rendered
-        jobs = render_case(*args)
+        jobs = render_case(*args, **options)
         rendered += len(jobs)
         ahead.append(rendered - len(fast.requests))
         return jobs

@@ -188,9 +188,15 @@ def test_publish_carries_exact_counts_and_queues_the_split_code(world: World) ->
             for i in items
         )
 
-    # one audit entry with the counts
-    entries = [e for e in audit_entries(engine, operator_actor(), action="rubric_carry")]
+    # one audit entry for the act, with the counts
+    entries = [
+        e
+        for e in audit_entries(engine, operator_actor(), action="rubric_publish")
+        if "carried" in e.summary
+    ]
     assert len(entries) == 1 and entries[0].summary["carried"] == report.carried
+    assert entries[0].summary["after"] == world.catalog().get("carry@2").sha256
+    assert not audit_entries(engine, operator_actor(), action="rubric_carry")
 
     # publishing twice carries nothing twice
     again = publish_rubric(engine, operator_actor(), catalog=world.catalog(), ref="carry@2")

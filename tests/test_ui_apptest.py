@@ -927,6 +927,34 @@ def test_rubrics_page_shows_labels_examples_and_compares_versions(
     assert "labels recorded: immutable" in at.caption[0].value
 
 
+def test_a_refused_rubric_file_is_named_by_version_to_owners_only_and_no_path_is_shown(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 35: an unreadable rubric file showed ``Rubric /srv/.../x/v2.yaml is not
+    offered.`` on every page, reviewers' too, with the parse error and its path."""
+    root = _rubric_dir(tmp_path, DEMO_RUBRIC_FILE.read_text(), "id: role-adherence\nversion: [2\n")
+    monkeypatch.setenv("REVIEW_APP_RUBRICS_DIR", str(root))
+    at = open_app(monkeypatch, local="olivia")  # the demo's policy owner
+    assert [plain(w.value) for w in at.sidebar.warning] == [
+        "Rubric role-adherence@2 is not offered."
+    ]
+    (message,) = [t.value for t in at.sidebar.text]
+    assert message.startswith("role-adherence@2, line ")
+    at.switch_page("views/rubrics.py")
+    run(at)
+    shown = " ".join([w.value for w in at.warning] + [t.value for t in at.text])
+    assert "role-adherence@2" in shown
+    for page_text in (message, shown):
+        assert str(tmp_path) not in page_text and "rubrics/" not in page_text
+
+    reviewer = open_app(monkeypatch, local="ana")  # one of the demo's reviewers
+    assert not reviewer.sidebar.warning and not reviewer.sidebar.text
+    reviewer.switch_page("views/rubrics.py")
+    run(reviewer)
+    assert not [w for w in reviewer.warning if "not offered" in w.value]
+    assert "role-adherence@2" not in " ".join(t.value for t in reviewer.text)
+
+
 def test_a_single_rubric_version_has_nothing_to_compare(
     db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -946,12 +974,13 @@ def test_a_changed_labeled_rubric_file_is_refused(
     )
     root = _rubric_dir(tmp_path, changed)
     monkeypatch.setenv("REVIEW_APP_RUBRICS_DIR", str(root))
-    at = open_app(monkeypatch, local="ana")
+    at = open_app(monkeypatch, local="olivia")  # a policy owner: told why
 
     assert [plain(w.value) for w in at.sidebar.warning] == [f"Rubric {RUBRIC} is not offered."]
     (message,) = [t.value for t in at.sidebar.text]
-    assert "has labels and its file has changed" in message
+    assert "has labels and its file (role-adherence/v1.yaml) has changed" in message
     assert "immutable" in message and "v2.yaml" in message
+    assert str(tmp_path) not in message
     assert "No usable rubric version" in at.sidebar.error[0].value
     assert not queue_rows(at)
 
@@ -969,7 +998,7 @@ def test_a_changed_labeled_rubric_file_is_refused(
     at.switch_page("views/queue.py")
     run(at)
     assert not at.sidebar.warning
-    assert len(queue_rows(at)) == 17
+    assert len(queue_rows(open_app(monkeypatch, local="ana"))) == 17  # a reviewer's queue
 
 
 # --- untrusted text ----------------------------------------------------------------------------

@@ -147,14 +147,14 @@ def import_(
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary as JSON.")] = False,
     db: DbOption = None,
 ) -> None:
-    """Import cases, each whole (a re-run completes a stopped file); identical ones are skipped.
+    """Import case files, each whole: bad input anywhere in a file stores nothing of it.
 
     Native files (docs/reference.md, "Cases") and other tools' files (docs/reference.md,
     "Foreign formats"): deepeval conversational test cases, Openlayer session rows,
     Galtea-style rows, OpenAI chat-completions message lists. Cases without a contract are
     stored for semantic review only. A changed case under a stored case id is refused
     unless --replace; a contract version stored with a different body is refused.
-    Findings are computed at import.
+    Identical cases are skipped. Findings are computed at import.
     """
     from review_app.formats.options import ImportOptions
     from review_app.services.cases.importing import ImportSummary, import_paths
@@ -192,7 +192,7 @@ def import_(
         except USER_ERRORS as error:
             exit_ = exit_for(error)
             if done.files:
-                typer.echo(f"before the error: {done.line()}", err=True)
+                typer.echo(f"stored from the files before it: {done.line()}", err=True)
             raise exit_ from None
     if as_json:
         print_json(done.to_dict())

@@ -284,6 +284,14 @@ def judge_run(
     retries: Annotated[int, typer.Option("--retries", help="Retries per request.")] = 3,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds per request.")] = 120.0,
     max_tokens: Annotated[int, typer.Option("--max-tokens", help="Answer length cap.")] = 300,
+    max_prompt_bytes: Annotated[
+        int,
+        typer.Option(
+            "--max-prompt-bytes",
+            help="With --base-url: a unit whose rendered prompt is larger is not sent "
+            "(a named endpoint's limit is its max_prompt_bytes).",
+        ),
+    ] = 256 * 1024,
     response_format: Annotated[
         str,
         typer.Option(
@@ -357,6 +365,7 @@ def judge_run(
                 timeout=timeout,
                 max_tokens=max_tokens,
                 response_format=response_format,
+                max_prompt_bytes=max_prompt_bytes,
             )
             for url in (list[str | None](base_url) if base_url else [None])
         ]

@@ -33,6 +33,13 @@ def rubrics_list(as_json: JsonOption = False, db: DbOption = None) -> None:
     print_listing(rows, as_json=as_json, line=_rubric_line)
 
 
+def _canonical(ref: str) -> str:
+    from review_app.rubrics import parse_rubric_ref
+
+    rubric_id, version = parse_rubric_ref(ref)
+    return f"{rubric_id}@{version}"
+
+
 def _rubric_line(row: dict[str, str]) -> str:
     return f"{row['rubric']:<28} {row['status']:<8} {row.get('title') or row['reason']}"
 
@@ -60,9 +67,12 @@ def rubrics_publish(
     """Publish version V: carry labels, gold and judge verdicts of V-1 whose code kept its
     meaning (same, reworded); queue the others for their reviewers to label again."""
     from review_app.services.rubrics.rubric_carry import publish_rubric
+    from review_app.services.rubrics.rubric_catalog import sync_rubrics
 
     engine = open_engine(db)
-    report = publish_rubric(engine, operator(), catalog=catalog(engine), ref=ref)
+    # The version is stored by the publication itself: one act, one audit entry.
+    known = sync_rubrics(engine, operator(), leave_unstored=(_canonical(ref),))
+    report = publish_rubric(engine, operator(), catalog=known, ref=ref)
     if as_json:
         print_json(report.to_dict())
     else:

@@ -13,6 +13,7 @@ from review_app.errors import DatabaseBusy, InputError, NotFound, PermissionDeni
 EXIT_BAD_INPUT = 2
 EXIT_FORBIDDEN = 3
 EXIT_BUSY = 4
+EXIT_DATABASE = 5
 
 USER_ERRORS = (InputError, NotFound, PermissionDenied, DatabaseBusy)
 
@@ -26,10 +27,16 @@ class ErrorsAsMessages(TyperGroup):
     """
 
     def invoke(self, ctx: Any) -> Any:  # Typer's own (vendored) click.Context
+        from sqlalchemy.exc import DBAPIError
+
         try:
             return super().invoke(ctx)
         except USER_ERRORS as error:
             raise exit_for(error) from None
+        except DBAPIError as error:
+            # Anything else the database refused: its own first line, never the SQL, the
+            # parameters or SQLAlchemy's link (the transaction was rolled back).
+            raise fail(database_refusal(error), EXIT_DATABASE) from None
 
 
 def exit_for(error: Exception) -> typer.Exit:
@@ -39,6 +46,13 @@ def exit_for(error: Exception) -> typer.Exit:
     if isinstance(error, DatabaseBusy):
         return fail(str(error), EXIT_BUSY)
     return fail(str(error), EXIT_BAD_INPUT)
+
+
+def database_refusal(error: Exception) -> str:
+    """One sentence for an error the database raised: the driver's first line only."""
+    original = getattr(error, "orig", None) or error
+    first = (str(original).strip().splitlines() or [type(original).__name__])[0]
+    return f"the database refused this command ({first}); nothing of it was stored"
 
 
 def fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:

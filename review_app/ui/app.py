@@ -10,7 +10,7 @@ import logging
 
 import streamlit as st
 
-from review_app.errors import DatabaseBusy, PermissionDenied
+from review_app.errors import DatabaseBusy, InputError, PermissionDenied
 from review_app.services.review.report_store import one_token_read
 from review_app.services.team.people import one_role_read
 from review_app.ui import auth, keys, registry, session
@@ -26,7 +26,7 @@ session.init_session()
 with one_role_read(), one_token_read():
     try:
         signed_in = auth.current_actor()
-    except PermissionDenied as error:
+    except (PermissionDenied, InputError) as error:  # a deactivated person, a name refused
         st.error(error_text(error))
         st.stop()
 
@@ -39,7 +39,8 @@ with one_role_read(), one_token_read():
         else:
             st.error(
                 f"No identity: this server trusts the {escape(auth.proxy_header_name())} header "
-                "of its reverse proxy, and the request had none. Open the app through the proxy."
+                "of its reverse proxy, and the request had none, or one that is no name a "
+                "person may sign in with. Open the app through the proxy."
             )
         st.stop()
 

@@ -18,7 +18,13 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from review_app.services.team.people import Actor, authorize, local_user_name, sign_in
+from review_app.services.team.people import (
+    Actor,
+    authorize,
+    local_user_name,
+    proxy_identity,
+    sign_in,
+)
 from review_app.ui.cached import engine
 
 AUTH_ENV = "REVIEW_APP_AUTH"
@@ -74,8 +80,10 @@ def current_identity() -> Identity | None:
         display = st.user.get("name")
         return Identity(name=name, mode="oidc", display_name=str(display) if display else None)
     if mode == "proxy":
-        value = read_proxy_header()
-        return Identity(name=value, mode="proxy") if value else None
+        # UTF-8 taken back from the Latin-1 the server decoded, NFKC, the name rules and
+        # the reserved names: a value breaking them signs nobody in, as a missing one.
+        named = proxy_identity(read_proxy_header())
+        return Identity(name=named, mode="proxy") if named else None
     return Identity(name=local_user_name(), mode="local", first_role="admin")
 
 

@@ -63,9 +63,12 @@ def rubric_selector() -> Rubric | None:
             args=("rubric_ref",),
         )
         selected = rubrics.get(st.session_state["rubric_ref"])
-    for ref, message in sorted(rubrics.refused.items()):
-        st.sidebar.warning(f"Rubric {escape(ref)} is not offered.")
-        st.sidebar.text(message)
+    if session.actor().has_role("policy_owner"):
+        # Why a rubric file is refused is for those who keep the rubrics; the names
+        # and reasons hold no directory of the server.
+        for ref, message in sorted(rubrics.refused.items()):
+            st.sidebar.warning(f"Rubric {escape(ref)} is not offered.")
+            st.sidebar.text(message)
     return selected
 
 

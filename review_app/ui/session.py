@@ -24,6 +24,7 @@ DEFAULTS: dict[str, Any] = {
     "queue_page": 1,
     "queue_order": "oldest",  # or "informative"
     "focus": None,  # {"case": case_id, "turn": turn} on the review page
+    "review_window": None,  # (case_id, start, end, anchor): the turns a long case draws
     "key_acked": {},  # review page: {client id: highest key press stored} (replace, never mutate)
     "key_commands": [],  # review page: ids of the keyboard commands already run
     "key_notice": None,  # review page: a message for the labeling panel

@@ -1,24 +1,27 @@
 """Importing case files into the database.
 
-Each case lands whole or not at all: cases are written in chunks, one short write
-transaction each, so reviewers can save labels while a large file imports. A file
-that stops at bad input keeps the chunks stored before the error (the error says
-how many cases); importing it again skips them and completes it. Re-importing an
+One file is one write transaction: its cases are written in chunks (memory stays
+bounded) inside it, and a bad line anywhere, a changed case, a changed contract or a
+killed process leaves the database as it was before the file. Re-importing an
 identical case changes nothing (content hash); a changed case under a stored
 ``case_id`` is refused unless ``replace=True``; a contract version stored with a
 different body is refused. Findings are computed and stored at import.
+
+On PostgreSQL reviewers save labels beside an import as usual; on SQLite a save waits
+for the file's transaction (within the busy timeout; the review page sends again what
+the database refused as busy).
 """
 
 from __future__ import annotations
 
-import time
+import contextlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
 from review_app.cases import CaseRecord, content_sha256
 from review_app.errors import InputError
@@ -40,10 +43,7 @@ from storage.cases import (
 )
 
 CHUNK_EVENTS = 20_000
-"""Events (rows) in an import's first write transaction; later chunks adapt."""
-CHUNK_SECONDS = 0.25
-"""The time one chunk's write transaction should take (it holds SQLite's write lock)."""
-MIN_CHUNK_EVENTS, MAX_CHUNK_EVENTS = 2_000, 200_000
+"""Events (rows) prepared before they are written, inside the file's transaction."""
 
 ProgressCallback = Callable[[int], None]
 ProgressFactory = Callable[[Path, int], ProgressCallback | None]
@@ -68,8 +68,7 @@ class FileImport:
     """Judge verdicts on changed turns (and conversation verdicts on changed cases),
     deleted with the old content: they judged a conversation that is gone."""
     complete: bool = True
-    """False when the import of this file stopped at an error (the counts are what
-    was stored before it)."""
+    """False when the import of this file stopped at an error (nothing of it stored)."""
 
     def add(self, other: FileImport) -> None:
         for name in (
@@ -183,103 +182,108 @@ class _AuditContext:
 
 
 def _store_chunk(
-    engine: Engine,
+    connection: Connection,
     chunk: list[PreparedCase],
     *,
     replace: bool,
-    outcome: FileImport,
-    entry: _AuditContext,
+    counts: FileImport,
+    contracts: dict[str, str],
+    replaced: list[str],
 ) -> None:
-    """Store whole cases in ONE write transaction; an ``InputError`` stores none of them.
+    """Write whole cases inside the file's transaction; an ``InputError`` raised here
+    stores nothing of the file (the caller's transaction is rolled back).
 
-    Which cases are stored already (by content hash) and which contracts exist is read
-    inside the transaction, so two imports running at once cannot both insert a row.
+    Which cases are stored already (by content hash) is read inside the transaction
+    (earlier chunks of the file included), and ``contracts`` holds every contract
+    version stored or written by the file so far, so two imports running at once
+    cannot both insert a row (they hold the case write lock in turn).
     """
-    counts = FileImport(path=outcome.path)
-    with engine.begin() as connection:
-        lock_case_writes(connection)
-        contracts = stored_contract_hashes(connection)
-        stored = stored_case_hashes(connection, case_ids=[p.case_id for p in chunk])
-        rows = CaseRows.empty()
-        new_contracts: list[tuple[str, str, str, Any]] = []
-        to_replace: list[str] = []
-        for prepared in chunk:
-            case_id = prepared.case_id
-            previous = stored.get(case_id)
-            if previous == prepared.sha256:
-                counts.unchanged += 1
-                continue
-            if previous is not None:
-                if not replace:
-                    raise _changed_case_error(case_id, source=prepared.source, line=prepared.line)
-                to_replace.append(case_id)
-                rows.replaced.add(case_id)
-                counts.replaced += 1
-            if prepared.contract is not None:
-                version, sha, body = prepared.contract
-                known = contracts.get(version)
-                if known is None:
-                    contracts[version] = sha
-                    new_contracts.append((version, sha, body, prepared.case_row[-1]))
-                elif known != sha:
-                    raise _changed_contract_error(
-                        version, source=prepared.source, line=prepared.line
-                    )
-            rows.cases.append(prepared.case_row)
-            rows.events.extend(prepared.event_rows)
-            rows.evaluations.append(prepared.evaluation_row)
-            rows.findings.extend(prepared.finding_rows)
-            counts.imported += 1
-            status = prepared.status
-            counts.invalid += status == "invalid"
-            counts.with_violations += status == "fail"
-            counts.without_contract += status == "no_contract"
-            counts.with_harness_findings += prepared.has_harness_findings
-        if to_replace:
-            # Here, not at the top: replacing needs the label, assignment and judging
-            # queries (and numpy), which a plain import never loads.
-            from storage.replacing import mark_replaced_turns_stale
+    stored = stored_case_hashes(connection, case_ids=[p.case_id for p in chunk])
+    rows = CaseRows.empty()
+    new_contracts: list[tuple[str, str, str, Any]] = []
+    to_replace: list[str] = []
+    for prepared in chunk:
+        case_id = prepared.case_id
+        previous = stored.get(case_id)
+        if previous == prepared.sha256:
+            counts.unchanged += 1
+            continue
+        if previous is not None:
+            if not replace:
+                raise _changed_case_error(case_id, source=prepared.source, line=prepared.line)
+            to_replace.append(case_id)
+            rows.replaced.add(case_id)
+            counts.replaced += 1
+        if prepared.contract is not None:
+            version, sha, body = prepared.contract
+            known = contracts.get(version)
+            if known is None:
+                contracts[version] = sha
+                new_contracts.append((version, sha, body, prepared.case_row[-1]))
+            elif known != sha:
+                raise _changed_contract_error(version, source=prepared.source, line=prepared.line)
+        rows.cases.append(prepared.case_row)
+        rows.events.extend(prepared.event_rows)
+        rows.evaluations.append(prepared.evaluation_row)
+        rows.findings.extend(prepared.finding_rows)
+        counts.imported += 1
+        status = prepared.status
+        counts.invalid += status == "invalid"
+        counts.with_violations += status == "fail"
+        counts.without_contract += status == "no_contract"
+        counts.with_harness_findings += prepared.has_harness_findings
+    if to_replace:
+        # Here, not at the top: replacing needs the label, assignment and judging
+        # queries (and numpy), which a plain import never loads.
+        from storage.replacing import mark_replaced_turns_stale
 
-            marks = mark_replaced_turns_stale(
-                connection, case_ids=to_replace, new_cases=rows.cases, new_events=rows.events
-            )
-            counts.stale_labels += marks.labels
-            counts.stale_gold += marks.gold_labels
-            counts.dropped_verdicts += marks.verdicts
-            delete_case_content(connection, case_ids=to_replace)
-        insert_contracts(connection, rows=new_contracts)
-        insert_case_rows(connection, rows=rows)
+        marks = mark_replaced_turns_stale(
+            connection, case_ids=to_replace, new_cases=rows.cases, new_events=rows.events
+        )
+        counts.stale_labels += marks.labels
+        counts.stale_gold += marks.gold_labels
+        counts.dropped_verdicts += marks.verdicts
+        delete_case_content(connection, case_ids=to_replace)
+        replaced.extend(to_replace)
+    insert_contracts(connection, rows=new_contracts)
+    insert_case_rows(connection, rows=rows)
+
+
+def _record_import(
+    connection: Connection, counts: FileImport, replaced: list[str], entry: _AuditContext
+) -> None:
+    """The file's audit entries, in its transaction: what it stored, and the cases it
+    replaced with what went stale."""
+    audit.add_entry(
+        connection,
+        actor=entry.actor,
+        action="cases_import",
+        object_type="file",
+        object_key=Path(entry.source).name,
+        summary={
+            "sha256": entry.sha256,
+            "format": entry.source_format,
+            "replace": entry.replace,
+            "imported": counts.imported,
+            "unchanged": counts.unchanged,
+            "replaced": counts.replaced,
+        },
+    )
+    if replaced:
         audit.add_entry(
             connection,
             actor=entry.actor,
-            action="cases_import",
+            action="cases_replace",
             object_type="file",
             object_key=Path(entry.source).name,
             summary={
                 "sha256": entry.sha256,
-                "format": entry.source_format,
-                "replace": entry.replace,
-                "imported": counts.imported,
-                "unchanged": counts.unchanged,
-                "replaced": counts.replaced,
+                "cases": sorted(replaced),
+                "stale_labels": counts.stale_labels,
+                "stale_gold": counts.stale_gold,
+                "dropped_verdicts": counts.dropped_verdicts,
             },
         )
-        if to_replace:
-            audit.add_entry(
-                connection,
-                actor=entry.actor,
-                action="cases_replace",
-                object_type="file",
-                object_key=Path(entry.source).name,
-                summary={
-                    "sha256": entry.sha256,
-                    "cases": sorted(to_replace),
-                    "stale_labels": counts.stale_labels,
-                    "stale_gold": counts.stale_gold,
-                    "dropped_verdicts": counts.dropped_verdicts,
-                },
-            )
-    outcome.add(counts)  # counted once committed
 
 
 def import_records(
@@ -294,21 +298,17 @@ def import_records(
     outcome: FileImport | None = None,
     chunk_events: int = CHUNK_EVENTS,
 ) -> FileImport:
-    """Store validated records in chunks of whole cases, one write transaction per chunk.
+    """Store validated records, all of them or none: one write transaction.
 
-    Records are read (parsed, validated, evaluated) outside any transaction; a chunk
-    is written when it holds about ``chunk_events`` events, and the next chunk's size
-    is tuned so a write holds SQLite's lock about :data:`CHUNK_SECONDS`. So a
-    reviewer's save waits at most about that long behind an import.
+    Records are read (parsed, validated, evaluated) as the import goes and written a
+    chunk of about ``chunk_events`` events at a time inside the transaction, so memory
+    stays bounded whatever the file's size. The transaction begins with the first chunk
+    (on SQLite that is when the write lock is taken) and commits after the last, with
+    the file's audit entries (what it stored, the cases it replaced, its ``sha256``).
 
-    An ``InputError`` (a record that cannot be stored, a changed case without
-    ``replace``, a changed contract) stores nothing of the chunk it falls in; the
-    chunks before it stay stored, each case whole, and the error says how many cases
-    that is. Importing the file again skips those (same content hash) and completes
-    it. A file of up to ``chunk_events`` events is stored whole or not at all.
-
-    Policy owners and admins. Each chunk is recorded in the audit log in its own
-    transaction (what it stored, the cases it replaced, the file's ``sha256``).
+    An ``InputError`` anywhere (a record that cannot be stored, a changed case without
+    ``replace``, a changed contract), an interrupt or a killed process rolls it back:
+    nothing of the file is stored and the counts stay zero. Policy owners and admins.
     """
     actor = authorize(engine, actor, "policy_owner")
     entry = _AuditContext(
@@ -319,48 +319,51 @@ def import_records(
         replace=replace,
     )
     outcome = outcome if outcome is not None else FileImport(path=source)
+    counts = FileImport(path=outcome.path)
+    replaced: list[str] = []
     stamp = timestamp_param(engine, datetime.now(UTC))
-    contracts = ContractHashes()
-    chunk: list[PreparedCase] = []
-    pending_events = 0
+    hashes = ContractHashes()
     budget = max(1, chunk_events)
-    try:
-        for record in records:
-            prepared = prepare_case(
-                record, source_format=source_format, now=stamp, contracts=contracts
+    with contextlib.ExitStack() as stack:
+        connection: Connection | None = None
+        contracts: dict[str, str] = {}
+
+        def write(chunk: list[PreparedCase]) -> None:
+            nonlocal connection, contracts
+            if connection is None:  # the transaction begins with the first chunk
+                connection = stack.enter_context(engine.begin())
+                lock_case_writes(connection)
+                contracts = stored_contract_hashes(connection)
+            _store_chunk(
+                connection,
+                chunk,
+                replace=replace,
+                counts=counts,
+                contracts=contracts,
+                replaced=replaced,
             )
-            chunk.append(prepared)
-            pending_events += len(prepared.event_rows) + 1
-            if pending_events >= budget:
-                started = time.perf_counter()
-                _store_chunk(engine, chunk, replace=replace, outcome=outcome, entry=entry)
-                elapsed = time.perf_counter() - started
-                budget = _next_budget(budget, elapsed)
-                chunk, pending_events = [], 0
-        if chunk:
-            _store_chunk(engine, chunk, replace=replace, outcome=outcome, entry=entry)
-    except InputError as error:
-        outcome.complete = False
-        stored = outcome.imported + outcome.unchanged
-        if not stored:
+
+        try:
+            chunk: list[PreparedCase] = []
+            pending_events = 0
+            for record in records:
+                prepared = prepare_case(
+                    record, source_format=source_format, now=stamp, contracts=hashes
+                )
+                chunk.append(prepared)
+                pending_events += len(prepared.event_rows) + 1
+                if pending_events >= budget:
+                    write(chunk)
+                    chunk, pending_events = [], 0
+            if chunk or connection is None:
+                write(chunk)
+            assert connection is not None
+            _record_import(connection, counts, replaced, entry)
+        except BaseException:
+            outcome.complete = False
             raise
-        raise InputError(
-            f"{error.message} ({stored} earlier case{'s' if stored != 1 else ''} of this "
-            f"file {'are' if stored != 1 else 'is'} stored, each whole; fix the file and "
-            "import it again to complete it)",
-            source=error.source,
-            line=error.line,
-            field=error.field,
-        ) from None
+    outcome.add(counts)  # counted once committed
     return outcome
-
-
-def _next_budget(budget: int, elapsed: float) -> int:
-    """The next chunk's size in events, so that a write takes about CHUNK_SECONDS."""
-    if elapsed <= 0:
-        return min(budget * 2, MAX_CHUNK_EVENTS)
-    scale = min(2.0, max(0.5, CHUNK_SECONDS / elapsed))
-    return int(min(MAX_CHUNK_EVENTS, max(MIN_CHUNK_EVENTS, budget * scale)))
 
 
 def import_paths(
@@ -377,9 +380,8 @@ def import_paths(
     ``options`` (the command line's or the import page's, passed on unchanged) name the
     files' format (see :data:`review_app.formats.FORMATS`; without it each file's format
     is detected), whether to replace changed cases, and the readers' options. Stops at
-    the first file that cannot be stored by raising ``InputError`` (the files before
-    it stay imported, and so do the cases of that file stored before the error;
-    ``on_file_done`` hears about those too, with ``complete=False``).
+    the first file that cannot be stored by raising ``InputError``: nothing of that
+    file is stored; the files before it stay imported (``on_file_done`` heard of each).
     """
     authorize(engine, actor, "policy_owner")
     options = options or ImportOptions()
@@ -389,21 +391,16 @@ def import_paths(
         callback = progress(path, path.stat().st_size) if progress else None
         name, records = open_cases(path, options, progress=callback)
         outcome = FileImport(path=str(path))
-        try:
-            import_records(
-                engine,
-                actor,
-                records,
-                source=str(path),
-                replace=options.replace,
-                source_format=name,
-                outcome=outcome,
-                sha256=file_sha256(path),
-            )
-        except InputError:
-            if on_file_done and (outcome.imported or outcome.unchanged):
-                on_file_done(outcome)  # what this file stored before the error
-            raise
+        import_records(
+            engine,
+            actor,
+            records,
+            source=str(path),
+            replace=options.replace,
+            source_format=name,
+            outcome=outcome,
+            sha256=file_sha256(path),
+        )
         summary.files.append(outcome)
         if on_file_done:
             on_file_done(outcome)

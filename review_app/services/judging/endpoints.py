@@ -28,12 +28,22 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from sqlalchemy import Engine
 
 from review_app import input_policy
 from review_app.errors import InputError
-from review_app.services.judging.judge_runner import RESPONSE_FORMATS, EndpointSettings, url_host
+from review_app.services.judging.judge_runner import (
+    DEFAULT_MAX_PROMPT_BYTES,
+    MAX_PROMPT_BYTES_LIMIT,
+    RESPONSE_FORMATS,
+    EndpointSettings,
+    check_key,
+    control_character,
+    url_host,
+    url_problem,
+)
 from review_app.services.judging.local_judge import (
     MODEL_ALIAS,
     local_judge_available,
@@ -46,7 +56,15 @@ ENDPOINTS_ENV = "REVIEW_APP_JUDGE_ENDPOINTS"
 LOCAL = "local"
 """The bundled model's endpoint name (when the ``local-judge`` extra is installed)."""
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
-_FIELDS = {"base_url", "model", "api_key", "api_key_env", "response_format", "concurrency"}
+_FIELDS = {
+    "base_url",
+    "model",
+    "api_key",
+    "api_key_env",
+    "response_format",
+    "concurrency",
+    "max_prompt_bytes",
+}
 
 
 @dataclass(frozen=True)
@@ -61,6 +79,7 @@ class Endpoint:
     response_format: str = "json_object"
     concurrency: int = 4
     local: bool = False
+    max_prompt_bytes: int = DEFAULT_MAX_PROMPT_BYTES
 
     def public(self) -> PublicEndpoint:
         """What may be shown: name, model, hosts, concurrency; never a key."""
@@ -72,6 +91,7 @@ class Endpoint:
             else (BUNDLED_HOST,),
             response_format=self.response_format,
             concurrency=self.concurrency,
+            max_prompt_bytes=self.max_prompt_bytes,
         )
 
 
@@ -89,6 +109,7 @@ class PublicEndpoint:
     hosts: tuple[str, ...]
     response_format: str
     concurrency: int
+    max_prompt_bytes: int = DEFAULT_MAX_PROMPT_BYTES
 
     def to_dict(self) -> dict[str, Any]:
         """What ``judge endpoints --json`` prints for it."""
@@ -98,6 +119,7 @@ class PublicEndpoint:
             "hosts": list(self.hosts),
             "response_format": self.response_format,
             "concurrency": self.concurrency,
+            "max_prompt_bytes": self.max_prompt_bytes,
         }
 
 
@@ -172,12 +194,12 @@ def parse_endpoints(path: Path) -> dict[str, Endpoint]:
         urls = table.get("base_url")
         if isinstance(urls, str):
             urls = [urls]
-        if (
-            not isinstance(urls, list)
-            or not urls
-            or not all(isinstance(u, str) and u.startswith(("http://", "https://")) for u in urls)
-        ):
+        if not isinstance(urls, list) or not urls or not all(isinstance(u, str) for u in urls):
             raise fail("give an http(s) URL, or a list of them (replicas)", "base_url")
+        for url in urls:
+            problem = url_problem(url)
+            if problem is not None:
+                raise fail(problem, "base_url")
         model = table.get("model")
         if not isinstance(model, str) or not model.strip():
             raise fail("give the model name", "model")
@@ -191,10 +213,29 @@ def parse_endpoints(path: Path) -> dict[str, Endpoint]:
             raise fail("give api_key or api_key_env, not both", "api_key")
         if key is not None and (not isinstance(key, str) or not key):
             raise fail("must be a non-empty string", "api_key")
+        if key is not None:
+            try:
+                check_key(key, field="api_key")
+            except InputError as error:
+                raise fail(error.message, "api_key") from None
         if key_env is not None and (
             not isinstance(key_env, str) or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key_env)
         ):
             raise fail("must name an environment variable", "api_key_env")
+        if key_env is not None and control_character(os.environ.get(key_env, "")):
+            raise fail(
+                f"${key_env} holds a control character; a key is sent in an HTTP header, "
+                "where a line break would end it",
+                "api_key_env",
+            )
+        if (key is not None or key_env is not None) and any(
+            urlsplit(url).username is not None for url in urls
+        ):
+            raise fail(
+                "a user name in the URL is sent as the Authorization header, which the key "
+                "needs too: give api_key (or api_key_env) or the URL's credentials, not both",
+                "base_url",
+            )
         response_format = table.get("response_format", "json_object")
         if response_format not in RESPONSE_FORMATS:
             raise fail(f"one of {', '.join(RESPONSE_FORMATS)}", "response_format")
@@ -205,6 +246,16 @@ def parse_endpoints(path: Path) -> dict[str, Endpoint]:
             or not 1 <= concurrency <= 256
         ):
             raise fail("an integer from 1 to 256", "concurrency")
+        max_prompt_bytes = table.get("max_prompt_bytes", DEFAULT_MAX_PROMPT_BYTES)
+        if (
+            not isinstance(max_prompt_bytes, int)
+            or isinstance(max_prompt_bytes, bool)
+            or not 1024 <= max_prompt_bytes <= MAX_PROMPT_BYTES_LIMIT
+        ):
+            raise fail(
+                f"a whole number of bytes from 1024 to {MAX_PROMPT_BYTES_LIMIT}",
+                "max_prompt_bytes",
+            )
         endpoints[name] = Endpoint(
             name=name,
             base_urls=tuple(u.rstrip("/") for u in urls),
@@ -213,6 +264,7 @@ def parse_endpoints(path: Path) -> dict[str, Endpoint]:
             api_key_env=key_env,
             response_format=response_format,
             concurrency=concurrency,
+            max_prompt_bytes=max_prompt_bytes,
         )
     return endpoints
 
@@ -268,6 +320,7 @@ def endpoint_settings(name: str, **options: Any) -> list[EndpointSettings]:
                 "which is not set",
                 field="--endpoint",
             )
+        check_key(key, field=f"${endpoint.api_key_env} (endpoint {name!r})")
     urls = (ensure_local_server(),) if endpoint.local else endpoint.base_urls
     return [
         EndpointSettings(
@@ -276,6 +329,7 @@ def endpoint_settings(name: str, **options: Any) -> list[EndpointSettings]:
             api_key=key,
             concurrency=endpoint.concurrency,
             response_format=endpoint.response_format,
+            max_prompt_bytes=endpoint.max_prompt_bytes,
             name=name,
             **options,
         )
@@ -288,23 +342,38 @@ _local_server: dict[str, Any] = {}
 
 
 def ensure_local_server(*, timeout: float = 300.0) -> str:
-    """The base URL of the bundled model's server, started (once per process) if needed."""
+    """The base URL of the bundled model's server, started (once per process) if needed.
+
+    The server holds the read end of a pipe whose write end only this process holds
+    (never inherited by its other children): when this process ends, however it ends,
+    the server sees the pipe close and exits (:mod:`.local_judge_lease`)."""
     with _local_lock:
         process: subprocess.Popen[bytes] | None = _local_server.get("process")
         if process is not None and process.poll() is None:
             return str(_local_server["url"])
+        old_lease = _local_server.pop("lease", None)
+        if old_lease is not None:
+            os.close(old_lease)
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
             sock.bind(("127.0.0.1", 0))
             port = int(sock.getsockname()[1])
-        process = subprocess.Popen(
-            local_server_command(host="127.0.0.1", port=port),
-            env=local_server_environment(),
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        read_end, write_end = os.pipe()  # both close-on-exec: no other child inherits them
+        try:
+            process = subprocess.Popen(
+                local_server_command(host="127.0.0.1", port=port, lease_fd=read_end),
+                env=local_server_environment(),
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                pass_fds=(read_end,),
+            )
+        except BaseException:
+            os.close(write_end)
+            raise
+        finally:
+            os.close(read_end)
         url = f"http://127.0.0.1:{port}/v1"
+        _local_server.update(process=process, url=url, lease=write_end)
         _wait_listening(process, port, timeout)
-        _local_server.update(process=process, url=url)
         return url
 
 

@@ -127,7 +127,8 @@ class PromptCatalog:
     rubric_id: str
     prompts: list[StoredPrompt] = field(default_factory=list)
     refused: dict[str, str] = field(default_factory=dict)
-    """ref (or file, when it could not be read) -> why it is not offered."""
+    """ref (or ``<judge>/<file>`` for a file not named as a version) -> why it is not
+    offered; neither names a directory of the server."""
 
     def get(self, ref: str) -> StoredPrompt:
         judge, version = parse_prompt_ref(ref)
@@ -137,10 +138,6 @@ class PromptCatalog:
         for prompt in self.prompts:
             if prompt.ref == canonical:
                 return prompt
-        for key, why in self.refused.items():
-            path = Path(key)
-            if path.parent.name == judge and path.name == f"v{version}.txt":
-                raise InputError(why, field="--prompt")
         known = ", ".join(p.ref for p in self.prompts) or "none"
         raise NotFound(f"no judge prompt {canonical} for {self.rubric_id} (known: {known})")
 
@@ -206,6 +203,14 @@ def _prompt_files(directory: Path, rubric_id: str) -> list[Path]:
     return sorted(files, key=order)
 
 
+def _refusal_name(path: Path) -> str:
+    """How a prompt file that is refused is named: ``<judge>@v<N>`` for
+    ``<judge>/v<N>.txt``, else ``<judge>/<file>``."""
+    match = PROMPT_FILE.fullmatch(path.name)
+    judge = path.parent.name
+    return f"{judge}@v{match['version']}" if match else f"{judge}/{path.name}"
+
+
 def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
@@ -218,7 +223,7 @@ def _refusal_for_run(session: Session, prompt: JudgePrompt, rubric_id: str) -> s
     if any(sha is not None and sha != prompt.sha256 for sha in shas):
         following = prompts_storage.next_version(session, rubric_id=rubric_id, judge=prompt.judge)
         return (
-            f"{prompt.source}: {prompt.ref} has runs and its text has changed since they ran; "
+            f"{prompt.ref} has runs and its text has changed since they ran; "
             "a judge prompt version is immutable once a run used it: restore the file and put "
             f"the change in a new version (v{following}.txt, or `review-app judge prompts "
             "create`)"
@@ -246,7 +251,12 @@ def _sync(
                     source=str(path),
                 )
         except InputError as error:
-            refused[str(path)] = str(error)
+            # Named by the version it would be, never by the server's directories: the
+            # reason is shown on pages.
+            name = _refusal_name(path)
+            refused[name] = InputError(
+                error.message, source=name, line=error.line, field=error.field
+            ).describe()
             continue
         number = int(prompt.version[1:])
         row = prompts_storage.get_prompt(
@@ -258,8 +268,8 @@ def _sync(
         if row is not None and row.source is None:
             # a file clashing with a version created in the app is refused as a file:
             # the stored version stays offered
-            refused[str(path)] = (
-                f"{prompt.source}: {prompt.ref} was created in the app or with `judge prompts "
+            refused[f"{prompt.judge}/{path.name}"] = (
+                f"{prompt.ref} was created in the app or with `judge prompts "
                 f"create` (by {row.created_by}) with another text; name the file "
                 f"v{following}.txt"
             )
@@ -268,7 +278,7 @@ def _sync(
             why = _refusal_for_run(session, prompt, rubric_id)
         elif runs.get((prompt.judge, prompt.version)):
             why = (
-                f"{prompt.source}: {prompt.ref} has runs and its file has changed since; a "
+                f"{prompt.ref} has runs and its file has changed since; a "
                 "judge prompt version is immutable once a run used it: restore the file and "
                 f"put the change in a new version (v{following}.txt)"
             )
@@ -289,7 +299,7 @@ def _sync(
             summary={
                 "before": row.sha256 if row is not None else None,
                 "after": prompt.sha256,
-                "source": prompt.source,
+                "source": f"{prompt.judge}/{Path(prompt.source).name}",
             },
         )
         if row is None:
@@ -528,7 +538,7 @@ def store_for_run(
         runs = judging.run_counts(session, rubric_id=rubric.id)
         if runs.get((prompt.judge, prompt.version)) or row.source != prompt.source:
             raise InputError(
-                f"{prompt.source}: {prompt.ref} is stored with another text"
+                f"{prompt.ref} is stored with another text"
                 f"{' and has runs' if runs.get((prompt.judge, prompt.version)) else ''}; a "
                 "judge prompt version is immutable once a run used it: save the change as a "
                 "new version",

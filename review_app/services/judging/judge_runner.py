@@ -10,19 +10,22 @@ would repeat).
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import functools
+import ipaddress
 import itertools
 import json
 import os
 import random
+import re
 import ssl
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, unquote, urlsplit
 
 import orjson
 from sqlalchemy import Engine
@@ -35,6 +38,7 @@ from review_app.judging import (
     JudgeAnswerError,
     JudgePrompt,
     PreparedPrompt,
+    PromptTooLarge,
     event_block,
     parse_judge_answer,
 )
@@ -58,6 +62,111 @@ ENDPOINT_ERROR = "endpoint"
 RESPONSE_FORMATS = ("text", "json_object", "json_object_schema", "json_schema")
 ANSWER_ERROR = "answer"
 """``error_kind`` of an answer that could not be parsed: kept (at temperature 0 it repeats)."""
+DEFAULT_MAX_PROMPT_BYTES = 256 * 1024
+"""The largest rendered prompt sent to an endpoint by default (UTF-8 bytes of its messages'
+text); an endpoint's ``max_prompt_bytes`` changes it (docs/reference.md, "Judge endpoints")."""
+MAX_PROMPT_BYTES_LIMIT = 64 * 1024 * 1024
+REDACTED = "[redacted]"
+
+
+def control_character(value: str) -> str | None:
+    """The first control character of ``value`` as ``U+000D``, or ``None``.
+
+    A key goes into an HTTP header: a line break there would end the header (aiohttp
+    refuses it, and a run that met it hung with nothing done)."""
+    for char in value:
+        if ord(char) < 0x20 or 0x7F <= ord(char) < 0xA0:
+            return f"U+{ord(char):04X}"
+    return None
+
+
+def check_key(value: str, *, field: str) -> str:
+    """``value`` as a key to send, or :class:`InputError` naming ``field``."""
+    found = control_character(value)
+    if found is not None:
+        raise InputError(
+            f"the key holds a control character ({found}); a key is sent in an HTTP header, "
+            "where a line break would end it",
+            field=field,
+        )
+    return value
+
+
+def url_problem(url: str) -> str | None:
+    """What is wrong with ``url`` as an endpoint's base URL, or ``None``: an http(s) URL
+    with a host, a port from 1 to 65535 if any, no spaces, control characters, query or
+    fragment (the request path is added to it)."""
+    if not url.startswith(("http://", "https://")):
+        return "give an http(s) URL, or a list of them (replicas)"
+    if any(char.isspace() for char in url) or control_character(url):
+        return "a URL holds no spaces or control characters"
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError as error:
+        text = str(error)
+        if "IPv6" in text:
+            return "the host is not a valid IPv6 address in brackets"
+        return "the port is a whole number from 1 to 65535"
+    host = parts.hostname
+    if not host:
+        return "the URL names no host"
+    if "[" in parts.netloc.rpartition("@")[2]:
+        try:
+            ipaddress.IPv6Address(host.partition("%")[0])
+        except ValueError:
+            return "the host is not a valid IPv6 address in brackets"
+    elif not re.fullmatch(r"[A-Za-z0-9._~%-]+", host):
+        return f"{host!r} is not a host name"
+    if port == 0:
+        return "the port is a whole number from 1 to 65535"
+    if parts.query or parts.fragment or url.endswith(("?", "#")):
+        return "a base URL has no query or fragment (the request path is added to it)"
+    return None
+
+
+def without_credentials(url: str) -> str:
+    """``url`` without a user name and password written into it (a run's stored
+    parameters name where it asked, never with what)."""
+    parts = urlsplit(url)
+    if parts.username is None and parts.password is None:
+        return url
+    host = parts.netloc.rpartition("@")[2]
+    return parts._replace(netloc=host).geturl()
+
+
+class Redactor:
+    """Removes an endpoint's secrets from text before it is stored or logged: the key,
+    the ``Authorization`` value it makes, and a password written into a base URL, also
+    as they appear escaped in JSON, in a Python ``repr`` or in a URL."""
+
+    def __init__(self, secrets: Sequence[str]) -> None:
+        variants: set[str] = set()
+        for secret in secrets:
+            if not secret:
+                continue
+            variants.update(
+                {
+                    secret,
+                    json.dumps(secret)[1:-1],
+                    json.dumps(secret, ensure_ascii=False)[1:-1],
+                    repr(secret)[1:-1],
+                    quote(secret, safe=""),
+                }
+            )
+        self._variants = sorted((v for v in variants if len(v) >= 4), key=len, reverse=True)
+
+    def __call__(self, text: str | None) -> str | None:
+        if text is None or not self._variants:
+            return text
+        for variant in self._variants:
+            if variant in text:
+                text = text.replace(variant, REDACTED)
+        return text
+
+    @classmethod
+    def of(cls, endpoints: Sequence[EndpointSettings]) -> Redactor:
+        return cls([secret for settings in endpoints for secret in settings.secrets()])
 
 
 @dataclass(frozen=True)
@@ -73,6 +182,30 @@ class EndpointSettings:
     """``text`` (nothing asked), ``json_object`` (OpenAI, vLLM, llama.cpp),
     ``json_object_schema`` (llama.cpp's server: a JSON object constrained to the
     verdict's schema) or ``json_schema`` (OpenAI structured outputs, vLLM)."""
+    max_prompt_bytes: int = DEFAULT_MAX_PROMPT_BYTES
+    """A unit whose rendered prompt is larger is not sent (its verdict says why)."""
+
+    def secrets(self) -> tuple[str, ...]:
+        """What never goes into a stored or logged text: the key, its ``Authorization``
+        value, a user name's password written into the base URL (and its Basic value)."""
+        found: list[str] = []
+        if self.api_key:
+            found += [f"Bearer {self.api_key}", self.api_key]
+        parts = urlsplit(self.base_url)
+        if parts.password:
+            credentials = f"{unquote(parts.username or '')}:{unquote(parts.password)}"
+            found += [
+                base64.b64encode(credentials.encode()).decode(),
+                unquote(parts.password),
+                parts.password,
+            ]
+        return tuple(found)
+
+    @functools.cached_property
+    def redact(self) -> Redactor:
+        """This endpoint's :class:`Redactor` (made once)."""
+        return Redactor(self.secrets())
+
     name: str | None = None
     """The endpoint's name in the endpoints file; ``None`` for ``--base-url``."""
 
@@ -92,10 +225,15 @@ class EndpointSettings:
         name = model or os.environ.get(MODEL_ENV)
         if not url:
             raise InputError(f"give --base-url (or set {BASE_URL_ENV})", field="--base-url")
+        problem = url_problem(url)
+        if problem is not None:
+            raise InputError(problem, field="--base-url")
         if not name:
             raise InputError(f"give --model (or set {MODEL_ENV})", field="--model")
         name = input_policy.check_name(name, field="--model", what="a model name")
         key = api_key or os.environ.get(API_KEY_ENV) or os.environ.get("OPENAI_API_KEY")
+        if key is not None:
+            check_key(key, field="--api-key")
         settings = cls(base_url=url.rstrip("/"), model=name, api_key=key, **options)
         if settings.concurrency < 1:
             raise InputError("--concurrency is at least 1", field="--concurrency")
@@ -105,6 +243,11 @@ class EndpointSettings:
             raise InputError(
                 f"--response-format is one of {', '.join(RESPONSE_FORMATS)}",
                 field="--response-format",
+            )
+        if not 1024 <= settings.max_prompt_bytes <= MAX_PROMPT_BYTES_LIMIT:
+            raise InputError(
+                f"--max-prompt-bytes is from 1024 to {MAX_PROMPT_BYTES_LIMIT}",
+                field="--max-prompt-bytes",
             )
         return settings
 
@@ -188,6 +331,8 @@ class _Job:
     case_id: str
     turn: int
     messages: list[ChatMessage]
+    refusal: str | None = None
+    """Why the unit is not sent (its prompt would be too large), or ``None``."""
 
 
 @dataclass
@@ -275,7 +420,8 @@ async def _attempt(
             retry_after=min(60.0, float(retry_after)) if retry_after.isdigit() else None,
         )
     if status >= 400:
-        text = raw.decode("utf-8", errors="replace")
+        # Redacted before it is cut: a key cut in two would no longer be found.
+        text = settings.redact(raw.decode("utf-8", errors="replace")) or ""
         return _Attempt(
             _Outcome(job, error=f"HTTP {status}: {text[:300]!r}", error_kind=ENDPOINT_ERROR)
         )
@@ -297,7 +443,8 @@ async def _attempt(
     try:
         answer = parse_judge_answer(content, rubric=rubric)
     except JudgeAnswerError as error:
-        outcome.error = f"{error}; the answer was: {content[:500]!r}"
+        shown = settings.redact(content) or ""
+        outcome.error = f"{settings.redact(str(error))}; the answer was: {shown[:500]!r}"
         outcome.error_kind = ANSWER_ERROR
         return _Attempt(outcome)
     outcome.label, outcome.score, outcome.reason = answer.label, answer.score, answer.reason
@@ -364,7 +511,10 @@ async def _endpoint_worker(
         item = await todo.get()
         if not item.attempts:
             item.started = time.perf_counter()
-        result = await _attempt(client, endpoint.settings, item.job, rubric)
+        try:
+            result = await _attempt(client, endpoint.settings, item.job, rubric)
+        except Exception as error:  # a request that could not be made: never a dead slot
+            result = _Attempt(problem=f"{type(error).__name__}: {error}")
         item.attempts += 1
         latency = int((time.perf_counter() - item.started) * 1000)
         if result.outcome is not None:
@@ -452,14 +602,14 @@ def run_judge(
         raise InputError("every endpoint of one run serves the same model", field="--model")
     settings = endpoints[0]
     params: dict[str, Any] = {
-        "base_url": settings.base_url,
+        "base_url": without_credentials(settings.base_url),
         "max_tokens": settings.max_tokens,
         "response_format": settings.response_format,
         "temperature": 0,
         "prompt_source": prompt.source,
     }
     if len(endpoints) > 1:
-        params["base_urls"] = [e.base_url for e in endpoints]
+        params["base_urls"] = [without_credentials(e.base_url) for e in endpoints]
     with Session(engine) as session:
         written_for = judging.first_run_of_prompt(
             session, judge=prompt.judge, prompt_version=prompt.version, rubric_id=rubric.id
@@ -596,10 +746,10 @@ _READY_AT_LEAST = 512
 """Rendered units kept waiting at least, however low the endpoints' concurrency."""
 _FEED_POLL = 0.01
 """Seconds between looks at the queue while enough rendered units wait."""
-_STORE_AT_LEAST = 10
-"""Answers kept before a batch is written (with a slow endpoint, one every ten answers)."""
 _STORE_EVERY = 0.25
-"""Seconds between batches written while answers come fast."""
+"""Seconds an answer waits at most before it is written (with those that came since)."""
+_STOP_POLL = 0.2
+"""Seconds between looks at a stop request while no answer comes."""
 _STORE_AT_MOST = 2000
 """Answers written in one batch at most, however little time has passed."""
 
@@ -623,6 +773,8 @@ def unit_messages(
     for batch in _case_batches(engine, [(case_id, turn)]):
         for case in batch:
             for job in _case_jobs(prepared, case):
+                if job.refusal is not None:
+                    raise InputError(job.refusal, field="prompt")
                 return job.messages
     raise NotFound(f"no turn {turn} in case {case_id!r}")
 
@@ -656,12 +808,17 @@ def _case_batches(engine: Engine, units: list[tuple[str, int]]) -> Iterator[list
         ]
 
 
-def _case_jobs(prepared: PreparedPrompt, case: _CaseToJudge) -> list[_Job]:
-    """One case's units with their prompts: the transcript up to each judged turn."""
+def _case_jobs(
+    prepared: PreparedPrompt, case: _CaseToJudge, *, max_bytes: int = DEFAULT_MAX_PROMPT_BYTES
+) -> list[_Job]:
+    """One case's units with their prompts: the transcript up to each judged turn. A unit
+    whose prompt would be larger than ``max_bytes`` is not rendered: its job carries the
+    refusal instead (the size is known from the blocks' sizes, before rendering)."""
     jobs: list[_Job] = []
     wanted = set(case.turns)
     shown: list[dict[str, Any]] = []
     blocks: list[str] = []
+    sizes: list[int] = []
     for event in case.events:
         shown.append(
             {
@@ -674,12 +831,22 @@ def _case_jobs(prepared: PreparedPrompt, case: _CaseToJudge) -> list[_Job]:
                 "set_role": event.set_role,
             }
         )
-        blocks.append(event_block(shown[-1]))
+        blocks.append(block := event_block(shown[-1]))
+        sizes.append(len(block) if block.isascii() else len(block.encode("utf-8")))
         if event.turn in wanted:  # the transcript up to the judged turn, no further
             wanted.discard(event.turn)
-            messages = prepared.render(
-                chatbot_role=case.chatbot_role, events=shown, turn=event.turn, blocks=blocks
-            )
+            try:
+                messages = prepared.render(
+                    chatbot_role=case.chatbot_role,
+                    events=shown,
+                    turn=event.turn,
+                    blocks=blocks,
+                    block_sizes=sizes,
+                    max_bytes=max_bytes,
+                )
+            except PromptTooLarge as refused:
+                jobs.append(_Job(case.case_id, event.turn, [], refusal=str(refused)))
+                continue
             jobs.append(_Job(case.case_id, event.turn, messages))
     return jobs
 
@@ -703,6 +870,8 @@ async def _run_jobs(
     # Units waiting with their prompt rendered: enough for the endpoints' slots while
     # the next batch renders, not the whole run (250,000 prompts of 14 KB are 3.5 GB).
     ready_at_most = max(_READY_AT_LEAST, 8 * sum(settings.concurrency for settings in endpoints))
+    # A unit may go to any of the endpoints: its prompt must suit the smallest limit.
+    max_bytes = min(settings.max_prompt_bytes for settings in endpoints)
 
     async def feed() -> None:
         # Transcripts are read in a thread, a batch of cases at a time, while the first
@@ -714,8 +883,11 @@ async def _run_jobs(
             for case in batch:
                 while todo.qsize() > ready_at_most:
                     await asyncio.sleep(_FEED_POLL)
-                for job in _case_jobs(prepared, case):
-                    todo.put_nowait(_Try(job))
+                for job in _case_jobs(prepared, case, max_bytes=max_bytes):
+                    if job.refusal is not None:  # never sent; the next run checks again
+                        done.put_nowait(_Outcome(job, error=job.refusal, error_kind=ENDPOINT_ERROR))
+                    else:
+                        todo.put_nowait(_Try(job))
                     count += 1
                 await asyncio.sleep(0)  # answers that came in are taken between cases
         fed.append(count)
@@ -729,6 +901,7 @@ async def _run_jobs(
     import aiohttp
 
     tls = _tls_context()
+    redact = Redactor.of(endpoints)
     async with contextlib.AsyncExitStack() as stack:
         workers = []
         for settings in endpoints:
@@ -761,30 +934,36 @@ async def _run_jobs(
         workers.append(feeder)
         try:
             finished = 0
-            stored_at = time.monotonic()
+            oldest = 0.0  # when the oldest answer not yet stored came
             while not fed or finished < fed[0]:
                 if stop is not None and stop():
                     summary.stopped = True
                     break
-                outcome = await _next_outcome(done, feeder, None if stop is None else 0.2)
-                if outcome is None:
-                    continue
-                finished += 1
-                pending.append(outcome)
-                summary.count(outcome)
-                if progress:
-                    progress(finished, fed[0] if fed else n_jobs)
-                if len(pending) >= _STORE_AT_LEAST and (
-                    time.monotonic() - stored_at >= _STORE_EVERY or len(pending) >= _STORE_AT_MOST
+                wait = None if stop is None else _STOP_POLL
+                if pending:
+                    due = max(0.0, oldest + _STORE_EVERY - time.monotonic())
+                    wait = due if wait is None else min(wait, due)
+                outcome = await _next_outcome(done, feeder, wait)
+                if outcome is not None:
+                    finished += 1
+                    if not pending:
+                        oldest = time.monotonic()
+                    pending.append(outcome)
+                    summary.count(outcome)
+                    if progress:
+                        progress(finished, fed[0] if fed else n_jobs)
+                if pending and (
+                    time.monotonic() - oldest >= _STORE_EVERY or len(pending) >= _STORE_AT_MOST
                 ):
                     # Off the event loop: requests keep flowing while a batch is written.
-                    # A batch a transaction (on SQLite a sync to disk): at hundreds of
-                    # answers a second, a batch of ten was a thousand transactions in
-                    # ten thousand units. A stop or a crash loses at most the answers of
-                    # the last fraction of a second, and the next run asks them again.
+                    # Every answer is written within a quarter second of coming, a batch a
+                    # transaction (on SQLite a sync to disk): at hundreds of answers a
+                    # second that is a few batches a second, not one transaction each; a
+                    # slow endpoint's answer is never kept waiting for others. A stop or
+                    # a crash loses at most the answers of the last quarter second (and
+                    # the requests in flight), which the next run asks again.
                     batch, pending = pending, []
-                    await asyncio.to_thread(_store, engine, run_id, batch)
-                    stored_at = time.monotonic()
+                    await asyncio.to_thread(_store, engine, run_id, batch, redact)
         finally:
             for worker in workers:
                 worker.cancel()
@@ -795,7 +974,7 @@ async def _run_jobs(
             while not done.empty():
                 pending.append(outcome := done.get_nowait())
                 summary.count(outcome)
-            _store(engine, run_id, pending)
+            _store(engine, run_id, pending, redact)
 
 
 @functools.cache
@@ -854,7 +1033,8 @@ async def _next_outcome(
     return None
 
 
-def _store(engine: Engine, run_id: int, outcomes: list[_Outcome]) -> None:
+def _store(engine: Engine, run_id: int, outcomes: list[_Outcome], redact: Redactor) -> None:
+    """Write answers; no endpoint's secret goes into a stored error or reason."""
     if not outcomes:
         return
     with Session(engine) as session:
@@ -868,8 +1048,8 @@ def _store(engine: Engine, run_id: int, outcomes: list[_Outcome]) -> None:
                     o.job.turn,
                     o.label,
                     o.score,
-                    o.reason,
-                    o.error,
+                    redact(o.reason),
+                    redact(o.error),
                     o.error_kind,
                     o.latency_ms,
                     o.prompt_tokens,

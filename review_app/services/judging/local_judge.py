@@ -39,11 +39,21 @@ def model_path() -> Path:
     return Path(model_package.assemble(target, overwrite=True))
 
 
-def local_server_command(*, host: str, port: int, n_ctx: int = 4096) -> list[str]:
+def local_server_command(
+    *, host: str, port: int, n_ctx: int = 4096, lease_fd: int | None = None
+) -> list[str]:
+    """The command serving the bundled model; with ``lease_fd`` (the read end of a pipe
+    the caller holds the write end of) the server exits when the caller's process does
+    (:mod:`review_app.services.judging.local_judge_lease`)."""
+    runner = (
+        ["llama_cpp.server"]
+        if lease_fd is None
+        else ["review_app.services.judging.local_judge_lease", "--lease-fd", str(lease_fd)]
+    )
     return [
         sys.executable,
         "-m",
-        "llama_cpp.server",
+        *runner,
         "--model",
         str(model_path()),
         "--model_alias",

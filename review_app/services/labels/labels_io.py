@@ -37,7 +37,12 @@ from review_app.services.cases.export import LABEL_EXPORT_COLUMNS
 from review_app.services.cases.file_import import file_sha256, record_error, with_stored_turns
 from review_app.services.labels.labeling import MAX_RATIONALE_CHARS
 from review_app.services.rubrics.rubric_catalog import RubricCatalog
-from review_app.services.team.people import Actor, authorize, check_reviewer_name, display_of
+from review_app.services.team.people import (
+    Actor,
+    authorize,
+    check_new_person_name,
+    display_of,
+)
 from storage import assignments, audit, labels, reviewers
 
 LABEL_COLUMNS = ("case_id", "turn", "reviewer", "label", "rubric", "rationale")
@@ -150,7 +155,7 @@ def parse_label_file(path: Path, *, catalog: RubricCatalog) -> list[LabelRecord]
                 "label",
             )
         try:
-            reviewer = check_reviewer_name(values["reviewer"])
+            reviewer = check_new_person_name(values["reviewer"])
         except InputError as error:
             raise fail(error.message, "reviewer") from None
         rationale = values["rationale"] or None

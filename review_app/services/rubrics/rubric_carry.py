@@ -1,7 +1,8 @@
 """Publishing rubric version N+1: carry what still holds, queue for re-review what changed.
 
-docs/reference.md, "Rubric versions: mapping and carry-over". One write transaction:
-the mapping is checked (a used code left unaccounted for refuses the publication),
+docs/reference.md, "Rubric versions: mapping and carry-over". One write transaction
+(taken beside reviewers' saves without deadlocking, tried again while they hold the
+tables): the mapping is checked (a used code left unaccounted for refuses the publication),
 then current labels, gold labels and judge verdicts of codes that map one-to-one with
 ``same`` or ``reworded`` are copied into N+1 (marked carried: source row, publication,
 so from which version, when and by whom), labels of ``narrowed``, ``widened``, ``split``
@@ -21,7 +22,11 @@ from sqlmodel import Session
 import storage.units
 from review_app.errors import InputError
 from review_app.rubrics import RE_REVIEW_CHANGES, Rubric, RubricMapping, map_rubrics
-from review_app.services.rubrics.rubric_catalog import RubricCatalog
+from review_app.services.rubrics.rubric_catalog import (
+    RubricCatalog,
+    source_name,
+    store_rubric_version,
+)
 from review_app.services.team.people import Actor, authorize, require_reviewer_id
 from storage import assignments, audit, carry, judging
 from storage.engine import read_only
@@ -78,23 +83,34 @@ def mapping_for(catalog: RubricCatalog, rubric: Rubric) -> RubricMapping:
 
 
 def publish_rubric(
-    engine: Engine, actor: Actor, *, catalog: RubricCatalog, ref: str
+    engine: Engine,
+    actor: Actor,
+    *,
+    catalog: RubricCatalog,
+    ref: str,
+    wait_seconds: float = carry.PUBLISH_WAIT_SECONDS,
 ) -> CarryReport:
-    """Carry version N's labels into ``ref`` (version N+1) where their meaning held."""
+    """Carry version N's labels into ``ref`` (version N+1) where their meaning held.
+
+    One write transaction holding the publication's locks, taken in the order saves
+    take theirs and tried again while other writers hold them, for ``wait_seconds`` at
+    most (:func:`storage.carry.run_publication`); one audit entry, ``rubric_publish``,
+    with the version's content hash and everything carried and queued.
+    """
     actor = authorize(engine, actor, "admin")
     new = catalog.get(ref)
     mapping = mapping_for(catalog, new)
     old = mapping.old
     one_to_one = mapping.carried()
     re_review_codes = [code for code in old.codes if mapping.fate(code) in RE_REVIEW_CHANGES]
-    at = utcnow()
     names: dict[str, Any] = {
         "rubric_id": new.id,
         "from_version": old.version,
         "to_version": new.version,
     }
-    with Session(engine) as session:
-        carry.lock_for_carry(session)
+
+    def publish(session: Session) -> CarryReport:
+        at = utcnow()
         labels_now = storage.units.current_code_counts(
             session, table="labels", rubric_id=old.id, version=old.version
         )
@@ -106,6 +122,7 @@ def publish_rubric(
             for code in set(labels_now) | set(gold_now)
         }
         mapping.check_publishable(used)
+        before = store_rubric_version(session, new)
         carry_id = carry.create_carry(session, actor=actor.name, at=at, **names)
         carried = storage.units.carry_labels(
             session, table="labels", carry_id=carry_id, mapping=one_to_one, at=at, **names
@@ -144,13 +161,20 @@ def publish_rubric(
         audit.add_entry(
             session,
             actor=actor.name,
-            action="rubric_carry",
+            action="rubric_publish",
             object_type="rubric",
             object_key=new.ref,
-            summary=summary,
+            summary={
+                "before": before,
+                "after": new.sha256,
+                "source": source_name(new),
+                "carry": carry_id,
+                **summary,
+            },
         )
-        session.commit()
-    return report
+        return report
+
+    return carry.run_publication(engine, publish, wait_seconds=wait_seconds)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,8 @@ A labeled version whose file disappeared stays available from the stored copy.
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -36,7 +38,8 @@ class RubricCatalog:
     usable: dict[str, Rubric] = field(default_factory=dict)
     """ref -> rubric, for every version that can be labeled against."""
     refused: dict[str, str] = field(default_factory=dict)
-    """ref (or file) -> why it is not offered."""
+    """ref (or ``<folder>/<file>`` for a file not named as a version) -> why it is not
+    offered; neither names a directory of the server."""
     stored: dict[str, Rubric] = field(default_factory=dict)
     """ref -> the content labels were recorded against (for reports on refused versions)."""
     labeled: set[str] = field(default_factory=set)
@@ -52,12 +55,6 @@ class RubricCatalog:
             return self.usable[canonical]
         if canonical in self.refused:
             raise InputError(self.refused[canonical], field="rubric")
-        for key, why in self.refused.items():
-            # a file that could not be read at all is listed by its path: its own error
-            # (file, line, field) answers for the version it would have been
-            path = Path(key)
-            if path.parent.name == rubric_id and path.name == f"v{version}.yaml":
-                raise InputError(why)
         raise NotFound(f"no rubric {canonical}; available: {', '.join(self.refs) or 'none'}")
 
     def for_reports(self, ref: str) -> Rubric:
@@ -111,11 +108,20 @@ def _rubric_files(root: Path) -> list[Path]:
     )
 
 
-def sync_rubrics(engine: Engine, actor: Actor, *, directory: Path | None = None) -> RubricCatalog:
+def sync_rubrics(
+    engine: Engine,
+    actor: Actor,
+    *,
+    directory: Path | None = None,
+    leave_unstored: Collection[str] = (),
+) -> RubricCatalog:
     """Load every rubric file, compare with the stored versions, store new content.
 
     Any signed-in person may ask (reviewers need the catalog to label); storing new
-    content is a rubric publication, recorded in the audit log under the actor.
+    content is a rubric publication, recorded in the audit log under the actor. The
+    versions named in ``leave_unstored`` are offered as read but not stored: the caller
+    stores them with its own act (``rubrics publish`` stores the version it publishes,
+    in one transaction with one audit entry).
     """
     actor = authorize(engine, actor, "reviewer")
     root = directory or default_rubrics_dir()
@@ -125,7 +131,12 @@ def sync_rubrics(engine: Engine, actor: Actor, *, directory: Path | None = None)
         try:
             loaded.append(load_rubric_file(path))
         except InputError as error:
-            catalog.refused[str(path)] = str(error)
+            # Named by the version it would be (or its folder and file), never by the
+            # server's directories: the reason is shown on pages.
+            name = refusal_name(path)
+            catalog.refused[name] = InputError(
+                error.message, source=name, line=error.line, field=error.field
+            ).describe()
     with Session(engine) as session:
         labeled = {
             f"{rubric_id}@{version}"
@@ -151,12 +162,15 @@ def sync_rubrics(engine: Engine, actor: Actor, *, directory: Path | None = None)
                 changes = diff_rubrics(stored, rubric)
                 what = f" ({_summarise(changes.to_dict())})" if not changes.is_empty else ""
                 catalog.refused[rubric.ref] = (
-                    f"{rubric.source}: {rubric.ref} has labels and its file has changed since"
-                    f"{what}; a labeled rubric version is immutable: restore the file and put "
+                    f"{rubric.ref} has labels and its file ({source_name(rubric)}) has changed "
+                    f"since{what}; a labeled rubric version is immutable: restore the file and put "
                     f"the change in a new version (v{rubric.version + 1}.yaml)"
                 )
                 continue
-            if stored_row is None or stored_row.sha256 != rubric.sha256:
+            if rubric.ref not in leave_unstored and (
+                stored_row is None or stored_row.sha256 != rubric.sha256
+            ):
+                before = store_rubric_version(session, rubric)
                 audit.add_entry(
                     session,
                     actor=actor.name,
@@ -164,19 +178,10 @@ def sync_rubrics(engine: Engine, actor: Actor, *, directory: Path | None = None)
                     object_type="rubric",
                     object_key=rubric.ref,
                     summary={
-                        "before": stored_row.sha256 if stored_row is not None else None,
+                        "before": before,
                         "after": rubric.sha256,
-                        "source": rubric.source,
+                        "source": source_name(rubric),
                     },
-                )
-                rubric_versions.save_rubric_version(
-                    session,
-                    rubric_id=rubric.id,
-                    version=rubric.version,
-                    sha256=rubric.sha256,
-                    title=rubric.title,
-                    body_json=json.dumps(rubric.to_dict(), sort_keys=True),
-                    source=rubric.source,
                 )
                 catalog.stored[rubric.ref] = rubric
             catalog.usable[rubric.ref] = rubric
@@ -185,6 +190,41 @@ def sync_rubrics(engine: Engine, actor: Actor, *, directory: Path | None = None)
                 catalog.usable[ref] = stored  # the file is gone; the labeled content remains
         session.commit()
     return catalog
+
+
+def refusal_name(path: Path) -> str:
+    """How a rubric file that could not be read is named: the version it would be
+    (``<id>@<N>`` for ``<id>/v<N>.yaml``), else ``<folder>/<file>``."""
+    found = re.fullmatch(r"v([1-9][0-9]*)\.yaml", path.name)
+    return f"{path.parent.name}@{found[1]}" if found else f"{path.parent.name}/{path.name}"
+
+
+def source_name(rubric: Rubric) -> str:
+    """Where a version's content came from, as pages and the audit log name it: the
+    rubric file as ``<id>/v<N>.yaml`` (no directory of the server), else its ref."""
+    if rubric.source and Path(rubric.source).suffix in (".yaml", ".yml"):
+        return f"{rubric.id}/{Path(rubric.source).name}"
+    return rubric.ref
+
+
+def store_rubric_version(session: Session, rubric: Rubric) -> str | None:
+    """Store ``rubric``'s content as its version when it is new or changed; the sha256
+    stored before (``None`` if none was)."""
+    stored = rubric_versions.get_rubric_version(
+        session, rubric_id=rubric.id, version=rubric.version
+    )
+    before = None if stored is None else stored.sha256
+    if before != rubric.sha256:
+        rubric_versions.save_rubric_version(
+            session,
+            rubric_id=rubric.id,
+            version=rubric.version,
+            sha256=rubric.sha256,
+            title=rubric.title,
+            body_json=json.dumps(rubric.to_dict(), sort_keys=True),
+            source=rubric.source,
+        )
+    return before
 
 
 def has_labels(engine: Engine, actor: Actor, rubric: Rubric) -> bool:

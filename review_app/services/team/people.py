@@ -25,6 +25,7 @@ import hashlib
 import hmac
 import os
 import secrets
+import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -235,6 +236,47 @@ def check_reviewer_name(name: str) -> str:
     return input_policy.check_identity(name, field="reviewer")
 
 
+def check_new_person_name(name: str, *, field: str = "reviewer") -> str:
+    """:func:`check_reviewer_name` for a name a person signs in or is added with: also
+    refused when it is, or looks like, one reserved (``operator``, the command line)."""
+    identity = input_policy.check_identity(name, field=field)
+    reserved = input_policy.reserved_identity(identity)
+    if reserved is not None:
+        raise InputError(
+            f"{name!r} is reserved: the audit log records the command line as {reserved!r}",
+            field=field,
+        )
+    return identity
+
+
+def proxy_identity(value: str | None) -> str | None:
+    """The name a reverse proxy's identity header gives, or ``None`` when it gives none
+    that may sign in (then the page says so, as for a missing header).
+
+    HTTP servers hand header values over decoded as Latin-1; a proxy sends UTF-8, so
+    ``José`` arrives as ``JosÃ©`` and would be another person: the value is taken back
+    to its bytes and decoded as UTF-8 (bytes that are not UTF-8 give ``None``), then
+    NFKC-normalised (``ｊｏｓé`` is ``josé``) before the name rules and the reserved
+    names apply."""
+    if not value:
+        return None
+    try:
+        raw = value.encode("latin-1")
+    except UnicodeEncodeError:
+        text = value  # already text beyond Latin-1: nothing to take back
+    else:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    text = unicodedata.normalize("NFKC", text).strip()
+    try:
+        check_new_person_name(text)
+    except InputError:
+        return None
+    return text
+
+
 def display_of(name: str, display_name: str | None = None) -> str | None:
     """What to show for a new reviewer: the display name given, else the name as typed
     when its case differs from the identity (``Ana`` is stored as ``ana``, shown as ``Ana``)."""
@@ -273,7 +315,7 @@ def sign_in(
 ) -> Actor:
     """The actor for a signed-in identity, creating the reviewer on first sight."""
     display_name = display_of(name, display_name)
-    name = check_reviewer_name(name)
+    name = check_new_person_name(name)
     with Session(read_only(engine)) as session:
         existing = reviewers.get_reviewer_by_name(session, name=name)
         if existing is not None:
@@ -341,7 +383,7 @@ def add_person(
     (admins only); the person as they are now."""
     actor = authorize(engine, actor, "admin")
     display_name = display_of(name)
-    name = check_reviewer_name(name)
+    name = check_new_person_name(name)
     check_role_name(role)
     with Session(engine) as session:
         _refuse_removing_the_last_admin(

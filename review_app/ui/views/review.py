@@ -14,6 +14,7 @@ from typing import Any
 import streamlit as st
 
 from review_app.errors import DatabaseBusy, InputError, NotFound, PermissionDenied
+from review_app.services.cases.case_window import WINDOW_EVENTS, TurnWindow, turn_window
 from review_app.services.cases.cases import SHORT_HASH_CHARS, CaseView, TurnView
 from review_app.services.judging.selective import certified_verdicts
 from review_app.services.labels.key_events import apply_key_events, parse_key_events
@@ -148,6 +149,26 @@ if not focus or focus.get("case") != case_id or focus.get("turn") not in labelab
     focus = {"case": case_id, "turn": first}
     st.session_state["focus"] = focus
 focus_turn: int | None = focus["turn"]
+
+# A long case draws a window of turns around the focused one and its first break, not
+# every turn (services/cases/case_window.py); a J past it draws the next stretch.
+positions = {t.turn: index for index, t in enumerate(view.turns)}
+kept = st.session_state["review_window"]
+window = turn_window(
+    len(view.turns),
+    focus=positions.get(focus_turn) if focus_turn is not None else None,
+    first_break=positions.get(view.first_violation_turn)
+    if view.first_violation_turn is not None
+    else None,
+    kept=tuple(kept[1:]) if kept and kept[0] == case_id else None,
+)
+st.session_state["review_window"] = (case_id, window.start, window.end, window.anchor)
+drawn = [view.turns[index] for index in window.drawn]
+
+
+def _move_window(events: int, current: TurnWindow = window) -> None:
+    moved = current.shifted(events)
+    st.session_state["review_window"] = (case_id, moved.start, moved.end, moved.anchor)
 
 
 with st.sidebar:
@@ -292,7 +313,7 @@ with reference:
         keys.keyboard(
             case=case_id,
             turns=labelable_turns,
-            order=[t.turn for t in view.turns],
+            order=[t.turn for t in drawn],  # the messages on the page, in order
             focus=focus_turn,
             labels={str(t): row.code for t, row in labels.mine.items()},
             rationales={str(t): row.rationale for t, row in labels.mine.items() if row.rationale},
@@ -338,30 +359,66 @@ certified = (
     else {}
 )
 
+
+def _draw_turn(turn: TurnView) -> None:
+    if turn.set_role is not None:
+        if turn.transition == "trusted":
+            st.divider()
+            st.caption(
+                f"Trusted role transition → {code_span(turn.set_role)} "
+                f"(system event, turn {turn.turn:d})"
+            )
+        else:
+            st.warning(
+                f"Ignored role change to {code_span(turn.set_role)} at turn "
+                f"{turn.turn:d}: a {code_span(turn.actor)} event is not a trusted "
+                "transition",
+                icon=":material/gpp_bad:",
+            )
+    with st.chat_message(turn.actor, avatar=AVATARS.get(turn.actor)):
+        st.text(_turn_text(turn))
+        _finding_marks(turn)
+        mark = certified.get((view.case_id, turn.turn))
+        if mark is not None:
+            st.caption(
+                f"Judge verdict {code_span(mark.label)} certified (run {mark.run:d}, "
+                f"alpha {mark.alpha:g}, delta {mark.delta:g}, confidence "
+                f"{mark.confidence:.3f} ≥ {mark.threshold:.3f}): the judge decides "
+                "this turn"
+            )
+
+
+def _gap(before: int, after: int) -> None:
+    """The events not drawn between two drawn stretches (or before the first, after the
+    last), and a button moving the window over them where the window borders them."""
+    hidden = after - before
+    if hidden <= 0:
+        return
+    st.caption(f"… {hidden:,} turn{'s' if hidden != 1 else ''} not shown")
+    if after == window.start or before == window.end:
+        earlier = after == window.start
+        st.button(
+            "Show earlier turns" if earlier else "Show later turns",
+            key="window_earlier" if earlier else "window_later",
+            icon=":material/unfold_more:",
+            on_click=_move_window,
+            args=((-1 if earlier else 1) * 2 * WINDOW_EVENTS,),
+        )
+
+
 with transcript:
-    for turn in view.turns:
-        if turn.set_role is not None:
-            if turn.transition == "trusted":
-                st.divider()
-                st.caption(
-                    f"Trusted role transition → {code_span(turn.set_role)} "
-                    f"(system event, turn {turn.turn:d})"
-                )
-            else:
-                st.warning(
-                    f"Ignored role change to {code_span(turn.set_role)} at turn "
-                    f"{turn.turn:d}: a {code_span(turn.actor)} event is not a trusted "
-                    "transition",
-                    icon=":material/gpp_bad:",
-                )
-        with st.chat_message(turn.actor, avatar=AVATARS.get(turn.actor)):
-            st.text(_turn_text(turn))
-            _finding_marks(turn)
-            mark = certified.get((view.case_id, turn.turn))
-            if mark is not None:
-                st.caption(
-                    f"Judge verdict {code_span(mark.label)} certified (run {mark.run:d}, "
-                    f"alpha {mark.alpha:g}, delta {mark.delta:g}, confidence "
-                    f"{mark.confidence:.3f} ≥ {mark.threshold:.3f}): the judge decides "
-                    "this turn"
-                )
+    if not window.whole:
+        st.caption(
+            f"A long conversation of {len(view.turns):,} events: turns "
+            f"{view.turns[window.start].turn:d}-{view.turns[window.end - 1].turn:d} are shown, "
+            "around the focused turn"
+            + (" (and the first violation)" if len(window.segments) > 1 else "")
+            + "; J/K, the panel's turn buttons and the buttons here move the window."
+        )
+    shown_until = 0
+    for start, end in window.segments:
+        _gap(shown_until, start)
+        shown_until = end
+        for turn in view.turns[start:end]:
+            _draw_turn(turn)
+    _gap(shown_until, len(view.turns))

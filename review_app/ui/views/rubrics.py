@@ -15,9 +15,10 @@ from review_app.ui.safe import code_list, code_span, escape
 catalog = cached.catalog()
 st.title("Rubrics")
 
-for ref, message in sorted(catalog.refused.items()):
-    st.warning(f"{code_span(ref)} is not offered")
-    st.text(message)
+if session.actor().has_role("policy_owner"):
+    for ref, message in sorted(catalog.refused.items()):
+        st.warning(f"{code_span(ref)} is not offered")
+        st.text(message)
 
 if not catalog.usable:
     st.info("No rubric versions. Add rubrics/<id>/v<N>.yaml.")
