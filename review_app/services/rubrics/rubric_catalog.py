@@ -40,6 +40,9 @@ class RubricCatalog:
     refused: dict[str, str] = field(default_factory=dict)
     """ref (or ``<folder>/<file>`` for a file not named as a version) -> why it is not
     offered; neither names a directory of the server."""
+    refused_errors: dict[str, InputError] = field(default_factory=dict)
+    """ref -> the file's own error (its path, line and field), for the command line:
+    ``get`` raises it so a command names the file; pages list ``refused``."""
     stored: dict[str, Rubric] = field(default_factory=dict)
     """ref -> the content labels were recorded against (for reports on refused versions)."""
     labeled: set[str] = field(default_factory=set)
@@ -53,6 +56,8 @@ class RubricCatalog:
         canonical = f"{rubric_id}@{version}"
         if canonical in self.usable:
             return self.usable[canonical]
+        if canonical in self.refused_errors:
+            raise self.refused_errors[canonical]
         if canonical in self.refused:
             raise InputError(self.refused[canonical], field="rubric")
         raise NotFound(f"no rubric {canonical}; available: {', '.join(self.refs) or 'none'}")
@@ -134,6 +139,7 @@ def sync_rubrics(
             # Named by the version it would be (or its folder and file), never by the
             # server's directories: the reason is shown on pages.
             name = refusal_name(path)
+            catalog.refused_errors[name] = error
             catalog.refused[name] = InputError(
                 error.message, source=name, line=error.line, field=error.field
             ).describe()
