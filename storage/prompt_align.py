@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import select
 from sqlmodel import Session, col
@@ -43,7 +44,7 @@ def get_confirmation_set(session: Session, *, set_id: int) -> ConfirmationSet | 
     return session.get(ConfirmationSet, set_id)
 
 
-def add_confirmation_set(session: Session, **fields: object) -> ConfirmationSet:
+def add_confirmation_set(session: Session, **fields: Any) -> ConfirmationSet:
     row = ConfirmationSet(**fields)
     session.add(row)
     session.flush()
@@ -66,7 +67,7 @@ def test_of_job(session: Session, *, set_id: int, job_id: int) -> ConfirmationTe
     return session.scalars(query).first()
 
 
-def add_confirmation_test(session: Session, **fields: object) -> ConfirmationTest:
+def add_confirmation_test(session: Session, **fields: Any) -> ConfirmationTest:
     """Insert a test; the unique index on (set, number) refuses a slot already spent."""
     row = ConfirmationTest(**fields)
     session.add(row)

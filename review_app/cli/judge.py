@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -490,6 +490,137 @@ def judge_compare(
         engine, operator(), rubric=chosen, run_ids=run_ids, n_resamples=resamples, seed=seed
     )
     print_report(report, as_json=as_json, render=render_run_comparison)
+
+
+@judge_app.command("align")
+def judge_align(
+    rubric: RubricOption,
+    start: Annotated[
+        str,
+        typer.Option(
+            "--from",
+            metavar="JUDGE@vN",
+            help="The stored prompt version to improve (see `judge prompts list`).",
+        ),
+    ],
+    endpoint: Annotated[
+        str,
+        typer.Option(
+            "--endpoint",
+            metavar="NAME",
+            help="The judge's endpoint (by name in the endpoints file).",
+        ),
+    ],
+    optimizer: Annotated[
+        str,
+        typer.Option(
+            "--optimizer-endpoint",
+            metavar="NAME",
+            help="The optimiser model's endpoint (by name): it proposes the new prompts.",
+        ),
+    ],
+    budget: Annotated[
+        int,
+        typer.Option(
+            "--budget",
+            metavar="CALLS",
+            help="Units the optimiser may have judged in all (verdicts already stored for a "
+            "prompt text cost no request); the confirmation comes on top.",
+        ),
+    ] = 200,
+    confirm_share: Annotated[
+        float,
+        typer.Option(
+            "--confirm-share",
+            help="Share of the gold conversations set aside to confirm (when the rubric "
+            "version has no confirmation set yet).",
+        ),
+    ] = 0.3,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the sets and the optimiser.")] = 0,
+    background: Annotated[
+        bool,
+        typer.Option(
+            "--background",
+            help="Queue the job and print its id; a worker runs it (review-app serve, or "
+            "review-app jobs work).",
+        ),
+    ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the result as JSON (the keys of the reference).")
+    ] = False,
+    db: DbOption = None,
+) -> None:
+    """Suggest a better judge prompt and confirm it on gold the optimiser never saw.
+
+    GEPA proposes prompts from the units the judge gets wrong (train and validation
+    gold); only the best is run on the confirmation set, against the starting version,
+    by the paired test of `judge compare`, at the level the set's error budget still
+    allows. Every candidate is kept as a prompt version (docs/reference.md, "Suggesting
+    a prompt").
+    """
+    import time
+
+    from review_app.services.judging.align import (
+        align_json,
+        plan_align,
+        start_align_job,
+        verdict_sentence,
+    )
+    from review_app.services.operations.jobs import ALIGN_JOB, job_status, run_worker, stop_job
+
+    engine = open_engine(db)
+    chosen = catalog(engine).get(rubric)
+    options: dict[str, Any] = {
+        "rubric": chosen,
+        "start": start,
+        "endpoint": endpoint,
+        "optimizer": optimizer,
+        "budget": budget,
+        "confirm_share": confirm_share,
+        "seed": seed,
+    }
+    plan = plan_align(engine, operator(), **options)
+    typer.echo(terminal_safe(plan.sentence()), err=as_json)
+    job = start_align_job(engine, operator(), **options)
+    if background:
+        typer.echo(f"job {job.id} queued: review-app jobs  (stop: review-app jobs stop {job.id})")
+        return
+    try:
+        while True:
+            run_worker(engine, until_idle=True, poll_seconds=0.2, kinds=[ALIGN_JOB])
+            view = job_status(engine, operator(), job_id=job.id)
+            if view.finished:
+                break
+            time.sleep(0.5)  # another worker (a server's) runs it
+    except KeyboardInterrupt:
+        stop_job(engine, operator(), job_id=job.id)
+        typer.echo(f"stopping job {job.id}: its candidates are kept", err=True)
+        raise typer.Exit(130) from None
+    if view.status != "done" or view.result is None:
+        raise fail(f"job {view.id} {view.status}: {view.error or 'no result'}")
+    if as_json:
+        print_json(align_json(view.result))
+        return
+    typer.echo(terminal_safe(verdict_sentence(view.result)))
+    for candidate in view.result.get("candidates") or []:
+        score = candidate.get("optimisation_score")
+        shown = "not scored" if score is None else f"{score:.3f}"
+        typer.echo(
+            terminal_safe(
+                f"  {candidate['name']}: optimisation-set score {shown} "
+                f"on {candidate.get('scored_units', 0)} units"
+            )
+        )
+    confirmation = view.result.get("confirmation") or {}
+    for key in ("budget", "ceiling"):
+        part = confirmation.get(key) or {}
+        if part.get("sentence"):
+            typer.echo(terminal_safe(part["sentence"]))
+    requests = view.result.get("requests") or {}
+    typer.echo(
+        f"requests: {requests.get('judge', 0)} to {endpoint}, "
+        f"{requests.get('optimiser', 0)} to {optimizer}"
+    )
 
 
 @judge_app.command("estimate")

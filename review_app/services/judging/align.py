@@ -22,7 +22,7 @@ ALIGN_JOB`) that:
 4. runs only the best candidate on the confirmation set, beside the starting version,
    and compares them with the paired test ``judge compare`` uses
    (:func:`review_app.stats.paired.compare_two_runs`) at the level this test may spend
-   of the set's error budget (:func:`test_level`).
+   of the set's error budget (:func:`confirmation_level`).
 
 No confirmation-set unit ever reaches the optimiser: the sets are disjoint by
 conversation, the reflection request is built from the minibatch only (train units),
@@ -41,7 +41,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
@@ -89,7 +89,7 @@ CEILING_REFERENCE = (
 )
 
 
-def test_level(number: int) -> float:
+def confirmation_level(number: int) -> float:
     """The level of a confirmation set's ``number``-th test: ``ERROR_BUDGET / 2**number``
     (alpha spending: the levels of any number of tests sum below the budget, so the
     chance that any of them confirms by luck stays below it)."""
@@ -174,13 +174,13 @@ class ConfirmationBudget:
 
     @property
     def next_level(self) -> float | None:
-        return None if self.spent else test_level(self.tests_served + 1)
+        return None if self.spent else confirmation_level(self.tests_served + 1)
 
     def sentence(self) -> str:
         if self.set_id is None:
             return (
                 f"A new confirmation set of {self.units} gold units is drawn; its first test "
-                f"spends {test_level(1):g} of its error budget of {ERROR_BUDGET:g}."
+                f"spends {confirmation_level(1):g} of its error budget of {ERROR_BUDGET:g}."
             )
         served = f"{self.tests_served} test{'' if self.tests_served == 1 else 's'}"
         if self.spent:
@@ -972,11 +972,11 @@ def run_align_job(
         return [{"case_id": case_id, "turn": turn} for case_id, turn in units]
 
     try:
-        optimised = gepa.optimize(
+        optimised: Any = gepa.optimize(
             seed_candidate={COMPONENT: start.prompt.text},
             trainset=as_items(train),
             valset=as_items(validation),
-            adapter=aligner,
+            adapter=cast(Any, aligner),
             max_metric_calls=budget,
             reflection_minibatch_size=MINIBATCH,
             candidate_selection_strategy="pareto",
@@ -993,7 +993,8 @@ def run_align_job(
     if stop():
         result["stopped"] = True
         return finish()
-    best_text = optimised.best_candidate[COMPONENT]
+    found = optimised.best_candidate
+    best_text = found if isinstance(found, str) else found[COMPONENT]
     best = aligner.version_for(best_text)
     result["best"] = best.ref
     try:
@@ -1097,7 +1098,7 @@ def _confirm(
     effect = comparison.kappa_difference
     for attempt in range(5):
         number = earlier.number if earlier is not None else budget.tests_served + 1 + attempt
-        level = test_level(number)
+        level = confirmation_level(number)
         if p_value <= level:
             verdict = "confirmed better" if only_best > only_start else "worse"
         elif effect.ci95 is not None and effect.ci95[1] < 0:
