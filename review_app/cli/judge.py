@@ -563,8 +563,8 @@ def judge_align(
     from review_app.services.judging.align import (
         align_json,
         plan_align,
+        result_lines,
         start_align_job,
-        verdict_sentence,
     )
     from review_app.services.operations.jobs import ALIGN_JOB, job_status, run_worker, stop_job
 
@@ -601,26 +601,8 @@ def judge_align(
     if as_json:
         print_json(align_json(view.result))
         return
-    typer.echo(terminal_safe(verdict_sentence(view.result)))
-    for candidate in view.result.get("candidates") or []:
-        score = candidate.get("optimisation_score")
-        shown = "not scored" if score is None else f"{score:.3f}"
-        typer.echo(
-            terminal_safe(
-                f"  {candidate['name']}: optimisation-set score {shown} "
-                f"on {candidate.get('scored_units', 0)} units"
-            )
-        )
-    confirmation = view.result.get("confirmation") or {}
-    for key in ("budget", "ceiling"):
-        part = confirmation.get(key) or {}
-        if part.get("sentence"):
-            typer.echo(terminal_safe(part["sentence"]))
-    requests = view.result.get("requests") or {}
-    typer.echo(
-        f"requests: {requests.get('judge', 0)} to {endpoint}, "
-        f"{requests.get('optimiser', 0)} to {optimizer}"
-    )
+    for line in result_lines(view.result):
+        typer.echo(terminal_safe(line))
 
 
 @judge_app.command("estimate")

@@ -1243,3 +1243,68 @@ def verdict_sentence(result: Mapping[str, Any]) -> str:
         f"p = {confirmation.get('p_value'):.3g} against this test's level "
         f"{confirmation.get('alpha_spent'):.4g}."
     )
+
+
+def current_align_job(
+    engine: Engine, actor: Actor, *, rubric: Rubric, watched: int | None = None
+) -> JobView | None:
+    """The align job the workbench shows for ``rubric``: one queued or running (whoever
+    started it), else the job ``watched`` (this session's), else the newest finished one
+    (its result stays on the page). Policy owners and admins."""
+    from review_app.services.operations.jobs import ALIGN_JOB, list_jobs
+
+    jobs = [
+        job
+        for job in list_jobs(engine, actor, limit=50, kinds=[ALIGN_JOB])
+        if job.parameters.get("rubric") == rubric.ref
+    ]
+    for job in jobs:
+        if not job.finished:
+            return job
+    return next((job for job in jobs if job.id == watched), jobs[0] if jobs else None)
+
+
+def confirmation_budget(
+    engine: Engine, actor: Actor, *, rubric: Rubric
+) -> ConfirmationBudget | None:
+    """The rubric version's newest confirmation set's budget (``None``: none drawn yet)."""
+    authorize(engine, actor, "policy_owner")
+    with Session(read_only(engine)) as session:
+        latest = align_storage.latest_confirmation_set(
+            session, rubric_id=rubric.id, version=rubric.version
+        )
+        return None if latest is None else _budget_of(session, latest)
+
+
+def result_lines(result: Mapping[str, Any]) -> list[str]:
+    """An align job's result in sentences, as the page and the command show it: the
+    verdict, each candidate with its optimisation-set score, the budget, the ceiling,
+    the alternative annotator test and the requests."""
+    lines = [verdict_sentence(result)]
+    for candidate in result.get("candidates") or []:
+        score = candidate.get("optimisation_score")
+        shown = "not scored" if score is None else f"{score:.3f}"
+        lines.append(
+            f"Candidate {candidate['name']}: optimisation-set score {shown} (share of "
+            f"{candidate.get('scored_units', 0)} optimisation units whose code matched gold)"
+        )
+    refused = result.get("refused_proposals") or []
+    if refused:
+        lines.append(f"{len(refused)} proposal(s) refused before any request: {refused[0]}")
+    confirmation = result.get("confirmation") or {}
+    for key in ("budget", "ceiling"):
+        part = confirmation.get(key) or {}
+        if part.get("sentence"):
+            lines.append(str(part["sentence"]))
+    alt = confirmation.get("alt_test")
+    if isinstance(alt, Mapping):
+        lines.append(
+            f"Alternative annotator test of {result.get('best')} on the confirmation set: "
+            + str(alt.get("verdict") or alt.get("reason") or json.dumps(alt, sort_keys=True)[:300])
+        )
+    requests = result.get("requests") or {}
+    lines.append(
+        f"Requests: {requests.get('judge', 0)} to the judge's endpoint, "
+        f"{requests.get('optimiser', 0)} to the optimiser's."
+    )
+    return lines
