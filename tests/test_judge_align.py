@@ -31,12 +31,14 @@ from review_app.services.judging.align import (
     ERROR_BUDGET,
     JSON_KEYS,
     MAX_TESTS,
+    confirm_by_hand,
     confirmation_level,
     plan_align,
     start_align_job,
 )
 from review_app.services.judging.endpoints import ENDPOINTS_ENV
 from review_app.services.judging.judge_prompts import list_judge_prompts
+from review_app.services.judging.runs import list_judge_runs
 from review_app.services.labels.labels_io import import_labels
 from review_app.services.operations.jobs import job_status, run_worker, stop_job
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
@@ -262,9 +264,27 @@ def test_noise_is_not_confirmed_and_the_confirmation_sets_budget_shrinks(noisy: 
         tests = list(session.exec(select(ConfirmationTest)))
     assert [(t.number, t.job_id, t.kind) for t in tests] == [(1, job_id, "align")]
 
+    # a comparison by hand on the same confirmation units spends the next share
+    runs = {
+        f"{run.judge}@{run.prompt_version}": run.id
+        for run in list_judge_runs(world.database.engine, OPERATOR, rubric=world.rubric)
+    }
+    by_hand = confirm_by_hand(
+        world.database.engine,
+        OPERATOR,
+        rubric=world.rubric,
+        run_ids=(runs[START], runs[result["best"]]),
+    )
+    assert by_hand["verdict"] == "not confirmed"
+    assert by_hand["confirmation"]["alpha_spent"] == confirmation_level(2)
+    assert by_hand["confirmation"]["budget"]["tests_served"] == 2
+    assert by_hand["confirmation"]["budget"]["alpha_spent"] == pytest.approx(
+        confirmation_level(1) + confirmation_level(2)
+    )
+
     # spend the rest: the next confirmation is refused, with fresh gold offered
     with Session(world.database.engine) as session:
-        for number in range(2, MAX_TESTS + 1):
+        for number in range(3, MAX_TESTS + 1):
             align_storage.add_confirmation_test(
                 session, set_id=tests[0].set_id, number=number,
                 alpha_spent=confirmation_level(number), kind="compare", first="a",
@@ -274,6 +294,13 @@ def test_noise_is_not_confirmed_and_the_confirmation_sets_budget_shrinks(noisy: 
     with pytest.raises(InputError, match="audit sample") as refused:
         world.start()
     assert "served 5 tests" in str(refused.value)
+    with pytest.raises(InputError, match="served 5 tests"):
+        confirm_by_hand(
+            world.database.engine,
+            OPERATOR,
+            rubric=world.rubric,
+            run_ids=(runs[START], runs[result["best"]]),
+        )
     # the database refuses a second test in one slot
     with Session(world.database.engine) as session, pytest.raises(Exception):  # noqa: B017
         align_storage.add_confirmation_test(

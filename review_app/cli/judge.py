@@ -464,6 +464,15 @@ def judge_compare(
     as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
     resamples: Annotated[int, typer.Option("--resamples", help="Bootstrap resamples.")] = 1000,
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
+    confirmation_set: Annotated[
+        bool,
+        typer.Option(
+            "--confirmation-set",
+            help="Compare on the rubric version's confirmation set only (needs --runs), "
+            "spending the next share of its error budget as an align job's confirmation "
+            'does (docs/reference.md, "Suggesting a prompt").',
+        ),
+    ] = False,
     db: DbOption = None,
 ) -> None:
     """Is one judge run better than another? A verdict on the gold units both judged.
@@ -486,6 +495,34 @@ def judge_compare(
             ) from None
     engine = open_engine(db)
     chosen = catalog(engine).for_reports(rubric)
+    if confirmation_set:
+        from review_app.services.judging.align import confirm_by_hand
+
+        if run_ids is None or len(run_ids) != 2:
+            raise InputError(
+                "--confirmation-set compares two runs: give --runs A,B", field="--runs"
+            )
+        tested = confirm_by_hand(
+            engine,
+            operator(),
+            rubric=chosen,
+            run_ids=(run_ids[0], run_ids[1]),
+            n_resamples=resamples,
+            seed=seed,
+        )
+        if as_json:
+            print_json(tested)
+            return
+        found = tested["confirmation"]
+        typer.echo(
+            terminal_safe(
+                f"{tested['verdict']}: {tested['second']} against {tested['first']} on "
+                f"{found['units']} confirmation units, p = {found['p_value']:.3g} at this "
+                f"test's level {found['alpha_spent']:.4g}"
+            )
+        )
+        typer.echo(terminal_safe(found["budget"]["sentence"]))
+        return
     report = compare_judge_runs(
         engine, operator(), rubric=chosen, run_ids=run_ids, n_resamples=resamples, seed=seed
     )

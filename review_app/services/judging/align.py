@@ -61,6 +61,7 @@ from storage.engine import read_only
 if TYPE_CHECKING:
     from review_app.services.judging.judge_runner import EndpointSettings
     from review_app.services.operations.jobs import JobView
+    from review_app.stats.paired import PairedComparison
 
 log = logging.getLogger(__name__)
 
@@ -1096,56 +1097,16 @@ def _confirm(
     p_value = comparison.mcnemar.p_value
     (_, only_start), (only_best, _) = comparison.mcnemar.table
     effect = comparison.kappa_difference
-    for attempt in range(5):
-        number = earlier.number if earlier is not None else budget.tests_served + 1 + attempt
-        level = confirmation_level(number)
-        if p_value <= level:
-            verdict = "confirmed better" if only_best > only_start else "worse"
-        elif effect.ci95 is not None and effect.ci95[1] < 0:
-            verdict = "worse"
-        else:
-            verdict = "not confirmed"
-        if earlier is not None:
-            break
-        if number > MAX_TESTS:
-            raise InputError(budget.sentence(), field="confirmation set")
-        try:
-            with Session(engine) as session:
-                align_storage.add_confirmation_test(
-                    session,
-                    set_id=set_id,
-                    number=number,
-                    alpha_spent=level,
-                    p_value=p_value,
-                    kind="align",
-                    job_id=aligner.job_id,
-                    first=aligner.start.ref,
-                    second=best.ref,
-                    verdict=verdict,
-                    created_by=actor.name,
-                )
-                audit.add_entry(
-                    session,
-                    actor=actor.name,
-                    action="confirmation_test",
-                    object_type="confirmation_set",
-                    object_key=str(set_id),
-                    summary={
-                        "number": number,
-                        "alpha_spent": level,
-                        "p_value": p_value,
-                        "job": aligner.job_id,
-                        "first": aligner.start.ref,
-                        "second": best.ref,
-                        "verdict": verdict,
-                    },
-                )
-                session.commit()
-            break
-        except IntegrityError:  # a hand comparison took the slot meanwhile: the next one
-            continue
-    else:
-        raise InputError("the confirmation set's test slots are contended; try again")
+    number, level, verdict = _spend(
+        engine,
+        actor,
+        set_id=set_id,
+        budget=budget,
+        earlier=earlier,
+        comparison=comparison,
+        kind="align",
+        job_id=aligner.job_id,
+    )
     with Session(read_only(engine)) as session:
         set_row = align_storage.get_confirmation_set(session, set_id=set_id)
         assert set_row is not None
@@ -1175,6 +1136,181 @@ def _confirm(
         },
         verdict,
     )
+
+
+def _test_verdict(comparison: PairedComparison, level: float) -> str:
+    """``confirmed better`` when McNemar's test finds the second right more often at
+    ``level``; ``worse`` when it finds the first right more often, or the kappa
+    difference's interval lies below 0; else ``not confirmed``."""
+    (_, only_first), (only_second, _) = comparison.mcnemar.table
+    effect = comparison.kappa_difference
+    if comparison.mcnemar.p_value <= level:
+        return "confirmed better" if only_second > only_first else "worse"
+    if effect.ci95 is not None and effect.ci95[1] < 0:
+        return "worse"
+    return "not confirmed"
+
+
+def _spend(
+    engine: Engine,
+    actor: Actor,
+    *,
+    set_id: int,
+    budget: ConfirmationBudget,
+    earlier: Any,
+    comparison: PairedComparison,
+    kind: str,
+    job_id: int | None,
+) -> tuple[int, float, str]:
+    """Record a test on the confirmation set at the next level of its budget (or the
+    test ``earlier`` recorded, for a resumed job): ``(number, level, verdict)``.
+    Refused once the set has served :data:`MAX_TESTS` tests."""
+    if earlier is not None:
+        level = confirmation_level(earlier.number)
+        return earlier.number, level, _test_verdict(comparison, level)
+    for attempt in range(5):
+        number = budget.tests_served + 1 + attempt
+        if number > MAX_TESTS:
+            raise InputError(budget.sentence(), field="confirmation set")
+        level = confirmation_level(number)
+        verdict = _test_verdict(comparison, level)
+        summary = {
+            "number": number,
+            "alpha_spent": level,
+            "p_value": comparison.mcnemar.p_value,
+            "kind": kind,
+            "job": job_id,
+            "first": comparison.first,
+            "second": comparison.second,
+            "verdict": verdict,
+        }
+        try:
+            with Session(engine) as session:
+                align_storage.add_confirmation_test(
+                    session,
+                    set_id=set_id,
+                    number=number,
+                    alpha_spent=level,
+                    p_value=comparison.mcnemar.p_value,
+                    kind=kind,
+                    job_id=job_id,
+                    first=comparison.first[:200],
+                    second=comparison.second[:200],
+                    verdict=verdict,
+                    created_by=actor.name,
+                )
+                audit.add_entry(
+                    session,
+                    actor=actor.name,
+                    action="confirmation_test",
+                    object_type="confirmation_set",
+                    object_key=str(set_id),
+                    summary=summary,
+                )
+                session.commit()
+        except IntegrityError:  # another test took the slot meanwhile: the next one
+            continue
+        return number, level, verdict
+    raise InputError("the confirmation set's test slots are contended; try again")
+
+
+def confirm_by_hand(
+    engine: Engine,
+    actor: Actor,
+    *,
+    rubric: Rubric,
+    run_ids: tuple[int, int],
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """Compare two judge runs on the rubric version's confirmation set only (the
+    difference is second - first), spending the next share of its error budget like an
+    align job's confirmation (``judge compare --confirmation-set``). Policy owners."""
+    from review_app.services.judging.runs import run_name, run_verdicts
+    from review_app.services.judging.turn_verdicts import TurnVerdicts
+    from review_app.services.labels.adjudication import gold_labels
+    from review_app.services.review.agreement_reports import load_label_columns
+    from review_app.stats.paired import compare_two_runs
+
+    actor = authorize(engine, actor, "policy_owner")
+    first_id, second_id = run_ids
+    if first_id == second_id:
+        raise InputError("give two different run ids, e.g. --runs 3,5", field="--runs")
+    with Session(read_only(engine)) as session:
+        latest = align_storage.latest_confirmation_set(
+            session, rubric_id=rubric.id, version=rubric.version
+        )
+        if latest is None:
+            raise InputError(
+                f"{rubric.ref} has no confirmation set yet: `judge align` draws one",
+                field="--confirmation-set",
+            )
+        budget = _budget_of(session, latest)
+        runs = {run.id: run for run in judging.list_runs(session, rubric_id=rubric.id)}
+    if budget.spent:
+        raise InputError(budget.sentence(), field="--confirmation-set")
+    missing = [i for i in run_ids if i not in runs or runs[i].rubric_version != rubric.version]
+    if missing:
+        raise InputError(f"no judge run {missing[0]} of {rubric.ref}", field="--runs")
+    assert latest.id is not None
+    units = [
+        u
+        for u in _units_of(json.loads(latest.units_json))
+        if u in (gold := gold_labels(engine, actor, rubric=rubric).labels)
+    ]
+    codes = {
+        run.id: TurnVerdicts(columns).coded()
+        for run, columns in run_verdicts(engine, rubric, [first_id, second_id])
+    }
+    wanted = set(units)
+    reviewers: dict[str, dict[Unit, str]] = {}
+    columns = load_label_columns(engine, actor, rubric=rubric)
+    for case_id, turn, reviewer, code in zip(
+        columns.case_ids, columns.turns, columns.reviewers, columns.codes, strict=True
+    ):
+        if (case_id, turn) in wanted:
+            reviewers.setdefault(reviewer, {})[(case_id, turn)] = code
+    names = (run_name(runs[first_id]), run_name(runs[second_id]))
+    comparison = compare_two_runs(
+        gold={u: gold[u].code for u in units},
+        first={u: c for u, c in codes[first_id].items() if u in wanted},
+        second={u: c for u, c in codes[second_id].items() if u in wanted},
+        break_mapping=rubric.break_mapping(),
+        names=names,
+        ignore_codes=tuple(rubric.abstain_codes),
+        cluster_of=lambda unit: unit[0],
+        reviewers=reviewers,
+        n_resamples=n_resamples,
+        seed=seed,
+        min_units=1,
+    )
+    number, level, verdict = _spend(
+        engine,
+        actor,
+        set_id=latest.id,
+        budget=budget,
+        earlier=None,
+        comparison=comparison,
+        kind="compare",
+        job_id=None,
+    )
+    with Session(read_only(engine)) as session:
+        after = _budget_of(session, latest)
+    effect = comparison.kappa_difference
+    return {
+        "verdict": verdict,
+        "first": names[0],
+        "second": names[1],
+        "confirmation": {
+            "effect": effect.value,
+            "interval": list(effect.ci95) if effect.ci95 is not None else None,
+            "p_value": comparison.mcnemar.p_value,
+            "alpha_spent": level,
+            "test_number": number,
+            "units": comparison.n_units,
+            "budget": after.to_dict(),
+        },
+    }
 
 
 def ceiling(
