@@ -621,6 +621,7 @@ class _Aligner:
     stop: Callable[[], bool]
     progress: Callable[[int, int], None]
     total: int
+    budget: int
     judge_requests: int = 0
     optimiser_requests: int = 0
     metric_calls: int = 0
@@ -715,7 +716,7 @@ class _Aligner:
             stop=self.stop,
         )
         self.judge_requests += summary.asked
-        self.progress(self.metric_calls, self.total)
+        self.progress(min(self.metric_calls, self.budget), self.total)
         if summary.stopped:
             raise AlignStopped
         wanted = set(units)
@@ -733,6 +734,10 @@ class _Aligner:
         from gepa import EvaluationBatch
 
         units = [(item["case_id"], item["turn"]) for item in batch]
+        # GEPA checks its budget between iterations: its last one may go past it. The
+        # units past the budget are not judged (scored wrong, never asked), so the
+        # optimisation never sends more than the budget's requests.
+        allowed = units[: max(0, self.budget - self.metric_calls)]
         self.metric_calls += len(units)
         try:
             version = self.version_for(candidate[COMPONENT])
@@ -743,20 +748,20 @@ class _Aligner:
                 scores=[0.0] * len(units),
                 trajectories=traces if capture_traces else None,
             )
-        answers = self.judge(version, units)
+        answers = self.judge(version, allowed) if allowed else {}
         scores = []
         for unit in units:
             code = answers.get(unit, (None, ""))[0]
             scores.append(1.0 if code is not None and code == self.gold[unit] else 0.0)
         mine = self.scores.setdefault(version.id, {})
         for unit, score in zip(units, scores, strict=True):
-            if unit in self.optimisation:
+            if unit in self.optimisation and unit in answers:
                 mine[unit] = score
         if version.id != self.start.id:
             self._keep(version)
         traces = []
         for unit in units:
-            code, reason = answers.get(unit, (None, "no answer"))
+            code, reason = answers.get(unit, (None, "not judged: the budget is spent"))
             traces.append({"unit": unit, "code": code, "reason": reason})
         return EvaluationBatch(
             outputs=[t["code"] for t in traces],
@@ -944,6 +949,7 @@ def run_align_job(
         stop=stop,
         progress=progress,
         total=budget + 2 * len(confirmation),
+        budget=budget,
     )
     result: dict[str, Any] = {
         "verdict": None,
