@@ -194,7 +194,9 @@ def test_the_helpful_word_is_found_and_confirmed_on_units_the_optimiser_never_sa
     assert "Dorner, Nastl & Hardt" in confirmation_report["ceiling"]["sentence"]
     assert confirmation_report["alt_test"] is not None
 
-    # the requests the stubs received are the requests counted
+    # the requests the stubs received are the requests counted, within the plan's bounds
+    assert result["requests"]["judge"] <= plan.judge_requests_at_most
+    assert result["requests"]["optimiser"] <= plan.optimiser_requests_at_most
     assert result["requests"] == {
         "judge": len(world.judge.requests),
         "optimiser": len(world.optimiser.requests),
