@@ -38,7 +38,9 @@ from review_app.services.judging.align import (
 )
 from review_app.services.judging.endpoints import ENDPOINTS_ENV
 from review_app.services.judging.judge_prompts import list_judge_prompts
+from review_app.services.judging.judge_report import few_shot_material
 from review_app.services.judging.runs import list_judge_runs
+from review_app.services.labels.adjudication import record_gold
 from review_app.services.labels.labels_io import import_labels
 from review_app.services.operations.jobs import job_status, run_worker, stop_job
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
@@ -206,6 +208,16 @@ def test_the_helpful_word_is_found_and_confirmed_on_units_the_optimiser_never_sa
         assert not case_ids_in(request.content, held), request.content[:500]
     for seen in world.judge.requests:
         assert case_ids_in(seen.prompt, held) <= {seen.unit[0]}
+    # nor does one become a few-shot example: adjudicated units in and out of the set
+    inside = sorted(u for u in confirmation if world.gold[u] == "authority_break")[0]
+    outside = sorted(u for u in optimisation if world.gold[u] == "authority_break")[0]
+    for case_id, turn in (inside, outside):
+        record_gold(
+            world.database.engine, OPERATOR, rubric=world.rubric, case_id=case_id, turn=turn,
+            code="authority_break", note="a refund is beyond triage",
+        )  # fmt: skip
+    examples = few_shot_material(world.database.engine, OPERATOR, rubric=world.rubric)
+    assert [(e["case_id"], e["turn"]) for e in examples] == [outside]
     # the proposal that does not render was refused before it cost a request
     assert any("$codes" in why for why in result["refused_proposals"])
     assert not any("BROKEN-PROPOSAL" in seen.prompt for seen in world.judge.requests)

@@ -1387,6 +1387,15 @@ def verdict_sentence(result: Mapping[str, Any]) -> str:
     )
 
 
+def confirmation_cases(engine: Engine, actor: Actor, *, rubric: Rubric) -> set[str]:
+    """The conversations of every confirmation set of ``rubric``: kept out of the
+    few-shot material (a confirmation unit never becomes a prompt's example)."""
+    authorize(engine, actor, "policy_owner")
+    with Session(read_only(engine)) as session:
+        rows = align_storage.confirmation_sets(session, rubric_id=rubric.id, version=rubric.version)
+    return {str(unit[0]) for row in rows for unit in json.loads(row.units_json)}
+
+
 def current_align_job(
     engine: Engine, actor: Actor, *, rubric: Rubric, watched: int | None = None
 ) -> JobView | None:
