@@ -315,6 +315,25 @@ def test_noise_is_not_confirmed_and_the_confirmation_sets_budget_shrinks(noisy: 
             rubric=world.rubric,
             run_ids=(runs[START], runs[result["best"]]),
         )
+    # fresh gold in conversations no optimiser saw gives a new confirmation set
+    fresh_dir = world.tmp_path / "fresh"
+    fresh_dir.mkdir()
+    cases, labels, fresh_gold = gold_world(fresh_dir, cases=8, prefix="f")
+    import_paths(world.database.engine, OPERATOR, [cases])
+    import_labels(
+        world.database.engine,
+        OPERATOR,
+        labels,
+        catalog=sync_rubrics(world.database.engine, OPERATOR),
+    )
+    fresh = plan_align(
+        world.database.engine, OPERATOR, rubric=world.rubric, start=START, endpoint="judge",
+        optimizer="optimizer", budget=80,
+    )  # fmt: skip
+    assert fresh.confirmation_budget.set_id is None
+    assert fresh.confirmation_budget.source == "fresh"
+    assert set(fresh.confirmation) == set(fresh_gold)
+    assert not {c for c, _ in fresh.optimisation} & {c for c, _ in fresh_gold}
     # the database refuses a second test in one slot
     with Session(world.database.engine) as session, pytest.raises(Exception):  # noqa: B017
         align_storage.add_confirmation_test(
