@@ -80,6 +80,8 @@ MINIBATCH = 3
 MIN_CONFIRMATION_UNITS = 10
 MIN_OPTIMISATION_UNITS = 6
 VERDICTS = ("confirmed better", "not confirmed", "worse")
+DISTINCT_ID_LENGTH = 8
+"""Case ids at least this long are looked for in reflection requests and proposals."""
 COMPONENT = "prompt"
 OPTIMISER_MAX_TOKENS = 4000
 JSON_KEYS = ("verdict", "start", "best", "candidates", "sets", "confirmation", "requests")
@@ -851,7 +853,12 @@ class _Aligner:
         return proposed
 
     def _confirmation_case_in(self, text: str) -> str | None:
+        """A confirmation conversation's id found in ``text`` as a word. Ids shorter
+        than :data:`DISTINCT_ID_LENGTH` are not looked for (``12`` would be found in
+        "turn 12"): the sets' disjointness already keeps their units out."""
         for case_id in self.confirmation_cases:
+            if len(case_id) < DISTINCT_ID_LENGTH:
+                continue
             if re.search(rf"(?<![\w-]){re.escape(case_id)}(?![\w-])", text):
                 return case_id
         return None
