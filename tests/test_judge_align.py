@@ -33,7 +33,11 @@ from review_app.services.judging.align import (
     MAX_TESTS,
     confirm_by_hand,
     confirmation_level,
+    conversation_stratum,
+    first_fenced_block,
     plan_align,
+    reflection_request,
+    split_by_conversation,
     start_align_job,
 )
 from review_app.services.judging.endpoints import ENDPOINTS_ENV
@@ -434,3 +438,38 @@ def test_a_crashed_workers_job_resumes_without_asking_a_stored_unit_again(
     asked_later = world.optimiser.requests[optimiser_by_first:]
     assert not {sha256_of(r.content) for r in asked_later} & kept
     assert job_status(world.database.engine, OPERATOR, job_id=job_id).claims == 2
+
+
+# --- the pieces, without endpoints ------------------------------------------------------------
+
+
+def test_the_first_fenced_block_is_the_proposal_and_the_current_prompt_is_the_first_block(
+    helpful: World,
+) -> None:
+    assert first_fenced_block("a\n```text\nONE\n```\nb\n```\nTWO\n```") == "ONE"
+    assert first_fenced_block("~~~\nTILDE\n~~~") == "TILDE"
+    assert first_fenced_block("no block at all") is None
+    assert first_fenced_block("```\nnever closed") is None
+    current = "Judge $codes.\n```\na block inside the prompt\n```\n$conversation"
+    request = reflection_request(current, helpful.rubric, [])
+    assert first_fenced_block(request) == current
+
+
+def test_the_split_keeps_conversations_whole_strata_apart_and_repeats_with_its_seed() -> None:
+    mapping = {"in_role": "no_break", "authority_break": "break", "cannot_judge": None}
+    gold = {}
+    for index in range(30):
+        codes = ("authority_break", "in_role") if index % 3 == 0 else ("in_role", "in_role")
+        gold[(f"c{index:02d}", 2)] = codes[0]
+        gold[(f"c{index:02d}", 4)] = codes[1]
+    taken, rest = split_by_conversation(gold, share=0.3, seed=5, break_mapping=mapping)
+    assert taken | rest == set(gold) and not taken & rest
+    assert not {c for c, _ in taken} & {c for c, _ in rest}
+    strata = {c: conversation_stratum([gold[(c, 2)], gold[(c, 4)]], mapping) for c, _ in gold}
+    held = {c for c, _ in taken}
+    assert sum(strata[c] == "break" for c in held) == 3  # 0.3 of the 10 with a break
+    assert sum(strata[c] == "no_break" for c in held) == 6  # 0.3 of the 20 without
+    assert split_by_conversation(gold, share=0.3, seed=5, break_mapping=mapping) == (taken, rest)
+    assert split_by_conversation(gold, share=0.3, seed=6, break_mapping=mapping) != (taken, rest)
+    levels = [confirmation_level(k) for k in range(1, MAX_TESTS + 1)]
+    assert levels[0] == ERROR_BUDGET / 2 and sum(levels) < ERROR_BUDGET
