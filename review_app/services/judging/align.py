@@ -980,6 +980,11 @@ def run_align_job(
             "optimiser": aligner.optimiser_requests,
         }
         result["refused_proposals"] = aligner.refused
+        started = aligner.scores.get(start.id, {})
+        result["start_score"] = {
+            "optimisation_score": sum(started.values()) / len(started) if started else None,
+            "scored_units": len(started),
+        }
         return result
 
     def as_items(units: Sequence[Unit]) -> list[dict[str, Any]]:
@@ -1439,6 +1444,12 @@ def result_lines(result: Mapping[str, Any]) -> list[str]:
     verdict, each candidate with its optimisation-set score, the budget, the ceiling,
     the alternative annotator test and the requests."""
     lines = [verdict_sentence(result)]
+    started = result.get("start_score") or {}
+    if started.get("optimisation_score") is not None:
+        lines.append(
+            f"Starting version {result.get('start')}: optimisation-set score "
+            f"{started['optimisation_score']:.3f} on {started.get('scored_units', 0)} units"
+        )
     for candidate in result.get("candidates") or []:
         score = candidate.get("optimisation_score")
         shown = "not scored" if score is None else f"{score:.3f}"
