@@ -56,3 +56,21 @@ def update_prompt(session: Session, row: JudgePromptVersion, **fields: Any) -> N
         setattr(row, name, value)
     session.add(row)
     session.flush()
+
+
+def find_by_sha256(
+    session: Session, *, rubric_id: str, sha256: str, rubric_version: int
+) -> JudgePromptVersion | None:
+    """The oldest version of ``rubric_id`` with this text written for ``rubric_version``
+    (or for none yet): a text already stored is not stored again under another name."""
+    query = (
+        select(JudgePromptVersion)
+        .where(
+            col(JudgePromptVersion.rubric_id) == rubric_id,
+            col(JudgePromptVersion.sha256) == sha256,
+            (col(JudgePromptVersion.rubric_version) == rubric_version)
+            | col(JudgePromptVersion.rubric_version).is_(None),
+        )
+        .order_by(col(JudgePromptVersion.id))
+    )
+    return session.scalars(query).first()

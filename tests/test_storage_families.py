@@ -51,6 +51,9 @@ FAMILIES: dict[str, frozenset[str]] = {
     "jobs": frozenset({"background_jobs"}),
     "team_judges": frozenset({"team_judges"}),
     "reports": frozenset({"computed_reports"}),
+    "prompt_align": frozenset(
+        {"confirmation_sets", "confirmation_tests", "align_candidates", "align_proposals"}
+    ),
     # runs the tables' modules in order for ``import --replace``; no query of its own
     "replacing": frozenset(),
 }

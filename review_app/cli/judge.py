@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -464,6 +464,15 @@ def judge_compare(
     as_json: Annotated[bool, typer.Option("--json", help="Print the comparison as JSON.")] = False,
     resamples: Annotated[int, typer.Option("--resamples", help="Bootstrap resamples.")] = 1000,
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
+    confirmation_set: Annotated[
+        bool,
+        typer.Option(
+            "--confirmation-set",
+            help="Compare on the rubric version's confirmation set only (needs --runs), "
+            "spending the next share of its error budget as an align job's confirmation "
+            'does (docs/reference.md, "Suggesting a prompt").',
+        ),
+    ] = False,
     db: DbOption = None,
 ) -> None:
     """Is one judge run better than another? A verdict on the gold units both judged.
@@ -486,10 +495,151 @@ def judge_compare(
             ) from None
     engine = open_engine(db)
     chosen = catalog(engine).for_reports(rubric)
+    if confirmation_set:
+        from review_app.services.judging.align import confirm_by_hand
+
+        if run_ids is None or len(run_ids) != 2:
+            raise InputError(
+                "--confirmation-set compares two runs: give --runs A,B", field="--runs"
+            )
+        tested = confirm_by_hand(
+            engine,
+            operator(),
+            rubric=chosen,
+            run_ids=(run_ids[0], run_ids[1]),
+            n_resamples=resamples,
+            seed=seed,
+        )
+        if as_json:
+            print_json(tested)
+            return
+        found = tested["confirmation"]
+        typer.echo(
+            terminal_safe(
+                f"{tested['verdict']}: {tested['second']} against {tested['first']} on "
+                f"{found['units']} confirmation units, p = {found['p_value']:.3g} at this "
+                f"test's level {found['alpha_spent']:.4g}"
+            )
+        )
+        typer.echo(terminal_safe(found["budget"]["sentence"]))
+        return
     report = compare_judge_runs(
         engine, operator(), rubric=chosen, run_ids=run_ids, n_resamples=resamples, seed=seed
     )
     print_report(report, as_json=as_json, render=render_run_comparison)
+
+
+@judge_app.command("align")
+def judge_align(
+    rubric: RubricOption,
+    start: Annotated[
+        str,
+        typer.Option(
+            "--from",
+            metavar="JUDGE@vN",
+            help="The stored prompt version to improve (see `judge prompts list`).",
+        ),
+    ],
+    endpoint: Annotated[
+        str,
+        typer.Option(
+            "--endpoint",
+            metavar="NAME",
+            help="The judge's endpoint (by name in the endpoints file).",
+        ),
+    ],
+    optimizer: Annotated[
+        str,
+        typer.Option(
+            "--optimizer-endpoint",
+            metavar="NAME",
+            help="The optimiser model's endpoint (by name): it proposes the new prompts.",
+        ),
+    ],
+    budget: Annotated[
+        int,
+        typer.Option(
+            "--budget",
+            metavar="CALLS",
+            help="Units the optimiser may have judged in all (verdicts already stored for a "
+            "prompt text cost no request); the confirmation comes on top.",
+        ),
+    ] = 200,
+    confirm_share: Annotated[
+        float,
+        typer.Option(
+            "--confirm-share",
+            help="Share of the gold conversations set aside to confirm (when the rubric "
+            "version has no confirmation set yet).",
+        ),
+    ] = 0.3,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the sets and the optimiser.")] = 0,
+    background: Annotated[
+        bool,
+        typer.Option(
+            "--background",
+            help="Queue the job and print its id; a worker runs it (review-app serve, or "
+            "review-app jobs work).",
+        ),
+    ] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the result as JSON (the keys of the reference).")
+    ] = False,
+    db: DbOption = None,
+) -> None:
+    """Suggest a better judge prompt and confirm it on gold the optimiser never saw.
+
+    GEPA proposes prompts from the units the judge gets wrong (train and validation
+    gold); only the best is run on the confirmation set, against the starting version,
+    by the paired test of `judge compare`, at the level the set's error budget still
+    allows. Every candidate is kept as a prompt version (docs/reference.md, "Suggesting
+    a prompt").
+    """
+    import time
+
+    from review_app.services.judging.align import (
+        align_json,
+        plan_align,
+        result_lines,
+        start_align_job,
+    )
+    from review_app.services.operations.jobs import ALIGN_JOB, job_status, run_worker, stop_job
+
+    engine = open_engine(db)
+    chosen = catalog(engine).get(rubric)
+    options: dict[str, Any] = {
+        "rubric": chosen,
+        "start": start,
+        "endpoint": endpoint,
+        "optimizer": optimizer,
+        "budget": budget,
+        "confirm_share": confirm_share,
+        "seed": seed,
+    }
+    plan = plan_align(engine, operator(), **options)
+    typer.echo(terminal_safe(plan.sentence()), err=as_json)
+    job = start_align_job(engine, operator(), **options)
+    if background:
+        typer.echo(f"job {job.id} queued: review-app jobs  (stop: review-app jobs stop {job.id})")
+        return
+    try:
+        while True:
+            run_worker(engine, until_idle=True, poll_seconds=0.2, kinds=[ALIGN_JOB])
+            view = job_status(engine, operator(), job_id=job.id)
+            if view.finished:
+                break
+            time.sleep(0.5)  # another worker (a server's) runs it
+    except KeyboardInterrupt:
+        stop_job(engine, operator(), job_id=job.id)
+        typer.echo(f"stopping job {job.id}: its candidates are kept", err=True)
+        raise typer.Exit(130) from None
+    if view.status != "done" or view.result is None:
+        raise fail(f"job {view.id} {view.status}: {view.error or 'no result'}")
+    if as_json:
+        print_json(align_json(view.result))
+        return
+    for line in result_lines(view.result):
+        typer.echo(terminal_safe(line))
 
 
 @judge_app.command("estimate")

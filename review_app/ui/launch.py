@@ -67,10 +67,12 @@ def main() -> None:
         return
     if os.environ.get(JOB_WORKER_ENV, "1") != "0":
         from review_app.services.operations.database import database_url, open_database
-        from review_app.services.operations.jobs import JUDGE_RUN, start_process_worker
+        from review_app.services.operations.jobs import ALIGN_JOB, JUDGE_RUN, start_process_worker
 
         url = database_url()
-        start_process_worker(open_database(url), url=url, lease_seconds=_lease(), kinds=[JUDGE_RUN])
+        start_process_worker(
+            open_database(url), url=url, lease_seconds=_lease(), kinds=[JUDGE_RUN, ALIGN_JOB]
+        )
         threading.Thread(target=_keep_report_worker, name="report-worker", daemon=True).start()
     from streamlit.web import cli
 

@@ -70,6 +70,13 @@ DEFAULTS: dict[str, Any] = {
     "workbench_pair_chosen": False,  # the pair was chosen by hand (else: the default pair)
     "workbench_seen_end": None,  # the finished job whose end the page has reread
     "workbench_version_chosen": False,  # a version was picked (else: the team's judge)
+    "align_endpoint": None,  # "Suggest a better prompt": the judge's endpoint
+    "align_optimizer": None,  # and the optimiser's (never preselected to the judge's)
+    "align_budget": 200,
+    "align_confirm_share": 0.3,
+    "align_seed": 0,
+    "align_job": None,  # the align job this session started
+    "align_seen_end": None,  # the finished align job whose end the page has reread
     "judge_run_chosen": False,  # the judge page's run was chosen (else: the default run)
     "judge_method": "isotonic",
     "judge_kind": "all",

@@ -39,7 +39,7 @@ from review_app.services.judging.runs import RunListing
 from review_app.services.operations.jobs import stop_job
 from review_app.services.review import readings
 from review_app.services.team.people import Actor
-from review_app.ui import common, session
+from review_app.ui import common, registry, session
 from review_app.ui.safe import code_span, error_text, escape
 
 if TYPE_CHECKING:
@@ -145,6 +145,7 @@ def draw(engine: Engine, actor: Actor, rubric: Rubric) -> None:
 
     _run_section(engine, actor, rubric, chosen.ref, team)
     _compare_section(engine, actor, rubric, chosen.ref)
+    _align_section(engine, actor, rubric, chosen.ref)
 
 
 def _version_label(catalog: PromptCatalog, ref: str) -> str:
@@ -286,6 +287,122 @@ def _job_progress(engine: Engine, actor: Actor, rubric: Rubric, job_id: int) -> 
             stop_job(engine, actor, job_id=job.id)
     elif st.session_state.get("workbench_seen_end") != job.id:
         st.session_state["workbench_seen_end"] = job.id
+        st.rerun(scope="app")
+
+
+def _align_section(engine: Engine, actor: Actor, rubric: Rubric, prompt_ref: str) -> None:
+    """ "Suggest a better prompt": GEPA from ``prompt_ref`` on the optimisation gold, the
+    best candidate confirmed once on the confirmation set (docs/reference.md,
+    "Suggesting a prompt")."""
+    from review_app.services.judging.align import (
+        confirmation_budget,
+        current_align_job,
+        plan_align,
+        start_align_job,
+    )
+
+    st.subheader("Suggest a better prompt")
+    st.caption(
+        f"An optimiser model rewrites {code_span(prompt_ref)} from the gold units the judge "
+        "gets wrong (with the reviewers' labels and rationales); only its best candidate is "
+        "run on a confirmation set of gold it never sees, against this version, by the "
+        "paired test above. Every candidate is kept as a prompt version."
+    )
+    listed = list_endpoints(engine, actor)
+    endpoints = [e.name for e in listed]
+    budget = confirmation_budget(engine, actor, rubric=rubric)
+    if budget is not None:
+        st.caption(escape(budget.sentence()))
+    if not endpoints:
+        st.info("No endpoint is configured: the judge and the optimiser are named endpoints.")
+        return
+    if st.session_state["align_endpoint"] not in endpoints:
+        st.session_state["align_endpoint"] = st.session_state["workbench_endpoint"] or endpoints[0]
+    if st.session_state["align_optimizer"] not in endpoints:
+        # another endpoint than the judge's, a configured one before the bundled model
+        others = [e for e in listed if e.name != st.session_state["align_endpoint"]]
+        others.sort(key=lambda e: e.hosts == (BUNDLED_HOST,))
+        st.session_state["align_optimizer"] = (others or listed)[0].name
+    left, middle, right = st.columns(3)
+    left.selectbox("Judge endpoint", endpoints, key="align_endpoint")
+    middle.selectbox("Optimiser endpoint", endpoints, key="align_optimizer")
+    right.number_input(
+        "Budget (units judged)", min_value=10, max_value=100_000, step=10, key="align_budget"
+    )
+    left.number_input(
+        "Share set aside to confirm",
+        min_value=0.05,
+        max_value=0.8,
+        step=0.05,
+        key="align_confirm_share",
+        help="Used when the rubric version has no confirmation set yet.",
+    )
+    middle.number_input("Seed", min_value=0, step=1, key="align_seed")
+    job = current_align_job(engine, actor, rubric=rubric, watched=st.session_state["align_job"])
+    running = job is not None and not job.finished
+    options: dict[str, Any] = {
+        "rubric": rubric,
+        "start": prompt_ref,
+        "endpoint": st.session_state["align_endpoint"],
+        "optimizer": st.session_state["align_optimizer"],
+        "budget": int(st.session_state["align_budget"]),
+        "confirm_share": float(st.session_state["align_confirm_share"]),
+        "seed": int(st.session_state["align_seed"]),
+    }
+    try:
+        plan = plan_align(engine, actor, **options)
+    except REFUSED as error:
+        st.error(error_text(error))
+        if budget is not None and budget.spent:
+            st.page_link(
+                registry.page("team"), label="Draw fresh gold: an audit sample on the team page"
+            )
+        plan = None
+    if plan is not None:
+        st.caption(escape(plan.sentence()))
+        clicked = st.button(
+            f"Suggest a better prompt (at most {plan.judge_requests_at_most:,d} + "
+            f"{plan.optimiser_requests_at_most:,d} requests)",
+            key="align_start",
+            disabled=running,
+        )
+        if clicked:
+            try:
+                started = start_align_job(engine, actor, **options)
+            except REFUSED as error:
+                st.error(error_text(error))
+                return
+            st.session_state["align_job"] = started.id
+            st.rerun()
+    if job is not None:
+        _align_progress(engine, actor, rubric, job.id)
+
+
+@st.fragment(run_every=1.0)
+def _align_progress(engine: Engine, actor: Actor, rubric: Rubric, job_id: int) -> None:
+    from review_app.services.judging.align import current_align_job, result_lines
+
+    job = current_align_job(engine, actor, rubric=rubric, watched=job_id)
+    if job is None:
+        return
+    done = f"{job.done:d} of {job.total:d} units judged" if job.total else "starting"
+    st.progress(
+        job.fraction,
+        text=f"Align job {job.id:d} from {escape(job.parameters.get('prompt', ''))}: "
+        f"{escape(job.status)}, {done}",
+    )
+    if job.error:
+        st.error(escape(job.error))
+    if not job.finished:
+        if st.button("Stop", key="align_stop"):
+            stop_job(engine, actor, job_id=job.id)
+        return
+    if job.result is not None:
+        with st.container(border=True):  # the result panel: it stays on the page
+            for line in result_lines(job.result):
+                st.text(line)
+    if st.session_state.get("align_seen_end") != job.id:
+        st.session_state["align_seen_end"] = job.id
         st.rerun(scope="app")
 
 
@@ -503,7 +620,8 @@ def run_everywhere_form(
     """The decision card's second action: run the chosen run's prompt on every turn, its
     requests and cost said first."""
     prompt = f"{run['judge']}@{run['prompt_version']}"
-    endpoints = [e.name for e in list_endpoints(engine, actor)]
+    listed = list_endpoints(engine, actor)
+    endpoints = [e.name for e in listed]
     job = current_job(engine, actor, rubric=rubric, watched=st.session_state["workbench_job"])
     if job is not None and not job.finished:
         _job_progress(engine, actor, rubric, job.id)

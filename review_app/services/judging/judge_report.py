@@ -488,13 +488,19 @@ def few_shot_material(
     per_label: int = 1,
     seed: int = 0,
 ) -> list[FewShotExample]:
-    """Adjudicated contrasting examples (pass / fail / borderline per label) for a prompt."""
+    """Adjudicated contrasting examples (pass / fail / borderline per label) for a prompt.
+
+    Never from a conversation of a confirmation set (docs/reference.md, "Suggesting a
+    prompt"): a unit that confirms a prompt is not shown to the prompt as an example."""
+    from review_app.services.judging.align import confirmation_cases
+
     actor = authorize(engine, actor, "policy_owner")
     gold = gold_labels(engine, actor, rubric=rubric)
+    held = confirmation_cases(engine, actor, rubric=rubric)
     adjudicated = sorted(
         unit
         for unit, entry in gold.labels.items()
-        if entry.source == "adjudicated" or entry.calibration_item
+        if (entry.source == "adjudicated" or entry.calibration_item) and unit[0] not in held
     )
     judge_codes: dict[tuple[str, int], str] = {}
     if run_id is not None:

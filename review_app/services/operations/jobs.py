@@ -48,6 +48,9 @@ log = logging.getLogger(__name__)
 
 JUDGE_RUN = "judge_run"
 REPORT_JOB = "report"
+ALIGN_JOB = "judge_align"
+"""A prompt suggested by an optimiser and confirmed on held-out gold
+(review_app/services/judging/align.py)."""
 GOLD_SCOPE = "gold"
 """A judge-run job's ``scope`` asking the units with gold only (the workbench's run)."""
 LEASE_SECONDS = 60.0
@@ -111,7 +114,7 @@ class JobView:
         progress = f"{self.done}/{self.total}" if self.total is not None else f"{self.done}/?"
         what = " ".join(
             f"{key}={self.parameters[key]}"
-            for key in ("rubric", "prompt", "endpoint", "scope")
+            for key in ("rubric", "prompt", "endpoint", "optimizer", "scope")
             if self.parameters.get(key)
         )
         tail = f"  {self.failures}" if self.failures and self.status == "done" else ""
@@ -223,6 +226,30 @@ def start_judge_job(
         )
         session.commit()
         return _view(job)
+
+
+def add_job_row(
+    session: Session, actor: Actor, *, kind: str, parameters: dict[str, Any]
+) -> JobView:
+    """Store a queued job of ``kind`` with its audit entry in ``session`` (the caller
+    authorized ``actor`` and commits)."""
+    job = job_storage.add_job(
+        session,
+        kind=kind,
+        parameters_json=json.dumps(parameters, sort_keys=True),
+        created_by=actor.name,
+        created_by_id=actor.reviewer_id,
+        now=_now(),
+    )
+    audit.add_entry(
+        session,
+        actor=actor.name,
+        action="job_start",
+        object_type="background_job",
+        object_key=str(job.id),
+        summary={"kind": kind, **{k: v for k, v in parameters.items() if k != "sets"}},
+    )
+    return _view(job)
 
 
 def queue_report_job(engine: Engine, actor: Actor, *, parameters: dict[str, Any]) -> JobView:
@@ -455,6 +482,9 @@ def _execute(engine: Engine, view: JobView, *, owner: str, lease_seconds: float)
     if view.kind == REPORT_JOB:
         _execute_report_job(engine, view, owner=owner, lease_seconds=lease_seconds)
         return
+    if view.kind == ALIGN_JOB:
+        _execute_align_job(engine, view, owner=owner, lease_seconds=lease_seconds)
+        return
     if view.kind != JUDGE_RUN:
         finish("failed", error=f"unknown job kind {view.kind!r}")
         return
@@ -513,6 +543,44 @@ def _execute_report_job(engine: Engine, view: JobView, *, owner: str, lease_seco
     if beat.lost.is_set():
         return  # another worker holds the job now (it finds the stored report)
     finish("done", result_json=json.dumps(result.to_dict(), sort_keys=True), done=1, total=1)
+
+
+def _execute_align_job(engine: Engine, view: JobView, *, owner: str, lease_seconds: float) -> None:
+    from review_app.services.judging.align import run_align_job
+
+    def finish(status: str, **values: Any) -> None:
+        with Session(engine) as session:
+            job_storage.finish(
+                session, job_id=view.id, owner=owner, now=_now(), status=status, **values
+            )
+
+    with _Beat(engine, view.id, owner, lease_seconds) as beat:
+        try:
+            result = run_align_job(
+                engine,
+                _job_actor(engine, view),
+                job_id=view.id,
+                parameters=view.parameters,
+                stop=beat.should_stop,
+                progress=beat.progress,
+            )
+        except (InputError, NotFound, PermissionDenied) as error:
+            finish("failed", error=str(error), done=beat.done, total=beat.total)
+            return
+        except Exception as error:  # never a key: settings are not in the message
+            log.exception("job %s failed", view.id)
+            finish(
+                "failed", error=f"{type(error).__name__}: {error}", done=beat.done, total=beat.total
+            )
+            return
+    if beat.lost.is_set():
+        return  # another worker holds the job now
+    finish(
+        "stopped" if result.get("stopped") else "done",
+        result_json=json.dumps(result, sort_keys=True),
+        done=beat.done,
+        total=beat.total,
+    )
 
 
 def _report_key_prefix(parameters: dict[str, Any]) -> str | None:
