@@ -37,7 +37,13 @@ STRATUM_KEYS = {"stratum", "weight", "n_units", "n_gold", "lambda", "value", "ci
 
 
 def position_bin(position: int) -> str:
-    for low, high, label in ((1, 1, "1"), (2, 2, "2"), (3, 4, "3-4"), (5, 8, "5-8"), (9, 16, "9-16")):
+    for low, high, label in (
+        (1, 1, "1"),
+        (2, 2, "2"),
+        (3, 4, "3-4"),
+        (5, 8, "5-8"),
+        (9, 16, "9-16"),
+    ):
         if low <= position <= high:
             return label
     return "17+"
