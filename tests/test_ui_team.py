@@ -22,7 +22,7 @@ from review_app.services.team.team import team_view
 from storage import assignments
 from storage.engine import shared_engine
 from tests.conftest import REPO
-from tests.ui_support import app_database, demo_template, plain
+from tests.ui_support import app_database, demo_template, plain, routed_pages
 
 APP = REPO / "review_app" / "ui" / "app.py"
 RUBRIC = "role-adherence@1"
@@ -71,9 +71,16 @@ def progress(db_url: str) -> dict[str, tuple[int, int]]:
 
 
 def test_a_reviewer_sees_nothing_of_the_team(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    at = open_team(monkeypatch, user="ana")
-    assert texts(at.error) == ["The team page is for policy owners and admins."]
-    assert not at.dataframe and [b.key for b in at.button] == ["sign_out"]
+    """A reviewer is routed to their own pages only: no team page to list or open."""
+    monkeypatch.setenv("REVIEW_APP_AUTH", "oidc")
+    at = AppTest.from_file(str(APP), default_timeout=60)
+    at.user = {"is_logged_in": True, "email": "ana", "name": "Ana"}
+    run(at)
+    assert routed_pages(at) == ["queue", "review", "rubrics", ""]  # "": the root, the queue
+    with pytest.raises(ValueError, match="Could not find a navigation page"):
+        at.switch_page("views/team.py")
+    # the admin lee has every page
+    assert "team" in routed_pages(open_team(monkeypatch))
 
 
 def test_the_page_shows_each_persons_progress_and_what_to_do(
