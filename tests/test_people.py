@@ -290,3 +290,35 @@ def test_demo_in_local_mode_makes_the_local_user_an_admin_with_the_cases(
     assert done.returncode == 0, done.stderr
     assert {p.name: p.role for p in list_people(database.engine)}["lee"] == "admin"
     assert _queues(database) == {"ana": 17, "ben": 17, "chloe": 17, "lee": 17}
+
+
+def test_a_second_uniform_draw_with_a_seed_says_it_is_a_new_sample(database: Database) -> None:
+    engine = database.engine
+    rubric = _setup(database)
+    signed_in(engine, "rita", role="reviewer")
+    olivia = signed_in(engine, "olivia", role="policy_owner")
+    first = draw_audit_sample(engine, olivia, rubric=rubric, size=1, seed=3, reviewers=["rita"])
+    assert first.earlier is None and "was used before" not in first.line()
+    second = draw_audit_sample(
+        engine, operator(), rubric=rubric, size=1, seed=3, reviewers=["rita"]
+    )
+    assert second.earlier is not None
+    assert (second.earlier.sample_id, second.earlier.size, second.earlier.by) == (
+        first.sample_id,
+        1,
+        "olivia",
+    )
+    assert f"seed 3 was used before: audit sample {first.sample_id} drew 1 turns on " in (
+        second.line()
+    )
+    assert second.line().endswith(
+        ", by olivia. This is a new sample, not that one again: it draws among the turns no "
+        "earlier sample drew"
+    )
+    third = draw_audit_sample(engine, olivia, rubric=rubric, size=1, seed=3, reviewers=["rita"])
+    assert third.earlier is not None and third.earlier.draws == 2
+    assert "seed 3 was used before (used 2 times so far)" in third.line()
+    assert (
+        draw_audit_sample(engine, olivia, rubric=rubric, size=1, seed=4, reviewers=["rita"]).earlier
+        is None
+    )

@@ -18,7 +18,7 @@ def page(name: str) -> st.Page:
     return PAGES[name]
 
 
-SPEC = (
+PAGE_TABLE = (
     ("queue", "Queue", ":material/inbox:", "reviewer"),
     ("review", "Review", ":material/forum:", "reviewer"),
     ("rubrics", "Rubrics", ":material/menu_book:", "reviewer"),
@@ -31,13 +31,13 @@ SPEC = (
 )
 """``(address, title, icon, least role)`` of each page, in the sidebar's order. The
 pages check the role themselves too (a page's service refuses anyone below it)."""
-LEAST_ROLE = {name: role for name, _, _, role in SPEC} | {"home": "reviewer"}
+LEAST_ROLE = {name: role for name, _, _, role in PAGE_TABLE} | {"home": "reviewer"}
 
 
 def _build_pages() -> dict[str, st.Page]:
     pages = {
         name: st.Page(str(PAGES_DIR / f"{name}.py"), title=title, icon=icon, url_path=name)
-        for name, title, icon, _ in SPEC
+        for name, title, icon, _ in PAGE_TABLE
     }
     # The app's root shows the queue too. Streamlit serves its default page only at the
     # root (``/queue`` would be "Page not found"), so the default is a hidden second
