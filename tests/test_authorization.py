@@ -698,6 +698,7 @@ EXEMPT: dict[str, str] = {
     "people.local_user_name": "no data: the local user's name from the environment",
     "people.sign_in_configured": "no data: the sign-in setting from the environment and files",
     "people.rights_of": "pure: words for a role's rights",
+    "audit_samples.earlier_draw": "takes an open Session: a building block of the draws",
     "local_judge.local_judge_available": "no data: whether a package is installed",
     "local_judge.local_server_command": "no data: a command line",
     "local_judge.local_server_environment": "no data: environment variables",
@@ -765,6 +766,7 @@ EXEMPT_WITH_DATABASE = {
     "jobs.start_process_worker",
     "people.actor_for_job",
     "strata.strata_of",
+    "audit_samples.earlier_draw",
 }
 
 

@@ -70,9 +70,12 @@ class EarlierDraw:
         }
 
 
-def _earlier(
+def earlier_draw(
     session: Session, rubric: Rubric, *, design: str, seed: int, run_id: int | None = None
 ) -> EarlierDraw | None:
+    """The first earlier draw of ``design`` with ``seed`` (from run ``run_id`` when
+    given) for the rubric version, or None: a building block of the draws, which
+    authorized their actor (it takes their open Session)."""
     found = storage.audit_samples.draws_with_seed(
         session,
         rubric_id=rubric.id,
@@ -144,7 +147,7 @@ def draw_audit_sample(
             )
         chosen = np.random.default_rng(seed).choice(len(population), size=size, replace=False)
         units = sorted(population[int(i)] for i in chosen)
-        earlier = _earlier(session, rubric, design="uniform", seed=seed)
+        earlier = earlier_draw(session, rubric, design="uniform", seed=seed)
         sample_id = storage.audit_samples.insert_audit_sample(
             session,
             rubric_id=rubric.id,
@@ -304,7 +307,7 @@ def preview_uncertainty_sample(
     drawn = _draw_by_uncertainty(engine, rubric, run_id=run_id, size=size, seed=seed, mix=mix)
     with Session(read_only(engine)) as session:
         assignable_people(session, names=reviewers)
-        earlier = _earlier(session, rubric, design="uncertainty", seed=seed, run_id=run_id)
+        earlier = earlier_draw(session, rubric, design="uncertainty", seed=seed, run_id=run_id)
     case_ids = drawn.case_ids
     assignment = (
         plan_assignment(
@@ -353,7 +356,7 @@ def draw_uncertainty_sample(
     drawn = _draw_by_uncertainty(engine, rubric, run_id=run_id, size=size, seed=seed, mix=mix)
     with Session(engine) as session:
         assignable_people(session, names=reviewers)
-        earlier = _earlier(session, rubric, design="uncertainty", seed=seed, run_id=run_id)
+        earlier = earlier_draw(session, rubric, design="uncertainty", seed=seed, run_id=run_id)
         sample_id = storage.audit_samples.insert_audit_sample(
             session,
             rubric_id=rubric.id,
