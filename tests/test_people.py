@@ -169,7 +169,7 @@ def test_the_preview_names_the_person_what_they_lose_and_the_refusals(
         "rita (policy owner) loses every right from their next action on: assigning cases"
     )
     assert "labeling the cases in their queue" in losing.sentence()
-    assert "Their 1 open assignment stay" in losing.sentence()
+    assert "Their 1 open assignment stays in their queue undone" in losing.sentence()
     demoted = preview_rights_change(engine, ada, name="rita", change="role", role="reviewer")
     assert demoted.loses_rights and "loses assigning cases" in demoted.sentence()
     assert "labeling" not in demoted.sentence()  # a reviewer keeps labeling

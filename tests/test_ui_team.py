@@ -320,7 +320,7 @@ def test_an_admin_adds_people_changes_roles_and_deactivates_after_confirming(
     assert people(db_url)["dana"] == ("policy_owner", True)
     [warning] = [t for t in texts(at.warning) if t.startswith("dana goes from")]
     assert warning.startswith("dana goes from a policy owner to a reviewer and loses assigning")
-    assert "their 0 open assignments stay" in warning
+    assert warning.endswith("they keep their queue (0 open assignments).")
     at.button(key="team_rights_confirm").click()
     run(at)
     assert people(db_url)["dana"] == ("reviewer", True)
@@ -328,7 +328,7 @@ def test_an_admin_adds_people_changes_roles_and_deactivates_after_confirming(
 
     review_change(at, "ana", "deactivate")  # ana: every demo case, all labeled
     [warning] = [t for t in texts(at.warning) if t.startswith("ana (reviewer) loses")]
-    assert "labeling the cases in their queue" in warning and "Their 0 open" in warning
+    assert "labeling the cases in their queue. They have no open assignment;" in warning
     at.button(key="team_rights_cancel").click()
     run(at)
     assert people(db_url)["ana"] == ("reviewer", True)  # cancelled: nothing changed

@@ -624,16 +624,20 @@ class RightsPreview:
         """What applying it does, in one sentence naming the person and what they lose."""
         if self.refusal is not None:
             return f"Refused: {self.refusal}."
-        queued = (
-            f"{self.open_assignments} open assignment{'s' if self.open_assignments != 1 else ''}"
-        )
+        count = self.open_assignments
+        queued = f"{count} open assignment{'s' if count != 1 else ''}"
         if self.change == "deactivate":
             if not self.active:
                 return f"{self.name} is already deactivated; nothing changes."
+            left = (
+                "They have no open assignment"
+                if count == 0
+                else f"Their {queued} {'stays' if count == 1 else 'stay'} in their queue "
+                "undone (assign those cases to someone else)"
+            )
             return (
                 f"{self.name} ({_role_words(self.role)}) loses every right from their next "
-                f"action on: {rights_of(self.role)}. Their {queued} stay in their queue "
-                "undone (assign those cases to someone else); their labels stay."
+                f"action on: {rights_of(self.role)}. {left}; their labels stay."
             )
         if self.change == "reactivate":
             if self.active:
@@ -652,7 +656,8 @@ class RightsPreview:
             )
         return (
             f"{self.name} goes from {_a_role(self.role)} to {_a_role(self.new_role)} and "
-            f"loses {rights_of(self.role, down_to=self.new_role)}; their {queued} stay."
+            f"loses {rights_of(self.role, down_to=self.new_role)}; they keep their queue "
+            f"({queued})."
         )
 
 
