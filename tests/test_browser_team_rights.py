@@ -10,6 +10,7 @@ no team), while an admin's lists all nine pages.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +24,16 @@ from storage.migrations import upgrade_database
 from tests.served import IDLE, chromium, free_port, require_browser, serving, wait_healthy
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+RUNNING = '[data-testid="stApp"][data-test-script-state="running"]'
+QUIET = """() => {
+  const app = document.querySelector('[data-testid="stApp"]');
+  const idle = app && app.getAttribute("data-test-script-state") === "notRunning";
+  const now = performance.now();
+  if (!idle) { window.__idleSince = null; return false; }
+  if (window.__idleSince == null) window.__idleSince = now;
+  return now - window.__idleSince > 500;
+}"""
 
 ALL_PAGES = [
     "Queue",
@@ -95,15 +106,23 @@ def choose(tab: Any, label: str, option: str) -> None:
     box.fill(option)
     tab.get_by_role("option", name=option, exact=True).wait_for(timeout=30_000)
     box.press("Enter")
-    tab.wait_for_timeout(300)
-    tab.wait_for_selector(IDLE, timeout=60_000)
+    settle(tab)
     assert box.input_value() == option
+
+
+def settle(tab: Any) -> None:
+    """Until the run a widget change started is over: the app goes running (if it has
+    not already been and gone), then stays idle for half a second."""
+    from playwright.sync_api import TimeoutError as NotSeen
+
+    with contextlib.suppress(NotSeen):  # the run was over before we looked
+        tab.wait_for_selector(RUNNING, state="attached", timeout=2_000)
+    tab.wait_for_function(QUIET, timeout=60_000)
 
 
 def review_change(tab: Any) -> str:
     tab.get_by_role("button", name="Review this change").click()
-    tab.wait_for_timeout(300)
-    tab.wait_for_selector(IDLE, timeout=60_000)
+    settle(tab)
     text: str = tab.locator('[data-testid="stMain"]').inner_text()
     return text
 
