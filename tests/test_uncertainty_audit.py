@@ -213,8 +213,17 @@ def test_the_command_says_a_second_draw_with_a_seed_is_a_new_sample(
         "assign", "--rubric", "role-adherence@1", "--reviewers", "rita,sam",
         "--audit-sample", "30", "--seed", "7", "--by-uncertainty", str(world.run_ids[0]),
     )  # fmt: skip
+    dry = run_review_app(*command, "--dry-run", db=sqlite_database.url, home=tmp_path)
+    assert dry.returncode == 0, dry.stderr
+    *pairs, dry_line = dry.stdout.splitlines()
+    assert dry_line.startswith("preview, nothing stored: would draw ") and pairs
+    with Session(sqlite_database.engine) as session:
+        assert session.scalars(select(AuditSample)).all() == []
     first = run_review_app(*command, db=sqlite_database.url, home=tmp_path)
     assert first.returncode == 0, first.stderr
+    # the draw is the one previewed: the same turns, and the pairs previewed assigned
+    previewed = dry_line.split(": would draw ", 1)[1].replace("would assign", "assigned")
+    assert first.stdout.split(": drew ", 1)[1] == previewed + "\n"
     assert "was used before" not in first.stdout
     second = run_review_app(*command, db=sqlite_database.url, home=tmp_path)
     assert second.returncode == 0, second.stderr

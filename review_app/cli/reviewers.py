@@ -140,7 +140,9 @@ def assign(
     dry_run: Annotated[
         bool,
         typer.Option(
-            "--dry-run", help="Print the (case, reviewer) pairs it would assign; write nothing."
+            "--dry-run",
+            help="Print the (case, reviewer) pairs it would assign (with --by-uncertainty: "
+            "the draw it would make, with its pairs); write nothing.",
         ),
     ] = False,
     lane: Annotated[str | None, typer.Option("--lane", help="Only cases of this lane.")] = None,
@@ -205,8 +207,8 @@ def assign(
     drawing = audit_sample is not None or by_stratum is not None or run is not None
     if add and drawing:
         raise InputError("an audit draw fills its cases up to --fill N reviewers", field="--add")
-    if dry_run and drawing:
-        raise InputError("only for an assignment, not an audit draw", field="--dry-run")
+    if dry_run and drawing and by_uncertainty is None:
+        raise InputError("only for an assignment or a draw by uncertainty", field="--dry-run")
     overlap = 2 if fill is None else fill
     if by_stratum is not None or run is not None:
         _assign_by_stratum(
@@ -217,13 +219,16 @@ def assign(
     if by_uncertainty is None and (as_json or mix != 0.5):
         raise InputError("only with --by-uncertainty RUN", field="--json" if as_json else "--mix")
     if by_uncertainty is not None:
-        from review_app.services.judging.audit_samples import draw_uncertainty_sample
+        from review_app.services.judging.audit_samples import (
+            draw_uncertainty_sample,
+            preview_uncertainty_sample,
+        )
 
         if audit_sample is None:
             raise InputError(
                 "needs --audit-sample K (the expected number of turns)", field="--by-uncertainty"
             )
-        sample = draw_uncertainty_sample(
+        sample = (preview_uncertainty_sample if dry_run else draw_uncertainty_sample)(
             engine,
             operator(),
             rubric=chosen,
@@ -236,8 +241,11 @@ def assign(
         )
         if as_json:
             print_json(sample.to_dict())
-        else:
-            typer.echo(sample.line())
+            return
+        if dry_run and sample.assignment is not None:
+            for case_id, name in sample.assignment.pairs:
+                typer.echo(f"{terminal_safe(case_id)}\t{terminal_safe(name)}")
+        typer.echo(sample.line())
         return
     if audit_sample is not None:
         from review_app.services.judging.audit_samples import draw_audit_sample
