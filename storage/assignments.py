@@ -624,3 +624,11 @@ def carry_assignments(
         ),
         {**params, "existing": existing_up_to},
     )
+
+
+def open_assignment_count(session: Session, *, reviewer_id: int) -> int:
+    """The reviewer's assignments not finished yet, under every rubric version."""
+    query = select(func.count()).where(
+        col(Assignment.reviewer_id) == reviewer_id, col(Assignment.completed_at).is_(None)
+    )
+    return int(session.execute(query).scalar_one())

@@ -8,7 +8,7 @@ from datetime import datetime
 from sqlalchemy import func, select
 from sqlmodel import Session, col
 
-from storage.models import AuditSample, AuditUnit
+from storage.models import AuditSample, AuditUnit, Reviewer
 
 
 def audited_units(
@@ -143,3 +143,36 @@ def audit_token(session: Session, *, rubric_id: str, version: int) -> tuple[int,
         )
     ).one()
     return int(row[0]), int(row[1])
+
+
+def draws_with_seed(
+    session: Session,
+    *,
+    rubric_id: str,
+    version: int,
+    design: str,
+    seed: int,
+    run_id: int | None = None,
+) -> list[tuple[int, int, datetime, str | None]]:
+    """``(sample id, turns drawn, when, by whom)`` of each earlier draw of ``design`` with
+    ``seed`` for the rubric version (and run ``run_id`` when given), oldest first; "by
+    whom" is the person's name, ``None`` for the command line."""
+    query = (
+        select(
+            col(AuditSample.id),
+            col(AuditSample.size),
+            col(AuditSample.created_at),
+            col(Reviewer.name),
+        )
+        .outerjoin(Reviewer, col(Reviewer.id) == col(AuditSample.created_by))
+        .where(
+            col(AuditSample.rubric_id) == rubric_id,
+            col(AuditSample.rubric_version) == version,
+            col(AuditSample.design) == design,
+            col(AuditSample.seed) == seed,
+        )
+        .order_by(col(AuditSample.id))
+    )
+    if run_id is not None:
+        query = query.where(col(AuditSample.run_id) == run_id)
+    return [(int(i), int(n), at, who) for i, n, at, who in session.execute(query)]

@@ -495,6 +495,22 @@ GUARDED: dict[str, tuple[Call, str]] = {
         lambda w, a: people.reactivate_person(w.engine, a, name="ana"),
         "denied",
     ),
+    "people.preview_rights_change": (
+        lambda w, a: people.preview_rights_change(w.engine, a, name="ana", change="deactivate"),
+        "denied",
+    ),
+    "queue.plan_assignment": (
+        lambda w, a: queue.plan_assignment(
+            w.engine, a, rubric=w.rubric, reviewers=["ana"], mode="add", case_ids=[CASE]
+        ),
+        "denied",
+    ),
+    "audit_samples.preview_uncertainty_sample": (
+        lambda w, a: audit_samples.preview_uncertainty_sample(
+            w.engine, a, rubric=w.rubric, run_id=w.run_id, size=1, seed=0, reviewers=["ana"]
+        ),
+        "denied",
+    ),
     "team.team_view": (
         lambda w, a: team.team_view(w.engine, a, rubric=w.rubric),
         "denied",
@@ -680,6 +696,9 @@ EXEMPT: dict[str, str] = {
     "label_table.rating_table": "pure: over label columns the caller read",
     "labels_io.parse_label_file": "pure: parses a local file",
     "people.local_user_name": "no data: the local user's name from the environment",
+    "people.sign_in_configured": "no data: the sign-in setting from the environment and files",
+    "people.rights_of": "pure: words for a role's rights",
+    "audit_samples.earlier_draw": "takes an open Session: a building block of the draws",
     "local_judge.local_judge_available": "no data: whether a package is installed",
     "local_judge.local_server_command": "no data: a command line",
     "local_judge.local_server_environment": "no data: environment variables",
@@ -747,6 +766,7 @@ EXEMPT_WITH_DATABASE = {
     "jobs.start_process_worker",
     "people.actor_for_job",
     "strata.strata_of",
+    "audit_samples.earlier_draw",
 }
 
 

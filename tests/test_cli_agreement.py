@@ -306,10 +306,11 @@ def assignment_counts(url: str) -> tuple[Counter[str], Counter[str]]:
 def test_assign_gives_each_case_to_overlap_reviewers_evenly(cases_db: str, home: Path) -> None:
     db = cases_db
     first = ok(
-        cli("assign", "--rubric", RUBRIC, "--reviewers", "a,b", "--overlap", "2", db=db, home=home)
+        cli("assign", "--rubric", RUBRIC, "--reviewers", "a,b", "--fill", "2", db=db, home=home)
     )
     assert first.stdout.startswith(
-        f"assigned {2 * N_CASES} (case, reviewer) pairs over {N_CASES} cases"
+        f"fill each of {N_CASES} cases up to 2 reviewers: assigned {2 * N_CASES} (case, "
+        "reviewer) pairs"
     )
     per_case, per_reviewer = assignment_counts(db)
     assert len(per_case) == N_CASES and set(per_case.values()) == {2}
@@ -317,9 +318,51 @@ def test_assign_gives_each_case_to_overlap_reviewers_evenly(cases_db: str, home:
     again = ok(
         cli("assign", "--rubric", RUBRIC, "--reviewers", "a,b", "--overlap", "2", db=db, home=home)
     )
-    assert again.stdout.startswith("assigned 0 ")
-    assert f"{N_CASES} cases already had enough reviewers" in again.stdout
+    assert ": assigned 0 " in again.stdout
+    assert f"{N_CASES} cases already had 2 or more reviewers" in again.stdout
     assert assignment_counts(db) == (per_case, per_reviewer)
+
+
+def test_add_puts_the_chosen_reviewers_on_every_case_and_dry_run_says_the_pairs(
+    cases_db: str, home: Path
+) -> None:
+    """Cases with 2 reviewers each: --fill 2 for c assigns nothing, --add gives c every
+    case; --dry-run prints exactly the pairs the same command then assigns."""
+    db = cases_db
+    ok(cli("assign", "--rubric", RUBRIC, "--reviewers", "a,b", "--fill", "2", db=db, home=home))
+    filled = ok(
+        cli("assign", "--rubric", RUBRIC, "--reviewers", "c", "--fill", "2", db=db, home=home)
+    )
+    assert ": assigned 0 " in filled.stdout
+    preview = ok(
+        cli(
+            "assign",
+            "--rubric",
+            RUBRIC,
+            "--reviewers",
+            "a,c",
+            "--add",
+            "--dry-run",
+            db=db,
+            home=home,
+        )
+    )
+    *pairs, line = preview.stdout.splitlines()
+    assert line == (
+        f"add the chosen reviewers to each of {N_CASES} cases: would assign {N_CASES} (case, "
+        f"reviewer) pairs (c +{N_CASES}); {N_CASES} pairs were assigned already"
+    )
+    assert [p.split("\t")[1] for p in pairs] == ["c"] * N_CASES
+    assert assignment_counts(db)[1] == {"a": N_CASES, "b": N_CASES}  # nothing written
+    added = ok(cli("assign", "--rubric", RUBRIC, "--reviewers", "a,c", "--add", db=db, home=home))
+    assert added.stdout.splitlines() == [line.replace("would assign", "assigned")]
+    per_case, per_reviewer = assignment_counts(db)
+    assert set(per_case.values()) == {3}
+    assert per_reviewer == {"a": N_CASES, "b": N_CASES, "c": N_CASES}
+    both = cli(
+        "assign", "--rubric", RUBRIC, "--reviewers", "a", "--add", "--fill", "2", db=db, home=home
+    )
+    assert both.returncode == 2 and "--add" in both.stderr
 
 
 def test_assign_balances_load_across_more_reviewers_than_the_overlap(
@@ -340,7 +383,7 @@ def test_assign_balances_load_across_more_reviewers_than_the_overlap(
             "assign", "--rubric", RUBRIC, "--reviewers", "a,b,c", "--overlap", "2", db=db, home=home
         )
     )
-    assert again.stdout.startswith("assigned 0 ")
+    assert ": assigned 0 " in again.stdout
     assert assignment_counts(db) == (per_case, per_reviewer)
 
 

@@ -14,6 +14,7 @@ import pytest
 from sqlalchemy import Engine
 from sqlmodel import Session
 
+from review_app.errors import InputError
 from review_app.rubrics import Rubric
 from review_app.services.cases.demo import DEMO_CASES, load_demo
 from review_app.services.cases.importing import import_paths
@@ -27,12 +28,13 @@ from review_app.services.review.queue import (
     informative_queue,
     open_review_work,
     order_informative_first,
+    plan_assignment,
     queue_page,
     score_case,
 )
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
 from review_app.services.team.people import Actor, add_person, operator_actor, sign_in
-from storage import assignments
+from storage import assignments, reviewers
 from storage.engine import create_database_engine, read_only
 from storage.models import JudgeRun, JudgeVerdict
 from tests.conftest import Database
@@ -65,6 +67,75 @@ def test_a_new_reviewer_joins_cases_that_others_already_hold(sqlite_database: Da
     spread = assign_cases(engine, operator, rubric=rubric, reviewers=["sam", "tess"], overlap=5)
     assert spread.new_assignments == 17
     assert sorted(spread.per_reviewer.values()) == [8, 9]
+
+
+def test_the_two_modes_say_what_they_do_and_the_preview_is_what_apply_writes(
+    database: Database,
+) -> None:
+    """The issue's walk: the demo's cases have 3 reviewers each; two new reviewers with
+    "fill up to 2" get nothing (and the line says why), "add these reviewers" gives both
+    every case; the preview's pairs are exactly those written, and a preview writes
+    nothing."""
+    engine = database.engine
+    load_demo(engine, operator_actor())
+    operator = Actor.operator()
+    for name in ("rita", "sam"):
+        add_person(engine, operator, name=name, role="reviewer")
+    olivia = sign_in(engine, name="olivia", auth_mode="oidc")  # the demo's policy owner
+    rubric = sync_rubrics(engine, operator).get(RUBRIC)
+    team = ["rita", "Sam"]
+
+    def held() -> set[tuple[str, str]]:
+        """The (case, reviewer) pairs rita and sam hold, read from the database."""
+        found = set()
+        with Session(read_only(engine)) as session:
+            for name, person in reviewers.reviewers_by_name(session, names=["rita", "sam"]).items():
+                assert person.id is not None
+                for case_id in assignments.assigned_case_ids(
+                    session, reviewer_id=person.id, rubric_id=rubric.id, version=rubric.version
+                ):
+                    found.add((case_id, name))
+        return found
+
+    fill = plan_assignment(engine, olivia, rubric=rubric, reviewers=team, overlap=2)
+    assert (fill.new_assignments, fill.already_covered, fill.pairs) == (0, 17, ())
+    assert fill.line() == (
+        "fill each of 17 cases up to 2 reviewers: would assign 0 (case, reviewer) pairs; "
+        "17 cases already had 2 or more reviewers (everyone assigned counts)"
+    )
+    preview = plan_assignment(engine, olivia, rubric=rubric, reviewers=team, mode="add")
+    assert preview.new_assignments == 34 and not preview.applied
+    assert held() == set()  # a preview writes nothing
+    applied = assign_cases(engine, olivia, rubric=rubric, reviewers=team, mode="add")
+    assert applied.pairs == preview.pairs and applied.applied
+    assert set(applied.pairs) == held() and len(held()) == 34
+    assert applied.line() == (
+        "add the chosen reviewers to each of 17 cases: assigned 34 (case, reviewer) pairs "
+        "(rita +17, sam +17); 0 pairs were assigned already"
+    )
+    again = assign_cases(engine, olivia, rubric=rubric, reviewers=team, mode="add")
+    assert (again.new_assignments, again.already_covered) == (0, 34)
+
+    # fill counts everyone: up to 6 on a lane's cases adds one more where 5 are
+    lane_plan = plan_assignment(
+        engine, olivia, rubric=rubric, reviewers=["ana", "rita"], overlap=6, lane="pass"
+    )
+    assert (
+        lane_plan.pairs
+        == assign_cases(
+            engine, olivia, rubric=rubric, reviewers=["ana", "rita"], overlap=6, lane="pass"
+        ).pairs
+    )
+    for mode, overlap, field in (
+        ("fill", None, "overlap"),
+        ("add", 2, "overlap"),
+        ("x", 1, "mode"),
+    ):
+        with pytest.raises(InputError) as refused:
+            plan_assignment(
+                engine, olivia, rubric=rubric, reviewers=team, mode=mode, overlap=overlap
+            )
+        assert refused.value.field == field
 
 
 def test_queue_counts_follow_labels_and_assignments_at_once(sqlite_database: Database) -> None:

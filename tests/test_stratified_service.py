@@ -253,8 +253,19 @@ def test_the_commands(database: Database, tmp_path: Path) -> None:
     document = json.loads(done.stdout)
     assert set(document) == {
         "sample_id", "design", "by", "run", "population", "size", "seed", "strata", "budget",
-        "units",
+        "units", "earlier_with_seed",
     }  # fmt: skip
+    assert document["earlier_with_seed"] is None
+    again = run_review_app(
+        "assign", "--rubric", "role-adherence@1", "--reviewers", "rita,sam", "--audit-sample",
+        "10", "--by-stratum", "lane", "--run", run, "--seed", "2",
+        db=database.url, home=tmp_path,
+    )  # fmt: skip
+    assert again.returncode == 0, again.stderr
+    assert (
+        f"seed 2 was used before: audit sample {document['sample_id']} drew 60 turns on "
+    ) in again.stdout
+    assert "by the command line (operator). This is a new sample" in again.stdout
     assert document["size"] == 60 and {u["stratum"] for u in document["units"]} <= {
         "violation", "invalid", "missing-context", "no-contract", "pass",
     }  # fmt: skip

@@ -832,8 +832,8 @@ def test_a_policy_owner_assigns_from_the_queue_page(
     at.button(key="assign_submit").click()
     run(at)
     assert [plain(s.value) for s in at.success] == [
-        "assigned 17 (case, reviewer) pairs over 17 cases (olivia +17); "
-        "0 cases already had enough reviewers"
+        "fill each of 17 cases up to 4 reviewers: assigned 17 (case, reviewer) pairs "
+        "(olivia +17); 0 cases already had 4 or more reviewers (everyone assigned counts)"
     ]
     run(at)
     assert at.get("progress")[0].proto.text == f"0 of 17 assigned cases labeled under {RUBRIC}"

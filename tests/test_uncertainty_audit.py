@@ -12,15 +12,27 @@ from sqlmodel import Session
 
 from review_app.cli.render_judging import render_estimate
 from review_app.errors import InputError
-from review_app.services.judging.audit_samples import draw_uncertainty_sample
+from review_app.services.judging.audit_samples import (
+    draw_uncertainty_sample,
+    preview_uncertainty_sample,
+)
 from review_app.services.judging.estimate import break_rate_estimate
 from review_app.stats.active import active_mean, uniform_width
 from storage.models import AuditSample, AuditUnit
+from tests.actors import signed_in
 from tests.conftest import Database
 from tests.judge_support import run_review_app
 from tests.test_judge_route import OPERATOR, World
 
-SAMPLE_KEYS = {"sample_id", "design", "run", "population", "expected_size", "units"}
+SAMPLE_KEYS = {
+    "sample_id",
+    "design",
+    "run",
+    "population",
+    "expected_size",
+    "units",
+    "earlier_with_seed",
+}
 
 
 def literal_draw(world: World, run: int, *, k: int, tau: float, seed: int):
@@ -138,3 +150,86 @@ def test_assign_by_uncertainty_cli(sqlite_database: Database, tmp_path: Path) ->
         db=sqlite_database.url, home=tmp_path,
     )  # fmt: skip
     assert text.returncode == 0 and "uncertainty draw:" in text.stdout
+
+
+def test_the_preview_is_what_the_draw_stores_and_a_second_seed_says_so(
+    database: Database, tmp_path: Path
+) -> None:
+    world = World(database.engine, tmp_path)
+    world.label(world.units[:2], "people")  # creates rita and sam
+    olivia = signed_in(database.engine, "olivia", role="policy_owner")
+    run = world.run_ids[0]
+    request = {
+        "rubric": world.rubric, "run_id": run, "size": 40, "seed": 4,
+        "reviewers": ["rita", "sam"], "mix": 0.5, "overlap": 2,
+    }  # fmt: skip
+    preview = preview_uncertainty_sample(database.engine, olivia, **request)
+    assert preview.sample_id is None and preview.earlier is None
+    assert preview.line().startswith("preview, nothing stored: would draw ")
+    with Session(database.engine) as session:
+        assert session.scalars(select(AuditSample)).all() == []
+    first = draw_uncertainty_sample(database.engine, olivia, **request)
+    assert first.units == preview.units and first.earlier is None
+    assert first.assignment is not None and preview.assignment is not None
+    # the pairs previewed are the pairs assigned, and every drawn case got both reviewers
+    assert first.assignment.pairs == preview.assignment.pairs
+    assert {c for c, _ in first.assignment.pairs} == {u["case_id"] for u in first.units}
+    assert "seed 4 was used before" not in first.line()
+
+    # the same seed again: a new sample of the same turns, and the line says what the
+    # first one was (its number, size, time and who drew it)
+    again = preview_uncertainty_sample(database.engine, olivia, **request)
+    assert again.earlier is not None and again.earlier.sample_id == first.sample_id
+    second = draw_uncertainty_sample(database.engine, olivia, **request)
+    assert second.sample_id != first.sample_id and second.units == first.units
+    assert second.earlier is not None
+    assert (second.earlier.sample_id, second.earlier.size, second.earlier.by) == (
+        first.sample_id,
+        len(first.units),
+        "olivia",
+    )
+    assert (
+        f"seed 4 was used before: audit sample {first.sample_id} drew {len(first.units)} turns on "
+    ) in second.line()
+    assert ", by olivia. This is a new sample, not that one again: the same seed" in second.line()
+    assert second.to_dict()["earlier_with_seed"]["sample_id"] == first.sample_id
+    # another seed, or another run, is no repeat
+    other = dict(request, seed=5)
+    assert draw_uncertainty_sample(database.engine, olivia, **other).earlier is None
+    assert (
+        preview_uncertainty_sample(
+            database.engine, olivia, **dict(request, run_id=world.run_ids[1])
+        ).earlier
+        is None
+    )
+
+
+def test_the_command_says_a_second_draw_with_a_seed_is_a_new_sample(
+    sqlite_database: Database, tmp_path: Path
+) -> None:
+    world = World(sqlite_database.engine, tmp_path)
+    world.label(world.units[:2], "people")
+    command = (
+        "assign", "--rubric", "role-adherence@1", "--reviewers", "rita,sam",
+        "--audit-sample", "30", "--seed", "7", "--by-uncertainty", str(world.run_ids[0]),
+    )  # fmt: skip
+    dry = run_review_app(*command, "--dry-run", db=sqlite_database.url, home=tmp_path)
+    assert dry.returncode == 0, dry.stderr
+    *pairs, dry_line = dry.stdout.splitlines()
+    assert dry_line.startswith("preview, nothing stored: would draw ") and pairs
+    with Session(sqlite_database.engine) as session:
+        assert session.scalars(select(AuditSample)).all() == []
+    first = run_review_app(*command, db=sqlite_database.url, home=tmp_path)
+    assert first.returncode == 0, first.stderr
+    # the draw is the one previewed: the same turns, and the pairs previewed assigned
+    previewed = dry_line.split(": would draw ", 1)[1].replace("would assign", "assigned")
+    assert first.stdout.split(": drew ", 1)[1] == previewed + "\n"
+    assert "was used before" not in first.stdout
+    second = run_review_app(*command, db=sqlite_database.url, home=tmp_path)
+    assert second.returncode == 0, second.stderr
+    sample = int(first.stdout.split(":")[0].removeprefix("audit sample "))
+    assert f"seed 7 was used before: audit sample {sample} drew " in second.stdout
+    assert "by the command line (operator). This is a new sample" in second.stdout
+    as_json = run_review_app(*command, "--json", db=sqlite_database.url, home=tmp_path)
+    earlier = json.loads(as_json.stdout)["earlier_with_seed"]
+    assert (earlier["sample_id"], earlier["by"], earlier["draws"]) == (sample, None, 2)

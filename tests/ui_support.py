@@ -8,6 +8,7 @@ import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import streamlit as st
@@ -66,3 +67,13 @@ def plain(markdown: str) -> str:
     AppTest hands over an element's Markdown source, the browser shows this."""
     unescaped = _ESCAPED.sub(r"\1", markdown.replace("  \n", "\n"))
     return unescaped.replace("\u2060", "")  # the word joiners that stop autolinks
+
+
+def routed_pages(at: Any) -> list[str]:
+    """The addresses the entry script routed on its last run (what the sidebar can list
+    and an address can open), in order; the root (the queue) is ``""``."""
+    return [
+        str(info["url_pathname"])
+        for info in at._registered_pages.values()
+        if info.get("url_pathname") is not None
+    ]

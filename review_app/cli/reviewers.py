@@ -118,7 +118,33 @@ def reviewers_reactivate(name: NameArgument, db: DbOption = None) -> None:
 def assign(
     rubric: RubricOption,
     reviewers: Annotated[str, typer.Option("--reviewers", help="Comma-separated reviewer names.")],
-    overlap: Annotated[int, typer.Option("--overlap", help="Reviewers per case.")] = 2,
+    fill: Annotated[
+        int | None,
+        typer.Option(
+            "--fill",
+            "--overlap",
+            metavar="N",
+            help="Fill each case up to N reviewers (default 2): everyone already assigned "
+            "counts, so a case that has N or more gets nobody new; the chosen reviewers with "
+            "the least load fill the rest.",
+        ),
+    ] = None,
+    add: Annotated[
+        bool,
+        typer.Option(
+            "--add",
+            help="Add these reviewers to each chosen case, however many others have it "
+            "(instead of --fill).",
+        ),
+    ] = False,
+    dry_run: Annotated[
+        bool,
+        typer.Option(
+            "--dry-run",
+            help="Print the (case, reviewer) pairs it would assign (with --by-uncertainty: "
+            "the draw it would make, with its pairs); write nothing.",
+        ),
+    ] = False,
     lane: Annotated[str | None, typer.Option("--lane", help="Only cases of this lane.")] = None,
     audit_sample: Annotated[
         int | None,
@@ -163,13 +189,27 @@ def assign(
     ] = False,
     db: DbOption = None,
 ) -> None:
-    """Fill reviewers' queues: each case goes to OVERLAP reviewers, load balanced."""
+    """Fill reviewers' queues in one of two modes: fill each case up to N reviewers
+    (--fill N, the default with N = 2), or add these reviewers to each chosen case (--add).
+
+    With --dry-run it prints the (case, reviewer) pairs it would assign and writes nothing.
+    """
     from review_app.errors import InputError
-    from review_app.services.review.queue import assign_cases
+    from review_app.services.review.queue import assign_cases, plan_assignment
 
     engine = open_engine(db)
     chosen = catalog(engine).get(rubric)
     names = [name.strip() for name in reviewers.split(",") if name.strip()]
+    if add and fill is not None:
+        raise InputError(
+            "add these reviewers (--add) or fill up to N (--fill N), not both", field="--add"
+        )
+    drawing = audit_sample is not None or by_stratum is not None or run is not None
+    if add and drawing:
+        raise InputError("an audit draw fills its cases up to --fill N reviewers", field="--add")
+    if dry_run and drawing and by_uncertainty is None:
+        raise InputError("only for an assignment or a draw by uncertainty", field="--dry-run")
+    overlap = 2 if fill is None else fill
     if by_stratum is not None or run is not None:
         _assign_by_stratum(
             engine, chosen, by=by_stratum, run=run, size=audit_sample, seed=seed, names=names,
@@ -179,13 +219,16 @@ def assign(
     if by_uncertainty is None and (as_json or mix != 0.5):
         raise InputError("only with --by-uncertainty RUN", field="--json" if as_json else "--mix")
     if by_uncertainty is not None:
-        from review_app.services.judging.audit_samples import draw_uncertainty_sample
+        from review_app.services.judging.audit_samples import (
+            draw_uncertainty_sample,
+            preview_uncertainty_sample,
+        )
 
         if audit_sample is None:
             raise InputError(
                 "needs --audit-sample K (the expected number of turns)", field="--by-uncertainty"
             )
-        sample = draw_uncertainty_sample(
+        sample = (preview_uncertainty_sample if dry_run else draw_uncertainty_sample)(
             engine,
             operator(),
             rubric=chosen,
@@ -198,8 +241,11 @@ def assign(
         )
         if as_json:
             print_json(sample.to_dict())
-        else:
-            typer.echo(sample.line())
+            return
+        if dry_run and sample.assignment is not None:
+            for case_id, name in sample.assignment.pairs:
+                typer.echo(f"{terminal_safe(case_id)}\t{terminal_safe(name)}")
+        typer.echo(sample.line())
         return
     if audit_sample is not None:
         from review_app.services.judging.audit_samples import draw_audit_sample
@@ -215,9 +261,20 @@ def assign(
         )
         typer.echo(drawn.line())
         return
+    mode = "add" if add else "fill"
+    if dry_run:
+        plan = plan_assignment(
+            engine, operator(), rubric=chosen, reviewers=names, mode=mode,
+            overlap=None if add else overlap, lane=lane,
+        )  # fmt: skip
+        for case_id, name in plan.pairs:
+            typer.echo(f"{terminal_safe(case_id)}\t{terminal_safe(name)}")
+        typer.echo(plan.line())
+        return
     report = assign_cases(
-        engine, operator(), rubric=chosen, reviewers=names, overlap=overlap, lane=lane
-    )
+        engine, operator(), rubric=chosen, reviewers=names, mode=mode,
+        overlap=None if add else overlap, lane=lane,
+    )  # fmt: skip
     typer.echo(report.line())
 
 

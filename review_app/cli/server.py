@@ -87,14 +87,19 @@ def demo(
     """Load the bundled sample conversations into the database, then serve the app.
 
     The sample set: 17 conversations over three products (support refunds, an
-    interview coach, a travel persona), reviewers ana, ben and chloe, policy owner
-    olivia. Loading is idempotent.
+    interview coach, a travel persona), reviewers ana, ben and chloe (each given every
+    case), policy owner olivia. In local single-user mode you (REVIEW_APP_LOCAL_USER, else
+    your login name) are an admin given the cases too; with sign-in configured
+    (REVIEW_APP_AUTH=proxy or oidc) no person is made for the operating-system user.
+    Loading is idempotent.
     """
     from review_app.services.cases.demo import load_demo
-    from review_app.services.team.people import local_user_name
+    from review_app.services.team.people import local_user_name, sign_in_configured
 
     engine = open_engine(db)
-    report = load_demo(engine, operator(), local_user=local_user_name())
+    # Under sign-in nobody is the operating-system user: no person (and no admin) for them.
+    local_user = None if sign_in_configured() else local_user_name()
+    report = load_demo(engine, operator(), local_user=local_user)
     for line in report.lines():
         typer.echo(line)
     if not no_serve:

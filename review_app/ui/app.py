@@ -45,7 +45,9 @@ with one_role_read(), one_token_read():
         st.stop()
 
     st.session_state["_actor"] = signed_in
-    navigation = st.navigation(registry.pages())
+    # Only the pages this person can use: a reviewer's sidebar lists queue, review and
+    # rubrics (the role is read again on each run, so a promotion shows at once).
+    navigation = st.navigation(registry.pages_for(signed_in))
     if navigation.url_path in ("review", "queue", ""):  # "": the root shows the queue
         # First on the page: label keys pressed while the review page loads (or right
         # after N on the queue) are kept.

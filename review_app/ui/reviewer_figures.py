@@ -20,7 +20,7 @@ from review_app.services.review import report_store
 from review_app.services.review.reliability import RELIABILITY_RULES
 from review_app.services.review.report_store import Shown
 from review_app.services.team.people import Actor
-from review_app.ui import charts, session
+from review_app.ui import charts
 from review_app.ui.safe import error_text, escape
 
 REFUSED = (InputError, NotFound, PermissionDenied)
@@ -356,7 +356,7 @@ def draw_stratified_audit(
     st.markdown(escape(plan.budget_line()))
     with st.form("team_strata_form"):
         st.multiselect("Reviewers", reviewer_names, key="team_strata_reviewers")
-        st.number_input("Reviewers per case (overlap)", min_value=1, value=2,
+        st.number_input("Fill each drawn case up to N reviewers", min_value=1, value=2,
                         key="team_strata_overlap")  # fmt: skip
         st.number_input("Seed", min_value=0, value=0, key="team_strata_seed")
         if st.form_submit_button("Draw these audits and assign", key="team_strata", type="primary"):
@@ -372,12 +372,13 @@ def draw_stratified_audit(
             except REFUSED as error:
                 st.error(error_text(error))
             else:
-                session.flash(sample.line())
-                st.session_state["team_strata_done"] = sample.line()
+                # the team page's result panel shows it, with the pairs, until dismissed
+                st.session_state["team_result"] = {
+                    "title": sample.line(),
+                    "lines": [],
+                    "pairs": sample.assignment.pairs if sample.assignment is not None else (),
+                }
                 st.rerun()
-    done = st.session_state.get("team_strata_done")
-    if done:
-        st.success(escape(done))
 
 
 def reliability(engine: Engine, actor: Actor, rubric: Rubric) -> Shown[Any]:

@@ -84,7 +84,10 @@ DEFAULTS: dict[str, Any] = {
     "judge_route_alpha": 0.1,
     "judge_route_delta": 0.1,
     "strata_by": "position",  # judge page: the strata of the break rate by stratum
-    "team_strata_done": None,  # team page: the line of the last draw by stratum
+    "team_result": None,  # team page: the result panel ({"title", "lines", "pairs"})
+    "team_assign_planned": None,  # team page: (request, AssignmentReport) previewed
+    "team_uncertain_planned": None,  # team page: (request, UncertaintySample) previewed
+    "team_rights_pending": None,  # team page: (request, RightsPreview) awaiting confirmation
 }
 
 _GOLD_FORM = ("gold_code", "gold_note", "gold_calibration", "gold_ambiguity")

@@ -45,9 +45,17 @@ class DemoReport:
         return lines
 
 
+def _demo_case_ids() -> list[str]:
+    """The ids of the bundled sample conversations (one file each, named by its id)."""
+    return sorted(path.stem for path in DEMO_CASES.glob("*.json"))
+
+
 def load_demo(engine: Engine, actor: Actor, *, local_user: str | None = None) -> DemoReport:
     """Import the sample conversations, create the sample reviewers, fill their queues, and
     make the v2 judge run the team's judge.
+
+    ``local_user``: the one person of local single-user mode, made an admin and given the
+    demo's cases too; ``None`` (the command under sign-in) makes no such person.
 
     Running it again changes nothing that is already there. Admins only (the command
     line's operator).
@@ -68,12 +76,15 @@ def load_demo(engine: Engine, actor: Actor, *, local_user: str | None = None) ->
         reviewers.append(local_user)
     assignments = None
     if DEMO_RUBRIC in catalog.usable:
+        # Its own cases (never every stored case) to its own reviewers (never anyone
+        # else), each added whoever else already has the case.
         assignments = assign_cases(
             engine,
             operator,
             rubric=catalog.get(DEMO_RUBRIC),
             reviewers=reviewers,
-            overlap=len(reviewers),
+            mode="add",
+            case_ids=_demo_case_ids(),
         )
     labels = verdicts = None
     if DEMO_RUBRIC in catalog.usable:

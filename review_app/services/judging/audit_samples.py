@@ -25,12 +25,69 @@ import storage.reviewers
 from review_app.errors import InputError
 from review_app.rubrics import Rubric
 from review_app.services.judging.runs import run_verdicts
-from review_app.services.review.queue import AssignmentReport, assign_cases
+from review_app.services.review.queue import AssignmentReport, assign_cases, plan_assignment
 from review_app.services.team.people import Actor, assignable_people, authorize
 from review_app.stats.active import draw_by_uncertainty
 from storage import audit
 from storage.engine import read_only
 from storage.judging import VerdictColumns
+
+
+@dataclass(frozen=True)
+class EarlierDraw:
+    """The first earlier draw of the same design with the same seed (and run)."""
+
+    sample_id: int
+    size: int
+    at: datetime
+    by: str | None
+    """The person who drew it; ``None``: the command line."""
+    draws: int
+    """How many draws used the seed before this one."""
+
+    def sentence(self, seed: int, *, same_turns: bool) -> str:
+        who = self.by if self.by is not None else "the command line (operator)"
+        times = f" (used {self.draws} times so far)" if self.draws > 1 else ""
+        again = (
+            "the same seed and scores draw the same turns again; choose another seed for "
+            "other turns"
+            if same_turns
+            else "it draws among the turns no earlier sample drew"
+        )
+        return (
+            f"seed {seed} was used before{times}: audit sample {self.sample_id} drew "
+            f"{self.size} turns on {self.at:%Y-%m-%d %H:%M} UTC, by {who}. This is a new "
+            f"sample, not that one again: {again}"
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "sample_id": self.sample_id,
+            "size": self.size,
+            "at": self.at.isoformat(timespec="seconds"),
+            "by": self.by,
+            "draws": self.draws,
+        }
+
+
+def earlier_draw(
+    session: Session, rubric: Rubric, *, design: str, seed: int, run_id: int | None = None
+) -> EarlierDraw | None:
+    """The first earlier draw of ``design`` with ``seed`` (from run ``run_id`` when
+    given) for the rubric version, or None: a building block of the draws, which
+    authorized their actor (it takes their open Session)."""
+    found = storage.audit_samples.draws_with_seed(
+        session,
+        rubric_id=rubric.id,
+        version=rubric.version,
+        design=design,
+        seed=seed,
+        run_id=run_id,
+    )
+    if not found:
+        return None
+    sample_id, size, at, by = found[0]
+    return EarlierDraw(sample_id, size, at, by, len(found))
 
 
 @dataclass(frozen=True)
@@ -41,12 +98,15 @@ class AuditReport:
     seed: int
     cases: int
     assignment: AssignmentReport
+    earlier: EarlierDraw | None = None
+    """The first draw with the same seed, when there was one."""
 
     def line(self) -> str:
         return (
             f"audit sample {self.sample_id}: drew {self.size} of {self.population} turns "
             f"uniformly at random (seed {self.seed}) from {self.cases} cases; "
             + self.assignment.line()
+            + (". " + self.earlier.sentence(self.seed, same_turns=False) if self.earlier else "")
         )
 
 
@@ -87,6 +147,7 @@ def draw_audit_sample(
             )
         chosen = np.random.default_rng(seed).choice(len(population), size=size, replace=False)
         units = sorted(population[int(i)] for i in chosen)
+        earlier = earlier_draw(session, rubric, design="uniform", seed=seed)
         sample_id = storage.audit_samples.insert_audit_sample(
             session,
             rubric_id=rubric.id,
@@ -115,12 +176,13 @@ def draw_audit_sample(
     assignment = assign_cases(
         engine, actor, rubric=rubric, reviewers=reviewers, overlap=overlap, case_ids=case_ids
     )
-    return AuditReport(sample_id, size, len(population), seed, len(case_ids), assignment)
+    return AuditReport(sample_id, size, len(population), seed, len(case_ids), assignment, earlier)
 
 
 @dataclass(frozen=True)
 class UncertaintySample:
-    sample_id: int
+    sample_id: int | None
+    """``None`` for a preview (:func:`preview_uncertainty_sample`): nothing was stored."""
     run: int
     population: int
     expected_size: float
@@ -128,6 +190,8 @@ class UncertaintySample:
     seed: int
     units: list[dict[str, object]]
     assignment: AssignmentReport | None
+    earlier: EarlierDraw | None = None
+    """The first draw from the run with the same seed, when there was one."""
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -137,14 +201,21 @@ class UncertaintySample:
             "population": self.population,
             "expected_size": self.expected_size,
             "units": self.units,
+            "earlier_with_seed": None if self.earlier is None else self.earlier.to_dict(),
         }
 
     def line(self) -> str:
+        head = (
+            f"audit sample {self.sample_id}: drew"
+            if self.sample_id is not None
+            else "preview, nothing stored: would draw"
+        )
         return (
-            f"audit sample {self.sample_id}: drew {len(self.units)} of {self.population} "
+            f"{head} {len(self.units)} of {self.population} "
             f"turns judged by run {self.run}, by the judge's uncertainty (expected "
-            f"{self.expected_size:.1f}, mix {self.mix}, seed {self.seed})"
+            f"{self.expected_size:.1f}, uniform share {self.mix}, seed {self.seed})"
             + ("; " + self.assignment.line() if self.assignment else "")
+            + (". " + self.earlier.sentence(self.seed, same_turns=True) if self.earlier else "")
         )
 
 
@@ -158,6 +229,104 @@ def scored_turns(columns: VerdictColumns) -> dict[tuple[str, int], float]:
         if turn is not None and score is not None and error is None:
             found[(case_id, int(turn))] = min(1.0, max(0.0, float(score)))
     return dict(sorted(found.items()))
+
+
+def _check_uncertainty_request(size: int, seed: int, mix: float, reviewers: list[str]) -> None:
+    if isinstance(size, bool) or size < 1:
+        raise InputError(f"must be at least 1, got {size}", field="--audit-sample")
+    if seed < 0:
+        raise InputError(f"must be zero or more, got {seed}", field="--seed")
+    if not 0.0 <= mix <= 1.0:
+        raise InputError(f"must be between 0 and 1, got {mix}", field="--mix")
+    if not reviewers:
+        raise InputError("choose at least one reviewer", field="reviewers")
+
+
+@dataclass(frozen=True)
+class _Drawn:
+    population: int
+    units: list[tuple[str, int]]
+    chances: list[float]
+    expected: float
+
+    @property
+    def case_ids(self) -> list[str]:
+        return sorted({case_id for case_id, _ in self.units})
+
+    def unit_rows(self) -> list[dict[str, object]]:
+        return [
+            {"case_id": c, "turn": t, "probability": p}
+            for (c, t), p in zip(self.units, self.chances, strict=True)
+        ]
+
+
+def _draw_by_uncertainty(
+    engine: Engine, rubric: Rubric, *, run_id: int, size: int, seed: int, mix: float
+) -> _Drawn:
+    """The draw itself (nothing stored): the same arguments give the same turns."""
+    ((_, columns),) = run_verdicts(engine, rubric, [run_id])
+    scored = scored_turns(columns)
+    if size > len(scored):
+        raise InputError(
+            f"asks for {size} turns but run {run_id} judged only {len(scored)} turns with a score",
+            field="--audit-sample",
+        )
+    units_all = list(scored)
+    pi, drawn = draw_by_uncertainty(
+        np.fromiter(scored.values(), dtype=np.float64, count=len(scored)),
+        budget=size,
+        mix=mix,
+        seed=seed,
+    )
+    rows = np.flatnonzero(drawn).tolist()
+    return _Drawn(
+        population=len(units_all),
+        units=[units_all[i] for i in rows],
+        chances=[float(pi[i]) for i in rows],
+        expected=float(pi.sum()),
+    )
+
+
+def preview_uncertainty_sample(
+    engine: Engine,
+    actor: Actor,
+    *,
+    rubric: Rubric,
+    run_id: int,
+    size: int,
+    seed: int,
+    reviewers: list[str],
+    mix: float = 0.5,
+    overlap: int = 2,
+) -> UncertaintySample:
+    """What :func:`draw_uncertainty_sample` with the same arguments would draw and
+    assign, storing nothing (``sample_id`` is ``None``; policy owners): the turns, the
+    (case, reviewer) pairs, and an earlier draw with the same seed."""
+    actor = authorize(engine, actor, "policy_owner")
+    _check_uncertainty_request(size, seed, mix, reviewers)
+    drawn = _draw_by_uncertainty(engine, rubric, run_id=run_id, size=size, seed=seed, mix=mix)
+    with Session(read_only(engine)) as session:
+        assignable_people(session, names=reviewers)
+        earlier = earlier_draw(session, rubric, design="uncertainty", seed=seed, run_id=run_id)
+    case_ids = drawn.case_ids
+    assignment = (
+        plan_assignment(
+            engine, actor, rubric=rubric, reviewers=reviewers, overlap=overlap, case_ids=case_ids
+        )
+        if case_ids
+        else None
+    )
+    return UncertaintySample(
+        sample_id=None,
+        run=run_id,
+        population=drawn.population,
+        expected_size=drawn.expected,
+        mix=mix,
+        seed=seed,
+        units=drawn.unit_rows(),
+        assignment=assignment,
+        earlier=earlier,
+    )
 
 
 def draw_uncertainty_sample(
@@ -174,54 +343,34 @@ def draw_uncertainty_sample(
 ) -> UncertaintySample:
     """Draw each turn run ``run_id`` judged with probability pi from its score
     (:mod:`review_app.stats.active`), record the draw with every drawn turn's
-    probability, and queue the drawn turns' cases.
+    probability, and queue the drawn turns' cases (each filled up to ``overlap``
+    reviewers).
 
     The draw is one ``numpy.random.default_rng(seed).random()`` per judged turn with a
     score, in ``(case_id, turn)`` order; a turn is drawn when its uniform is below pi.
+    A seed used before for the run draws a new sample (the same turns, from the same
+    scores) and says what the first one was (:class:`EarlierDraw`).
     """
     actor = authorize(engine, actor, "policy_owner")
-    if isinstance(size, bool) or size < 1:
-        raise InputError(f"must be at least 1, got {size}", field="--audit-sample")
-    if seed < 0:
-        raise InputError(f"must be zero or more, got {seed}", field="--seed")
-    if not 0.0 <= mix <= 1.0:
-        raise InputError(f"must be between 0 and 1, got {mix}", field="--mix")
-    if not reviewers:
-        raise InputError("choose at least one reviewer", field="reviewers")
-    ((_, columns),) = run_verdicts(engine, rubric, [run_id])
-    scored = scored_turns(columns)
-    if size > len(scored):
-        raise InputError(
-            f"asks for {size} turns but run {run_id} judged only {len(scored)} turns with a score",
-            field="--audit-sample",
-        )
-    units_all = list(scored)
-    pi, drawn = draw_by_uncertainty(
-        np.fromiter(scored.values(), dtype=np.float64, count=len(scored)),
-        budget=size,
-        mix=mix,
-        seed=seed,
-    )
-    rows = np.flatnonzero(drawn).tolist()
-    units = [units_all[i] for i in rows]
-    chances = [float(pi[i]) for i in rows]
-    expected = float(pi.sum())
+    _check_uncertainty_request(size, seed, mix, reviewers)
+    drawn = _draw_by_uncertainty(engine, rubric, run_id=run_id, size=size, seed=seed, mix=mix)
     with Session(engine) as session:
         assignable_people(session, names=reviewers)
+        earlier = earlier_draw(session, rubric, design="uncertainty", seed=seed, run_id=run_id)
         sample_id = storage.audit_samples.insert_audit_sample(
             session,
             rubric_id=rubric.id,
             version=rubric.version,
             seed=seed,
-            population=len(units_all),
-            units=units,
+            population=drawn.population,
+            units=drawn.units,
             created_by=actor.reviewer_id,
             now=datetime.now(UTC),
             design="uncertainty",
             run_id=run_id,
             mix=mix,
-            expected_size=expected,
-            probabilities=chances,
+            expected_size=drawn.expected,
+            probabilities=drawn.chances,
         )
         audit.add_entry(
             session,
@@ -233,15 +382,16 @@ def draw_uncertainty_sample(
                 "sample": sample_id,
                 "design": "uncertainty",
                 "run": run_id,
-                "size": len(units),
-                "expected_size": expected,
+                "size": len(drawn.units),
+                "expected_size": drawn.expected,
                 "mix": mix,
                 "seed": seed,
-                "population": len(units_all),
+                "population": drawn.population,
+                "earlier_with_seed": None if earlier is None else earlier.sample_id,
             },
         )
         session.commit()
-    case_ids = sorted({case_id for case_id, _ in units})
+    case_ids = drawn.case_ids
     assignment = (
         assign_cases(
             engine, actor, rubric=rubric, reviewers=reviewers, overlap=overlap, case_ids=case_ids
@@ -252,15 +402,13 @@ def draw_uncertainty_sample(
     return UncertaintySample(
         sample_id=sample_id,
         run=run_id,
-        population=len(units_all),
-        expected_size=expected,
+        population=drawn.population,
+        expected_size=drawn.expected,
         mix=mix,
         seed=seed,
-        units=[
-            {"case_id": c, "turn": t, "probability": p}
-            for (c, t), p in zip(units, chances, strict=True)
-        ],
+        units=drawn.unit_rows(),
         assignment=assignment,
+        earlier=earlier,
     )
 
 

@@ -28,6 +28,7 @@ from sqlmodel import Session
 import storage.audit_samples
 from review_app.errors import InputError
 from review_app.rubrics import Rubric
+from review_app.services.judging.audit_samples import EarlierDraw, earlier_draw
 from review_app.services.judging.strata import budget_sentence, fit_strata, strata_order
 from review_app.services.review.queue import AssignmentReport, assign_cases
 from review_app.services.team.people import Actor, assignable_people, authorize
@@ -124,6 +125,8 @@ class StratifiedSample:
     seed: int
     units: list[dict[str, Any]]
     assignment: AssignmentReport | None
+    earlier: EarlierDraw | None = None
+    """The first draw by the same strata of the run with the same seed, if any."""
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -137,6 +140,7 @@ class StratifiedSample:
             "strata": self.plan.strata,
             "budget": self.plan.budget,
             "units": self.units,
+            "earlier_with_seed": None if self.earlier is None else self.earlier.to_dict(),
         }
 
     def line(self) -> str:
@@ -148,6 +152,7 @@ class StratifiedSample:
             f"turns judged by run {self.plan.run}, by {self.plan.by} (Neyman allocation, seed "
             f"{self.seed}): {placed}. {self.plan.budget_line()}"
             + ("; " + self.assignment.line() if self.assignment else "")
+            + (". " + self.earlier.sentence(self.seed, same_turns=False) if self.earlier else "")
         )
 
 
@@ -194,6 +199,7 @@ def draw_stratified_sample(
     strata = [strata[i] for i in order]
     with Session(engine) as session:
         assignable_people(session, names=reviewers)
+        earlier = earlier_draw(session, rubric, design="stratified", seed=seed, run_id=run_id)
         sample_id = storage.audit_samples.insert_audit_sample(
             session,
             rubric_id=rubric.id,
@@ -245,4 +251,5 @@ def draw_stratified_sample(
             for (c, t), k, p in zip(units, strata, chances, strict=True)
         ],
         assignment=assignment,
+        earlier=earlier,
     )

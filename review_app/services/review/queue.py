@@ -1,9 +1,9 @@
 """Reviewers' queues and how policy owners fill them.
 
-A policy owner assigns cases to reviewers for one rubric version with an overlap
-``k``: each case ends up in the queues of ``k`` reviewers (or all of them when fewer
-are chosen), spreading the load evenly. A reviewer's queue pages in SQL, so it
-stays fast with 100,000 cases.
+A policy owner assigns cases to reviewers for one rubric version in one of two modes:
+"fill each case up to N reviewers" (everyone already assigned counts; the load is
+spread evenly) or "add these reviewers to each chosen case" (whoever else has it). A
+reviewer's queue pages in SQL, so it stays fast with 100,000 cases.
 """
 
 from __future__ import annotations
@@ -197,20 +197,184 @@ def next_case(
         )
 
 
+ASSIGN_MODES = ("fill", "add")
+"""``fill``: fill each chosen case up to N reviewers (everyone already assigned counts);
+``add``: add the chosen reviewers to each chosen case, whoever else has it."""
+MODE_WORDS = {
+    "fill": "fill each case up to N reviewers",
+    "add": "add these reviewers to each chosen case",
+}
+
+
 @dataclass(frozen=True)
 class AssignmentReport:
+    """What an assignment did, or (from :func:`plan_assignment`) would do."""
+
     cases: int
     new_assignments: int
     per_reviewer: dict[str, int]
     already_covered: int
+    """Fill: cases that already had N reviewers or more. Add: chosen (case, reviewer)
+    pairs that were already assigned."""
+    mode: str = "fill"
+    up_to: int | None = None
+    """Fill: the N each case is filled up to."""
+    pairs: tuple[tuple[str, str], ...] = ()
+    """The new ``(case_id, reviewer)`` pairs, by case then reviewer."""
+    applied: bool = True
+    """False for a preview: nothing was written."""
 
     def line(self) -> str:
         spread = ", ".join(f"{name} +{n}" for name, n in sorted(self.per_reviewer.items()))
+        spread = f" ({spread})" if spread else ""
+        verb = "assigned" if self.applied else "would assign"
+        plural = "s" if self.cases != 1 else ""
+        if self.mode == "add":
+            return (
+                f"add the chosen reviewers to each of {self.cases} case{plural}: {verb} "
+                f"{self.new_assignments} (case, reviewer) pairs{spread}; "
+                f"{self.already_covered} pairs were assigned already"
+            )
         return (
-            f"assigned {self.new_assignments} (case, reviewer) pairs over {self.cases} cases"
-            f"{' (' + spread + ')' if spread else ''}; {self.already_covered} cases already had "
-            "enough reviewers"
+            f"fill each of {self.cases} case{plural} up to {self.up_to} reviewers: {verb} "
+            f"{self.new_assignments} (case, reviewer) pairs{spread}; {self.already_covered} "
+            f"cases already had {self.up_to} or more reviewers (everyone assigned counts)"
         )
+
+
+def _check_mode(mode: str, overlap: int | None) -> int | None:
+    if mode not in ASSIGN_MODES:
+        raise InputError(
+            f"unknown mode {mode!r}; choose fill (each case up to N reviewers) or add (these "
+            "reviewers to each case)",
+            field="mode",
+        )
+    if mode == "add":
+        if overlap is not None:
+            raise InputError("add puts every chosen reviewer on each case; no N", field="overlap")
+        return None
+    if overlap is None or isinstance(overlap, bool) or overlap < 1:
+        raise InputError(
+            "fill needs N, the reviewers each case should have (at least 1)", field="overlap"
+        )
+    return overlap
+
+
+def _plan(
+    session: Session,
+    *,
+    rubric: Rubric,
+    people: dict[str, Any],
+    mode: str,
+    up_to: int | None,
+    lane: str | None,
+    case_ids: list[str] | None,
+) -> tuple[list[str], list[tuple[str, str]], int]:
+    """``(case ids, new (case_id, name) pairs, already covered)``: the one plan both the
+    preview and the assignment use, so a preview shows exactly what Apply writes."""
+    if case_ids is None:
+        summaries = list_case_summaries(
+            session, evaluator_version=EVALUATOR_VERSION, lanes=[lane] if lane else None
+        )
+        case_ids = [row.case_id for row in summaries]
+    else:
+        known = {
+            row.case_id
+            for row in list_case_summaries(
+                session, evaluator_version=EVALUATOR_VERSION, case_ids=case_ids
+            )
+        }
+        missing = [case_id for case_id in case_ids if case_id not in known]
+        if missing:
+            raise InputError(f"no case {missing[0]!r} in the database", field="cases")
+    holders: dict[str, set[str]] = {}
+    load: Counter[str] = Counter()
+    for name, person in people.items():
+        assert person.id is not None
+        owned = assignments.assigned_case_ids(
+            session, reviewer_id=person.id, rubric_id=rubric.id, version=rubric.version
+        )
+        load[name] = len(owned)
+        for case_id in owned:
+            holders.setdefault(case_id, set()).add(name)
+    pairs: list[tuple[str, str]] = []
+    covered = 0
+    if mode == "add":
+        for case_id in case_ids:
+            have = holders.get(case_id, set())
+            for name in sorted(people):
+                if name in have:
+                    covered += 1
+                else:
+                    pairs.append((case_id, name))
+        return case_ids, pairs, covered
+    assert up_to is not None
+    existing_counts = assignments.assignment_counts_by_case(
+        session, rubric_id=rubric.id, version=rubric.version
+    )
+    for case_id in case_ids:
+        # Reviewers outside the chosen ones count towards N too; the chosen ones can
+        # only add themselves, so fewer chosen means all of them.
+        need = up_to - existing_counts.get(case_id, 0)
+        if need <= 0:
+            covered += 1
+            continue
+        have = holders.get(case_id, set())
+        candidates = sorted(
+            (name for name in people if name not in have), key=lambda n: (load[n], n)
+        )
+        for name in sorted(candidates[:need]):
+            pairs.append((case_id, name))
+            load[name] += 1
+    return case_ids, pairs, covered
+
+
+def _report(
+    case_ids: list[str],
+    pairs: list[tuple[str, str]],
+    covered: int,
+    *,
+    mode: str,
+    up_to: int | None,
+    applied: bool,
+) -> AssignmentReport:
+    added = Counter(name for _, name in pairs)
+    return AssignmentReport(
+        len(case_ids), len(pairs), dict(added), covered, mode, up_to, tuple(pairs), applied
+    )
+
+
+def plan_assignment(
+    engine: Engine,
+    actor: Actor,
+    *,
+    rubric: Rubric,
+    reviewers: list[str],
+    overlap: int | None = None,
+    mode: str = "fill",
+    lane: str | None = None,
+    case_ids: list[str] | None = None,
+) -> AssignmentReport:
+    """What :func:`assign_cases` with the same arguments would write, writing nothing:
+    the (case, reviewer) pairs a page previews before Apply (policy owners)."""
+    actor = authorize(engine, actor, "policy_owner")
+    check_lane(lane)
+    up_to = _check_mode(mode, overlap)
+    if not reviewers:
+        raise InputError("choose at least one reviewer", field="reviewers")
+    names = [input_policy.identity_key(name) for name in reviewers]
+    with Session(read_only(engine)) as session:
+        people = assignable_people(session, names=names)
+        chosen, pairs, covered = _plan(
+            session,
+            rubric=rubric,
+            people=people,
+            mode=mode,
+            up_to=up_to,
+            lane=lane,
+            case_ids=case_ids,
+        )
+    return _report(chosen, pairs, covered, mode=mode, up_to=up_to, applied=False)
 
 
 def assign_cases(
@@ -219,75 +383,47 @@ def assign_cases(
     *,
     rubric: Rubric,
     reviewers: list[str],
-    overlap: int,
+    overlap: int | None = None,
+    mode: str = "fill",
     lane: str | None = None,
     case_ids: list[str] | None = None,
 ) -> AssignmentReport:
-    """Put cases in reviewers' queues so each case has ``overlap`` reviewers.
+    """Put cases in reviewers' queues, in one of two modes:
 
-    Cases: ``case_ids`` when given, else every case (of ``lane`` when given). For each
-    case the reviewers who do not have it yet and carry the least load get it; ties
-    go by name, so the result is reproducible.
+    - ``fill`` (``overlap`` = N): each case gets up to N reviewers; everyone already
+      assigned counts, and the chosen reviewers who do not have it yet and carry the
+      least load get it (ties by name, so the result is reproducible);
+    - ``add``: every chosen reviewer gets each case they do not have yet, however many
+      others have it.
+
+    Cases: ``case_ids`` when given, else every case (of ``lane`` when given).
+    :func:`plan_assignment` previews the same pairs.
     """
     actor = authorize(engine, actor, "policy_owner")
     check_lane(lane)
-    if overlap < 1:
-        raise InputError("the overlap is at least 1 reviewer per case", field="overlap")
+    up_to = _check_mode(mode, overlap)
     if not reviewers:
         raise InputError("choose at least one reviewer", field="reviewers")
     reviewers = [input_policy.identity_key(name) for name in reviewers]  # "Ana" is ana
     now = datetime.now(UTC)
     with Session(engine) as session:
         people = assignable_people(session, names=reviewers)
-        if case_ids is None:
-            summaries = list_case_summaries(
-                session, evaluator_version=EVALUATOR_VERSION, lanes=[lane] if lane else None
-            )
-            case_ids = [row.case_id for row in summaries]
-        else:
-            known = {
-                row.case_id
-                for row in list_case_summaries(
-                    session, evaluator_version=EVALUATOR_VERSION, case_ids=case_ids
-                )
-            }
-            missing = [case_id for case_id in case_ids if case_id not in known]
-            if missing:
-                raise InputError(f"no case {missing[0]!r} in the database", field="cases")
-        holders: dict[str, set[str]] = {}
-        load: Counter[str] = Counter()
-        for name, person in people.items():
-            assert person.id is not None
-            owned = assignments.assigned_case_ids(
-                session, reviewer_id=person.id, rubric_id=rubric.id, version=rubric.version
-            )
-            load[name] = len(owned)
-            for case_id in owned:
-                holders.setdefault(case_id, set()).add(name)
-        existing_counts = assignments.assignment_counts_by_case(
-            session, rubric_id=rubric.id, version=rubric.version
+        chosen, pairs, covered = _plan(
+            session,
+            rubric=rubric,
+            people=people,
+            mode=mode,
+            up_to=up_to,
+            lane=lane,
+            case_ids=case_ids,
         )
         rows: list[tuple[str, int, str, int, int | None]] = []
-        added: Counter[str] = Counter()
-        covered = 0
-        for case_id in case_ids:
-            # Reviewers outside the chosen ones count towards the overlap too; the
-            # chosen ones can only add themselves, so fewer chosen means all of them.
-            need = overlap - existing_counts.get(case_id, 0)
-            if need <= 0:
-                covered += 1
-                continue
-            have = holders.get(case_id, set())
-            candidates = sorted(
-                (name for name in people if name not in have), key=lambda n: (load[n], n)
-            )
-            for name in candidates[:need]:
-                reviewer_id = people[name].id
-                assert reviewer_id is not None
-                rows.append((case_id, reviewer_id, rubric.id, rubric.version, actor.reviewer_id))
-                load[name] += 1
-                added[name] += 1
+        for case_id, name in pairs:
+            reviewer_id = people[name].id
+            assert reviewer_id is not None
+            rows.append((case_id, reviewer_id, rubric.id, rubric.version, actor.reviewer_id))
         assignments.insert_assignments(session, rows=rows, now=now)
+        report = _report(chosen, pairs, covered, mode=mode, up_to=up_to, applied=True)
         audit.add_entry(
             session,
             actor=actor.name,
@@ -295,14 +431,15 @@ def assign_cases(
             object_type="rubric",
             object_key=rubric.ref,
             summary={
-                "overlap": overlap,
+                "mode": mode,
+                "overlap": up_to,
                 "lane": lane,
-                "cases": len(case_ids),
-                "new_assignments": dict(sorted(added.items())),
+                "cases": len(chosen),
+                "new_assignments": dict(sorted(report.per_reviewer.items())),
             },
         )
         session.commit()
-    return AssignmentReport(len(case_ids), len(rows), dict(added), covered)
+    return report
 
 
 # --- "most informative first" ----------------------------------------------------------

@@ -166,7 +166,12 @@ if actor.has_role("policy_owner"):
         people = [p.name for p in list_people(cached.engine())]
         st.multiselect("Reviewers", people, key="assign_reviewers")
         st.number_input(
-            "Reviewers per case (overlap)", min_value=1, max_value=10, key="assign_overlap"
+            "Fill each case up to N reviewers",
+            min_value=1,
+            max_value=10,
+            key="assign_overlap",
+            help="Everyone already assigned counts: a case with N or more gets nobody new. "
+            "To add reviewers whoever else has a case, with a preview, use the team page.",
         )
         st.selectbox(
             "Cases",
@@ -181,6 +186,7 @@ if actor.has_role("policy_owner"):
                     actor,
                     rubric=rubric,
                     reviewers=st.session_state["assign_reviewers"],
+                    mode="fill",
                     overlap=int(st.session_state["assign_overlap"]),
                     lane=common.chosen("assign_lane"),
                 )
