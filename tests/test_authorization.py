@@ -28,6 +28,7 @@ from review_app.rubrics import Rubric
 from review_app.services.cases import cases, demo, export, importing, uploads
 from review_app.services.cases.demo import DEMO_CASES, DEMO_LABELS, DEMO_VERDICTS, load_demo
 from review_app.services.judging import (
+    align,
     audit_samples,
     drift,
     endpoints,
@@ -511,6 +512,45 @@ GUARDED: dict[str, tuple[Call, str]] = {
         ),
         "denied",
     ),
+    "align.plan_align": (
+        lambda w, a: align.plan_align(
+            w.engine, a, rubric=w.rubric, start="role-judge@v1", endpoint="e", optimizer="o"
+        ),
+        "denied",
+    ),
+    "align.start_align_job": (
+        lambda w, a: align.start_align_job(
+            w.engine, a, rubric=w.rubric, start="role-judge@v1", endpoint="e", optimizer="o"
+        ),
+        "denied",
+    ),
+    "align.run_align_job": (
+        lambda w, a: align.run_align_job(
+            w.engine,
+            a,
+            job_id=1,
+            parameters={"rubric": w.rubric.ref},
+            stop=lambda: False,
+            progress=lambda done, total: None,
+        ),
+        "denied",
+    ),
+    "align.confirm_by_hand": (
+        lambda w, a: align.confirm_by_hand(w.engine, a, rubric=w.rubric, run_ids=(w.run_id, 1)),
+        "denied",
+    ),
+    "align.confirmation_cases": (
+        lambda w, a: align.confirmation_cases(w.engine, a, rubric=w.rubric),
+        "denied",
+    ),
+    "align.current_align_job": (
+        lambda w, a: align.current_align_job(w.engine, a, rubric=w.rubric),
+        "denied",
+    ),
+    "align.confirmation_budget": (
+        lambda w, a: align.confirmation_budget(w.engine, a, rubric=w.rubric),
+        "denied",
+    ),
     "team.team_view": (
         lambda w, a: team.team_view(w.engine, a, rubric=w.rubric),
         "denied",
@@ -696,6 +736,16 @@ EXEMPT: dict[str, str] = {
     "label_table.rating_table": "pure: over label columns the caller read",
     "labels_io.parse_label_file": "pure: parses a local file",
     "people.local_user_name": "no data: the local user's name from the environment",
+    "align.align_json": "pure: the --json document of an align result",
+    "align.ceiling": "pure: over gold and verdicts the caller read",
+    "align.confirmation_level": "pure: the level of a confirmation set's k-th test",
+    "align.conversation_stratum": "pure: a conversation's stratum from its gold codes",
+    "align.first_fenced_block": "pure: text",
+    "align.reflection_request": "pure: the optimiser's request from a prompt and records",
+    "align.result_lines": "pure: words for an align result",
+    "align.split_by_conversation": "pure: splits units the caller read",
+    "align.verdict_sentence": "pure: words for an align result",
+    "jobs.add_job_row": "takes an open Session: the caller authorized and commits",
     "people.sign_in_configured": "no data: the sign-in setting from the environment and files",
     "people.rights_of": "pure: words for a role's rights",
     "audit_samples.earlier_draw": "takes an open Session: a building block of the draws",
@@ -767,6 +817,7 @@ EXEMPT_WITH_DATABASE = {
     "people.actor_for_job",
     "strata.strata_of",
     "audit_samples.earlier_draw",
+    "jobs.add_job_row",
 }
 
 
