@@ -517,8 +517,17 @@ def test_the_decision_card_heads_the_page_and_draws_the_audit_sample_it_asks_for
     assert any("of 20 audited turns have no gold yet" in w for w in estimate["warnings"]), estimate[
         "warnings"
     ]
-    flashed = [plain(e.value) for kind in ("success", "info", "toast") for e in getattr(at, kind)]
-    assert any("20" in text for text in flashed), flashed
+    # The outcome stays on the page (a result panel, not a toast), in words.
+    assert [plain(s.value) for s in at.success] == ["Audit sample drawn and assigned."]
+    (line,) = [t.value for t in at.text if "20" in t.value and "audit" in t.value.lower()]
+    assert "was used before" not in line
+    # It is still there after another run of the page, until dismissed.
+    at.run()
+    assert [t.value for t in at.text if t.value == line]
+    at.button(key="judge_audit_result_dismiss").click()
+    at.run()
+    assert not [t.value for t in at.text if t.value == line]
+    assert not at.success
 
 
 def test_after_a_change_slow_reports_show_their_last_figures_until_a_job_has_new_ones(

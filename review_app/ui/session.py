@@ -83,6 +83,7 @@ DEFAULTS: dict[str, Any] = {
     "judge_label": "all",
     "judge_route_alpha": 0.1,
     "judge_route_delta": 0.1,
+    "judge_audit_result": None,  # judge page: the last audit draw ({"key", "ok", "text"})
     "strata_by": "position",  # judge page: the strata of the break rate by stratum
     "team_result": None,  # team page: the result panel ({"title", "lines", "pairs"})
     "team_assign_planned": None,  # team page: (request, AssignmentReport) previewed

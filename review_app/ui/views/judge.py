@@ -24,15 +24,31 @@ from review_app.ui.safe import code_span, escape
 
 def audit_form(key: str, turns: int, label: str) -> None:
     """Draw an audit sample of ``turns`` turns at random and assign it (the next step of
-    the decision card and of the selective-judging dial)."""
+    the decision card and of the selective-judging dial); the outcome stays at the head
+    of the page until dismissed (:func:`audit_result_panel`)."""
     with st.form(f"{key}_form", border=False):
-        audit_columns = st.columns([1, 2.4, 1, 1.6], vertical_alignment="bottom")
+        audit_columns = st.columns([1, 2.4, 1, 0.8, 1.6], vertical_alignment="bottom")
         audit_columns[0].number_input("Turns to draw", min_value=1, value=turns, key=f"{key}_size")
         audit_columns[1].multiselect(
             "Reviewers", [p.name for p in list_people(engine)], key=f"{key}_reviewers"
         )
-        audit_columns[2].number_input("Overlap", min_value=1, value=2, key=f"{key}_overlap")
-        drawn = audit_columns[3].form_submit_button(escape(label), key=key, type="primary")
+        audit_columns[2].number_input(
+            "Reviewers per turn",
+            min_value=1,
+            value=2,
+            key=f"{key}_overlap",
+            help="How many of the chosen reviewers label each drawn turn (at most as many "
+            "as are chosen).",
+        )
+        audit_columns[3].number_input(
+            "Seed",
+            min_value=0,
+            value=0,
+            key=f"{key}_seed",
+            help="The same seed draws the same way; a second draw with it is a new sample "
+            "among the turns no earlier sample drew, and the result says which it follows.",
+        )
+        drawn = audit_columns[4].form_submit_button(escape(label), key=key, type="primary")
     if drawn:
         try:
             audit = draw_audit_sample(
@@ -40,15 +56,31 @@ def audit_form(key: str, turns: int, label: str) -> None:
                 actor,
                 rubric=rubric,
                 size=int(st.session_state[f"{key}_size"]),
-                seed=0,
+                seed=int(st.session_state[f"{key}_seed"]),
                 reviewers=list(st.session_state[f"{key}_reviewers"]),
                 overlap=int(st.session_state[f"{key}_overlap"]),
             )
         except (InputError, PermissionDenied) as error:
-            st.error("Nothing was drawn.")
-            st.text(str(error))
+            st.session_state["judge_audit_result"] = {"key": key, "ok": False, "text": str(error)}
         else:
-            session.flash(audit.line())
+            st.session_state["judge_audit_result"] = {"key": key, "ok": True, "text": audit.line()}
+        st.rerun()
+
+
+def audit_result_panel() -> None:
+    """The last audit draw's outcome, kept at the head of the page until dismissed (the
+    form that drew it may be gone: the decision card moves on once the sample waits)."""
+    shown = st.session_state["judge_audit_result"]
+    if shown is None:
+        return
+    with st.container(border=True, key="judge_audit_result_panel"):
+        if shown["ok"]:
+            st.success("Audit sample drawn and assigned.", icon=":material/task_alt:")
+        else:
+            st.error("Nothing was drawn.")
+        st.text(shown["text"])
+        if st.button("Dismiss", key="judge_audit_result_dismiss"):
+            st.session_state["judge_audit_result"] = None
             st.rerun()
 
 
@@ -62,6 +94,7 @@ if st.session_state["judge_view"] == "Prompt workbench":
     workbench.draw(engine, actor, rubric)
     st.stop()
 
+audit_result_panel()
 with st.expander('Import judge verdicts (CSV or JSONL; docs/reference.md, "Judge verdicts")'):
     st.file_uploader("Verdict file", type=["csv", "jsonl"], key="judge_file")
     st.selectbox(
