@@ -78,36 +78,39 @@ def check_draft(
     differences from N (the mapping included)."""
     authorize(engine, actor, "policy_owner")
     current = _current(catalog, rubric_id)
-    version = current.version + 1
-    ref = f"{rubric_id}@{version}"
-    source = file_name(rubric_id, version)
+    ref = f"{rubric_id}@{current.version + 1}"
     try:
-        if len(text.encode("utf-8")) > MAX_RUBRIC_FILE_BYTES:
-            raise InputError(
-                f"the text is larger than {MAX_RUBRIC_FILE_BYTES // 1024} KB; "
-                "a rubric is a short text",
-                source=source,
-            )
-        rubric = parse_rubric_text(text, source=source)
-        if rubric.id != rubric_id:
-            raise InputError(
-                f'id "{rubric.id}" does not match the rubric being written "{rubric_id}"',
-                source=source,
-                line=_line_of(text, "id"),
-                field="id",
-            )
-        if rubric.version != version:
-            raise InputError(
-                f"version {rubric.version}: the next version of {rubric_id} is {version} "
-                f"({current.ref} is the current published version)",
-                source=source,
-                line=_line_of(text, "version"),
-                field="version",
-            )
-        diff = diff_rubrics(current, rubric)
+        rubric, diff = _read_draft(current, text)
     except InputError as error:
         return DraftCheck(ref=ref, rubric=None, error=str(error), current=current, diff=None)
     return DraftCheck(ref=ref, rubric=rubric, error=None, current=current, diff=diff)
+
+
+def _read_draft(current: Rubric, text: str) -> tuple[Rubric, RubricDiff]:
+    rubric_id, version = current.id, current.version + 1
+    source = file_name(rubric_id, version)
+    if len(text.encode("utf-8")) > MAX_RUBRIC_FILE_BYTES:
+        raise InputError(
+            f"the text is larger than {MAX_RUBRIC_FILE_BYTES // 1024} KB; a rubric is a short text",
+            source=source,
+        )
+    rubric = parse_rubric_text(text, source=source)
+    if rubric.id != rubric_id:
+        raise InputError(
+            f'id "{rubric.id}" does not match the rubric being written "{rubric_id}"',
+            source=source,
+            line=_line_of(text, "id"),
+            field="id",
+        )
+    if rubric.version != version:
+        raise InputError(
+            f"version {rubric.version}: the next version of {rubric_id} is {version} "
+            f"({current.ref} is the current published version)",
+            source=source,
+            line=_line_of(text, "version"),
+            field="version",
+        )
+    return rubric, diff_rubrics(current, rubric)
 
 
 def _line_of(text: str, key: str) -> int | None:
@@ -155,10 +158,7 @@ def save_draft(
     """Store ``text`` as the draft of ``rubric_id``'s next version (checked first:
     nothing is stored when it has an error); audited as ``rubric_draft``."""
     actor = authorize(engine, actor, "policy_owner")
-    checked = check_draft(engine, actor, catalog=catalog, rubric_id=rubric_id, text=text)
-    if checked.rubric is None:
-        raise InputError(checked.error or "the draft cannot be read")
-    rubric = checked.rubric
+    rubric, _ = _read_draft(_current(catalog, rubric_id), text)
     with Session(engine) as session:
         row = rubric_versions.get_rubric_version(
             session, rubric_id=rubric.id, version=rubric.version
