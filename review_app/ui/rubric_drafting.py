@@ -97,11 +97,11 @@ def _report_panel(report: dict[str, Any]) -> None:
         if code not in report["not_carried"]
     ]
     if rows:
-        st.dataframe(sorted(rows, key=lambda r: r["code"]), hide_index=True)
+        st.table(sorted(rows, key=lambda r: r["code"]))
     if report["re_review"]:
-        st.dataframe(
-            [{"reviewer": k, "units to label again": v} for k, v in report["re_review"].items()],
-            hide_index=True,
+        st.caption("Re-review per reviewer: the labels each is asked to give again")
+        st.table(
+            [{"reviewer": k, "labels to give again": v} for k, v in report["re_review"].items()]
         )
     else:
         st.caption("Nobody has units to label again: no label of a changed code exists.")
@@ -148,7 +148,7 @@ def draw(engine: Engine, actor: Actor, catalog: RubricCatalog) -> None:
         st.session_state["draft_text_of"] = ref
         st.session_state["draft_preview"] = None
 
-    yaml_tab, per_code = st.tabs(["YAML", "Per code"])
+    yaml_tab, per_code = st.tabs(["YAML", "Per code"], key="draft_tabs")
     with yaml_tab:
         st.text_area(
             escape(f"YAML of {ref}"),

@@ -57,6 +57,7 @@ st.caption(
     + ("labels recorded: immutable" if locked else "no labels yet")
 )
 st.text(rubric.title)
+st.caption(escape(WHO_MAY_PUBLISH))
 
 actor = session.actor()
 notes_by_code: dict[str, list[AmbiguityNote]] = {}
@@ -67,7 +68,7 @@ if actor.has_role("policy_owner"):
 tab_names = ["Labels", "Examples", "Compare versions"]
 if actor.has_role("policy_owner"):
     tab_names.append("Next version")
-definitions, examples, versions, *writing = st.tabs(tab_names)
+definitions, examples, versions, *writing = st.tabs(tab_names, key="rubric_tabs")
 with definitions:
     if notes_by_code:
         st.caption(
@@ -102,7 +103,6 @@ with examples:
             st.text(f"Context: {example.context}\nReply: {example.reply}\nWhy: {example.why}")
 
 with versions:
-    st.caption(escape(WHO_MAY_PUBLISH))
     # drafts are compared by those who write them; a reviewer sees published versions
     same_id = [r.ref for r in catalog.versions_of(rubric.id)] + [
         ref
