@@ -311,9 +311,47 @@ def test_a_published_version_never_turns_back_into_a_draft(world: World) -> None
     with Session(engine) as session:
         row = session.get(RubricVersion, ("carry", 1))
         assert row is not None and row.state == "published"
-    with pytest.raises(Exception, match="stays published"):
-        with engine.begin() as connection:
-            connection.execute(text("UPDATE rubric_versions SET state = 'draft' WHERE version = 1"))
-    with pytest.raises(Exception, match="draft or published"):
-        with engine.begin() as connection:
-            connection.execute(text("UPDATE rubric_versions SET state = 'gone' WHERE version = 1"))
+    with pytest.raises(Exception, match="stays published"), engine.begin() as connection:
+        connection.execute(text("UPDATE rubric_versions SET state = 'draft' WHERE version = 1"))
+    with pytest.raises(Exception, match="draft or published"), engine.begin() as connection:
+        connection.execute(text("UPDATE rubric_versions SET state = 'gone' WHERE version = 1"))
+
+
+def test_the_migration_marks_what_has_acted_published_and_the_rest_draft(
+    database: Database,
+) -> None:
+    """Rows stored before migration 0040: version 1 and a version carried into are
+    published (they acted); a later version nobody published is a draft."""
+    from alembic import command
+
+    from storage.migrations import alembic_config, upgrade_database
+
+    config = alembic_config()
+    with database.engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.downgrade(config, "0040-1")  # the revision before 0040, whatever it is
+    with database.engine.begin() as connection:
+        for rubric_id, version in (("a", 1), ("a", 2), ("a", 3)):
+            connection.execute(
+                text(
+                    "INSERT INTO rubric_versions (rubric_id, version, sha256, title, body_json, "
+                    "loaded_at) VALUES (:r, :v, 'x', 't', '{}', CURRENT_TIMESTAMP)"
+                ),
+                {"r": rubric_id, "v": version},
+            )
+        connection.execute(
+            text(
+                "INSERT INTO rubric_carries (rubric_id, from_version, to_version, actor, at, "
+                "summary_json) VALUES ('a', 1, 2, 'operator', CURRENT_TIMESTAMP, '{}')"
+            )
+        )
+    upgrade_database(database.engine)
+    with database.engine.connect() as connection:
+        rows = connection.execute(
+            text("SELECT version, state, published_at IS NOT NULL FROM rubric_versions")
+        ).all()
+    assert sorted(tuple(row) for row in rows) == [
+        (1, "published", True),
+        (2, "published", True),
+        (3, "draft", False),
+    ]

@@ -89,6 +89,8 @@ JOINS: dict[tuple[str, str], frozenset[str]] = {
     ),
     ("carry", "queue_re_reviews"): frozenset({"labels", "reviewers"}),
     ("carry", "re_reviews_of"): frozenset({"labels"}),
+    # a reviewer's default rubric version: the published versions their queue names
+    ("rubric_versions", "newest_assigned_versions"): frozenset({"assignments"}),
 }
 """``(module, function)`` -> the other families' tables it joins or filters on."""
 
