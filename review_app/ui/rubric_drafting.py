@@ -168,7 +168,8 @@ def draw(engine: Engine, actor: Actor, catalog: RubricCatalog) -> None:
     else:
         st.success(escape(f"The draft reads as {ref}."))
         assert checked.diff is not None
-        with st.expander(escape(f"What changed since {current.ref}"), expanded=True):
+        with st.container(border=True):  # not an expander: the tab may be hidden
+            st.caption(escape(f"What changed since {current.ref}"))
             show_diff(checked.diff, current)
     unsaved = saved is None or checked.rubric is None or checked.rubric.sha256 != saved.sha256
     if st.button("Save draft", key="draft_save", disabled=checked.error is not None):
