@@ -289,7 +289,11 @@ def sync_rubrics(
                 else:
                     saved_by = stored_row.saved_by
                 catalog.drafts[ref] = rubric
-                catalog.draft_info[ref] = DraftInfo(origin="file", saved_by=saved_by, saved_at="")
+                catalog.draft_info[ref] = DraftInfo(
+                    origin="file" if stored_row is None else stored_row.origin,
+                    saved_by=saved_by,
+                    saved_at="",
+                )
             if text is not None:
                 catalog.yaml_texts[ref] = text
         for ref, row in stored_rows.items():
