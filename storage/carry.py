@@ -79,9 +79,11 @@ def run_publication(
     work: Callable[[Session], T],
     *,
     wait_seconds: float = PUBLISH_WAIT_SECONDS,
+    dry_run: bool = False,
 ) -> T:
     """``work(session)`` in one write transaction holding the publication's locks
-    (:func:`lock_for_carry`), committed; its result.
+    (:func:`lock_for_carry`), committed (rolled back if ``dry_run``: what it would do,
+    with nothing stored); its result.
 
     A lock not had in time (reviewers saving, a judge run storing verdicts, an import),
     a deadlock or a busy SQLite file rolls the attempt back and tries again after a
@@ -97,7 +99,10 @@ def run_publication(
             with Session(engine) as session:
                 lock_for_carry(session, wait_seconds=wait)
                 result = work(session)
-                session.commit()
+                if dry_run:
+                    session.rollback()
+                else:
+                    session.commit()
                 return result
         except DatabaseBusy:
             left = deadline - time.monotonic()

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import orjson
-from sqlalchemy import Connection, select
+from sqlalchemy import Connection, case, func, select
 from sqlmodel import Session, col
 
 from storage.models import (
+    Assignment,
     RubricVersion,
     utcnow,
 )
@@ -30,7 +31,12 @@ def save_rubric_version(
     title: str,
     body_json: str,
     source: str | None,
+    yaml_text: str | None = None,
+    origin: str = "file",
+    saved_by: str | None = None,
+    published_by: str | None = None,
 ) -> RubricVersion:
+    """Store a version's content (a new row is a draft); ``published_by`` publishes it."""
     row = session.get(RubricVersion, (rubric_id, version))
     if row is None:
         row = RubricVersion(
@@ -41,9 +47,55 @@ def save_rubric_version(
     row.body_json = body_json
     row.source = source
     row.loaded_at = utcnow()
+    row.origin = origin
+    if yaml_text is not None:
+        row.yaml_text = yaml_text
+    if saved_by is not None:
+        row.saved_by = saved_by
+    if published_by is not None and row.state != "published":
+        row.state = "published"
+        row.published_at = row.loaded_at
+        row.published_by = published_by
     session.add(row)
     session.flush()
     return row
+
+
+def mark_published(session: Session, *, rubric_id: str, version: int, by: str) -> bool:
+    """Publish a stored version; whether it was a draft until now."""
+    row = session.get(RubricVersion, (rubric_id, version))
+    if row is None or row.state == "published":
+        return False
+    row.state = "published"
+    row.published_at = utcnow()
+    row.published_by = by
+    session.add(row)
+    session.flush()
+    return True
+
+
+def newest_assigned_versions(session: Session, *, reviewer_id: int) -> list[tuple[str, int, int]]:
+    """(rubric id, version, unfinished assignments) of every published version the
+    reviewer's assignments name, newest assignment first."""
+    unfinished = func.sum(case((col(Assignment.completed_at).is_(None), 1), else_=0))
+    query = (
+        select(
+            col(Assignment.rubric_id),
+            col(Assignment.rubric_version),
+            unfinished,
+            func.max(col(Assignment.created_at)),
+        )
+        .join(
+            RubricVersion,
+            (col(RubricVersion.rubric_id) == col(Assignment.rubric_id))
+            & (col(RubricVersion.version) == col(Assignment.rubric_version)),
+        )
+        .where(col(Assignment.reviewer_id) == reviewer_id, col(RubricVersion.state) == "published")
+        .group_by(col(Assignment.rubric_id), col(Assignment.rubric_version))
+    )
+    rows = [(r, int(v), int(n or 0), at) for r, v, n, at in session.execute(query)]
+    rows.sort(key=lambda row: (row[3], row[1]), reverse=True)
+    return [(r, v, n) for r, v, n, _ in rows]
 
 
 def applies_to_by_version(connection: Connection) -> dict[tuple[str, int], str]:

@@ -80,12 +80,14 @@ def serving(
     user: str | None,
     auth: str = "local",
     repo: Path = REPO,
+    rubrics_dir: Path | None = None,
 ) -> Iterator[tuple[subprocess.Popen[bytes], Path]]:
     """A local-mode server for ``user`` on ``database_url`` (its log in ``root``), stopped
     on exit; ``auth="proxy"``: a server trusting the ``X-Forwarded-User`` header instead
     (``user`` unused). ``repo``: the checkout whose code it runs (benchmarks compare two).
     Waits for nothing: callers choose how (a health request, or only a TCP connect when
-    the first HTTP request is the test's subject)."""
+    the first HTTP request is the test's subject). ``rubrics_dir``: the server's
+    ``REVIEW_APP_RUBRICS_DIR`` (else the checkout's ``rubrics/``)."""
     environment = dict(os.environ)
     environment.update(
         {
@@ -102,6 +104,8 @@ def serving(
         environment["REVIEW_APP_LOCAL_USER"] = user
     environment.pop("REVIEW_APP_PROXY_HEADER", None)
     environment.pop("REVIEW_APP_RUBRICS_DIR", None)
+    if rubrics_dir is not None:
+        environment["REVIEW_APP_RUBRICS_DIR"] = str(rubrics_dir)
     log = root / "server.log"
     with log.open("wb") as output:
         process = subprocess.Popen(

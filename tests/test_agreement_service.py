@@ -277,7 +277,7 @@ def test_a_rubric_version_without_labels_gives_nulls_with_reasons(
         encoding="utf-8",
     )
     catalog = sync_rubrics(demo.engine, operator_actor(), directory=tmp_path / "rubrics")
-    unlabeled = catalog.get("role-adherence@2")
+    unlabeled = catalog.drafts["role-adherence@2"]  # not published (issue 34): nothing uses it
     assert "role-adherence@2" not in catalog.labeled
     report = agreement_report(demo.engine, operator_actor(), rubric=unlabeled, n_resamples=1000)
     assert set(report) >= AGREEMENT_REPORT_KEYS

@@ -48,7 +48,7 @@ from review_app.services.judging import (
 from review_app.services.labels import adjudication, key_events, labeling, labels_io
 from review_app.services.operations import audit, backup, jobs
 from review_app.services.review import agreement_reports, queue, reliability, report_store
-from review_app.services.rubrics import rubric_carry, rubric_catalog
+from review_app.services.rubrics import rubric_carry, rubric_catalog, rubric_drafts
 from review_app.services.team import people, team
 from review_app.services.team.people import Actor
 from storage.engine import create_database_engine
@@ -604,6 +604,69 @@ GUARDED: dict[str, tuple[Call, str]] = {
         lambda w, a: rubric_catalog.sync_rubrics(w.engine, a),
         "own",
     ),
+    "rubric_catalog.default_ref_for": (
+        lambda w, a: rubric_catalog.default_ref_for(
+            w.engine, a, rubric_catalog.sync_rubrics(w.engine, operator())
+        ),
+        "own",
+    ),
+    "rubric_drafts.draft_text": (
+        lambda w, a: rubric_drafts.draft_text(
+            w.engine,
+            a,
+            catalog=rubric_catalog.sync_rubrics(w.engine, operator()),
+            rubric_id=w.rubric.id,
+        ),
+        "denied",
+    ),
+    "rubric_drafts.check_draft": (
+        lambda w, a: rubric_drafts.check_draft(
+            w.engine,
+            a,
+            catalog=rubric_catalog.sync_rubrics(w.engine, operator()),
+            rubric_id=w.rubric.id,
+            text="id: x",
+        ),
+        "denied",
+    ),
+    "rubric_drafts.edit_code": (
+        lambda w, a: rubric_drafts.edit_code(
+            w.engine,
+            a,
+            catalog=rubric_catalog.sync_rubrics(w.engine, operator()),
+            rubric_id=w.rubric.id,
+            text="id: x\nlabels: []\n",
+            code="x",
+            title="X",
+            definition="X.",
+            verdict="fail",
+            from_codes=None,
+            change="new",
+        ),
+        "denied",
+    ),
+    "rubric_drafts.save_draft": (
+        lambda w, a: rubric_drafts.save_draft(
+            w.engine,
+            a,
+            catalog=rubric_catalog.sync_rubrics(w.engine, operator()),
+            rubric_id=w.rubric.id,
+            text="id: x",
+        ),
+        "denied",
+    ),
+    "rubric_drafts.preview_publish": (
+        lambda w, a: rubric_drafts.preview_publish(
+            w.engine, a, catalog=rubric_catalog.sync_rubrics(w.engine, operator()), ref=RUBRIC
+        ),
+        "denied",
+    ),
+    "rubric_drafts.export_text": (
+        lambda w, a: rubric_drafts.export_text(
+            w.engine, a, catalog=rubric_catalog.sync_rubrics(w.engine, operator()), ref=RUBRIC
+        ),
+        "own",
+    ),
     "uploads.import_label_upload": (
         lambda w, a: uploads.import_label_upload(
             w.engine,
@@ -663,6 +726,7 @@ EXEMPT: dict[str, str] = {
     "case_window.turn_window": "pure: which positions of a long case the review page draws",
     "local_judge_lease.main": "no data: runs the bundled judge's server in its own process",
     "rubric_catalog.refusal_name": "pure: names a refused rubric file without directories",
+    "rubric_catalog.file_name": "pure: names a version's file as <id>/v<N>.yaml",
     "people.check_new_person_name": "pure: checks a name a person signs in or is added with",
     "people.proxy_identity": "pure: decodes a proxy's identity header",
     "rubric_catalog.source_name": "pure: names a rubric's source without the server's paths",

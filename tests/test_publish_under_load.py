@@ -62,9 +62,7 @@ def test_publish_with_four_reviewers_saving_loses_nothing_and_is_one_audit_entry
     engine, _ = build(database.url, root, n_labels=20_000, n_gold=2_000)
     try:
         # The reviewers' catalog: version 1; version 2 is left to the publication to store.
-        catalog = sync_rubrics(
-            engine, operator_actor(), directory=root, leave_unstored=("bench@2",)
-        )
+        catalog = sync_rubrics(engine, operator_actor(), directory=root)
         audit_before = _audit_rows(database)
         stop = threading.Event()
         threads, saves = run_writers(

@@ -264,10 +264,12 @@ def test_a_version_dropping_a_used_code_is_refused(database: Database, tmp_path:
         )
 
 
-def test_only_admins_publish(world: World) -> None:
-    owner = signed_in(world.db.engine, "olga", role="policy_owner")
+def test_reviewers_do_not_publish(world: World) -> None:
+    """Issue 34: policy owners and admins publish; a reviewer is refused (nothing stored)."""
+    reviewer = signed_in(world.db.engine, "rita", role="reviewer")
     with pytest.raises(PermissionDenied):
-        publish_rubric(world.db.engine, owner, catalog=world.catalog(), ref="carry@2")
+        publish_rubric(world.db.engine, reviewer, catalog=world.catalog(), ref="carry@2")
+    assert "carry@2" in world.catalog().drafts
 
 
 def test_the_command_line_publishes_and_refuses(  # type: ignore[no-untyped-def]

@@ -92,6 +92,10 @@ JOINS: dict[tuple[str, str], frozenset[str]] = {
     ),
     ("carry", "queue_re_reviews"): frozenset({"labels", "reviewers"}),
     ("carry", "re_reviews_of"): frozenset({"labels"}),
+    # an audit draw with a seed used before: the earlier draws and who drew them
+    ("audit_samples", "draws_with_seed"): frozenset({"reviewers"}),
+    # a reviewer's default rubric version: the published versions their queue names
+    ("rubric_versions", "newest_assigned_versions"): frozenset({"assignments"}),
 }
 """``(module, function)`` -> the other families' tables it joins or filters on."""
 

@@ -57,10 +57,14 @@ def test_admin_publishes_and_the_reviewer_sees_the_re_review(
     run(at)
     compare = at.tabs[2]
     assert "- `tone_voice` ← `tone_break`: split" in [m.value for m in compare.markdown]
-    compare.button(key="rubric_publish").click()
+    at.button(key="draft_preview_button").click()
     run(at)
-    assert "Published" in [s.value for s in at.success]
-    lines = "\n".join(t.value for t in at.tabs[2].text)
+    at.checkbox(key="draft_confirm").check()
+    run(at)
+    at.button(key="draft_publish").click()
+    run(at)
+    assert any(s.value.startswith("Published role") for s in at.success)
+    lines = "\n".join(t.value for t in at.text)
     with DEMO_LABELS.open(encoding="utf-8") as handle:
         rows = [r for r in csv.DictReader(handle) if r["label"] == "tone_break"]
     assert f"re-review tone_break                   {len(rows)}" in lines

@@ -14,7 +14,7 @@ from review_app.rubrics import Rubric
 from review_app.services.labels.adjudication import DisagreementUnit
 from review_app.services.review.queue import open_review_work
 from review_app.services.review.report_store import Shown
-from review_app.services.rubrics.rubric_catalog import RubricCatalog
+from review_app.services.rubrics.rubric_catalog import RubricCatalog, default_ref_for
 from review_app.services.team.people import Actor
 from review_app.ui import cached, registry, session
 from review_app.ui.safe import code_span, escape
@@ -45,7 +45,8 @@ def selected_rubric(rubrics: RubricCatalog | None = None) -> Rubric | None:
     if not refs:
         return None
     if st.session_state["rubric_ref"] not in refs:
-        st.session_state["rubric_ref"] = rubrics.default_ref()
+        # the version the person's assignments name; never a draft
+        st.session_state["rubric_ref"] = default_ref_for(cached.engine(), session.actor(), rubrics)
     return rubrics.get(st.session_state["rubric_ref"])
 
 

@@ -36,6 +36,13 @@ DEFAULTS: dict[str, Any] = {
     "assign_overlap": 2,
     "assign_lane": "all",
     "rubric_example_label": "(all)",
+    "draft_rubric": None,  # rubrics page: the rubric whose next version is written
+    "draft_text": "",  # the YAML of the next version being written
+    "draft_text_of": None,  # the version whose text the area holds
+    "draft_code": None,  # the code the per-code form edits
+    "draft_preview": None,  # the publication's preview: {"sha", counts} or {"sha", "error"}
+    "draft_confirm": False,  # the confirmation naming the consequence (never preselected)
+    "draft_result": None,  # the last publication's counts: the result panel
     "compare_old": None,
     "compare_new": None,
     "agreement_rubric": None,

@@ -28,6 +28,7 @@ ACTIONS = (
     "cases_import",
     "cases_replace",
     "rubric_publish",
+    "rubric_draft",
     "rubric_carry",
     "export",
     "person_add",

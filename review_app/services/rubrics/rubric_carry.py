@@ -89,16 +89,22 @@ def publish_rubric(
     catalog: RubricCatalog,
     ref: str,
     wait_seconds: float = carry.PUBLISH_WAIT_SECONDS,
+    dry_run: bool = False,
 ) -> CarryReport:
-    """Carry version N's labels into ``ref`` (version N+1) where their meaning held.
+    """Publish ``ref`` (version N+1, a draft until now): carry version N's labels into it
+    where their meaning held.
 
-    One write transaction holding the publication's locks, taken in the order saves
-    take theirs and tried again while other writers hold them, for ``wait_seconds`` at
-    most (:func:`storage.carry.run_publication`); one audit entry, ``rubric_publish``,
-    with the version's content hash and everything carried and queued.
+    Policy owners and admins may publish; reviewers are refused. Version N must be
+    published. One write transaction holding the publication's locks, taken in the order
+    saves take theirs and tried again while other writers hold them, for
+    ``wait_seconds`` at most (:func:`storage.carry.run_publication`); one audit entry,
+    ``rubric_publish``, with the version's content hash and everything carried and
+    queued. ``dry_run`` does all of it in that transaction and rolls it back: the report
+    is what publishing now would do, and nothing is stored (``rubrics publish
+    --dry-run``, the preview of the rubrics page).
     """
-    actor = authorize(engine, actor, "admin")
-    new = catalog.get(ref)
+    actor = authorize(engine, actor, "policy_owner")
+    new = catalog.any_version(ref)
     mapping = mapping_for(catalog, new)
     old = mapping.old
     one_to_one = mapping.carried()
@@ -122,7 +128,12 @@ def publish_rubric(
             for code in set(labels_now) | set(gold_now)
         }
         mapping.check_publishable(used)
-        before = store_rubric_version(session, new)
+        was_published = catalog.is_published(new.ref)
+        stored_before = store_rubric_version(
+            session, new, yaml_text=catalog.yaml_texts.get(new.ref), published_by=actor.name
+        )
+        # "before": the content that acted before (none: the version was a draft)
+        before = stored_before if was_published else None
         carry_id = carry.create_carry(session, actor=actor.name, at=at, **names)
         carried = storage.units.carry_labels(
             session, table="labels", carry_id=carry_id, mapping=one_to_one, at=at, **names
@@ -174,7 +185,7 @@ def publish_rubric(
         )
         return report
 
-    return carry.run_publication(engine, publish, wait_seconds=wait_seconds)
+    return carry.run_publication(engine, publish, wait_seconds=wait_seconds, dry_run=dry_run)
 
 
 @dataclass(frozen=True)

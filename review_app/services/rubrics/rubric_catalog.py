@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,10 +32,21 @@ from storage import audit, rubric_versions
 from storage.engine import read_only
 
 
+@dataclass(frozen=True)
+class DraftInfo:
+    """Where a draft came from and who saved it last."""
+
+    origin: str
+    """``file`` (a file in the rubrics folder not yet published) or ``app``."""
+    saved_by: str | None
+    saved_at: str
+
+
 @dataclass
 class RubricCatalog:
     usable: dict[str, Rubric] = field(default_factory=dict)
-    """ref -> rubric, for every version that can be labeled against."""
+    """ref -> rubric, for every *published* version: the versions that can be labeled
+    against, assigned, exported, judged, and chosen by default. Drafts are never here."""
     refused: dict[str, str] = field(default_factory=dict)
     """ref (or ``<folder>/<file>`` for a file not named as a version) -> why it is not
     offered; neither names a directory of the server."""
@@ -46,12 +56,25 @@ class RubricCatalog:
     stored: dict[str, Rubric] = field(default_factory=dict)
     """ref -> the content labels were recorded against (for reports on refused versions)."""
     labeled: set[str] = field(default_factory=set)
+    drafts: dict[str, Rubric] = field(default_factory=dict)
+    """ref -> a version not published yet (a file in the rubrics folder, or written in
+    the app): shown on the rubrics page, previewed and published; it acts nowhere."""
+    draft_info: dict[str, DraftInfo] = field(default_factory=dict)
+    published_by: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
+    """ref -> (who published it, when), for published versions the database records."""
+    yaml_texts: dict[str, str] = field(default_factory=dict)
+    """ref -> the YAML as written, where known (drafts and versions read or saved)."""
 
     @property
     def refs(self) -> list[str]:
         return sorted(self.usable, key=_ref_sort_key)
 
+    @property
+    def draft_refs(self) -> list[str]:
+        return sorted(self.drafts, key=_ref_sort_key)
+
     def get(self, ref: str) -> Rubric:
+        """A published version; a draft is refused (it acts nowhere until published)."""
         rubric_id, version = parse_rubric_ref(ref)
         canonical = f"{rubric_id}@{version}"
         if canonical in self.usable:
@@ -60,7 +83,42 @@ class RubricCatalog:
             raise self.refused_errors[canonical]
         if canonical in self.refused:
             raise InputError(self.refused[canonical], field="rubric")
+        if canonical in self.drafts:
+            raise InputError(
+                f"{canonical} is a draft: it is not published, so nothing can use it yet "
+                f"(publish it first: review-app rubrics publish {canonical})",
+                field="rubric",
+            )
         raise NotFound(f"no rubric {canonical}; available: {', '.join(self.refs) or 'none'}")
+
+    def draft(self, ref: str) -> Rubric:
+        """A draft version (not published)."""
+        rubric_id, version = parse_rubric_ref(ref)
+        canonical = f"{rubric_id}@{version}"
+        if canonical in self.drafts:
+            return self.drafts[canonical]
+        if canonical in self.usable:
+            raise InputError(f"{canonical} is published, not a draft", field="rubric")
+        if canonical in self.refused:
+            raise InputError(self.refused[canonical], field="rubric")
+        raise NotFound(f"no draft {canonical}; drafts: {', '.join(self.draft_refs) or 'none'}")
+
+    def any_version(self, ref: str) -> Rubric:
+        """A published version or a draft (to read, compare and preview; never to use)."""
+        rubric_id, version = parse_rubric_ref(ref)
+        canonical = f"{rubric_id}@{version}"
+        if canonical in self.drafts:
+            return self.drafts[canonical]
+        return self.for_reports(canonical)
+
+    def is_published(self, ref: str) -> bool:
+        rubric_id, version = parse_rubric_ref(ref)
+        return f"{rubric_id}@{version}" in self.usable
+
+    def current(self, rubric_id: str) -> Rubric | None:
+        """The newest published version of ``rubric_id``."""
+        versions = self.versions_of(rubric_id)
+        return versions[-1] if versions else None
 
     def for_reports(self, ref: str) -> Rubric:
         """The content labels of ``ref`` were recorded against, even when the file is refused."""
@@ -80,6 +138,7 @@ class RubricCatalog:
             return None
 
     def versions_of(self, rubric_id: str) -> list[Rubric]:
+        """The published versions of ``rubric_id``, oldest first."""
         return sorted(
             (r for r in self.usable.values() if r.id == rubric_id), key=lambda r: r.version
         )
@@ -89,7 +148,8 @@ class RubricCatalog:
         return sorted({r.id for r in self.usable.values()})
 
     def default_ref(self) -> str | None:
-        """The newest version of the first rubric id, a sensible preselection."""
+        """The newest *published* version of the first rubric id, a sensible preselection
+        for someone no assignment names a version for (a draft is never a default)."""
         ids = self.rubric_ids
         if not ids:
             return None
@@ -113,28 +173,33 @@ def _rubric_files(root: Path) -> list[Path]:
     )
 
 
+def file_name(rubric_id: str, version: int) -> str:
+    """How a version's file is named in the rubrics folder and in messages."""
+    return f"{rubric_id}/v{version}.yaml"
+
+
 def sync_rubrics(
     engine: Engine,
     actor: Actor,
     *,
     directory: Path | None = None,
-    leave_unstored: Collection[str] = (),
 ) -> RubricCatalog:
     """Load every rubric file, compare with the stored versions, store new content.
 
-    Any signed-in person may ask (reviewers need the catalog to label); storing new
-    content is a rubric publication, recorded in the audit log under the actor. The
-    versions named in ``leave_unstored`` are offered as read but not stored: the caller
-    stores them with its own act (``rubrics publish`` stores the version it publishes,
-    in one transaction with one audit entry).
+    Any signed-in person may ask (reviewers need the catalog to label). Version 1 of a
+    rubric is published when first read (there is nothing to carry; audited as a
+    ``rubric_publish`` under the actor); any later version read from a file is stored
+    as a *draft* (audited as ``rubric_draft``) until ``rubrics publish`` or a policy
+    owner in the app publishes it. Drafts written in the app are read from the database.
+    A published version stays offered when its file is gone.
     """
     actor = authorize(engine, actor, "reviewer")
     root = directory or default_rubrics_dir()
     catalog = RubricCatalog()
-    loaded: list[Rubric] = []
+    loaded: list[tuple[Rubric, str | None]] = []
     for path in _rubric_files(root):
         try:
-            loaded.append(load_rubric_file(path))
+            rubric = load_rubric_file(path)
         except InputError as error:
             # Named by the version it would be (or its folder and file), never by the
             # server's directories: the reason is shown on pages.
@@ -143,6 +208,12 @@ def sync_rubrics(
             catalog.refused[name] = InputError(
                 error.message, source=name, line=error.line, field=error.field
             ).describe()
+            continue
+        try:
+            text: str | None = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            text = None
+        loaded.append((rubric, text))
     with Session(engine) as session:
         labeled = {
             f"{rubric_id}@{version}"
@@ -154,48 +225,113 @@ def sync_rubrics(
             for row in rubric_versions.list_rubric_versions(session)
         }
         for ref, row in stored_rows.items():
-            catalog.stored[ref] = rubric_from_dict(
-                json.loads(row.body_json), source=row.source or ref
-            )
-        for rubric in loaded:
-            stored_row = stored_rows.get(rubric.ref)
+            if row.state == "published":
+                catalog.stored[ref] = rubric_from_dict(
+                    json.loads(row.body_json), source=row.source or ref
+                )
+                catalog.published_by[ref] = (
+                    row.published_by,
+                    None
+                    if row.published_at is None
+                    else row.published_at.isoformat(timespec="seconds"),
+                )
+        for rubric, text in loaded:
+            ref = rubric.ref
+            stored_row = stored_rows.get(ref)
+            if stored_row is not None and stored_row.state == "published":
+                if stored_row.sha256 != rubric.sha256 and (ref in labeled or rubric.version > 1):
+                    stored = catalog.stored[ref]
+                    changes = diff_rubrics(stored, rubric)
+                    what = f" ({_summarise(changes.to_dict())})" if not changes.is_empty else ""
+                    why = "has labels" if ref in labeled else "is published"
+                    catalog.refused[ref] = (
+                        f"{ref} {why} and its file ({source_name(rubric)}) has changed "
+                        f"since{what}; a {'labeled' if ref in labeled else 'published'} rubric "
+                        "version is immutable: restore the file and put the change in a new "
+                        f"version (v{rubric.version + 1}.yaml)"
+                    )
+                    continue
+                if stored_row.sha256 != rubric.sha256:
+                    # version 1 without labels: its file is still the version's text
+                    before = store_rubric_version(session, rubric, yaml_text=text)
+                    _audit_stored(session, actor, rubric, before, "rubric_publish")
+                    catalog.stored[ref] = rubric
+                catalog.usable[ref] = rubric
+                if text is not None:
+                    catalog.yaml_texts[ref] = text
+                continue
             if (
                 stored_row is not None
+                and stored_row.origin == "app"
                 and stored_row.sha256 != rubric.sha256
-                and rubric.ref in labeled
             ):
-                stored = catalog.stored[rubric.ref]
-                changes = diff_rubrics(stored, rubric)
-                what = f" ({_summarise(changes.to_dict())})" if not changes.is_empty else ""
-                catalog.refused[rubric.ref] = (
-                    f"{rubric.ref} has labels and its file ({source_name(rubric)}) has changed "
-                    f"since{what}; a labeled rubric version is immutable: restore the file and put "
-                    f"the change in a new version (v{rubric.version + 1}.yaml)"
+                catalog.refused[file_name(rubric.id, rubric.version)] = (
+                    f"{source_name(rubric)} differs from the draft of {ref} saved in the app "
+                    f"by {stored_row.saved_by or 'someone'}; the app's draft is the one "
+                    f"offered for publication (write it to the file with: review-app rubrics "
+                    f"export {ref}, or paste the file's YAML into the draft)"
                 )
                 continue
-            if rubric.ref not in leave_unstored and (
-                stored_row is None or stored_row.sha256 != rubric.sha256
-            ):
-                before = store_rubric_version(session, rubric)
-                audit.add_entry(
-                    session,
-                    actor=actor.name,
-                    action="rubric_publish",
-                    object_type="rubric",
-                    object_key=rubric.ref,
-                    summary={
-                        "before": before,
-                        "after": rubric.sha256,
-                        "source": source_name(rubric),
-                    },
+            if rubric.version == 1:
+                # The first version of a rubric acts when first read: nothing to carry.
+                before = store_rubric_version(
+                    session, rubric, yaml_text=text, published_by=actor.name
                 )
-                catalog.stored[rubric.ref] = rubric
-            catalog.usable[rubric.ref] = rubric
-        for ref, stored in catalog.stored.items():
-            if ref not in catalog.usable and ref not in catalog.refused and ref in labeled:
-                catalog.usable[ref] = stored  # the file is gone; the labeled content remains
+                _audit_stored(session, actor, rubric, before, "rubric_publish")
+                catalog.stored[ref] = rubric
+                catalog.usable[ref] = rubric
+                catalog.published_by[ref] = (actor.name, None)
+            else:
+                if stored_row is None or stored_row.sha256 != rubric.sha256:
+                    before = store_rubric_version(session, rubric, yaml_text=text)
+                    _audit_stored(session, actor, rubric, before, "rubric_draft")
+                    saved_by: str | None = None
+                else:
+                    saved_by = stored_row.saved_by
+                catalog.drafts[ref] = rubric
+                catalog.draft_info[ref] = DraftInfo(
+                    origin="file" if stored_row is None else stored_row.origin,
+                    saved_by=saved_by,
+                    saved_at="",
+                )
+            if text is not None:
+                catalog.yaml_texts[ref] = text
+        for ref, row in stored_rows.items():
+            if ref in catalog.usable or ref in catalog.refused or ref in catalog.drafts:
+                continue
+            if row.state == "published":
+                # the file is gone (or the version was written in the app): it stays
+                catalog.usable[ref] = catalog.stored[ref]
+                if row.yaml_text:
+                    catalog.yaml_texts[ref] = row.yaml_text
+            elif row.origin == "app":
+                catalog.drafts[ref] = rubric_from_dict(
+                    json.loads(row.body_json), source=file_name(row.rubric_id, row.version)
+                )
+                catalog.draft_info[ref] = DraftInfo(
+                    origin="app",
+                    saved_by=row.saved_by,
+                    saved_at=row.loaded_at.isoformat(timespec="seconds"),
+                )
+                if row.yaml_text:
+                    catalog.yaml_texts[ref] = row.yaml_text
         session.commit()
     return catalog
+
+
+def _audit_stored(
+    session: Session, actor: Actor, rubric: Rubric, before: str | None, action: str
+) -> None:
+    if before == rubric.sha256:
+        return
+    audit.add_entry(
+        session,
+        actor=actor.name,
+        action=action,
+        object_type="rubric",
+        object_key=rubric.ref,
+        summary={"before": before, "after": rubric.sha256, "source": source_name(rubric)},
+    )
 
 
 def refusal_name(path: Path) -> str:
@@ -213,14 +349,24 @@ def source_name(rubric: Rubric) -> str:
     return rubric.ref
 
 
-def store_rubric_version(session: Session, rubric: Rubric) -> str | None:
-    """Store ``rubric``'s content as its version when it is new or changed; the sha256
-    stored before (``None`` if none was)."""
+def store_rubric_version(
+    session: Session,
+    rubric: Rubric,
+    *,
+    yaml_text: str | None = None,
+    origin: str = "file",
+    saved_by: str | None = None,
+    published_by: str | None = None,
+) -> str | None:
+    """Store ``rubric``'s content as its version when it is new or changed (a new row is
+    a draft; ``published_by`` publishes it); the sha256 stored before (``None`` if none)."""
     stored = rubric_versions.get_rubric_version(
         session, rubric_id=rubric.id, version=rubric.version
     )
     before = None if stored is None else stored.sha256
-    if before != rubric.sha256:
+    if before != rubric.sha256 or (
+        published_by is not None and stored is not None and stored.state != "published"
+    ):
         rubric_versions.save_rubric_version(
             session,
             rubric_id=rubric.id,
@@ -229,8 +375,32 @@ def store_rubric_version(session: Session, rubric: Rubric) -> str | None:
             title=rubric.title,
             body_json=json.dumps(rubric.to_dict(), sort_keys=True),
             source=rubric.source,
+            yaml_text=yaml_text,
+            origin=origin if stored is None or before != rubric.sha256 else stored.origin,
+            saved_by=saved_by,
+            published_by=published_by,
         )
     return before
+
+
+def default_ref_for(engine: Engine, actor: Actor, catalog: RubricCatalog) -> str | None:
+    """The rubric version preselected for ``actor`` (the sidebar): for a reviewer the
+    published version their assignments name (the newest one with unfinished cases,
+    else the newest assigned), otherwise the newest published version of the first
+    rubric. A draft is never a default."""
+    actor = authorize(engine, actor, "reviewer")
+    if actor.reviewer_id is not None:
+        with Session(read_only(engine)) as session:
+            assigned = rubric_versions.newest_assigned_versions(
+                session, reviewer_id=actor.reviewer_id
+            )
+        offered = [(f"{r}@{v}", left) for r, v, left in assigned if f"{r}@{v}" in catalog.usable]
+        for ref, left in offered:
+            if left:
+                return ref
+        if offered:
+            return offered[0][0]
+    return catalog.default_ref()
 
 
 def has_labels(engine: Engine, actor: Actor, rubric: Rubric) -> bool:

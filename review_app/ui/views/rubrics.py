@@ -7,18 +7,32 @@ import streamlit as st
 from review_app.errors import InputError
 from review_app.rubrics import diff_rubrics
 from review_app.services.labels.adjudication import AmbiguityNote, ambiguity_notes
-from review_app.services.rubrics.rubric_carry import carry_history, publish_rubric
+from review_app.services.rubrics.rubric_carry import carry_history
 from review_app.services.rubrics.rubric_catalog import has_labels
-from review_app.ui import cached, common, session
-from review_app.ui.safe import code_list, code_span, escape
+from review_app.services.rubrics.rubric_drafts import WHO_MAY_PUBLISH
+from review_app.ui import cached, common, rubric_drafting, session
+from review_app.ui.safe import code_span, escape
 
 catalog = cached.catalog()
+
+
+def _origin(ref: str) -> str:
+    info = catalog.draft_info.get(ref)
+    return "written in the app" if info is not None and info.origin == "app" else "a file"
+
+
 st.title("Rubrics")
 
 if session.actor().has_role("policy_owner"):
     for ref, message in sorted(catalog.refused.items()):
         st.warning(f"{code_span(ref)} is not offered")
         st.text(message)
+
+if catalog.drafts:
+    st.caption(
+        "Drafts (not published: offered nowhere, labeled by nobody, a default nowhere): "
+        + ", ".join(f"{code_span(ref)} ({escape(_origin(ref))})" for ref in catalog.draft_refs)
+    )
 
 if not catalog.usable:
     st.info("No rubric versions. Add rubrics/<id>/v<N>.yaml.")
@@ -43,6 +57,7 @@ st.caption(
     + ("labels recorded: immutable" if locked else "no labels yet")
 )
 st.text(rubric.title)
+st.caption(escape(WHO_MAY_PUBLISH))
 
 actor = session.actor()
 notes_by_code: dict[str, list[AmbiguityNote]] = {}
@@ -50,7 +65,10 @@ if actor.has_role("policy_owner"):
     for note in ambiguity_notes(cached.engine(), actor, rubric=rubric):
         notes_by_code.setdefault(note.gold, []).append(note)
 
-definitions, examples, versions = st.tabs(["Labels", "Examples", "Compare versions"])
+tab_names = ["Labels", "Examples", "Compare versions"]
+if actor.has_role("policy_owner"):
+    tab_names.append("Next version")
+definitions, examples, versions, *writing = st.tabs(tab_names, key="rubric_tabs")
 with definitions:
     if notes_by_code:
         st.caption(
@@ -85,7 +103,12 @@ with examples:
             st.text(f"Context: {example.context}\nReply: {example.reply}\nWhy: {example.why}")
 
 with versions:
-    same_id = [r.ref for r in catalog.versions_of(rubric.id)]
+    # drafts are compared by those who write them; a reviewer sees published versions
+    same_id = [r.ref for r in catalog.versions_of(rubric.id)] + [
+        ref
+        for ref in catalog.draft_refs
+        if catalog.drafts[ref].id == rubric.id and actor.has_role("policy_owner")
+    ]
     if len(same_id) < 2:
         st.info(f"{escape(rubric.id)} has a single version so far.")
     else:
@@ -96,65 +119,17 @@ with versions:
             st.session_state["compare_new"] = same_id[-1]
         left.selectbox("Older", same_id, key="compare_old")
         right.selectbox("Newer", same_id, key="compare_new")
-        old = catalog.get(st.session_state["compare_old"])
-        new = catalog.get(st.session_state["compare_new"])
+        old = catalog.any_version(st.session_state["compare_old"])
+        new = catalog.any_version(st.session_state["compare_new"])
         try:
             diff = diff_rubrics(old, new)
         except InputError as error:
             st.error("The newer version's mapping is inconsistent")
             st.text(str(error))
             st.stop()
-        if diff.is_empty:
-            st.success("No differences.")
-        if diff.title:
-            st.write("Title changed")
-            st.text(f"{diff.title.old} → {diff.title.new}")
-        for label in diff.labels_added:
-            st.success(f"Added {code_span(label.code)} ({escape(label.verdict)})")
-        for label in diff.labels_removed:
-            st.error(f"Removed {code_span(label.code)}")
-        for change in diff.labels_changed:
-            fields = ", ".join(escape(f) for f in change.fields)
-            st.warning(f"Changed {code_span(change.code)}: {fields}")
-            for field_change in change.changes:
-                st.text(f"{field_change.field}:\n- {field_change.old}\n+ {field_change.new}")
-        if diff.examples_added or diff.examples_removed:
-            st.caption(
-                f"Examples: {len(diff.examples_added)} added, {len(diff.examples_removed)} removed"
-            )
-        if diff.mapping is not None:
-            st.subheader("Mapping")
-            st.caption(
-                "How each label of the newer version relates to the older codes: same and "
-                "reworded are carried when publishing; narrowed, widened, split and merged "
-                'go to re-review (docs/reference.md, "Rubric versions: mapping and carry-over").'
-            )
-            for origin in diff.mapping.origins:
-                said = origin.change or "open: the file must say change:"
-                source = f" ← {code_list(origin.from_codes)}" if origin.from_codes else ""
-                derived = " (derived)" if origin.derived and origin.change else ""
-                st.markdown(f"- {code_span(origin.code)}{source}: {escape(said)}{derived}")
-            for code in diff.mapping.unaccounted():
-                st.error(f"{code_span(code)} of {code_span(old.ref)} is unaccounted for")
-            if actor.has_role("admin") and new.version == old.version + 1:
-                st.caption(
-                    f"Publishing {code_span(new.ref)} carries the labels, gold labels and judge "
-                    f"verdicts of {code_span(old.ref)} whose code is same or reworded, and "
-                    "queues the others for the reviewers who gave them. It can be repeated: "
-                    "nothing is carried twice."
-                )
-                if st.button(f"Publish {escape(new.ref)}", key="rubric_publish"):
-                    try:
-                        report = publish_rubric(
-                            cached.engine(), actor, catalog=catalog, ref=new.ref
-                        )
-                    except InputError as error:
-                        st.error("Not published")
-                        st.text(str(error))
-                    else:
-                        cached.forget_catalog()
-                        st.success("Published")
-                        st.text("\n".join(report.lines()))
+        if new.ref in catalog.drafts:
+            st.caption(f"{code_span(new.ref)} is a draft: publish it under Next version.")
+        rubric_drafting.show_diff(diff, old)
         history = (
             carry_history(cached.engine(), actor, rubric_id=rubric.id)
             if actor.has_role("policy_owner")
@@ -170,3 +145,7 @@ with versions:
                     f"{carried:d} labels carried, "
                     f"{int(record.summary.get('re_review_units', 0)):d} units to re-review"
                 )
+
+for tab in writing:
+    with tab:
+        rubric_drafting.draw(cached.engine(), actor, catalog)
