@@ -18,6 +18,20 @@ def list_rubric_versions(session: Session) -> list[RubricVersion]:
     return list(session.scalars(query))
 
 
+def versions_token(session: Session) -> tuple[int, int, str, str]:
+    """What changes when a version is stored, saved as a draft or published: (versions,
+    published, newest load, newest publication), cheap enough for every page run."""
+    row = session.execute(
+        select(
+            func.count(),
+            func.count(RubricVersion.published_at),
+            func.max(RubricVersion.loaded_at),
+            func.max(RubricVersion.published_at),
+        ).select_from(RubricVersion)
+    ).one()
+    return int(row[0]), int(row[1]), str(row[2]), str(row[3])
+
+
 def get_rubric_version(session: Session, *, rubric_id: str, version: int) -> RubricVersion | None:
     return session.get(RubricVersion, (rubric_id, version))
 

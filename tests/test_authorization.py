@@ -551,6 +551,10 @@ GUARDED: dict[str, tuple[Call, str]] = {
         lambda w, a: align.confirmation_budget(w.engine, a, rubric=w.rubric),
         "denied",
     ),
+    "rubric_catalog.catalog_token": (
+        lambda w, a: rubric_catalog.catalog_token(w.engine, a),
+        "own",
+    ),
     "team.team_view": (
         lambda w, a: team.team_view(w.engine, a, rubric=w.rubric),
         "denied",

@@ -72,3 +72,36 @@ def test_the_per_code_form_writes_the_draft_and_errors_read_as_the_files(db_url:
     assert error.startswith("role-adherence/v2.yaml, line ")
     assert 'field labels[1].verdict: unknown verdict "failing"' in error
     assert at.button(key="draft_save").disabled
+
+
+def test_a_version_published_by_another_server_is_offered_on_the_next_page_run(
+    db_url: str,
+) -> None:
+    """Two servers on one database: this page's catalog is cached; a draft saved and
+    published elsewhere (here through the services, as another server or the command
+    line would) is offered at this page's next run, not after a restart."""
+    from review_app.services.rubrics.rubric_carry import publish_rubric
+    from review_app.services.rubrics.rubric_catalog import sync_rubrics
+    from review_app.services.rubrics.rubric_drafts import draft_text, save_draft
+    from storage.engine import create_database_engine
+    from tests.actors import operator
+
+    at = run(AppTest.from_file(str(APP), default_timeout=60))
+    at.switch_page("views/rubrics.py")
+    run(at)
+    assert at.selectbox(key="_w_rubric_ref").options == ["role-adherence@1"]
+    engine = create_database_engine(db_url)
+    try:
+        elsewhere = sync_rubrics(engine, operator())
+        text = draft_text(engine, operator(), catalog=elsewhere, rubric_id="role-adherence")
+        save_draft(engine, operator(), catalog=elsewhere, rubric_id="role-adherence", text=text)
+        run(at)
+        # a draft never acts: saved elsewhere, still not offered
+        assert at.selectbox(key="_w_rubric_ref").options == ["role-adherence@1"]
+        publish_rubric(
+            engine, operator(), catalog=sync_rubrics(engine, operator()), ref="role-adherence@2"
+        )
+    finally:
+        engine.dispose()
+    run(at)
+    assert at.selectbox(key="_w_rubric_ref").options == ["role-adherence@1", "role-adherence@2"]

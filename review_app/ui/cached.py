@@ -29,7 +29,11 @@ from review_app.services.review.agreement_reports import (
     confusion_between,
 )
 from review_app.services.review.report_store import Shown
-from review_app.services.rubrics.rubric_catalog import RubricCatalog, sync_rubrics
+from review_app.services.rubrics.rubric_catalog import (
+    RubricCatalog,
+    catalog_token,
+    sync_rubrics,
+)
 from review_app.services.team.people import Actor, authorize
 from review_app.ui.session import actor
 
@@ -53,9 +57,15 @@ def _rubric_signature(root: Path) -> tuple[tuple[str, float], ...]:
 
 @st.cache_resource(show_spinner=False)
 def _catalog(
-    url: str, root: str, signature: tuple[tuple[str, float], ...], _who: Actor
+    url: str,
+    root: str,
+    signature: tuple[tuple[str, float], ...],
+    stored: tuple[int, int, str, str],
+    _who: Actor,
 ) -> RubricCatalog:
-    del signature  # part of the cache key only: a changed file loads again
+    # part of the cache key only: a changed file, or a version stored, drafted or
+    # published by another server or the command line, loads again
+    del signature, stored
     return sync_rubrics(_engine(url), _who, directory=Path(root))
 
 
@@ -63,7 +73,8 @@ def catalog() -> RubricCatalog:
     """The rubric catalog, shared between sessions; each call checks the session's actor."""
     who = authorize(engine(), actor(), "reviewer")
     root = default_rubrics_dir()
-    return _catalog(database_url(), str(root), _rubric_signature(root), who)
+    stored = catalog_token(engine(), who)
+    return _catalog(database_url(), str(root), _rubric_signature(root), stored, who)
 
 
 def forget_catalog() -> None:

@@ -383,6 +383,14 @@ def store_rubric_version(
     return before
 
 
+def catalog_token(engine: Engine, actor: Actor) -> tuple[int, int, str, str]:
+    """A token of the stored versions' states: a catalog cached by a server is read again
+    when another server (or the command line) stores, drafts or publishes a version."""
+    authorize(engine, actor, "reviewer")
+    with Session(read_only(engine)) as session:
+        return rubric_versions.versions_token(session)
+
+
 def default_ref_for(engine: Engine, actor: Actor, catalog: RubricCatalog) -> str | None:
     """The rubric version preselected for ``actor`` (the sidebar): for a reviewer the
     published version their assignments name (the newest one with unfinished cases,
