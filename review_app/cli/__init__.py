@@ -47,12 +47,28 @@ app = typer.Typer(
 )
 
 
+def evaluator_build() -> str:
+    """How the evaluator runs here: ``evaluator compiled with mypyc``, or ``evaluator in
+    pure Python`` with the reason the install recorded (hatch_build.py: no compiler, no
+    headers, mypyc failed, or asked for)."""
+    from review_app.evaluator import compiled
+
+    if compiled():
+        return "evaluator compiled with mypyc"
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        note = distribution("role-review").read_text("extra_metadata/evaluator-build.txt")
+    except (PackageNotFoundError, OSError):
+        note = None
+    note = (note or "").strip()
+    # The installed build may be compiled while this process runs a checkout's source.
+    return note if note.startswith("evaluator in pure Python (") else "evaluator in pure Python"
+
+
 def version_callback(value: bool) -> None:
     if value:
-        from review_app.evaluator import compiled
-
-        build = " (evaluator compiled with mypyc)" if compiled() else ""
-        typer.echo(f"review-app {__version__}{build}")
+        typer.echo(f"review-app {__version__} ({evaluator_build()})")
         raise typer.Exit()
 
 
