@@ -64,9 +64,29 @@ def build(path: Path, *, repo: Path, n_cases: int) -> None:
     )
 
 
+WARMED = "review-app: the pages' modules are imported"
+"""What a server of this checkout writes once it has imported what the pages import
+(review_app/ui/launch.py); a checkout without the line is not waited for."""
+
+
+def warmed(log: Path, *, timeout: float = 120.0) -> float | None:
+    """Seconds until the server's log says it imported the pages' modules (``None``: it
+    never says so, as servers of older checkouts)."""
+    started = time.perf_counter()
+    while time.perf_counter() - started < timeout:
+        if WARMED in log.read_text(errors="replace"):
+            return time.perf_counter() - started
+        time.sleep(0.1)
+    return None
+
+
 @contextmanager
-def servers(root: Path, plan: dict[str, tuple[Path, Path]]) -> Iterator[dict[str, str]]:
-    """Per name: the address of a local-mode server running ``repo`` on ``database``."""
+def servers(
+    root: Path, plan: dict[str, tuple[Path, Path]], *, wait_warm: bool = False
+) -> Iterator[dict[str, str]]:
+    """Per name: the address of a local-mode server running ``repo`` on ``database``,
+    healthy (and, with ``wait_warm``, done importing the pages' modules, or 5 s later for
+    a checkout that does not say so: a restart, before the first user arrives)."""
     from tests.served import free_port, serving, wait_healthy
 
     found = {}
@@ -80,6 +100,10 @@ def servers(root: Path, plan: dict[str, tuple[Path, Path]]) -> Iterator[dict[str
             )
             address = f"http://127.0.0.1:{port}"
             wait_healthy(address, process, log)
+            if wait_warm:
+                took = warmed(log, timeout=5.0 if repo != REPO else 120.0)
+                said = "no warm-up line" if took is None else f"{took:.1f} s"
+                print(f"{name}: healthy; pages' modules imported after {said}", flush=True)
             found[name] = address
         yield found
 
@@ -173,8 +197,8 @@ def main() -> None:
                 for name, path in databases.items():
                     print(f"{name}: reports settled {reports_settled(path):.1f} s later")
             # A restart: every report is stored for the data as it is; the first visit of
-            # each page on a fresh server process.
-            with servers(Path(scratch), plan) as addresses:
+            # each page on a fresh server process, once it has started.
+            with servers(Path(scratch), plan, wait_warm=True) as addresses:
                 for name, address in addresses.items():
                     for page in pages:
                         took = visit(browser, address, page, viewport)

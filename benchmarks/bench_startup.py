@@ -31,7 +31,7 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks.large_db import load_demo_database  # noqa: E402
 from benchmarks.summary import record  # noqa: E402
-from tests.command_probe import LOADED_OUT_ENV, probe_command  # noqa: E402
+from tests.command_probe import HEAVY, LOADED_OUT_ENV, probe_command  # noqa: E402
 
 RUBRIC = "role-adherence@1"
 
@@ -42,6 +42,8 @@ COMMANDS: tuple[tuple[str, ...], ...] = (
     ("reviewers", "list"),
     ("rubrics", "list"),
     ("judge", "runs"),
+    ("judge", "runs", "--json"),
+    ("cases", "list", "--json"),
     ("audit",),
     ("labels", "export", "--rubric", RUBRIC),
     ("agreement", "--rubric", RUBRIC, "--json"),
@@ -111,7 +113,7 @@ def main() -> None:
                 cpus[name].append(cpu)
                 if not name.startswith("bare"):
                     out = workdir / "loaded.json"
-                    loaded[name] = json.loads(out.read_text())
+                    loaded[name] = [m for m in json.loads(out.read_text()) if m in HEAVY]
                     out.unlink()
         bare = statistics.median(walls["bare: python -c pass"])
         print(
