@@ -6,7 +6,16 @@ from __future__ import annotations
 
 import sys
 
-HEAVY = ("scipy", "pandas", "sklearn", "statsmodels", "streamlit", "altair", "krippendorff")
+HEAVY = (
+    "scipy",
+    "pandas",
+    "sklearn",
+    "statsmodels",
+    "streamlit",
+    "altair",
+    "krippendorff",
+    "numpy",
+)
 
 SHARED_CLI = ("review_app.cli.shared", "review_app.cli.output", "review_app.cli.progress")
 """The command line's modules every command may use; each other module of

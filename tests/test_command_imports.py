@@ -31,7 +31,8 @@ ALLOWED: dict[tuple[str, ...], frozenset[str]] = {
     ("--help",): frozenset(),
     ("inspect", "{case}"): frozenset(),
     ("cases", "list"): frozenset(),
-    ("cases", "show", "{case_id}"): frozenset(),
+    # numpy: the case view's labels (the listing commands load none: a command's start-up)
+    ("cases", "show", "{case_id}"): frozenset({"numpy"}),
     ("reviewers", "list"): frozenset(),
     ("rubrics", "list"): frozenset(),
     ("rubrics", "diff", "role-adherence@1", "role-adherence@1"): frozenset(),
@@ -41,15 +42,17 @@ ALLOWED: dict[tuple[str, ...], frozenset[str]] = {
     ("judge", "prompts", "list", "--rubric", "role-adherence@1"): frozenset(),
     ("judge", "prompts", "show", "role-judge@v1", "--rubric", "role-adherence@1"): frozenset(),
     ("audit",): frozenset(),
-    ("labels", "export", "--rubric", "role-adherence@1"): frozenset(),
+    ("labels", "export", "--rubric", "role-adherence@1"): frozenset({"numpy"}),
     # a rating table is built, its string codes numbered without pandas; no test statistic
-    ("agreement", "--rubric", "role-adherence@1", "--json"): frozenset(),
-    ("export", "--rubric", "role-adherence@1", "--out", "{out}"): frozenset({"pandas"}),
-    ("judge", "few-shot", "--rubric", "role-adherence@1"): frozenset({"pandas"}),
+    ("agreement", "--rubric", "role-adherence@1", "--json"): frozenset({"numpy"}),
+    ("export", "--rubric", "role-adherence@1", "--out", "{out}"): frozenset({"pandas", "numpy"}),
+    ("judge", "few-shot", "--rubric", "role-adherence@1"): frozenset({"pandas", "numpy"}),
     # the alternative annotator test's t-test and the PPI++ interval need scipy.stats
-    ("judge", "report", "--rubric", "role-adherence@1", "--json"): frozenset({"pandas", "scipy"}),
+    ("judge", "report", "--rubric", "role-adherence@1", "--json"): frozenset(
+        {"pandas", "scipy", "numpy"}
+    ),
     ("judge", "estimate", "--rubric", "role-adherence@1", "--run", "1", "--json"): frozenset(
-        {"pandas", "scipy"}
+        {"pandas", "scipy", "numpy"}
     ),
 }
 
