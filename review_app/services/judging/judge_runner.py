@@ -913,13 +913,13 @@ async def _run_jobs(
             proxy, proxy_auth = _env_proxy(settings.base_url)
             # certifi's CAs only for an endpoint (or proxy) reached over TLS: loading them
             # (and httpx, which names them) cost a plain-HTTP run a tenth of a second.
-            secure = _uses_tls(settings.base_url, proxy)
-            if secure and tls is None:
-                tls = _tls_context()
+            secure: ssl.SSLContext | bool = True
+            if _uses_tls(settings.base_url, proxy):
+                tls = secure = tls or _tls_context()
             client = await stack.enter_async_context(
                 aiohttp.ClientSession(
                     connector=aiohttp.TCPConnector(
-                        limit=settings.concurrency, limit_per_host=0, ssl=tls if secure else True
+                        limit=settings.concurrency, limit_per_host=0, ssl=secure
                     ),
                     timeout=aiohttp.ClientTimeout(
                         total=None,
