@@ -105,6 +105,9 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--before", type=Path, help="another checkout whose judge run is timed beside"
+    )
     args = parser.parse_args()
     print(f"python {sys.version.split()[0]}, load average {os.getloadavg()[0]:.2f}")
     server, url = start_server(args.latency)
@@ -143,10 +146,20 @@ def main() -> None:
             ratios: list[float] = []
             runs: list[float] = []
             bares: list[float] = []
+            before: list[float] = []
             for round_ in range(args.rounds):
                 database = workdir / f"round-{round_}.db"
                 shutil.copyfile(template, database)
                 round_env = dict(env, REVIEW_APP_DATABASE_URL=f"sqlite:///{database}")
+                if args.before is not None:
+                    shutil.copyfile(template, database.with_suffix(".before.db"))
+                    before_env = dict(
+                        env,
+                        PYTHONPATH=str(args.before.resolve()),
+                        REVIEW_APP_DATABASE_URL=f"sqlite:///{database.with_suffix('.before.db')}",
+                    )
+                    before.append(timed(command, before_env, workdir))
+                    print(f"  round {round_ + 1}: before's judge run {before[-1]:.2f} s")
                 run = timed(command, round_env, workdir)
                 client = timed(bare, env, workdir)
                 runs.append(run)
@@ -159,6 +172,13 @@ def main() -> None:
                 )
                 database.unlink()
             ratio = statistics.median(ratios)
+            if before:
+                old = [b / c for b, c in zip(before, bares, strict=True)]
+                print(
+                    f"before ({args.before}): judge run {statistics.median(before):.2f} s, "
+                    f"{statistics.median(old):.2f}x the bare client [{min(old):.2f}x-"
+                    f"{max(old):.2f}x]"
+                )
             print(
                 f"judge run {statistics.median(runs):.2f} s vs a bare aiohttp client "
                 f"{statistics.median(bares):.2f} s (median), {ratio:.2f}x "
