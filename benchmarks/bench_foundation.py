@@ -31,7 +31,8 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+if str(REPO) not in sys.path:  # PYTHONPATH=site:. measures an installed build
+    sys.path.insert(0, str(REPO))
 
 from benchmarks.corpus import write_corpus  # noqa: E402
 from benchmarks.summary import record_ratio  # noqa: E402

@@ -11,8 +11,9 @@ on the demo (17 conversations), one on the demo grown to ``--cases`` conversatio
 ``benchmarks/large_db.py`` (a judge run over every assistant turn, three reviewers' labels
 on 2,000 cases, gold on 500). ``--keep DIR`` keeps both files there and reuses them.
 
-Per page, the time from asking Chromium for the page's address to the page settled (its
-content drawn and the app's script no longer running), each visit in a new browser
+Per page, the time from asking Chromium for the page's address to the page drawn (its
+content there, the app's script no longer running and no skeleton placeholder left),
+each visit in a new browser
 context (a new session): "cold" is the page's first visit on a fresh server (what the
 first user after a restart or a change of data waits for), "warm" the median of
 ``--rounds`` later visits. Printed per page: demo and large seconds and the ratio of
@@ -52,6 +53,10 @@ DEMO_CASE = "support-delayed-refund-violation"
 """A demo conversation, in both databases (the review page opens it)."""
 
 IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+SKELETON = '[data-testid="stSkeleton"]'
+"""A placeholder Streamlit draws where an element is not drawn yet (a chart or table
+whose code is still loading, an element the script has not reached)."""
+DRAWN = f"() => !document.querySelector('{SKELETON}')"
 
 
 @dataclass(frozen=True)
@@ -82,12 +87,17 @@ PAGES = (
 
 
 def open_page(context: Any, url: str, page: Page, *, timeout_ms: int = 120_000) -> Any:
-    """A new tab of ``context`` on ``page``, once settled; the tab and the seconds it took."""
+    """A new tab of ``context`` on ``page``, once drawn; the tab and the seconds it took.
+
+    Drawn: its content is there, the app's script no longer runs, and no skeleton
+    placeholder is left (a page whose script is idle may still show placeholders where
+    its charts and tables are not drawn yet)."""
     tab = context.new_page()
     started = time.perf_counter()
     tab.goto(f"{url}/{page.address}")
     tab.wait_for_selector(page.ready, state="attached", timeout=timeout_ms)
     tab.wait_for_selector(IDLE, state="attached", timeout=timeout_ms)
+    tab.wait_for_function(DRAWN, timeout=timeout_ms, polling=20)
     return tab, time.perf_counter() - started
 
 

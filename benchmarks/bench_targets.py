@@ -15,15 +15,27 @@ Parts (``--skip``/``--only`` take these names, comma-separated):
 
 - ``evaluator-instructions``: bench_evaluator_instructions.py (needs valgrind)
 - ``evaluator``: bench_foundation.py, the evaluator only, CPU and wall time
+- ``evaluator-installed``: bench_installed_evaluator.py, the evaluator as ``pip install .``
+  installs it (a wheel built here with no variable set: compiled where it can be)
 - ``inspect-import``: bench_speed.py, ``inspect one.json`` and import into SQLite
-- ``startup``: bench_startup.py, every command's start-up and heavy imports
+- ``startup``: bench_startup.py, every command's start-up and heavy imports, and the
+  commands that read the database beside ``python -c "import sqlmodel, typer"``
 - ``agreement``: bench_agreement_command.py, 800,000 labels (``--quick``: 100,000)
 - ``judge-endpoints``: bench_judge_endpoints.py, 50 ms and 200 ms loopback servers,
   beside a bare client's ceiling
+- ``judge-command``: bench_judge_command.py, the whole ``judge run`` command on 2,000
+  one-turn cases at a 100 ms endpoint, 64 in flight, beside a bare aiohttp client
 - ``writers``: bench_writers.py, 16 SQLite writer processes, with and without the queue
 - ``pages-warm``: bench_pages_warm.py, the policy pages on the demo in Chromium
 - ``pages-large``: bench_pages_large.py, the policy pages on 50,000 conversations beside
   the demo (``--quick``: 5,000); building the large database takes minutes
+- ``pages-after-change``: bench_pages_after_change.py, the agreement and judge pages on
+  50,000 conversations (``--quick``: 5,000): the first visit after a restart and after
+  one new label, beside warm visits
+
+The rows of issue 38 (the installed evaluator, ``inspect``, ``judge run`` beside a bare
+client, the database commands' start-up, the pages after a restart and after a change)
+print beside the earlier ones in the one table.
 
 Prints figures; asserts nothing (the machine is shared and noisy: read the ratios).
 """
@@ -60,6 +72,13 @@ def parts(quick: bool) -> dict[str, list[str]]:
             "--rounds",
             "3" if quick else "5",
         ],
+        "evaluator-installed": [
+            "bench_installed_evaluator.py",
+            "--cases",
+            "5000" if quick else "20000",
+            "--rounds",
+            "3" if quick else "5",
+        ],
         "inspect-import": [
             "bench_speed.py",
             "--skip",
@@ -82,6 +101,13 @@ def parts(quick: bool) -> dict[str, list[str]]:
             "--cases",
             "400" if quick else "2000",
         ],
+        "judge-command": [
+            "bench_judge_command.py",
+            "--cases",
+            "500" if quick else "2000",
+            "--rounds",
+            "2" if quick else "5",
+        ],
         "writers": [
             "bench_writers.py",
             "--seconds",
@@ -92,6 +118,13 @@ def parts(quick: bool) -> dict[str, list[str]]:
         "pages-warm": ["bench_pages_warm.py", "--rounds", "2" if quick else "3"],
         "pages-large": [
             "bench_pages_large.py",
+            "--cases",
+            "5000" if quick else "50000",
+            "--rounds",
+            "2" if quick else "3",
+        ],
+        "pages-after-change": [
+            "bench_pages_after_change.py",
             "--cases",
             "5000" if quick else "50000",
             "--rounds",

@@ -12,10 +12,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from operator import itemgetter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import numpy.typing as npt
 from sqlalchemy import Connection, and_, case, distinct, false, func, insert, select, update
 from sqlmodel import Session, col
 
@@ -31,6 +29,10 @@ from storage.models import (
 )
 from storage.reviewers import reviewer_names
 from storage.units import current_of_unit
+
+if TYPE_CHECKING:  # numpy is imported where labels are read as arrays, not by every command
+    import numpy as np
+    import numpy.typing as npt
 
 
 def add_label(
@@ -456,6 +458,8 @@ def current_labels_grouped(
     a count that does not add up (a separator inside a code) gives ``None`` too,
     and the caller falls back to :func:`current_label_columns`.
     """
+    import numpy as np
+
     connection = session.connection()
     aggregate = _AGGREGATE_TEXT.get(connection.dialect.name)
     if aggregate is None:
@@ -490,6 +494,8 @@ def current_labels_grouped(
 
 def _integers(text: str) -> npt.NDArray[np.int64] | None:
     """Comma-separated integers, parsed in C; ``None`` if the text is anything else."""
+    import numpy as np
+
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # numpy warns (and stops) at a token it cannot read
         try:

@@ -19,6 +19,11 @@ from sqlalchemy import CheckConstraint, Column, Index, String, Text, false, text
 from sqlmodel import Field, SQLModel
 from sqlmodel.main import SQLModelConfig
 
+# Pydantic builds a model's validator and serializer when it is first used, not when its
+# class is defined (all are defined here): a command that reads one table pays for one,
+# not for every table's (issue 38: a command's start-up).
+SQLModel.model_config["defer_build"] = True
+
 
 def utcnow() -> datetime:
     return datetime.now(UTC)

@@ -851,6 +851,9 @@ EXEMPT: dict[str, str] = {
     "report_store.inline_rows": "no data: a setting from the environment",
     "report_store.wait_seconds": "no data: a setting from the environment",
     "report_store.one_token_read": "no data: scopes the reports' token reads to one page run",
+    "report_store.page_seconds": "no data: a setting from the environment",
+    "report_store.page_budget": "no data: scopes the seconds of reports computed at once to "
+    "one page run",
     "jobs.worker_name": "no data: this worker's lease owner name",
     "jobs.run_worker": "the worker: runs each job as the person who started it, authorized "
     "again by the job's services",

@@ -443,6 +443,10 @@ def test_every_command_has_help(path: tuple[str, ...], run_cli: Any) -> None:
 def test_version(run_cli: Any) -> None:
     result = run_cli("--version", subprocess=True)
     assert result.returncode == 0
-    # A compiled evaluator says so (README, "The compiled evaluator").
-    build = r" \(evaluator compiled with mypyc\)" if compiled() else ""
+    # It says how the evaluator was built (README, "The compiled evaluator").
+    build = (
+        r" \(evaluator compiled with mypyc\)"
+        if compiled()
+        else r" \(evaluator in pure Python( \(.+\))?\)"
+    )
     assert re.fullmatch(rf"review-app \d+\.\d+\.\d+{build}\n", result.stdout)

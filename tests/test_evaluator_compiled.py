@@ -16,10 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
-import sys
-import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +38,8 @@ REQUIRED = os.environ.get("REVIEW_APP_REQUIRE_COMPILED_EVALUATOR") == "1"
 pytestmark = pytest.mark.skipif(
     not installed.compiled() and not REQUIRED,
     reason="the evaluator is not compiled here "
-    "(HATCH_BUILD_HOOK_ENABLE_MYPYC=1 pip install -e . compiles it)",
+    "(HATCH_BUILD_HOOK_ENABLE_MYPYC=1 pip install -e . compiles it; the wheel builds are "
+    "in tests/test_packaging.py)",
 )
 
 
@@ -98,58 +95,3 @@ def test_corrupted_cases_give_what_the_source_gives(case: Any) -> None:
 @given(json_values)
 def test_any_json_value_gives_what_the_source_gives(value: Any) -> None:
     assert_same(value)
-
-
-@pytest.mark.slow
-def test_a_compiled_wheel_imports_where_it_is_installed(tmp_path: Path) -> None:
-    # A wheel once held the compiled module without its support library
-    # (evaluator__mypyc.*.so), and importing the evaluator from it failed. (The tree
-    # keeps .gitignore: hatchling leaves out the files it ignores, *.so among them,
-    # unless the build hook names them.)
-    repo = Path(__file__).resolve().parents[1]
-    tree = tmp_path / "tree"
-    tree.mkdir()
-    for name in ("pyproject.toml", "README.md", ".gitignore"):
-        shutil.copy2(repo / name, tree / name)
-    for name in ("review_app", "storage", "rubrics"):
-        shutil.copytree(
-            repo / name, tree / name, ignore=shutil.ignore_patterns("*.so", "__pycache__")
-        )
-    environment = {**os.environ, "HATCH_BUILD_HOOK_ENABLE_MYPYC": "1"}
-    wheels = tmp_path / "wheels"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(tree), "-w", str(wheels)],
-        env=environment,
-        check=True,
-        capture_output=True,
-    )
-    [wheel] = wheels.glob("*.whl")
-    with zipfile.ZipFile(wheel) as archive:
-        compiled_files = sorted(n for n in archive.namelist() if n.endswith(".so"))
-    assert [Path(name).name.split(".")[0] for name in compiled_files] == [
-        "evaluator",
-        "evaluator__mypyc",
-    ], compiled_files
-    site = tmp_path / "site"
-    subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), wheel],
-        check=True,
-        capture_output=True,
-    )
-    case = json.loads(corpus_lines(1)[0])
-    probe = (
-        "import json, sys\n"
-        "import review_app.evaluator as e\n"
-        "result = e.evaluate_case(json.loads(sys.stdin.read()))\n"
-        "print(e.compiled(), e.__file__.startswith(sys.argv[1]), e.diagnostic(result))\n"
-    )
-    shown = subprocess.run(
-        [sys.executable, "-c", probe, str(site)],
-        input=json.dumps(case),
-        env={**os.environ, "PYTHONPATH": str(site)},
-        cwd=tmp_path,
-        check=True,
-        capture_output=True,
-        text=True,
-    ).stdout
-    assert shown == f"True True {source.diagnostic(source.evaluate_case(case))}\n"

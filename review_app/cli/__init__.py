@@ -10,53 +10,44 @@ This module assembles the application; the commands live in one module per conce
 
 from __future__ import annotations
 
-from typing import Annotated
+import sys
+from functools import cache
+from importlib import import_module
+from typing import Annotated, Any
 
 import typer
 
 from review_app import __version__
-from review_app.cli import (
-    admin,
-    agreement,
-    case_files,
-    cases,
-    export,
-    jobs,
-    judge,
-    labels,
-    reviewers,
-    rubrics,
-    server,
-)
 from review_app.cli.shared import ErrorsAsMessages
 
-__all__ = ["app", "main"]
+__all__ = ["app", "build_app", "main"]
 
-app = typer.Typer(
-    cls=ErrorsAsMessages,
-    name="review-app",
-    help=(
-        "Role Review: human review of chatbot conversations for role adherence. "
-        "Deterministic role-contract findings, per-turn labels against versioned rubrics, "
-        "inter-rater agreement, LLM-judge calibration and regression-fixture export."
-    ),
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-    rich_markup_mode=None,
-)
+
+def evaluator_build() -> str:
+    """How the evaluator runs here: ``evaluator compiled with mypyc``, or ``evaluator in
+    pure Python`` with the reason the install recorded (hatch_build.py: no compiler, no
+    headers, mypyc failed, or asked for)."""
+    from review_app.evaluator import compiled
+
+    if compiled():
+        return "evaluator compiled with mypyc"
+    from importlib.metadata import PackageNotFoundError, distribution
+
+    try:
+        note = distribution("role-review").read_text("extra_metadata/evaluator-build.txt")
+    except (PackageNotFoundError, OSError):
+        note = None
+    note = (note or "").strip()
+    # The installed build may be compiled while this process runs a checkout's source.
+    return note if note.startswith("evaluator in pure Python (") else "evaluator in pure Python"
 
 
 def version_callback(value: bool) -> None:
     if value:
-        from review_app.evaluator import compiled
-
-        build = " (evaluator compiled with mypyc)" if compiled() else ""
-        typer.echo(f"review-app {__version__}{build}")
+        typer.echo(f"review-app {__version__} ({evaluator_build()})")
         raise typer.Exit()
 
 
-@app.callback()
 def _root(
     version: Annotated[
         bool,
@@ -68,25 +59,73 @@ def _root(
     """Role Review command line."""
 
 
-# --help lists the commands in this order, then the groups in theirs.
-app.command()(case_files.inspect)
-app.command("import")(case_files.import_)
-app.command()(reviewers.assign)
-app.command()(agreement.agreement)
-app.command()(agreement.drift)
-app.command()(export.export)
-app.command()(admin.audit)
-app.command()(server.serve)
-app.command()(server.demo)
-app.command()(admin.backup)
-app.command()(admin.restore)
-app.add_typer(cases.cases_app, name="cases")
-app.add_typer(labels.labels_app, name="labels")
-app.add_typer(reviewers.reviewers_app, name="reviewers")
-app.add_typer(rubrics.rubrics_app, name="rubrics")
-app.add_typer(judge.judge_app, name="judge")
-app.add_typer(jobs.jobs_app, name="jobs")
+# --help lists the commands in this order, then the groups in theirs: (name, module of
+# review_app.cli, the function or Typer application there).
+COMMANDS = (
+    ("inspect", "case_files", "inspect"),
+    ("import", "case_files", "import_"),
+    ("assign", "reviewers", "assign"),
+    ("agreement", "agreement", "agreement"),
+    ("drift", "agreement", "drift"),
+    ("export", "export", "export"),
+    ("audit", "admin", "audit"),
+    ("serve", "server", "serve"),
+    ("demo", "server", "demo"),
+    ("backup", "admin", "backup"),
+    ("restore", "admin", "restore"),
+)
+GROUPS = (
+    ("cases", "cases", "cases_app"),
+    ("labels", "labels", "labels_app"),
+    ("reviewers", "reviewers", "reviewers_app"),
+    ("rubrics", "rubrics", "rubrics_app"),
+    ("judge", "judge", "judge_app"),
+    ("jobs", "jobs", "jobs_app"),
+)
+
+
+def _part(module: str, name: str) -> Any:
+    return getattr(import_module(f"review_app.cli.{module}"), name)
+
+
+@cache
+def build_app(only: str | None = None) -> typer.Typer:
+    """The ``review-app`` application; ``only``: with that one command or group alone
+    (what a call of it needs: the other commands' modules, their services and their
+    options are neither imported nor built). Its help and errors are the whole
+    application's for that command."""
+    built = typer.Typer(
+        cls=ErrorsAsMessages,
+        name="review-app",
+        help=(
+            "Role Review: human review of chatbot conversations for role adherence. "
+            "Deterministic role-contract findings, per-turn labels against versioned "
+            "rubrics, inter-rater agreement, LLM-judge calibration and regression-fixture "
+            "export."
+        ),
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+        rich_markup_mode=None,
+    )
+    built.callback()(_root)
+    for name, module, function in COMMANDS:
+        if only in (None, name):
+            built.command(name)(_part(module, function))
+    for name, module, group in GROUPS:
+        if only in (None, name):
+            built.add_typer(_part(module, group), name=name)
+    return built
+
+
+def __getattr__(name: str) -> Any:
+    # ``review_app.cli.app``: the whole application (the tests and the docs check walk it)
+    if name == "app":
+        return build_app()
+    raise AttributeError(name)
 
 
 def main() -> None:
-    app()
+    first = sys.argv[1] if len(sys.argv) > 1 else None
+    known = {name for name, _, _ in COMMANDS} | {name for name, _, _ in GROUPS}
+    build_app(first if first in known else None)()

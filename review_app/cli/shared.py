@@ -10,6 +10,37 @@ from typer.core import TyperGroup
 
 from review_app.errors import DatabaseBusy, InputError, NotFound, PermissionDenied
 
+
+def _absent_values_without_adapters() -> None:
+    """Typer (0.29 and later) builds a pydantic ``TypeAdapter`` for an option of the
+    invoked command before coercing its value, even when the option was not given (its
+    default ``None``): that imports pydantic's validation machinery, about a tenth of a
+    light command's start-up (``reviewers list``). An absent value is given what Typer's
+    own coercion gives it (``None``, or ``()`` for an option taking several values)
+    without one; the required check and the callback run as before. Given values go
+    through Typer's coercion unchanged."""
+    parameter: Any = getattr(typer.core, "_TyperParameter", None)
+    if parameter is None or not hasattr(parameter, "get_runtime_param"):
+        return  # an older Typer: click's own types, nothing to skip
+    typer_process_value = parameter.process_value
+
+    def process_value(self: Any, ctx: Any, value: Any) -> Any:
+        if value is not None:
+            return typer_process_value(self, ctx, value)
+        value = () if self.multiple or self.nargs == -1 else None
+        if self.required and self.value_is_missing(value):
+            from typer._click.exceptions import MissingParameter
+
+            raise MissingParameter(ctx=ctx, param=self)
+        if self.callback is not None:
+            value = self.callback(ctx, self, value)
+        return value
+
+    parameter.process_value = process_value
+
+
+_absent_values_without_adapters()
+
 EXIT_BAD_INPUT = 2
 EXIT_FORBIDDEN = 3
 EXIT_BUSY = 4

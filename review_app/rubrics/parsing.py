@@ -123,7 +123,24 @@ def _too_deep(event: yaml.Event, source: str, field: str | None) -> InputError:
     )
 
 
+_FAST_LOADER: Any = getattr(yaml, "CSafeLoader", None)
+"""libyaml's safe loader where PyYAML was built with it (its wheels are): reading the
+two bundled rubrics in Python took a command a fifth of its start-up."""
+
+
 def _read_yaml(text: str, source: str) -> tuple[Any, _Locations]:
+    """The document's node tree and where its keys and values are, read with libyaml; a
+    file it refuses is read again in Python, whose errors (and limits) are the ones
+    a rubric's author is told."""
+    if _FAST_LOADER is not None and len(text) <= MAX_RUBRIC_FILE_BYTES:
+        try:
+            return _read_yaml_with(text, source, _FAST_LOADER)
+        except (InputError, yaml.YAMLError, ValueError, RecursionError):
+            pass
+    return _read_yaml_with(text, source, yaml.SafeLoader)
+
+
+def _read_yaml_with(text: str, source: str, loader_class: Any) -> tuple[Any, _Locations]:
     if len(text) > MAX_RUBRIC_FILE_BYTES:
         raise InputError(
             f"the file is larger than {MAX_RUBRIC_FILE_BYTES // 1024} KB; a rubric is a short text",
@@ -135,7 +152,7 @@ def _read_yaml(text: str, source: str) -> tuple[Any, _Locations]:
     top_key: str | None = None
     expect_top_key = top_is_mapping = False
     try:
-        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        for event in yaml.parse(text, Loader=loader_class):
             if isinstance(event, yaml.MappingStartEvent | yaml.SequenceStartEvent):
                 depth += 1
                 if depth > MAX_YAML_DEPTH:
@@ -159,7 +176,7 @@ def _read_yaml(text: str, source: str) -> tuple[Any, _Locations]:
                     source=source,
                     line=event.start_mark.line + 1 if event.start_mark else None,
                 )
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        node = yaml.compose(text, Loader=loader_class)
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
         problem = error.problem or error.context or "cannot be parsed"

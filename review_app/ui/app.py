@@ -11,7 +11,7 @@ import logging
 import streamlit as st
 
 from review_app.errors import DatabaseBusy, InputError, PermissionDenied
-from review_app.services.review.report_store import one_token_read
+from review_app.services.review.report_store import one_token_read, page_budget
 from review_app.services.team.people import one_role_read
 from review_app.ui import auth, keys, registry, session
 from review_app.ui.safe import code_span, error_text, escape
@@ -22,8 +22,10 @@ st.set_page_config(page_title="Role Review", page_icon="⚖️", layout="wide")
 session.init_session()
 
 # Every run reads the signed-in person's role once (every service still checks it), and
-# each part of the reports' data tokens once (a commit of the run's own reads it again).
-with one_role_read(), one_token_read():
+# each part of the reports' data tokens once (a commit of the run's own reads it again);
+# it computes reports at once for at most REVIEW_APP_REPORT_PAGE_SECONDS in all, and shows
+# the others' last figures while jobs compute them (report_store.page_budget).
+with one_role_read(), one_token_read(), page_budget():
     try:
         signed_in = auth.current_actor()
     except (PermissionDenied, InputError) as error:  # a deactivated person, a name refused

@@ -11,15 +11,22 @@ in (at a lower priority: nice 10); it is started again if it dies, and exits wit
 second of the server.
 ``REVIEW_APP_JOB_WORKER=0`` turns both off; ``REVIEW_APP_JOB_LEASE_SECONDS`` sets their
 lease (default 60).
+
+A thread imports what the pages import as the server starts (:func:`warm_pages`): the
+first visit after a restart would otherwise wait seconds for pandas, pyarrow, Altair and
+the services to load before it draws a report that is stored already.
 """
 
 from __future__ import annotations
 
+import ast
+import importlib
 import os
 import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 JOB_WORKER_ENV = "REVIEW_APP_JOB_WORKER"
 JOB_LEASE_ENV = "REVIEW_APP_JOB_LEASE_SECONDS"
@@ -61,6 +68,41 @@ def _keep_report_worker() -> None:
         time.sleep(RESTART_SECONDS)
 
 
+WARMED = "review-app: the pages' modules are imported"
+"""The line the server writes on stderr once :func:`warm_pages` is done."""
+
+FIRST_USE = ("pandas", "pyarrow", "altair", "narwhals")
+"""What Streamlit imports when a page first draws a table or a chart."""
+
+
+def page_modules() -> list[str]:
+    """The modules the entry script and the pages import at their top (read from their
+    source: running a page draws it), and :data:`FIRST_USE`. A name imported from a
+    module (``from x import Name``) is listed as ``x.Name`` too, in case it is one."""
+    ui = Path(__file__).resolve().parent
+    names = set(FIRST_USE)
+    for path in [ui / "app.py", *sorted((ui / "views").glob("*.py"))]:
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            if isinstance(node, ast.Import):
+                names.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names.add(node.module)
+                names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return sorted(names)
+
+
+def warm_pages() -> None:
+    """Import :func:`page_modules` (the server's thread, before the first visit)."""
+    started = time.perf_counter()
+    for name in page_modules():
+        try:
+            importlib.import_module(name)
+        except ImportError:  # a class or function imported from a module, not a module
+            continue
+    took = time.perf_counter() - started
+    print(f"{WARMED} ({took:.1f} s)", file=sys.stderr, flush=True)
+
+
 def main() -> None:
     if len(sys.argv) == 3 and sys.argv[1] == REPORT_WORKER_FLAG:
         _report_worker(int(sys.argv[2]))
@@ -76,6 +118,7 @@ def main() -> None:
         threading.Thread(target=_keep_report_worker, name="report-worker", daemon=True).start()
     from streamlit.web import cli
 
+    threading.Thread(target=warm_pages, name="warm-pages", daemon=True).start()
     sys.argv = ["streamlit", *sys.argv[1:]]
     sys.exit(cli.main())
 

@@ -900,7 +900,7 @@ async def _run_jobs(
     # units a second whatever the endpoint's speed (benchmarks/bench_judge_endpoints.py).
     import aiohttp
 
-    tls = _tls_context()
+    tls: ssl.SSLContext | None = None
     redact = Redactor.of(endpoints)
     async with contextlib.AsyncExitStack() as stack:
         workers = []
@@ -911,10 +911,15 @@ async def _run_jobs(
             # aiohttp's trust_env looks it up, and for a .netrc, in a thread at every
             # request.
             proxy, proxy_auth = _env_proxy(settings.base_url)
+            # certifi's CAs only for an endpoint (or proxy) reached over TLS: loading them
+            # (and httpx, which names them) cost a plain-HTTP run a tenth of a second.
+            secure: ssl.SSLContext | bool = True
+            if _uses_tls(settings.base_url, proxy):
+                tls = secure = tls or _tls_context()
             client = await stack.enter_async_context(
                 aiohttp.ClientSession(
                     connector=aiohttp.TCPConnector(
-                        limit=settings.concurrency, limit_per_host=0, ssl=tls
+                        limit=settings.concurrency, limit_per_host=0, ssl=secure
                     ),
                     timeout=aiohttp.ClientTimeout(
                         total=None,
@@ -978,6 +983,14 @@ async def _run_jobs(
 
 
 @functools.cache
+def _uses_tls(base_url: str, proxy: Any) -> bool:
+    """Whether requests to ``base_url`` (through ``proxy``, if any) use TLS."""
+    schemes = {urlsplit(base_url).scheme.lower()}
+    if proxy is not None:
+        schemes.add(urlsplit(str(proxy)).scheme.lower())
+    return schemes != {"http"}
+
+
 def _tls_context() -> ssl.SSLContext:
     """certifi's CAs, as httpx used them; made once a process (loading them takes 50 ms)."""
     import httpx
