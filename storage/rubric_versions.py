@@ -24,9 +24,9 @@ def versions_token(session: Session) -> tuple[int, int, str, str]:
     row = session.execute(
         select(
             func.count(),
-            func.count(RubricVersion.published_at),
-            func.max(RubricVersion.loaded_at),
-            func.max(RubricVersion.published_at),
+            func.count(col(RubricVersion.published_at)),
+            func.max(col(RubricVersion.loaded_at)),
+            func.max(col(RubricVersion.published_at)),
         ).select_from(RubricVersion)
     ).one()
     return int(row[0]), int(row[1]), str(row[2]), str(row[3])
