@@ -29,7 +29,15 @@ from review_app.services.team.people import operator_actor
 from storage.engine import create_database_engine
 from storage.models import RubricVersion
 from tests.conftest import REPO
-from tests.served import IDLE, chromium, free_port, require_browser, serving, wait_healthy
+from tests.served import (
+    IDLE,
+    chromium,
+    free_port,
+    require_browser,
+    serving,
+    until_equal,
+    wait_healthy,
+)
 from tests.ui_support import demo_template
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -204,8 +212,9 @@ def test_a_policy_owner_writes_previews_and_publishes_v2_as_the_dry_run_says(  #
         tab.get_by_role("button", name="Preview the publication").click()
         tab.get_by_text(re.compile("^Preview: what publishing")).wait_for()
         idle(tab)
-        assert _metrics(tab) == figures
-        assert _per_reviewer(tab) == expected["re_review"]
+        # a loaded machine may draw the panel's tables a moment after the page is idle
+        until_equal(lambda: _metrics(tab), figures, seconds=30)
+        until_equal(lambda: _per_reviewer(tab), expected["re_review"], seconds=30)
         publish = tab.get_by_role("button", name=re.compile("^Publish role-adherence\u2060?@2$"))
         assert publish.is_disabled()  # the confirmation comes first, never preselected
         confirm = tab.get_by_text(re.compile("^Publish role-adherence\u2060?@2: carry "))

@@ -73,7 +73,10 @@ def catalog() -> RubricCatalog:
     """The rubric catalog, shared between sessions; each call checks the session's actor."""
     who = authorize(engine(), actor(), "reviewer")
     root = default_rubrics_dir()
-    stored = catalog_token(engine(), who)
+    # read once per page run: a page asks for the catalog several times
+    stored = report_store.run_memo(
+        engine(), "rubric_versions", lambda: catalog_token(engine(), who)
+    )
     return _catalog(database_url(), str(root), _rubric_signature(root), stored, who)
 
 

@@ -88,7 +88,10 @@ def page_modules() -> list[str]:
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 names.add(node.module)
                 names.update(f"{node.module}.{alias.name}" for alias in node.names)
-    return sorted(names)
+    # Not the app's own UI modules nor Streamlit's: importing them outside a script run
+    # declares the keyboard component before the runtime exists, and the review page's
+    # component then never loads (its frame is not served).
+    return sorted(n for n in names if not n.startswith(("review_app.ui", "streamlit")))
 
 
 def warm_pages() -> None:

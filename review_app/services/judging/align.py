@@ -41,7 +41,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
@@ -1331,9 +1331,18 @@ def confirm_by_hand(
     }
 
 
+class Ceiling(TypedDict):
+    """What a judge of this agreement can save at most (:func:`ceiling`)."""
+
+    correlation: float | None
+    units: int
+    label_savings_at_most: float | None
+    sentence: str
+
+
 def ceiling(
     gold: Mapping[Unit, str], judged: Mapping[Unit, str], units: Sequence[Unit], rubric: Rubric
-) -> dict[str, Any]:
+) -> Ceiling:
     """The label savings a judge of this agreement can give at most: the share ``rho^2``
     of the gold labels a prediction-powered estimate of the break rate saves at best
     (its variance falls by ``rho^2``, ``rho`` the correlation of the judge's break
@@ -1368,7 +1377,7 @@ def ceiling(
             "of the gold labels an estimate of the break rate needs. "
             f"{CEILING_REFERENCE}."
         )
-    return {"correlation": rho, "units": n, "label_savings_at_most": saving, "sentence": sentence}
+    return Ceiling(correlation=rho, units=n, label_savings_at_most=saving, sentence=sentence)
 
 
 def align_json(result: Mapping[str, Any]) -> dict[str, Any]:

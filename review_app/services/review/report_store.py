@@ -311,6 +311,21 @@ def token_part(
     return found
 
 
+def run_memo(engine: Engine, name: str, read: Callable[[], T]) -> T:
+    """``read()`` once per :func:`one_token_read` block (one run of a page) for ``name``;
+    outside such a block, every time. Like the reports' token parts, forgotten at a
+    commit made inside the block."""
+    known = _TOKEN_PARTS.get()
+    memo_key = (engine, name)
+    if known is not None and memo_key in known:
+        found: T = known[memo_key]
+        return found
+    value = read()
+    if known is not None:
+        known[memo_key] = value
+    return value
+
+
 def _data_token(
     engine: Engine, *, rubric: Rubric, previous: Rubric | None, reads: frozenset[str]
 ) -> str:
