@@ -22,12 +22,22 @@ _NEW_LABEL = """\
 """
 
 
+NARROWED = "persona_break"
+_NARROWED_FROM = "  - code: persona_break\n    verdict: fail\n"
+
+
 def role_adherence_v2() -> str:
-    """v1 with ``prompt_leak`` inserted before ``scope_break`` (the third code): under
-    positional keys every code after it would move by one."""
+    """v1 with ``prompt_leak`` inserted before ``scope_break`` (the third code: under
+    positional keys every code after it would move by one), and ``persona_break``
+    narrowed (prompt leaks are no longer persona breaks: its labels go to re-review)."""
     text = BUNDLED_V1.read_text(encoding="utf-8")
     assert text.count("\nversion: 1\n") == 1 and text.count("  - code: scope_break\n") == 1
+    assert text.count(_NARROWED_FROM) == 1 and text.count("quotes or discloses its hidden") == 1
     text = text.replace("\nversion: 1\n", "\nversion: 2\n")
+    text = text.replace(
+        _NARROWED_FROM, _NARROWED_FROM + "    from: [persona_break]\n    change: narrowed\n"
+    )
+    text = text.replace("quotes or discloses its hidden", "(prompt leaks aside) quotes its hidden")
     return text.replace("  - code: scope_break\n", _NEW_LABEL + "  - code: scope_break\n")
 
 

@@ -80,12 +80,14 @@ def serving(
     user: str | None,
     auth: str = "local",
     repo: Path = REPO,
+    env: dict[str, str] | None = None,
 ) -> Iterator[tuple[subprocess.Popen[bytes], Path]]:
     """A local-mode server for ``user`` on ``database_url`` (its log in ``root``), stopped
     on exit; ``auth="proxy"``: a server trusting the ``X-Forwarded-User`` header instead
     (``user`` unused). ``repo``: the checkout whose code it runs (benchmarks compare two).
     Waits for nothing: callers choose how (a health request, or only a TCP connect when
-    the first HTTP request is the test's subject)."""
+    the first HTTP request is the test's subject). ``env``: more variables for the server
+    (such as ``REVIEW_APP_RUBRICS_DIR``), set last."""
     environment = dict(os.environ)
     environment.update(
         {
@@ -102,6 +104,7 @@ def serving(
         environment["REVIEW_APP_LOCAL_USER"] = user
     environment.pop("REVIEW_APP_PROXY_HEADER", None)
     environment.pop("REVIEW_APP_RUBRICS_DIR", None)
+    environment.update(env or {})
     log = root / "server.log"
     with log.open("wb") as output:
         process = subprocess.Popen(

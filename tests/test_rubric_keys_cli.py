@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.conftest import Database
-from tests.keys_support import NEW_CODE, write_rubrics_with_v2
+from tests.keys_support import NARROWED, NEW_CODE, write_rubrics_with_v2
 
 
 def _shown(run_cli: Any, ref: str, db: str, env: dict[str, str]) -> dict[str, Any]:
@@ -35,8 +35,10 @@ def test_rubrics_show_lists_each_code_with_a_key_that_survives_a_new_version(
     assert set(new) == set(old) | {NEW_CODE}
     for code, row in old.items():
         assert new[code]["key"] == row["key"], code
-        assert (new[code]["key_source"], new[code]["key_from"]) == ("carried", code)
+        how = "kept" if code == NARROWED else "carried"  # narrowed: its key stays its own
+        assert (new[code]["key_source"], new[code]["key_from"]) == (how, code)
         assert (new[code]["title"], new[code]["verdict"]) == (row["title"], row["verdict"])
+    assert new[NARROWED]["definition"] != old[NARROWED]["definition"]
     assert new[NEW_CODE]["key"] == "0" and new[NEW_CODE]["key_source"] == "free"
     assert new[NEW_CODE]["verdict"] == "fail"
     assert [row["code"] for row in v2["labels"]][2] == NEW_CODE  # inserted third

@@ -9,8 +9,9 @@ minutes of computing in Python) by a child process, ``python -m review_app.ui.la
 --report-worker <server pid>``, so that they do not hold the interpreter the pages run
 in (at a lower priority: nice 10); it is started again if it dies, and exits within a
 second of the server.
-``REVIEW_APP_JOB_WORKER=0`` turns both off; ``REVIEW_APP_JOB_LEASE_SECONDS`` sets their
-lease (default 60).
+It also serves Streamlit's page with the early-key listener in its head
+(review_app/ui/page_head.py). ``REVIEW_APP_JOB_WORKER=0`` turns the workers off;
+``REVIEW_APP_JOB_LEASE_SECONDS`` sets their lease (default 60).
 """
 
 from __future__ import annotations
@@ -74,6 +75,9 @@ def main() -> None:
         threading.Thread(target=_keep_report_worker, name="report-worker", daemon=True).start()
     from streamlit.web import cli
 
+    from review_app.ui.page_head import install
+
+    install()  # label keys pressed before the first run are kept (ui/page_head.py)
     sys.argv = ["streamlit", *sys.argv[1:]]
     sys.exit(cli.main())
 
