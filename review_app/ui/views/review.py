@@ -218,9 +218,13 @@ if labels is not None:
     elif labels.other_reviewers:
         meta.append("you have labeled every turn: others' labels are shown")
 st.caption(" · ".join(meta))
-if re_reviews:
-    waiting = sorted(turn for turn, item in re_reviews.items() if not item.done)
-    if waiting:
+# Always one slot, filled or not: an element that comes and goes above the panel would
+# move it in the page's element tree, and Streamlit would draw a new panel (its state,
+# such as a notice or keys not yet acknowledged, gone).
+re_review_slot = st.container()
+waiting = sorted(turn for turn, item in re_reviews.items() if not item.done)
+if waiting:
+    with re_review_slot:
         st.caption(
             f"Label again: turn{'s' if len(waiting) > 1 else ''} "
             + ", ".join(f"{turn:d}" for turn in waiting)
