@@ -278,3 +278,16 @@ def test_every_code_has_one_key_and_carried_codes_keep_theirs(
             unused_before = set(KEY_ORDER) - set(old.keys.values()) - set(new.keys.values())
             if new.key_of(label.code) in old.keys.values():
                 assert not unused_before
+
+
+def test_every_label_key_is_a_shortcut_streamlit_accepts() -> None:
+    """The adjudicate page makes each key a button shortcut: Streamlit refuses C and R
+    (its own), which is why they are no label keys."""
+    from streamlit.elements.lib.shortcut_utils import normalize_shortcut
+
+    for key in KEY_ORDER:
+        normalize_shortcut(key)
+    for key in ("c", "r"):
+        assert key in NAVIGATION_KEYS
+        with pytest.raises(Exception, match="cannot use the keys 'C' or 'R'"):
+            normalize_shortcut(key)
