@@ -62,7 +62,8 @@ case_id = view.case_id  # as stored (the address's id went through the id rules)
 
 labelable = [t for t in view.turns if rubric and t.actor == rubric.applies_to]
 labelable_turns = [t.turn for t in labelable]
-label_keys = key_map_for(cached.catalog(), rubric) if rubric is not None else None
+rubric_catalog = cached.catalog()
+label_keys = key_map_for(rubric_catalog, rubric) if rubric is not None else None
 
 
 def _apply_keys() -> None:
@@ -144,7 +145,7 @@ re_reviews: dict[int, ReReviewItem] = (
     {
         item.turn: item
         for item in re_review_queue(
-            cached.engine(), actor, catalog=cached.catalog(), rubric=rubric, case_id=case_id
+            cached.engine(), actor, catalog=rubric_catalog, rubric=rubric, case_id=case_id
         )
     }
     if rubric is not None and labels is not None
