@@ -81,13 +81,15 @@ def serving(
     auth: str = "local",
     repo: Path = REPO,
     rubrics_dir: Path | None = None,
+    env: dict[str, str] | None = None,
 ) -> Iterator[tuple[subprocess.Popen[bytes], Path]]:
     """A local-mode server for ``user`` on ``database_url`` (its log in ``root``), stopped
     on exit; ``auth="proxy"``: a server trusting the ``X-Forwarded-User`` header instead
     (``user`` unused). ``repo``: the checkout whose code it runs (benchmarks compare two).
     Waits for nothing: callers choose how (a health request, or only a TCP connect when
     the first HTTP request is the test's subject). ``rubrics_dir``: the server's
-    ``REVIEW_APP_RUBRICS_DIR`` (else the checkout's ``rubrics/``)."""
+    ``REVIEW_APP_RUBRICS_DIR`` (else the checkout's ``rubrics/``); ``env``: more
+    variables for the server, set last."""
     environment = dict(os.environ)
     environment.update(
         {
@@ -106,6 +108,7 @@ def serving(
     environment.pop("REVIEW_APP_RUBRICS_DIR", None)
     if rubrics_dir is not None:
         environment["REVIEW_APP_RUBRICS_DIR"] = str(rubrics_dir)
+    environment.update(env or {})
     log = root / "server.log"
     with log.open("wb") as output:
         process = subprocess.Popen(

@@ -723,6 +723,8 @@ EXEMPT: dict[str, str] = {
     "agreement_reports.report_from_table": "pure: coefficients over a table the caller read",
     "agreement_reports.versions_side_by_side": "pure: coefficients over tables the caller read",
     "rubric_carry.mapping_for": "pure: the mapping between rubric versions the caller has",
+    "rubric_keys.key_map_for": "pure: the keys of a rubric version in the caller's catalog",
+    "rubric_keys.rubric_with_keys": "pure: a rubric version of the caller's catalog, keyed",
     "judge_runner.check_key": "pure: checks a key's characters",
     "judge_runner.control_character": "pure: finds a control character in a text",
     "judge_runner.url_problem": "pure: checks an endpoint's URL",

@@ -12,7 +12,8 @@ from review_app.cli.shared import DbOption, JsonOption, catalog, open_engine, op
 from review_app.errors import InputError
 
 rubrics_app = typer.Typer(
-    help="Rubric versions: list them, compare two, publish the next.", no_args_is_help=True
+    help="Rubric versions: list them, show one with its keys, compare two, publish the next.",
+    no_args_is_help=True,
 )
 
 
@@ -57,6 +58,32 @@ def _canonical(ref: str) -> str:
 
 def _rubric_line(row: dict[str, str]) -> str:
     return f"{row['rubric']:<28} {row['status']:<8} {row.get('title') or row['reason']}"
+
+
+@rubrics_app.command("show")
+def rubrics_show(
+    ref: Annotated[str, typer.Argument(metavar="ID@V", help="The rubric version to show.")],
+    as_json: JsonOption = False,
+    db: DbOption = None,
+) -> None:
+    """One rubric version: each code with the key that labels with it, its verdict and
+    title. A code keeps its key from version to version (key: in the file, else kept)."""
+    from review_app.cli.output import terminal_safe
+    from review_app.services.rubrics.rubric_keys import rubric_with_keys
+
+    known = catalog(open_engine(db))
+    shown = rubric_with_keys(known, known.for_reports(ref))
+    if as_json:
+        print_json(shown)
+        return
+    typer.echo(terminal_safe(f"{shown['rubric']}  {shown['title']}"))
+    typer.echo("key  code                          verdict     title")
+    for label in shown["labels"]:
+        typer.echo(
+            terminal_safe(
+                f"{label['key']:<4} {label['code']:<29} {label['verdict']:<11} {label['title']}"
+            )
+        )
 
 
 @rubrics_app.command("diff")

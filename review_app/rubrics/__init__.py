@@ -24,13 +24,22 @@ Rubric references accept ``role-adherence@1`` and, because the files are named
 Split by concern: :mod:`.model` (the rubric, its identity and references),
 :mod:`.parsing` (reading and validating a file), :mod:`.catalog` (the rubrics
 directory), :mod:`.diff` (what changed between versions), :mod:`.mapping` (how the
-labels of version N+1 relate to the codes of version N).
+labels of version N+1 relate to the codes of version N), :mod:`.keys` (which key labels
+with which code, kept from version to version).
 
 This package reads files and nothing else: no storage, no user interface.
 """
 
 from review_app.rubrics.catalog import default_rubrics_dir, get_rubric, load_rubrics
 from review_app.rubrics.diff import FieldChange, LabelChange, RubricDiff, diff_rubrics
+from review_app.rubrics.keys import (
+    KEY_ORDER,
+    MAX_LABELS,
+    NAVIGATION_KEYS,
+    KeyMap,
+    assign_keys,
+    keys_along,
+)
 from review_app.rubrics.mapping import (
     CARRIED_CHANGES,
     RE_REVIEW_CHANGES,
@@ -55,9 +64,13 @@ __all__ = [
     "CARRIED_CHANGES",
     "CHANGES",
     "EXAMPLE_KINDS",
+    "KEY_ORDER",
+    "MAX_LABELS",
+    "NAVIGATION_KEYS",
     "RE_REVIEW_CHANGES",
     "VERDICTS",
     "FieldChange",
+    "KeyMap",
     "LabelChange",
     "LabelOrigin",
     "Rubric",
@@ -65,9 +78,11 @@ __all__ = [
     "RubricExample",
     "RubricLabel",
     "RubricMapping",
+    "assign_keys",
     "default_rubrics_dir",
     "diff_rubrics",
     "get_rubric",
+    "keys_along",
     "load_rubric_file",
     "load_rubrics",
     "map_rubrics",

@@ -98,7 +98,7 @@ class RubricDiff:
         }
 
 
-_COMPARED_LABEL_FIELDS = ("verdict", "title", "definition", "dimension", "guidance")
+_COMPARED_LABEL_FIELDS = ("verdict", "title", "definition", "dimension", "guidance", "key")
 
 
 def _multiset_difference(

@@ -41,6 +41,9 @@ class RubricLabel:
     """``from:`` in the file: the codes of the previous version this label comes from."""
     change: str | None = None
     """``change:`` in the file: one of :data:`CHANGES`, or ``None`` when the file is silent."""
+    key: str | None = None
+    """``key:`` in the file: the one key that labels with this code, or ``None`` when the
+    file leaves it to :func:`review_app.rubrics.keys.assign_keys`."""
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -56,6 +59,8 @@ class RubricLabel:
             data["from"] = list(self.from_codes)
         if self.change is not None:
             data["change"] = self.change
+        if self.key is not None:
+            data["key"] = self.key
         return data
 
 

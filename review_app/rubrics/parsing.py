@@ -18,6 +18,7 @@ from review_app import input_policy
 from review_app.errors import InputError
 from review_app.files.limits import MAX_RUBRIC_FILE_BYTES, MAX_YAML_DEPTH
 from review_app.files.text import decode_utf8
+from review_app.rubrics.keys import MAX_LABELS, key_problem, normalize_key
 from review_app.rubrics.model import (
     APPLIES_TO,
     CHANGES,
@@ -44,6 +45,7 @@ _LABEL_KEYS = (
     "guidance",
     "from",
     "change",
+    "key",
 )
 _LABEL_REQUIRED = ("code", "verdict", "title", "definition")
 _EXAMPLE_KEYS = ("label", "kind", "context", "reply", "why")
@@ -397,13 +399,48 @@ class _Validator:
             )
         return from_codes, change
 
+    def _key(
+        self, item: Mapping[str, Any], index: int, owners: dict[str, int], raw_labels: list[Any]
+    ) -> str | None:
+        """``key:`` of one label: one digit or letter, no navigation key, no key twice."""
+        if "key" not in item:
+            return None
+        field = f"labels[{index}].key"
+        key = normalize_key(item["key"])
+        if key is None:
+            raise self.error(
+                f"expected one key (a digit 0-9 or a letter a-z), got {_describe(item['key'])}",
+                field,
+            )
+        problem = key_problem(key)
+        if problem is not None:
+            raise self.error(problem, field)
+        if key in owners:
+            other = owners[key]
+            raw = raw_labels[other]
+            code = raw.get("code") if isinstance(raw, dict) else None
+            raise self.error(
+                f'key "{key}" is already the key of labels[{other}]'
+                + (f" ({code})" if isinstance(code, str) else "")
+                + "; each label needs a key of its own",
+                field,
+            )
+        owners[key] = index
+        return key
+
     def _labels(self, value: Any, *, version: int) -> tuple[RubricLabel, ...]:
         if not isinstance(value, list):
             raise self.error(f"expected a list of labels, got {_describe(value)}", "labels")
         if not value:
             raise self.error("a rubric needs at least one label", "labels")
+        if len(value) > MAX_LABELS:
+            raise self.error(
+                f"{len(value)} labels; a rubric has at most {MAX_LABELS}, one key each",
+                "labels",
+            )
         labels: list[RubricLabel] = []
         first_index: dict[str, int] = {}
+        key_owner: dict[str, int] = {}
         for index, raw in enumerate(value):
             path = f"labels[{index}]"
             item = self.mapping(
@@ -423,6 +460,7 @@ class _Validator:
                 )
             first_index[code] = index
             from_codes, change = self._origin(item, path, version=version)
+            key = self._key(item, index, key_owner, value)
             labels.append(
                 RubricLabel(
                     code=code,
@@ -433,6 +471,7 @@ class _Validator:
                     guidance=self.optional_text(item, "guidance", path),
                     from_codes=from_codes,
                     change=change,
+                    key=key,
                 )
             )
         if not any(label.verdict == "pass" for label in labels):
@@ -501,7 +540,7 @@ def rubric_from_dict(data: Mapping[str, Any], *, source: str = "<rubric>") -> Ru
             {
                 key: value
                 for key, value in label.items()
-                if not (key in ("dimension", "guidance", "from", "change") and value is None)
+                if not (key in ("dimension", "guidance", "from", "change", "key") and value is None)
             }
             if isinstance(label, dict)
             else label

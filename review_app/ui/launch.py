@@ -10,7 +10,8 @@ minutes of computing in Python) by a child process, ``python -m review_app.ui.la
 in (at a lower priority: nice 10); it is started again if it dies, and exits within a
 second of the server.
 ``REVIEW_APP_JOB_WORKER=0`` turns both off; ``REVIEW_APP_JOB_LEASE_SECONDS`` sets their
-lease (default 60).
+lease (default 60). It also serves Streamlit's page with the early-key listener in its
+head (review_app/ui/page_head.py).
 
 A thread imports what the pages import as the server starts (:func:`warm_pages`): the
 first visit after a restart would otherwise wait seconds for pandas, pyarrow, Altair and
@@ -122,6 +123,9 @@ def main() -> None:
     from streamlit.web import cli
 
     threading.Thread(target=warm_pages, name="warm-pages", daemon=True).start()
+    from review_app.ui.page_head import install
+
+    install()  # label keys pressed before the first run are kept (ui/page_head.py)
     sys.argv = ["streamlit", *sys.argv[1:]]
     sys.exit(cli.main())
 

@@ -16,6 +16,7 @@ from review_app.services.labels.adjudication import (
     unit_detail,
 )
 from review_app.services.operations.audit import audit_entries, audit_line
+from review_app.services.rubrics.rubric_keys import key_map_for
 from review_app.ui import cached, common, registry, session
 from review_app.ui.safe import code_span, error_text, escape
 
@@ -136,7 +137,7 @@ def _submit_gold() -> None:
     """Runs before the next run draws the form, so it may reset the form's widgets."""
     assert rubric is not None and case_id is not None
     if st.session_state["gold_code"] is None:
-        session.flash("Not recorded: choose the gold label first (keys 1-9).")
+        session.flash("Not recorded: choose the gold label first (the key before its code).")
         return
     try:
         record_gold(
@@ -169,6 +170,9 @@ def _choose(code: str) -> None:
 
 
 place = queue_place(cached.disagreements(rubric.ref), case_id=case_id, turn=turn)
+# The version's key map (docs/reference.md, "Label keys"): the same key chooses the same
+# code here as on the review page, and under the next version too.
+label_keys = key_map_for(cached.catalog(), rubric)
 chosen = st.session_state["gold_code"]
 if chosen not in rubric.codes:
     chosen = st.session_state["gold_code"] = None  # the policy owner chooses
@@ -215,15 +219,16 @@ with decision:
             f"{code_span(detail.gold.adjudicator or 'operator')}"
         )
     st.markdown(
-        "**Gold label** · keys 1-9 choose, Enter records · "
+        "**Gold label** · the key before a code chooses it, Enter records · "
         + (f"chosen: {code_span(chosen)}" if chosen else "none chosen yet")
     )
     picks = st.container(horizontal=True, gap="small")
-    for number, label in enumerate(rubric.labels, start=1):
+    for label in rubric.labels:
+        key = label_keys.key_of(label.code)
         picks.button(
-            escape(label.code),
+            escape(f"{key.upper()} · {label.code}"),
             key=f"gold_pick_{label.code}",
-            shortcut=str(number) if number <= 9 else None,
+            shortcut=key,
             type="primary" if label.code == chosen else "secondary",
             help=escape(label.title),
             on_click=_choose,

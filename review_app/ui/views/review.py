@@ -1,10 +1,12 @@
 """Review: one conversation turn by turn, findings pre-marked, labels per assistant turn.
 
 ``review?case=<case_id>`` opens a case directly. Keyboard (caught in the browser by
-the labeling panel, :mod:`review_app.ui.keys`): 1-9 label the focused turn, J / K move
-to the next / previous turn, R opens the rationale of the focused turn (Enter keeps
-it), N opens the next case in the queue. Each label key is queued in the browser with
-the turn focused when it was pressed and stored here once, in order.
+the labeling panel, :mod:`review_app.ui.keys`): the key beside a code (the version's
+key map, docs/reference.md "Label keys") labels the focused turn and moves to the next
+unlabeled one, J / K move to the next / previous turn, R opens the rationale of the
+focused turn (Enter keeps it), N opens the next case in the queue. Each label key is
+queued in the browser with the turn focused when it was pressed and stored here once,
+in order. A turn awaiting re-review says so beside itself, with its old label.
 """
 
 from __future__ import annotations
@@ -20,7 +22,8 @@ from review_app.services.judging.selective import certified_verdicts
 from review_app.services.labels.key_events import apply_key_events, parse_key_events
 from review_app.services.labels.labeling import CaseLabels, case_labels
 from review_app.services.review.queue import next_case
-from review_app.services.rubrics.rubric_carry import re_review_queue
+from review_app.services.rubrics.rubric_carry import ReReviewItem, re_review_queue
+from review_app.services.rubrics.rubric_keys import key_map_for
 from review_app.ui import cached, common, keys, registry, session
 from review_app.ui.safe import code_list, code_span, error_text, escape
 
@@ -59,6 +62,8 @@ case_id = view.case_id  # as stored (the address's id went through the id rules)
 
 labelable = [t for t in view.turns if rubric and t.actor == rubric.applies_to]
 labelable_turns = [t.turn for t in labelable]
+rubric_catalog = cached.catalog()
+label_keys = key_map_for(rubric_catalog, rubric) if rubric is not None else None
 
 
 def _apply_keys() -> None:
@@ -134,6 +139,18 @@ _apply_keys()
 labels: CaseLabels | None = (
     case_labels(cached.engine(), actor, case_id=case_id, rubric=rubric) if rubric else None
 )
+# Units of this case the reviewer labeled under the previous version with a code whose
+# meaning changed: shown beside their turn (never under the pinned panel).
+re_reviews: dict[int, ReReviewItem] = (
+    {
+        item.turn: item
+        for item in re_review_queue(
+            cached.engine(), actor, catalog=rubric_catalog, rubric=rubric, case_id=case_id
+        )
+    }
+    if rubric is not None and labels is not None
+    else {}
+)
 
 
 def _first_unlabeled() -> int | None:
@@ -202,6 +219,19 @@ if labels is not None:
     elif labels.other_reviewers:
         meta.append("you have labeled every turn: others' labels are shown")
 st.caption(" · ".join(meta))
+# Always one slot, filled or not: an element that comes and goes above the panel would
+# move it in the page's element tree, and Streamlit would draw a new panel (its state,
+# such as a notice or keys not yet acknowledged, gone).
+re_review_slot = st.container()
+waiting = sorted(turn for turn, item in re_reviews.items() if not item.done)
+if waiting:
+    with re_review_slot:
+        st.caption(
+            f"Label again: turn{'s' if len(waiting) > 1 else ''} "
+            + ", ".join(f"{turn:d}" for turn in waiting)
+            + f" (their codes changed meaning in {escape(rubric.ref if rubric else '')}); "
+            "the old label and both definitions are beside each turn"
+        )
 st.caption(
     "Marks: red = role violation · yellow = invalid fixture · blue box = missing context · "
     "blue outline = the focused turn (your keys label it)"
@@ -271,6 +301,9 @@ def _label_line(turn: TurnView) -> str | None:
     mine = labels.mine.get(turn.turn)
     history = labels.my_history.get(turn.turn, [])
     line = f"Your label: {mine.code if mine else '—'}"
+    again = re_reviews.get(turn.turn)
+    if again is not None and mine is None:
+        line += f" (was {again.old_code} under {again.old_ref}: label it again)"
     # Only changes of code: a rationale added to the same code is no "was".
     codes: list[str] = []
     for h in history:
@@ -312,6 +345,7 @@ with reference:
     if rubric is not None and labels is not None and labelable:
         keys.keyboard(
             case=case_id,
+            rubric=rubric.ref,
             turns=labelable_turns,
             order=[t.turn for t in drawn],  # the messages on the page, in order
             focus=focus_turn,
@@ -320,6 +354,7 @@ with reference:
             codes=[
                 {
                     "code": label.code,
+                    "key": label_keys.key_of(label.code) if label_keys else "",
                     "title": label.title,
                     "verdict": label.verdict,
                     "definition": label.definition
@@ -335,19 +370,6 @@ with reference:
         st.page_link(
             registry.page("rubrics"), label=f"Rubric {escape(rubric.ref)}: examples and versions"
         )
-        for item in re_review_queue(
-            cached.engine(), actor, catalog=cached.catalog(), rubric=rubric, case_id=case_id
-        ):
-            with st.container(border=True):
-                st.caption(
-                    f"Re-review turn {item.turn:d}"
-                    + (" (done)" if item.done else "")
-                    + f": you labeled it {code_span(item.old_code)} under "
-                    f"{code_span(item.old_ref)}, whose meaning changed"
-                )
-                st.text(f"{item.old_code} ({item.old_ref}): {item.old_definition}")
-                for code in item.new_codes:
-                    st.text(f"{code} ({rubric.ref}): {rubric.label(code).definition}")
     else:
         st.caption("Nothing to label in this case.")
 
@@ -377,6 +399,8 @@ def _draw_turn(turn: TurnView) -> None:
             )
     with st.chat_message(turn.actor, avatar=AVATARS.get(turn.actor)):
         st.text(_turn_text(turn))
+        if turn.turn in re_reviews:
+            _re_review_note(re_reviews[turn.turn])
         _finding_marks(turn)
         mark = certified.get((view.case_id, turn.turn))
         if mark is not None:
@@ -386,6 +410,22 @@ def _draw_turn(turn: TurnView) -> None:
                 f"{mark.confidence:.3f} ≥ {mark.threshold:.3f}): the judge decides "
                 "this turn"
             )
+
+
+def _re_review_note(item: ReReviewItem) -> None:
+    """Why a turn is to be labeled again, its old label and the definitions, beside it."""
+    assert rubric is not None
+    with st.container(border=True):
+        st.caption(
+            f"Re-review turn {item.turn:d}"
+            + (" (done)" if item.done else "")
+            + f": you labeled it {code_span(item.old_code)} under "
+            f"{code_span(item.old_ref)}, whose meaning changed"
+        )
+        st.text(f"{item.old_code} ({item.old_ref}): {item.old_definition}")
+        for code in item.new_codes:
+            key = f" [key {label_keys.key_of(code)}]" if label_keys else ""
+            st.text(f"{code} ({rubric.ref}){key}: {rubric.label(code).definition}")
 
 
 def _gap(before: int, after: int) -> None:
