@@ -807,6 +807,8 @@ EXEMPT: dict[str, str] = {
     "labels_io.parse_label_file": "pure: parses a local file",
     "people.local_user_name": "no data: the local user's name from the environment",
     "align.align_json": "pure: the --json document of an align result",
+    "report_store.run_memo": "no data of its own: calls the read it is given once per page "
+    "run (the caller's read authorizes)",
     "align.ceiling": "pure: over gold and verdicts the caller read",
     "align.confirmation_level": "pure: the level of a confirmation set's k-th test",
     "align.conversation_stratum": "pure: a conversation's stratum from its gold codes",
@@ -891,6 +893,7 @@ EXEMPT_WITH_DATABASE = {
     "strata.strata_of",
     "audit_samples.earlier_draw",
     "jobs.add_job_row",
+    "report_store.run_memo",
 }
 
 
