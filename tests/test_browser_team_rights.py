@@ -18,6 +18,8 @@ from typing import Any
 import pytest
 
 from review_app.services.cases.demo import load_demo
+from review_app.services.review import report_store
+from review_app.services.rubrics.rubric_catalog import sync_rubrics
 from review_app.services.team.people import add_person, list_people, operator_actor
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
@@ -64,6 +66,12 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     load_demo(engine, operator_actor())  # no person for the operating-system user
     for name in ("ada", "bo"):
         add_person(engine, operator_actor(), name=name, role="admin")
+    # The team page's reliability report stored first: computed by a job instead, its
+    # arrival reruns the page, and on a loaded machine that rerun could fall between a
+    # choice and the click that reviews it (the form then says to choose again; nothing
+    # changes, which is the safe outcome, but not the one under test here).
+    rubric = sync_rubrics(engine, operator_actor()).get("role-adherence@1")
+    report_store.reviewer_reliability(engine, operator_actor(), rubric=rubric)
     engine.dispose()
     port = free_port()
     url = f"http://127.0.0.1:{port}"

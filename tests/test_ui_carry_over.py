@@ -4,6 +4,7 @@ reviewer their re-review units with the old label and both definitions (AppTest)
 from __future__ import annotations
 
 import csv
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -109,7 +110,15 @@ def test_admin_publishes_and_the_reviewer_sees_the_re_review(
     run(at)
     texts = [t.value for t in at.text]
     assert any(t.startswith("tone_break (role-adherence@1): ") for t in texts)
-    assert "tone_voice (role-adherence@2): Speaks in a voice the persona does not have." in texts
+    # the new code with its key under v2 (docs/reference.md, "Label keys")
+    news = [t for t in texts if t.startswith("tone_voice (role-adherence@2)")]
+    assert news  # one per turn of the case to label again
+    for new in news:
+        assert re.fullmatch(
+            r"tone_voice \(role-adherence@2\) \[key [0-9a-z]\]: "
+            r"Speaks in a voice the persona does not have\.",
+            new,
+        ), new
 
 
 def test_rubric_ambiguity_notes_are_listed_under_their_code(
