@@ -287,6 +287,30 @@ def _draw_by_uncertainty(
     )
 
 
+def _sample_of(
+    drawn: _Drawn,
+    sample_id: int | None,
+    run_id: int,
+    mix: float,
+    seed: int,
+    assignment: AssignmentReport | None,
+    earlier: EarlierDraw | None,
+) -> UncertaintySample:
+    """The result of a draw, or of its preview (``sample_id`` ``None``): built in one
+    place, so the preview says what the draw does."""
+    return UncertaintySample(
+        sample_id=sample_id,
+        run=run_id,
+        population=drawn.population,
+        expected_size=drawn.expected,
+        mix=mix,
+        seed=seed,
+        units=drawn.unit_rows(),
+        assignment=assignment,
+        earlier=earlier,
+    )
+
+
 def preview_uncertainty_sample(
     engine: Engine,
     actor: Actor,
@@ -316,17 +340,7 @@ def preview_uncertainty_sample(
         if case_ids
         else None
     )
-    return UncertaintySample(
-        sample_id=None,
-        run=run_id,
-        population=drawn.population,
-        expected_size=drawn.expected,
-        mix=mix,
-        seed=seed,
-        units=drawn.unit_rows(),
-        assignment=assignment,
-        earlier=earlier,
-    )
+    return _sample_of(drawn, None, run_id, mix, seed, assignment, earlier)
 
 
 def draw_uncertainty_sample(
@@ -399,17 +413,7 @@ def draw_uncertainty_sample(
         if case_ids
         else None
     )
-    return UncertaintySample(
-        sample_id=sample_id,
-        run=run_id,
-        population=drawn.population,
-        expected_size=drawn.expected,
-        mix=mix,
-        seed=seed,
-        units=drawn.unit_rows(),
-        assignment=assignment,
-        earlier=earlier,
-    )
+    return _sample_of(drawn, sample_id, run_id, mix, seed, assignment, earlier)
 
 
 @dataclass(frozen=True)
