@@ -176,7 +176,9 @@ def test_a_policy_owner_writes_previews_and_publishes_v2_as_the_dry_run_says(  #
         tab.get_by_role("tab", name="Next version").click()
         idle(tab)
         area = tab.locator("textarea").first
-        assert "version: 2" in area.input_value()  # started from v1, version raised
+        # started from v1, version raised; the tab's click reruns the page, and on a
+        # loaded machine the page can be idle before that rerun has drawn the text
+        until_equal(lambda: "version: 2" in area.input_value(), True, seconds=60)
         area.fill(v2_splitting_tone())
         area.press("Control+Enter")
         idle(tab)
