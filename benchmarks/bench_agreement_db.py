@@ -127,9 +127,9 @@ def reliability_matrix(
 def populate(url: str, corpus: Path, args: argparse.Namespace) -> None:
     from sqlmodel import Session
 
+    from review_app.services.access.actors import operator_actor
     from review_app.services.cases.importing import import_paths
     from review_app.services.rubrics.rubric_catalog import sync_rubrics
-    from review_app.services.team.people import operator_actor
     from storage import labels, reviewers
     from storage.engine import create_database_engine
     from storage.migrations import upgrade_database
@@ -205,9 +205,9 @@ def timed(call: Callable[[], T]) -> tuple[T, dict[str, float]]:
 
 
 def child_report(url: str, resamples: int) -> dict[str, Any]:
+    from review_app.services.access.actors import operator_actor
     from review_app.services.review.agreement_reports import agreement_report
     from review_app.services.rubrics.rubric_catalog import sync_rubrics
-    from review_app.services.team.people import operator_actor
     from storage.engine import create_database_engine
 
     engine = create_database_engine(url)
@@ -227,9 +227,9 @@ def child_report(url: str, resamples: int) -> dict[str, Any]:
 
 
 def child_queue(url: str) -> dict[str, Any]:
+    from review_app.services.access.actors import operator_actor
     from review_app.services.labels.adjudication import disagreement_queue
     from review_app.services.rubrics.rubric_catalog import sync_rubrics
-    from review_app.services.team.people import operator_actor
     from storage.engine import create_database_engine
 
     engine = create_database_engine(url)

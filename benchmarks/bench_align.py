@@ -50,12 +50,12 @@ def main() -> None:
     parser.add_argument("--optimiser", choices=("helpful", "noise"), default="helpful")
     args = parser.parse_args()
 
-    from review_app.services.cases.demo import load_demo
+    from review_app.services.access.actors import operator_actor
+    from review_app.services.exchange.demo import load_demo
+    from review_app.services.jobs.runner import job_status, run_worker
     from review_app.services.judging.align import plan_align, start_align_job
     from review_app.services.judging.endpoints import ENDPOINTS_ENV
-    from review_app.services.operations.jobs import job_status, run_worker
     from review_app.services.rubrics.rubric_catalog import sync_rubrics
-    from review_app.services.team.people import operator_actor
     from storage.engine import create_database_engine
     from storage.migrations import upgrade_database
     from tests.align_support import (

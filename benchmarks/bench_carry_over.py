@@ -47,10 +47,11 @@ from sqlalchemy import Engine, text  # noqa: E402
 from benchmarks.schemas import schema_of_its_own  # noqa: E402
 from benchmarks.summary import record_ratio  # noqa: E402
 from review_app.errors import DatabaseBusy  # noqa: E402
+from review_app.services.access.actors import operator_actor, sign_in  # noqa: E402
 from review_app.services.labels.labeling import record_label  # noqa: E402
 from review_app.services.rubrics.rubric_carry import publish_rubric  # noqa: E402
 from review_app.services.rubrics.rubric_catalog import RubricCatalog, sync_rubrics  # noqa: E402
-from review_app.services.team.people import add_person, operator_actor, sign_in  # noqa: E402
+from review_app.services.team.people import add_person  # noqa: E402
 from storage.bulk import insert_rows, timestamp_param  # noqa: E402
 from storage.engine import create_database_engine  # noqa: E402
 from storage.migrations import upgrade_database  # noqa: E402

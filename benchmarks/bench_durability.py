@@ -27,10 +27,10 @@ from sqlalchemy import event, text  # noqa: E402
 
 from benchmarks.corpus import write_corpus  # noqa: E402
 from benchmarks.reliability import EVENTS_PER_CASE  # noqa: E402
+from review_app.services.access.actors import operator_actor, sign_in  # noqa: E402
 from review_app.services.cases.importing import import_paths  # noqa: E402
 from review_app.services.labels.labeling import record_label  # noqa: E402
 from review_app.services.rubrics.rubric_catalog import sync_rubrics  # noqa: E402
-from review_app.services.team.people import operator_actor, sign_in  # noqa: E402
 from storage.engine import create_database_engine  # noqa: E402
 from storage.migrations import upgrade_database  # noqa: E402
 

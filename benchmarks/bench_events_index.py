@@ -45,7 +45,7 @@ import sys, time
 from sqlalchemy import text
 from storage.engine import shared_engine
 from review_app.services.cases.importing import import_paths
-from review_app.services.team.people import operator_actor
+from review_app.services.access.actors import operator_actor
 engine = shared_engine(sys.argv[1])
 with engine.begin() as connection:
     connection.execute(text(sys.argv[3]))
@@ -108,9 +108,9 @@ def bench_drift(db_path: Path, rounds: int) -> None:
     from sqlmodel import Session
 
     from review_app.rubrics.catalog import default_rubrics_dir, get_rubric, load_rubrics
-    from review_app.services.cases.demo import DEMO_RUBRIC
+    from review_app.services.access.actors import operator_actor
+    from review_app.services.exchange.demo import DEMO_RUBRIC
     from review_app.services.judging.drift import drift_report
-    from review_app.services.team.people import operator_actor
     from storage.cases import assistant_units
     from storage.engine import create_database_engine, read_only
 

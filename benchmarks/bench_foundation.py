@@ -173,7 +173,7 @@ def _child_import(
         "import sys, time, resource\n"
         "from storage.engine import shared_engine\n"
         "from review_app.services.cases.importing import import_paths\n"
-        "from review_app.services.team.people import operator_actor\n"
+        "from review_app.services.access.actors import operator_actor\n"
         "engine = shared_engine(sys.argv[1])\n"
         "start = time.perf_counter()\n"
         "summary = import_paths(engine, operator_actor(), [sys.argv[2]])\n"

@@ -98,6 +98,7 @@ def judged(
     corpus: Path, workdir: Path, endpoints: list[tuple[str, int]]
 ) -> tuple[int, float, float]:
     from review_app.judging import find_judge_prompt
+    from review_app.services.access.actors import operator_actor
     from review_app.services.cases.importing import import_paths
     from review_app.services.judging.judge_runner import (
         EndpointSettings,
@@ -105,7 +106,6 @@ def judged(
         select_case_ids,
     )
     from review_app.services.rubrics.rubric_catalog import sync_rubrics
-    from review_app.services.team.people import operator_actor
     from storage.engine import create_database_engine
     from storage.migrations import upgrade_database
 

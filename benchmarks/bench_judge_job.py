@@ -77,9 +77,9 @@ def fresh_database(workdir: Path, base: str | None, name: str):  # type: ignore[
 
 
 def load(engine, corpus: Path):  # type: ignore[no-untyped-def]
+    from review_app.services.access.actors import operator_actor
     from review_app.services.cases.importing import import_paths
     from review_app.services.rubrics.rubric_catalog import sync_rubrics
-    from review_app.services.team.people import operator_actor
 
     import_paths(engine, operator_actor(), [corpus])
     return sync_rubrics(engine, operator_actor()).get("role-adherence@1")
@@ -111,8 +111,9 @@ def page_rerun(url: str):  # type: ignore[no-untyped-def]
 
 
 def as_job(engine, corpus: Path, url: str) -> tuple[int, float, list[float], list[float]]:  # type: ignore[no-untyped-def]
-    from review_app.services.operations.jobs import job_status, run_worker, start_judge_job
-    from review_app.services.team.people import add_person, operator_actor
+    from review_app.services.access.actors import operator_actor
+    from review_app.services.jobs.runner import job_status, run_worker, start_judge_job
+    from review_app.services.team.people import add_person
 
     load(engine, corpus)
     actor = operator_actor()
@@ -139,9 +140,9 @@ def as_job(engine, corpus: Path, url: str) -> tuple[int, float, list[float], lis
 
 def direct(engine, corpus: Path) -> tuple[int, float]:  # type: ignore[no-untyped-def]
     from review_app.judging import find_judge_prompt
+    from review_app.services.access.actors import operator_actor
     from review_app.services.judging.endpoints import endpoint_settings
     from review_app.services.judging.judge_runner import run_judge, select_case_ids
-    from review_app.services.team.people import operator_actor
 
     rubric = load(engine, corpus)
     prompt = find_judge_prompt(REPO / "rubrics", rubric.id, "role-judge@v2")

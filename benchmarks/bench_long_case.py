@@ -61,7 +61,7 @@ import sys
 sys.path.insert(0, sys.argv[1])
 from benchmarks.large_db import load_demo_database
 from review_app.services.cases.importing import import_paths
-from review_app.services.team.people import operator_actor
+from review_app.services.access.actors import operator_actor
 from storage.engine import create_database_engine
 load_demo_database(__import__("pathlib").Path(sys.argv[2]))
 engine = create_database_engine("sqlite:///" + sys.argv[2])

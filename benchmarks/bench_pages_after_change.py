@@ -115,9 +115,9 @@ class Relabel:
     """ana's label on one turn she labeled, switched between two codes: a new label row."""
 
     def __init__(self, database: Path) -> None:
+        from review_app.services.access.actors import sign_in
         from review_app.services.labels.labeling import case_labels
         from review_app.services.rubrics.rubric_catalog import sync_rubrics
-        from review_app.services.team.people import sign_in
         from storage.engine import create_database_engine
 
         self.engine = create_database_engine(f"sqlite:///{database}")
@@ -140,8 +140,8 @@ class Relabel:
 
 def reports_settled(database: Path, *, timeout: float = 1800.0) -> float:
     """Seconds until no report job is queued or running on ``database`` (this checkout)."""
-    from review_app.services.operations.jobs import REPORT_JOB, list_jobs
-    from review_app.services.team.people import operator_actor
+    from review_app.services.access.actors import operator_actor
+    from review_app.services.jobs.runner import REPORT_JOB, list_jobs
     from storage.engine import create_database_engine
 
     engine = create_database_engine(f"sqlite:///{database}")

@@ -98,8 +98,8 @@ def measure(path: Path, rounds: int) -> None:
 
     from benchmarks.bench_ui import REVIEWER
     from review_app.rubrics.catalog import default_rubrics_dir, get_rubric, load_rubrics
-    from review_app.services.review.queue import ProgressCounts
-    from review_app.services.team.people import sign_in
+    from review_app.services.access.actors import sign_in
+    from review_app.services.team.queue import ProgressCounts
     from storage import assignments
     from storage.engine import create_database_engine, read_only
 

@@ -39,9 +39,9 @@ sys.path.insert(0, str(REPO))
 _CHILD = """
 import json, sys, time
 from review_app.rubrics.catalog import default_rubrics_dir, get_rubric, load_rubrics
-from review_app.services.cases.demo import DEMO_RUBRIC
-from review_app.services.team.people import sign_in
-from review_app.services.review.queue import informative_queue, next_case, queue_page
+from review_app.services.exchange.demo import DEMO_RUBRIC
+from review_app.services.access.actors import sign_in
+from review_app.services.team.queue import informative_queue, next_case, queue_page
 from storage.engine import create_database_engine
 
 engine = create_database_engine(sys.argv[1])

@@ -185,10 +185,10 @@ def build_database(engine: Any, operator: Any, tmp: Path, arguments: argparse.Na
     """Cases, one judge run over every assistant turn, an audit sample labeled by three."""
     from benchmarks.corpus import generate_corpus
     from review_app.services.cases.importing import import_paths
-    from review_app.services.judging.audit_samples import draw_audit_sample
+    from review_app.services.exchange.labels_io import import_labels
     from review_app.services.judging.judge_import import import_verdicts
-    from review_app.services.labels.labels_io import import_labels
     from review_app.services.rubrics.rubric_catalog import sync_rubrics
+    from review_app.services.team.audit_samples import draw_audit_sample
     from storage.migrations import upgrade_database
     from tests.judge_support import write_jsonl
 
@@ -267,11 +267,11 @@ def alt_test_share(
 def db_part(arguments: argparse.Namespace) -> None:
     from sqlalchemy import inspect
 
+    from review_app.services.access.actors import Actor
     from review_app.services.judging.estimate import break_rate_estimate
     from review_app.services.judging.judge_report import calibration_report
     from review_app.services.judging.runs import list_judge_runs
     from review_app.services.rubrics.rubric_catalog import sync_rubrics
-    from review_app.services.team.people import Actor
     from storage.engine import create_database_engine
 
     operator = Actor.operator()

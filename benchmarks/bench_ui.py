@@ -16,7 +16,7 @@ measured side by side with a reference in the same run, rounds alternating).
    warm-up run each, then ``--reruns`` rounds; each round reruns each page once.
    Reported: the median rerun time of each and the ratio to the bare page.
    The queue's progress counts are kept while the data does not change
-   (``services.review.queue.ProgressCounts``), so a rerun (paging, filtering) reads
+   (``services.team.queue.ProgressCounts``), so a rerun (paging, filtering) reads
    them from memory; before every rerun of the line "queue, counts recomputed" the
    reviewer's label on one turn of the long case changes (outside the timing), so
    the page counts again, as after any label.
@@ -57,11 +57,12 @@ TARGET_RATIO = 2.0
 
 
 def build_database(path: Path, *, n_cases: int, n_events: int) -> None:
+    from review_app.services.access.actors import operator_actor, sign_in
     from review_app.services.cases.importing import import_paths
     from review_app.services.labels.labeling import record_label
-    from review_app.services.review.queue import assign_cases
     from review_app.services.rubrics.rubric_catalog import sync_rubrics
-    from review_app.services.team.people import add_person, operator_actor, sign_in
+    from review_app.services.team.people import add_person
+    from review_app.services.team.queue import assign_cases
     from storage.engine import create_database_engine
     from storage.migrations import upgrade_database
 
@@ -99,8 +100,8 @@ def build_database(path: Path, *, n_cases: int, n_events: int) -> None:
 
 def long_case_messages(path: Path) -> list[tuple[str, str]]:
     """(actor, text) of the long case, read back from the database once."""
-    from review_app.services.cases.cases import load_case_view
-    from review_app.services.team.people import operator_actor
+    from review_app.services.access.actors import operator_actor
+    from review_app.services.cases.case_views import load_case_view
     from storage.engine import create_database_engine
 
     engine = create_database_engine(f"sqlite:///{path}")
@@ -196,10 +197,10 @@ def measure(path: Path, reruns: int) -> dict[str, list[float]]:
 def relabeling(path: Path) -> Callable[[], None]:
     """A call that changes the reviewer's label on the long case's first assistant turn
     (one code, then the other): a new label row, so the queue's counts are read again."""
-    from review_app.services.cases.cases import load_case_view
+    from review_app.services.access.actors import operator_actor, sign_in
+    from review_app.services.cases.case_views import load_case_view
     from review_app.services.labels.labeling import record_label
     from review_app.services.rubrics.rubric_catalog import sync_rubrics
-    from review_app.services.team.people import operator_actor, sign_in
     from storage.engine import shared_engine
 
     engine = shared_engine(f"sqlite:///{path}")

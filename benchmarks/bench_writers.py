@@ -37,11 +37,12 @@ sys.path.insert(0, str(REPO))
 from sqlalchemy import text  # noqa: E402
 
 from benchmarks.summary import record  # noqa: E402
-from review_app.services.cases.demo import load_demo  # noqa: E402
+from review_app.services.access.actors import operator_actor, sign_in  # noqa: E402
+from review_app.services.exchange.demo import load_demo  # noqa: E402
 from review_app.services.labels.labeling import record_label  # noqa: E402
-from review_app.services.review.queue import assign_cases  # noqa: E402
 from review_app.services.rubrics.rubric_catalog import sync_rubrics  # noqa: E402
-from review_app.services.team.people import add_person, operator_actor, sign_in  # noqa: E402
+from review_app.services.team.people import add_person  # noqa: E402
+from review_app.services.team.queue import assign_cases  # noqa: E402
 from storage.engine import create_database_engine  # noqa: E402
 from storage.migrations import upgrade_database  # noqa: E402
 

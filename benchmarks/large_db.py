@@ -52,8 +52,8 @@ class LargeDatabase:
 
 def load_demo_database(path: Path, *, local_user: str = LOCAL_USER) -> None:
     """The demo in a fresh SQLite file at ``path``, with ``local_user`` an admin."""
-    from review_app.services.cases.demo import load_demo
-    from review_app.services.team.people import operator_actor
+    from review_app.services.access.actors import operator_actor
+    from review_app.services.exchange.demo import load_demo
     from storage.engine import create_database_engine
     from storage.migrations import upgrade_database
 

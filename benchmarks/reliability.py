@@ -104,9 +104,9 @@ def label_worker(
     pause: float = 0.0,
 ) -> None:
     """Save ``n_labels`` labels as ``reviewer`` (or until ``stop`` is set), ``pause`` s apart."""
+    from review_app.services.access.actors import sign_in
     from review_app.services.labels.labeling import record_label
     from review_app.services.rubrics.rubric_catalog import sync_rubrics
-    from review_app.services.team.people import sign_in
     from storage.engine import create_database_engine
 
     engine = create_database_engine(url)
@@ -216,10 +216,10 @@ def run_processes(
 
 
 def run_races(url: str, *, rounds: int) -> bool:
+    from review_app.services.access.actors import Actor, sign_in
     from review_app.services.labels.adjudication import record_gold
     from review_app.services.labels.labeling import record_label
     from review_app.services.rubrics.rubric_catalog import sync_rubrics
-    from review_app.services.team.people import Actor, sign_in
     from storage.engine import create_database_engine
 
     engine = create_database_engine(url)
@@ -474,9 +474,9 @@ def start_trickle(url: str, units: list[tuple[str, int]]) -> tuple[Any, Any, Any
 
 
 def run_database(name: str, url: str, args: argparse.Namespace, workdir: Path) -> bool:
+    from review_app.services.access.actors import operator_actor
     from review_app.services.cases.importing import import_paths
     from review_app.services.rubrics.rubric_catalog import sync_rubrics
-    from review_app.services.team.people import operator_actor
     from storage.engine import create_database_engine
     from storage.migrations import upgrade_database
 

@@ -631,7 +631,7 @@ class ComputedReport(SQLModel, table=True):
     rows). ``token`` is the state of the data it was computed for (labels, gold labels,
     verdicts, rubric content, ...); a reader whose current token differs gets the report
     computed again (at once, or by a background job while the page shows this row's
-    older figures) and the row replaced (review_app/services/review/report_store.py).
+    older figures) and the row replaced (review_app/services/reports/report_store.py).
     """
 
     __tablename__ = "computed_reports"

@@ -25,7 +25,7 @@ from sqlalchemy import Engine, create_engine, text
 
 from benchmarks.schemas import schema_of_its_own
 from review_app.evaluator import EVALUATOR_VERSION
-from review_app.services.cases.cases import LANES
+from review_app.services.cases.case_views import LANES
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
 

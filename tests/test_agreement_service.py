@@ -31,8 +31,10 @@ from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 from review_app.agreement import RatingTable, first_break_agreement
 from review_app.errors import InputError, NotFound, PermissionDenied
 from review_app.rubrics import Rubric, default_rubrics_dir
-from review_app.services.cases.demo import DEMO_CASES, load_demo
+from review_app.services.access.actors import Actor, operator_actor, sign_in
 from review_app.services.cases.importing import import_paths
+from review_app.services.exchange.demo import DEMO_CASES, load_demo
+from review_app.services.exchange.labels_io import export_labels_csv, import_labels
 from review_app.services.labels.adjudication import (
     disagreement_queue,
     gold_counts,
@@ -41,7 +43,6 @@ from review_app.services.labels.adjudication import (
     record_gold,
     unit_detail,
 )
-from review_app.services.labels.labels_io import export_labels_csv, import_labels
 from review_app.services.review.agreement_reports import (
     ConfusionCell,
     agreement_report,
@@ -51,7 +52,6 @@ from review_app.services.review.agreement_reports import (
     rating_table,
 )
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
-from review_app.services.team.people import Actor, operator_actor, sign_in
 from storage.labels import (
     LabelColumns,
     current_label_columns,

@@ -13,9 +13,9 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
+from review_app.services.access.actors import sign_in
 from review_app.services.operations import audit
 from review_app.services.operations.backup import backup_database, restore_database
-from review_app.services.team.people import sign_in
 from tests.actors import operator
 from tests.conftest import Database
 

@@ -11,14 +11,14 @@ import pytest
 
 from review_app.errors import InputError, PermissionDenied
 from review_app.formats import ImportOptions
-from review_app.services.cases import export
-from review_app.services.cases.demo import DEMO_CASES, DEMO_LABELS, DEMO_VERDICTS
 from review_app.services.cases.importing import import_paths
+from review_app.services.exchange import export, labels_io
+from review_app.services.exchange.demo import DEMO_CASES, DEMO_LABELS, DEMO_VERDICTS
 from review_app.services.judging import judge_import
-from review_app.services.labels import adjudication, labeling, labels_io
+from review_app.services.labels import adjudication, labeling
 from review_app.services.operations import audit
-from review_app.services.review import queue
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
+from review_app.services.team import queue
 from review_app.services.team.people import add_person, set_role
 from tests.actors import operator, signed_in
 from tests.conftest import Database

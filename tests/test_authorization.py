@@ -25,11 +25,15 @@ import review_app.services as services_package
 from review_app.errors import PermissionDenied
 from review_app.formats import ImportOptions
 from review_app.rubrics import Rubric
-from review_app.services.cases import cases, demo, export, importing, uploads
-from review_app.services.cases.demo import DEMO_CASES, DEMO_LABELS, DEMO_VERDICTS, load_demo
+from review_app.services.access import actors, case_access
+from review_app.services.access.actors import Actor
+from review_app.services.cases import case_views as cases
+from review_app.services.cases import importing
+from review_app.services.exchange import demo, export, labels_io, uploads
+from review_app.services.exchange.demo import DEMO_CASES, DEMO_LABELS, DEMO_VERDICTS, load_demo
+from review_app.services.jobs import runner as jobs
 from review_app.services.judging import (
     align,
-    audit_samples,
     drift,
     endpoints,
     estimate,
@@ -44,13 +48,14 @@ from review_app.services.judging import (
     selective,
     strata,
     stratified_audit,
+    uncertainty_audit,
 )
-from review_app.services.labels import adjudication, key_events, labeling, labels_io
-from review_app.services.operations import audit, backup, jobs
-from review_app.services.review import agreement_reports, queue, reliability, report_store
+from review_app.services.labels import adjudication, key_events, labeling
+from review_app.services.operations import audit, backup
+from review_app.services.reports import report_store
+from review_app.services.review import agreement_reports, reliability
 from review_app.services.rubrics import rubric_carry, rubric_catalog, rubric_drafts
-from review_app.services.team import people, team
-from review_app.services.team.people import Actor
+from review_app.services.team import audit_samples, people, queue, team
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
 from tests.actors import operator, signed_in
@@ -87,14 +92,14 @@ GUARDED: dict[str, tuple[Call, str]] = {
         lambda w, a: audit_samples.audited_units(w.engine, a, rubric=w.rubric),
         "denied",
     ),
-    "audit_samples.draw_uncertainty_sample": (
-        lambda w, a: audit_samples.draw_uncertainty_sample(
+    "uncertainty_audit.draw_uncertainty_sample": (
+        lambda w, a: uncertainty_audit.draw_uncertainty_sample(
             w.engine, a, rubric=w.rubric, run_id=w.run_id, size=1, seed=0, reviewers=["ana"]
         ),
         "denied",
     ),
-    "audit_samples.uncertainty_sample": (
-        lambda w, a: audit_samples.uncertainty_sample(
+    "uncertainty_audit.uncertainty_sample": (
+        lambda w, a: uncertainty_audit.uncertainty_sample(
             w.engine, a, rubric=w.rubric, run_id=w.run_id
         ),
         "denied",
@@ -245,15 +250,18 @@ GUARDED: dict[str, tuple[Call, str]] = {
         "denied",
     ),
     "audit.audit_entries": (lambda w, a: audit.audit_entries(w.engine, a), "denied"),
-    "cases.case_fingerprint": (
+    "case_views.case_fingerprint": (
         lambda w, a: cases.case_fingerprint(w.engine, a, case_id=CASE),
         "denied",
     ),
-    "cases.load_case_view": (
+    "case_views.load_case_view": (
         lambda w, a: cases.load_case_view(w.engine, a, case_id=CASE),
         "denied",
     ),
-    "cases.may_open_case": (lambda w, a: cases.may_open_case(w.engine, a, case_id=CASE), "denied"),
+    "case_access.may_open_case": (
+        lambda w, a: case_access.may_open_case(w.engine, a, case_id=CASE),
+        "denied",
+    ),
     "demo.load_demo": (lambda w, a: demo.load_demo(w.engine, a), "denied"),
     "export.export_data": (
         lambda w, a: export.export_data(w.engine, a, rubric=w.rubric, format="csv"),
@@ -306,7 +314,7 @@ GUARDED: dict[str, tuple[Call, str]] = {
         "denied",
     ),
     "endpoints.list_endpoints": (lambda w, a: endpoints.list_endpoints(w.engine, a), "denied"),
-    "jobs.start_judge_job": (
+    "runner.start_judge_job": (
         lambda w, a: jobs.start_judge_job(
             w.engine, a, rubric=RUBRIC, prompt="role-judge@v1", endpoint="nowhere"
         ),
@@ -338,13 +346,13 @@ GUARDED: dict[str, tuple[Call, str]] = {
         lambda w, a: prompt_workbench.compare_for_workbench(w.engine, a, rubric=w.rubric),
         "denied",
     ),
-    "jobs.queue_report_job": (
+    "runner.queue_report_job": (
         lambda w, a: jobs.queue_report_job(
             w.engine, a, parameters={"report": "drift", "rubric": RUBRIC, "parameters": {}}
         ),
         "denied",
     ),
-    "jobs.latest_report_job": (
+    "runner.latest_report_job": (
         lambda w, a: jobs.latest_report_job(w.engine, a, parameters={"report": "drift"}),
         "denied",
     ),
@@ -392,9 +400,9 @@ GUARDED: dict[str, tuple[Call, str]] = {
         ),
         "denied",
     ),
-    "jobs.job_status": (lambda w, a: jobs.job_status(w.engine, a, job_id=1), "denied"),
-    "jobs.list_jobs": (lambda w, a: jobs.list_jobs(w.engine, a), "denied"),
-    "jobs.stop_job": (lambda w, a: jobs.stop_job(w.engine, a, job_id=1), "denied"),
+    "runner.job_status": (lambda w, a: jobs.job_status(w.engine, a, job_id=1), "denied"),
+    "runner.list_jobs": (lambda w, a: jobs.list_jobs(w.engine, a), "denied"),
+    "runner.stop_job": (lambda w, a: jobs.stop_job(w.engine, a, job_id=1), "denied"),
     "judge_compare.compare_judge_runs": (
         lambda w, a: judge_compare.compare_judge_runs(w.engine, a, rubric=w.rubric, n_resamples=10),
         "denied",
@@ -483,7 +491,7 @@ GUARDED: dict[str, tuple[Call, str]] = {
         lambda w, a: people.add_person(w.engine, a, name="mallory", role="admin"),
         "denied",
     ),
-    "people.authorize": (lambda w, a: people.authorize(w.engine, a, "policy_owner"), "denied"),
+    "actors.authorize": (lambda w, a: actors.authorize(w.engine, a, "policy_owner"), "denied"),
     "people.set_role": (
         lambda w, a: people.set_role(w.engine, a, name="ana", role="admin"),
         "denied",
@@ -506,8 +514,8 @@ GUARDED: dict[str, tuple[Call, str]] = {
         ),
         "denied",
     ),
-    "audit_samples.preview_uncertainty_sample": (
-        lambda w, a: audit_samples.preview_uncertainty_sample(
+    "uncertainty_audit.preview_uncertainty_sample": (
+        lambda w, a: uncertainty_audit.preview_uncertainty_sample(
             w.engine, a, rubric=w.rubric, run_id=w.run_id, size=1, seed=0, reviewers=["ana"]
         ),
         "denied",
@@ -733,8 +741,8 @@ EXEMPT: dict[str, str] = {
     "local_judge_lease.main": "no data: runs the bundled judge's server in its own process",
     "rubric_catalog.refusal_name": "pure: names a refused rubric file without directories",
     "rubric_catalog.file_name": "pure: names a version's file as <id>/v<N>.yaml",
-    "people.check_new_person_name": "pure: checks a name a person signs in or is added with",
-    "people.proxy_identity": "pure: decodes a proxy's identity header",
+    "actors.check_new_person_name": "pure: checks a name a person signs in or is added with",
+    "actors.proxy_identity": "pure: decodes a proxy's identity header",
     "rubric_catalog.source_name": "pure: names a rubric's source without the server's paths",
     "rubric_catalog.store_rubric_version": "takes an open Session: a building block of publishing",
     "audit.audit_line": "pure: formats an entry the caller read",
@@ -743,31 +751,16 @@ EXEMPT: dict[str, str] = {
     "file_import.record_error": "pure: builds an error",
     "file_import.with_stored_turns": "takes an open Session: a building block of the imports",
     "audit.parse_since": "pure: parses a timestamp",
-    "audit_samples.scored_turns": "pure: scores from verdict columns the caller read",
-    "readings.agreement_warnings": "pure: words for a figure the caller computed",
-    "readings.alpha_sentence": "pure: words for a figure the caller computed",
-    "readings.alt_test_sentence": "pure: words for a figure the caller computed",
-    "readings.band": "pure: words for a figure the caller computed",
-    "readings.budget_sentence": "pure: words for a figure the caller computed",
-    "readings.decision_card": "pure: words for a figure the caller computed",
-    "readings.enough": "pure: words for a figure the caller computed",
-    "readings.estimate_sentence": "pure: words for a figure the caller computed",
-    "readings.figure_text": "pure: words for a figure the caller computed",
-    "readings.format_p": "pure: words for a figure the caller computed",
-    "readings.interval_text": "pure: words for a figure the caller computed",
-    "readings.kappa_sentence": "pure: words for a figure the caller computed",
-    "readings.like_for_like_rows": "pure: words for a figure the caller computed",
-    "readings.percent": "pure: words for a figure the caller computed",
-    "readings.weakest_pair_sentence": "pure: words for a figure the caller computed",
+    "uncertainty_audit.scored_turns": "pure: scores from verdict columns the caller read",
     "export.export_file_name": "pure: a file name from the page's choices",
     "case_rows.prepare_case": "pure: builds one case's rows in memory",
     "people.assignable_people": "takes an open Session: checks names for authorized assigners",
-    "cases.case_view": "takes an open Session: a building block of authorized services",
-    "cases.check_case_access": "checks an actor it is given against a row the caller read",
-    "cases.check_lane": "pure: validates a lane name",
-    "cases.not_in_queue": "pure: builds the refusal for a case outside a reviewer's queue",
-    "cases.claims_role_change": "pure: a regular expression over text",
-    "cases.list_cases": "case metadata only (ids, lanes, findings), no labels",
+    "case_views.case_view": "takes an open Session: a building block of authorized services",
+    "case_access.check_case_access": "checks an actor it is given against a row the caller read",
+    "case_views.check_lane": "pure: validates a lane name",
+    "case_access.not_in_queue": "pure: builds the refusal for a case outside a reviewer's queue",
+    "case_views.claims_role_change": "pure: a regular expression over text",
+    "case_views.list_cases": "case metadata only (ids, lanes, findings), no labels",
     "export.write_export": "writes an ExportResult that export_data authorized",
     "runs.find_or_create_run": "takes an open Session: a building block",
     "runs.listing_of": "takes an open Session: a building block of the authorized listings",
@@ -779,16 +772,9 @@ EXEMPT: dict[str, str] = {
     "run_defaults.default_run": "pure: picks from runs the caller listed",
     "run_defaults.team_run": "pure: picks from runs the caller listed",
     "run_defaults.why_default": "pure: words for a run the caller picked",
-    "jobs.scope_words": "pure: words for a job's parameters",
+    "runner.scope_words": "pure: words for a job's parameters",
     "judge_runner.url_host": "pure: host and port of a URL",
     "selective.units_needed": "pure: a number from alpha and delta",
-    "readings.alt_test_untested": "pure: words for a figure the caller computed",
-    "readings.coverage_sentence": "pure: words for a figure the caller computed",
-    "readings.drift_sentence": "pure: words for a figure the caller computed",
-    "readings.mcnemar_sentence": "pure: words for a figure the caller computed",
-    "readings.position_text": "pure: words for a figure the caller computed",
-    "readings.readers_text": "pure: words for a figure the caller computed",
-    "readings.reliability_sentence": "pure: words for a figure the caller computed",
     "runs.run_name": "pure: formats a run",
     "runs.run_verdicts": "a building block: every use case calling it authorized its actor first",
     "judge_prompts.parse_prompt_ref": "pure: parses a judge@vN reference",
@@ -796,7 +782,6 @@ EXEMPT: dict[str, str] = {
     "judge_runner.select_case_ids": "case ids by lane (metadata), used by the authorized run_judge",
     "judge_runner.verdict_schema": "pure: a JSON schema from the rubric",
     "judge_runner.unit_messages": "a building block of preview_prompt, which authorizes",
-    "readings.comparison_rows": "pure: words for a figure the caller computed",
     "strata.budget_sentence": "pure: words for a figure the caller computed",
     "strata.check_by": "pure: validates a stratification's name",
     "strata.judged_codes": "pure: codes from verdict columns the caller read",
@@ -805,7 +790,7 @@ EXEMPT: dict[str, str] = {
     "label_table.load_rating_table": "takes an open Session: a building block",
     "label_table.rating_table": "pure: over label columns the caller read",
     "labels_io.parse_label_file": "pure: parses a local file",
-    "people.local_user_name": "no data: the local user's name from the environment",
+    "actors.local_user_name": "no data: the local user's name from the environment",
     "align.align_json": "pure: the --json document of an align result",
     "report_store.run_memo": "no data of its own: calls the read it is given once per page "
     "run (the caller's read authorizes)",
@@ -817,28 +802,29 @@ EXEMPT: dict[str, str] = {
     "align.result_lines": "pure: words for an align result",
     "align.split_by_conversation": "pure: splits units the caller read",
     "align.verdict_sentence": "pure: words for an align result",
-    "jobs.add_job_row": "takes an open Session: the caller authorized and commits",
-    "people.sign_in_configured": "no data: the sign-in setting from the environment and files",
+    "runner.add_job_row": "takes an open Session: the caller authorized and commits",
+    "actors.sign_in_configured": "no data: the sign-in setting from the environment and files",
     "people.rights_of": "pure: words for a role's rights",
     "audit_samples.earlier_draw": "takes an open Session: a building block of the draws",
     "local_judge.local_judge_available": "no data: whether a package is installed",
     "local_judge.local_server_command": "no data: a command line",
     "local_judge.local_server_environment": "no data: environment variables",
     "local_judge.model_path": "no data: a file path",
-    "people.check_reviewer_name": "pure: validates a name",
-    "people.display_of": "pure: the display form of a typed name",
-    "people.check_role_name": "pure: validates a role",
+    "actors.check_reviewer_name": "pure: validates a name",
+    "actors.display_of": "pure: the display form of a typed name",
+    "actors.check_role_name": "pure: validates a role",
+    "actors.role_with_article": "pure: a role's name with its article, for sentences",
     "database.database_url": "no data: which database URL to use",
     "database.open_database": "opens and migrates the database; reads no rows",
-    "people.configured_admins": "reads an environment variable",
-    "people.one_role_read": "no data: scopes authorize's role reads to one page run",
-    "people.is_issued": "the seal check itself",
+    "actors.configured_admins": "reads an environment variable",
+    "actors.one_role_read": "no data: scopes authorize's role reads to one page run",
+    "actors.is_issued": "the seal check itself",
     "people.list_people": "names and roles of people, no labels",
-    "people.operator_actor": "issues the command line's actor",
-    "people.require_reviewer_id": "checks an actor it is given",
-    "people.sign_in": "issues actors",
+    "actors.operator_actor": "issues the command line's actor",
+    "actors.require_reviewer_id": "checks an actor it is given",
+    "actors.sign_in": "issues actors",
     "key_events.parse_key_events": "pure: checks the review page's queued key presses",
-    "cases.checked_case_id": "pure: checks a case id given by a face (the address)",
+    "case_access.checked_case_id": "pure: checks a case id given by a face (the address)",
     "queue.summarise": "pure: sums up per turn the signals the caller read",
     "queue.score_summary": "pure: scores a summary the caller computed",
     "queue.order_informative_first": "pure: orders case ids by scores the caller computed",
@@ -858,11 +844,11 @@ EXEMPT: dict[str, str] = {
     "report_store.page_seconds": "no data: a setting from the environment",
     "report_store.page_budget": "no data: scopes the seconds of reports computed at once to "
     "one page run",
-    "jobs.worker_name": "no data: this worker's lease owner name",
-    "jobs.run_worker": "the worker: runs each job as the person who started it, authorized "
+    "runner.worker_name": "no data: this worker's lease owner name",
+    "runner.run_worker": "the worker: runs each job as the person who started it, authorized "
     "again by the job's services",
-    "jobs.start_process_worker": "starts this process's worker thread (run_worker)",
-    "people.actor_for_job": "issues the actor of a stored job's creator to the worker; "
+    "runner.start_process_worker": "starts this process's worker thread (run_worker)",
+    "actors.actor_for_job": "issues the actor of a stored job's creator to the worker; "
     "authorize still checks their current role",
 }
 
@@ -871,9 +857,9 @@ EXEMPT_WITH_DATABASE = {
     "runs.run_verdicts",
     "case_selection.selected_cases",
     "file_import.with_stored_turns",
-    "cases.case_view",
+    "case_views.case_view",
     "database.open_database",
-    "cases.list_cases",
+    "case_views.list_cases",
     "runs.find_or_create_run",
     "runs.listing_of",
     "runs.listings_of",
@@ -886,13 +872,13 @@ EXEMPT_WITH_DATABASE = {
     "label_table.load_rating_table",
     "people.assignable_people",
     "people.list_people",
-    "people.sign_in",
-    "jobs.run_worker",
-    "jobs.start_process_worker",
-    "people.actor_for_job",
+    "actors.sign_in",
+    "runner.run_worker",
+    "runner.start_process_worker",
+    "actors.actor_for_job",
     "strata.strata_of",
     "audit_samples.earlier_draw",
-    "jobs.add_job_row",
+    "runner.add_job_row",
     "report_store.run_memo",
 }
 
@@ -1009,33 +995,33 @@ def test_a_demoted_or_deactivated_person_loses_rights_at_once(world: World) -> N
     with pytest.raises(PermissionDenied, match="paula is a reviewer"):
         agreement_reports.label_token(world.engine, paula, rubric=world.rubric)
     people.set_role(world.engine, operator(), name="paula", role="admin")
-    assert people.authorize(world.engine, paula, "admin").role == "admin"
+    assert actors.authorize(world.engine, paula, "admin").role == "admin"
     signed_in(world.engine, "adele", role="admin")  # so paula is not the last admin
     people.deactivate_person(world.engine, operator(), name="paula")
     with pytest.raises(PermissionDenied, match="deactivated"):
         queue.queue_page(world.engine, paula, rubric=world.rubric)
     people.reactivate_person(world.engine, operator(), name="paula")
-    assert people.authorize(world.engine, paula, "admin").role == "admin"
+    assert actors.authorize(world.engine, paula, "admin").role == "admin"
 
 
 def test_one_role_read_reads_a_role_once_per_run_and_still_checks(world: World) -> None:
     """Inside one run of a page the role is read once: a demotion applies from the next
     run. The seal and the role are still checked at every call."""
     quinn = signed_in(world.engine, "quinn", role="policy_owner")
-    with people.one_role_read():
-        assert people.authorize(world.engine, quinn, "policy_owner").role == "policy_owner"
+    with actors.one_role_read():
+        assert actors.authorize(world.engine, quinn, "policy_owner").role == "policy_owner"
         people.set_role(world.engine, operator(), name="quinn", role="reviewer")
         # the same run: the role read at its start
-        assert people.authorize(world.engine, quinn, "policy_owner").role == "policy_owner"
+        assert actors.authorize(world.engine, quinn, "policy_owner").role == "policy_owner"
         with pytest.raises(PermissionDenied, match="quinn is a policy owner; this needs a"):
-            people.authorize(world.engine, quinn, "admin")
+            actors.authorize(world.engine, quinn, "admin")
         with pytest.raises(PermissionDenied, match="not issued"):
-            people.authorize(world.engine, replace(quinn, seal=""), "reviewer")
+            actors.authorize(world.engine, replace(quinn, seal=""), "reviewer")
     # the next run reads the role again
-    with people.one_role_read(), pytest.raises(PermissionDenied, match="quinn is a reviewer"):
-        people.authorize(world.engine, quinn, "policy_owner")
+    with actors.one_role_read(), pytest.raises(PermissionDenied, match="quinn is a reviewer"):
+        actors.authorize(world.engine, quinn, "policy_owner")
     with pytest.raises(PermissionDenied, match="quinn is a reviewer"):
-        people.authorize(world.engine, quinn, "policy_owner")
+        actors.authorize(world.engine, quinn, "policy_owner")
 
 
 def test_the_case_fingerprint_checks_the_queue_under_any_rubric_version(world: World) -> None:

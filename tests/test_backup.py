@@ -8,10 +8,10 @@ from pathlib import Path
 
 from sqlalchemy import text
 
-from review_app.services.cases.demo import load_demo
+from review_app.services.access.actors import Actor, sign_in
+from review_app.services.exchange.demo import load_demo
 from review_app.services.labels.labeling import record_label
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
-from review_app.services.team.people import Actor, sign_in
 from tests.actors import assign
 from tests.conftest import Database
 

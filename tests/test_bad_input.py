@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine
 
+from review_app.services.access.actors import operator_actor
 from review_app.services.cases.importing import import_paths
-from review_app.services.team.people import operator_actor
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
 from tests.conftest import DEMO_CASES, CliResult, Database, row_counts

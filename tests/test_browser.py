@@ -23,12 +23,13 @@ import pytest
 from sqlalchemy import Engine, select
 from sqlmodel import Session, col
 
-from review_app.services.cases.demo import DEMO_CASES, load_demo
+from review_app.services.access.actors import Actor, operator_actor, sign_in
 from review_app.services.cases.importing import import_paths
+from review_app.services.exchange.demo import DEMO_CASES, load_demo
 from review_app.services.labels.labeling import case_labels
-from review_app.services.review.queue import assign_cases
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
-from review_app.services.team.people import Actor, add_person, operator_actor, sign_in
+from review_app.services.team.people import add_person
+from review_app.services.team.queue import assign_cases
 from storage.engine import SQLITE_BUSY_TIMEOUT_MS, create_database_engine
 from storage.migrations import upgrade_database
 from storage.models import Label, Reviewer

@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine
 
-from review_app.services.cases.demo import DEMO_CASES, load_demo
+from review_app.services.access.actors import Actor, operator_actor
+from review_app.services.exchange.demo import DEMO_CASES, load_demo
 from review_app.services.labels.adjudication import disagreement_queue, gold_labels
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
-from review_app.services.team.people import Actor, operator_actor
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
 from tests.served import (

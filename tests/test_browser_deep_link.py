@@ -17,10 +17,11 @@ from typing import Any
 
 import pytest
 
-from review_app.services.cases.demo import load_demo
-from review_app.services.review.queue import assign_cases
+from review_app.services.access.actors import operator_actor
+from review_app.services.exchange.demo import load_demo
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
-from review_app.services.team.people import add_person, operator_actor
+from review_app.services.team.people import add_person
+from review_app.services.team.queue import assign_cases
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
 from tests.served import IDLE, chromium, free_port, require_browser, serving, wait_listening

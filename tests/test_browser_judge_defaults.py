@@ -29,15 +29,15 @@ from typing import Any
 
 import pytest
 
-from review_app.services.cases.cases import load_case_view
+from review_app.services.access.actors import operator_actor
+from review_app.services.cases.case_views import load_case_view
+from review_app.services.jobs.runner import list_jobs
 from review_app.services.judging.endpoints import ENDPOINTS_ENV
 from review_app.services.judging.run_defaults import team_judge
 from review_app.services.judging.runs import list_judge_runs
 from review_app.services.labels.adjudication import gold_labels
 from review_app.services.operations.audit import audit_entries
-from review_app.services.operations.jobs import list_jobs
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
-from review_app.services.team.people import operator_actor
 from storage.engine import create_database_engine
 from tests.judge_support import FakeChatServer, run_review_app
 from tests.served import IDLE, chromium, free_port, require_browser, serving, wait_healthy

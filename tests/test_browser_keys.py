@@ -22,11 +22,12 @@ from sqlalchemy import Engine, select
 from sqlmodel import Session, col
 
 from review_app.rubrics import NAVIGATION_KEYS
-from review_app.services.cases.demo import load_demo
+from review_app.services.access.actors import Actor, operator_actor, sign_in
+from review_app.services.exchange.demo import load_demo
 from review_app.services.labels.labeling import case_labels, record_label
-from review_app.services.review.queue import assign_cases
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
-from review_app.services.team.people import Actor, add_person, operator_actor, sign_in
+from review_app.services.team.people import add_person
+from review_app.services.team.queue import assign_cases
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
 from storage.models import Label, Reviewer

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from review_app.services.cases.demo import load_demo
-from review_app.services.operations.jobs import REPORT_JOB, list_jobs
-from review_app.services.review.report_store import INLINE_ROWS_ENV
-from review_app.services.team.people import operator_actor
+from review_app.services.access.actors import operator_actor
+from review_app.services.exchange.demo import load_demo
+from review_app.services.jobs.runner import REPORT_JOB, list_jobs
+from review_app.services.reports.report_store import INLINE_ROWS_ENV
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
 from tests.served import IDLE, chromium, free_port, require_browser, serving, wait_healthy

@@ -24,8 +24,8 @@ from typing import Any
 import pytest
 from sqlmodel import Session
 
+from review_app.services.access.actors import operator_actor
 from review_app.services.operations.audit import audit_entries
-from review_app.services.team.people import operator_actor
 from storage.engine import create_database_engine
 from storage.models import RubricVersion
 from tests.conftest import REPO

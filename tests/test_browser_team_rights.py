@@ -17,10 +17,11 @@ from typing import Any
 
 import pytest
 
-from review_app.services.cases.demo import load_demo
-from review_app.services.review import report_store
+from review_app.services.access.actors import operator_actor
+from review_app.services.exchange.demo import load_demo
+from review_app.services.reports import report_store
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
-from review_app.services.team.people import add_person, list_people, operator_actor
+from review_app.services.team.people import add_person, list_people
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
 from tests.served import IDLE, chromium, free_port, require_browser, serving, wait_healthy

@@ -28,12 +28,12 @@ from urllib.parse import quote
 import pytest
 from sqlalchemy import Engine
 
-from review_app.services.cases.demo import DEMO_CASES, load_demo
+from review_app.services.access.actors import Actor, operator_actor, sign_in
 from review_app.services.cases.importing import import_paths
+from review_app.services.exchange.demo import DEMO_CASES, load_demo
 from review_app.services.labels.labeling import record_label
-from review_app.services.review.queue import assign_cases
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
-from review_app.services.team.people import Actor, operator_actor, sign_in
+from review_app.services.team.queue import assign_cases
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
 from tests.conftest import postgres_schema

@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine
 
-from review_app.services.cases.demo import load_demo
+from review_app.services.access.actors import operator_actor, sign_in
+from review_app.services.exchange.demo import load_demo
 from review_app.services.labels.labeling import case_labels
-from review_app.services.review.queue import next_case
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
-from review_app.services.team.people import operator_actor, sign_in
+from review_app.services.team.queue import next_case
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
 from tests.served import (
@@ -100,7 +100,7 @@ def _labels(server: Server, case_id: str) -> dict[int, str]:
 
 
 def _assistant_turns(server: Server, case_id: str) -> list[int]:
-    from review_app.services.cases.cases import load_case_view
+    from review_app.services.cases.case_views import load_case_view
 
     view = load_case_view(server.engine, operator_actor(), case_id=case_id)
     return [t.turn for t in view.turns if t.actor == "assistant"]

@@ -19,10 +19,10 @@ from typing import Any
 from sqlalchemy import event, text
 
 from benchmarks.bench_carry_over import build
+from review_app.services.access.actors import operator_actor, sign_in
 from review_app.services.labels.labeling import record_label
 from review_app.services.rubrics.rubric_carry import publish_rubric
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
-from review_app.services.team.people import operator_actor, sign_in
 from tests.conftest import Database
 
 N_LABELS = 30_000

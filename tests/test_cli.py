@@ -15,8 +15,8 @@ import typer
 import storage.engine
 from review_app.cli import app
 from review_app.evaluator import compiled, diagnostic, evaluate_case, lane
+from review_app.services.access.actors import operator_actor
 from review_app.services.cases.importing import import_paths
-from review_app.services.team.people import operator_actor
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
 from tests.conftest import DEMO_CASES, REPO, Database, row_counts, write_lock

@@ -18,11 +18,12 @@ import pytest
 from sqlalchemy import func, select
 from sqlmodel import Session, col
 
-from review_app.services.cases.demo import DEMO_CASES, DEMO_LABELS
+from review_app.services.access.actors import Actor, operator_actor
 from review_app.services.cases.importing import import_paths
-from review_app.services.labels.labels_io import import_labels
+from review_app.services.exchange.demo import DEMO_CASES, DEMO_LABELS
+from review_app.services.exchange.labels_io import import_labels
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
-from review_app.services.team.people import Actor, add_person, operator_actor
+from review_app.services.team.people import add_person
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
 from storage.models import Assignment, Label, Reviewer

@@ -18,11 +18,11 @@ from typing import Any
 
 import pytest
 
-from review_app.services.cases.cases import list_cases, load_case_view
-from review_app.services.cases.demo import DEMO_CASES, load_demo
-from review_app.services.cases.export import export_data
+from review_app.services.access.actors import operator_actor
+from review_app.services.cases.case_views import list_cases, load_case_view
+from review_app.services.exchange.demo import DEMO_CASES, load_demo
+from review_app.services.exchange.export import export_data
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
-from review_app.services.team.people import operator_actor
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
 from tests.conftest import cli_test_environment, invoke_cli

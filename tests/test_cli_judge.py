@@ -14,12 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from review_app.services.cases.demo import DEMO_VERDICTS, load_demo
+from review_app.services.access.actors import Actor, operator_actor
 from review_app.services.cases.importing import import_paths
+from review_app.services.exchange.demo import DEMO_VERDICTS, load_demo
 from review_app.services.judging.runs import RunListing, list_judge_runs
 from review_app.services.labels.adjudication import record_gold
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
-from review_app.services.team.people import Actor, operator_actor
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
 from tests.conftest import DEMO_CASES

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from review_app.services.cases.demo import load_demo
-from review_app.services.team.people import operator_actor
+from review_app.services.access.actors import operator_actor
+from review_app.services.exchange.demo import load_demo
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
 from tests.command_probe import HEAVY, LOADED_OUT_ENV, probe_command

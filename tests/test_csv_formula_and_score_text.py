@@ -13,9 +13,9 @@ from review_app.errors import InputError
 from review_app.files.csv_safety import neutralise_cell, restore_cell
 from review_app.judging import read_verdict_file
 from review_app.rubrics import load_rubric_file
-from review_app.services.cases.demo import load_demo
+from review_app.services.exchange.demo import load_demo
+from review_app.services.exchange.labels_io import export_labels_csv
 from review_app.services.labels.labeling import record_label
-from review_app.services.labels.labels_io import export_labels_csv
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
 from tests.actors import assign, operator, signed_in
 from tests.conftest import REPO, Database

@@ -10,13 +10,13 @@ import numpy as np
 from sqlalchemy import Engine
 
 from benchmarks.corpus import generate_corpus
+from review_app.services.access.actors import Actor
 from review_app.services.cases.importing import import_paths
+from review_app.services.exchange.labels_io import import_labels
 from review_app.services.judging.drift import drift_report
 from review_app.services.judging.judge_import import import_verdicts
 from review_app.services.judging.runs import list_judge_runs
-from review_app.services.labels.labels_io import import_labels
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
-from review_app.services.team.people import Actor
 from tests.conftest import Database
 from tests.judge_support import run_review_app, write_jsonl
 

@@ -15,14 +15,14 @@ from benchmarks.corpus import generate_corpus
 from review_app.cli.render_judging import estimate_headline
 from review_app.errors import InputError
 from review_app.rubrics import Rubric
+from review_app.services.access.actors import Actor
 from review_app.services.cases.importing import import_paths
-from review_app.services.judging.audit_samples import draw_audit_sample
+from review_app.services.exchange.labels_io import import_labels
 from review_app.services.judging.estimate import break_rate_estimate
 from review_app.services.judging.judge_import import import_verdicts
 from review_app.services.judging.runs import list_judge_runs
-from review_app.services.labels.labels_io import import_labels
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
-from review_app.services.team.people import Actor
+from review_app.services.team.audit_samples import draw_audit_sample
 from storage.models import AuditSample, AuditUnit
 from tests.conftest import Database
 from tests.judge_support import write_jsonl

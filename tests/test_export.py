@@ -34,22 +34,22 @@ from review_app.formats.fixtures import (
     fixture_file_name,
 )
 from review_app.rubrics import Rubric
-from review_app.services.cases.cases import list_cases
-from review_app.services.cases.demo import DEMO_CASES, DEMO_DIR, DEMO_LABELS, load_demo
-from review_app.services.cases.export import (
+from review_app.services.access.actors import Actor, operator_actor, sign_in
+from review_app.services.cases.case_views import list_cases
+from review_app.services.cases.importing import import_paths
+from review_app.services.exchange.demo import DEMO_CASES, DEMO_DIR, DEMO_LABELS, load_demo
+from review_app.services.exchange.export import (
     EXPORT_FORMATS,
     LABEL_EXPORT_COLUMNS,
     ExportResult,
     export_data,
     write_export,
 )
-from review_app.services.cases.importing import import_paths
-from review_app.services.cases.uploads import zip_export
+from review_app.services.exchange.labels_io import export_labels_csv
+from review_app.services.exchange.uploads import zip_export
 from review_app.services.labels.adjudication import record_gold
 from review_app.services.labels.labeling import record_label
-from review_app.services.labels.labels_io import export_labels_csv
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
-from review_app.services.team.people import Actor, operator_actor, sign_in
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
 from tests.actors import assign

@@ -42,8 +42,8 @@ from review_app.formats import (
     write_openlayer_csv,
 )
 from review_app.formats._ids import slugify
+from review_app.services.access.actors import operator_actor
 from review_app.services.cases.importing import import_records
-from review_app.services.team.people import operator_actor
 from tests.conftest import Database, lane_counts
 
 CONTRACT: dict[str, Any] = {

@@ -24,13 +24,14 @@ from sqlmodel import SQLModel
 
 from review_app.errors import InputError
 from review_app.rubrics import load_rubric_file
+from review_app.services.access.actors import Actor, sign_in
 from review_app.services.cases.importing import import_paths
+from review_app.services.exchange.labels_io import import_labels
 from review_app.services.judging.judge_import import import_verdicts
 from review_app.services.labels.adjudication import record_gold
 from review_app.services.labels.labeling import record_label
-from review_app.services.labels.labels_io import import_labels
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
-from review_app.services.team.people import Actor, add_person, sign_in
+from review_app.services.team.people import add_person
 from tests.actors import assign
 from tests.conftest import DEMO_CASES, REPO, CliResult, Database
 

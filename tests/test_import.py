@@ -19,10 +19,10 @@ from review_app.cases import canonical_json
 from review_app.errors import InputError
 from review_app.evaluator import EVALUATOR_VERSION, diagnostic, evaluate_case, lane
 from review_app.formats import ImportOptions
+from review_app.services.access.actors import operator_actor
 from review_app.services.cases.case_rows import KNOWN_CASE_KEYS, KNOWN_EVENT_KEYS
-from review_app.services.cases.cases import case_view, list_cases, load_case_view
+from review_app.services.cases.case_views import case_view, list_cases, load_case_view
 from review_app.services.cases.importing import import_paths
-from review_app.services.team.people import operator_actor
 from tests.conftest import DEMO_CASES, REPO, Database, lane_counts, row_counts
 
 EXPECTED: dict[str, dict[str, Any]] = json.loads(

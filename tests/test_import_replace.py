@@ -8,10 +8,10 @@ from pathlib import Path
 from sqlmodel import Session
 
 from review_app.formats import ImportOptions
-from review_app.services.cases.cases import case_view
-from review_app.services.cases.demo import load_demo
+from review_app.services.access.actors import operator_actor
+from review_app.services.cases.case_views import case_view
 from review_app.services.cases.importing import import_paths
-from review_app.services.team.people import operator_actor
+from review_app.services.exchange.demo import load_demo
 from tests.conftest import DEMO_CASES, Database, label_count
 
 

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 from sqlmodel import Session
 
-from review_app.services.cases.cases import case_view
+from review_app.services.access.actors import operator_actor
+from review_app.services.cases.case_views import case_view
 from review_app.services.cases.importing import import_paths
-from review_app.services.team.people import operator_actor
 from tests.conftest import DEMO_CASES, Database, lane_counts
 
 

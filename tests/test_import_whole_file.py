@@ -20,8 +20,8 @@ from sqlalchemy import text
 
 from benchmarks.corpus import generate_corpus
 from review_app.formats import ImportOptions
+from review_app.services.access.actors import operator_actor
 from review_app.services.cases.importing import CHUNK_EVENTS
-from review_app.services.team.people import operator_actor
 from tests.conftest import Database, cli_environment, review_app_command, row_counts
 
 

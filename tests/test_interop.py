@@ -27,7 +27,7 @@ import pandas as pd
 import pytest
 
 from review_app.files.csv_safety import neutralise_cell
-from review_app.services.cases.export import LABEL_EXPORT_COLUMNS
+from review_app.services.exchange.export import LABEL_EXPORT_COLUMNS
 from tests.conftest import DEMO_CASES, require_deepeval
 
 RUBRIC = "role-adherence@1"

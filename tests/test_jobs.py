@@ -24,18 +24,18 @@ import pytest
 from sqlmodel import Session, select
 
 from review_app.errors import InputError
+from review_app.services.access.actors import operator_actor, sign_in
 from review_app.services.cases.importing import import_paths
-from review_app.services.judging.endpoints import ENDPOINTS_ENV, endpoint_settings, parse_endpoints
-from review_app.services.operations.audit import audit_entries
-from review_app.services.operations.jobs import (
+from review_app.services.jobs.runner import (
     job_status,
     list_jobs,
     run_worker,
     start_judge_job,
     stop_job,
 )
+from review_app.services.judging.endpoints import ENDPOINTS_ENV, endpoint_settings, parse_endpoints
+from review_app.services.operations.audit import audit_entries
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
-from review_app.services.team.people import operator_actor, sign_in
 from storage import jobs as job_storage
 from storage.engine import create_database_engine
 from storage.models import BackgroundJob, JudgeVerdict

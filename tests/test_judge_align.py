@@ -26,7 +26,10 @@ from sqlmodel import Session, select
 
 from review_app.errors import InputError
 from review_app.rubrics import Rubric
+from review_app.services.access.actors import operator_actor
 from review_app.services.cases.importing import import_paths
+from review_app.services.exchange.labels_io import import_labels
+from review_app.services.jobs.runner import job_status, run_worker, stop_job
 from review_app.services.judging.align import (
     ERROR_BUDGET,
     JSON_KEYS,
@@ -45,10 +48,7 @@ from review_app.services.judging.judge_prompts import list_judge_prompts
 from review_app.services.judging.judge_report import few_shot_material
 from review_app.services.judging.runs import list_judge_runs
 from review_app.services.labels.adjudication import record_gold
-from review_app.services.labels.labels_io import import_labels
-from review_app.services.operations.jobs import job_status, run_worker, stop_job
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
-from review_app.services.team.people import operator_actor
 from storage import prompt_align as align_storage
 from storage.models import AlignCandidate, AlignProposal, ConfirmationTest, JudgeVerdict
 from tests.align_support import (

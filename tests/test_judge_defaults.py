@@ -25,7 +25,9 @@ from sqlmodel import Session
 import storage.judging
 from review_app.errors import InputError
 from review_app.rubrics import Rubric
+from review_app.services.access.actors import operator_actor
 from review_app.services.cases.importing import import_paths
+from review_app.services.jobs.runner import list_jobs, run_worker
 from review_app.services.judging.drift import drift_report
 from review_app.services.judging.endpoints import ENDPOINTS_ENV
 from review_app.services.judging.judge_compare import compare_judge_runs
@@ -44,9 +46,7 @@ from review_app.services.judging.run_defaults import (
 from review_app.services.judging.runs import list_judge_runs
 from review_app.services.labels.adjudication import record_gold, unit_detail
 from review_app.services.operations.audit import audit_entries
-from review_app.services.operations.jobs import list_jobs, run_worker
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
-from review_app.services.team.people import operator_actor
 from tests.conftest import Database
 from tests.judge_support import FakeChatServer, Reply, run_review_app, support_case, write_jsonl
 

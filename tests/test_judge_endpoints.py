@@ -23,6 +23,7 @@ from sqlmodel import Session
 
 from review_app.judging import JudgePrompt, find_judge_prompt
 from review_app.rubrics import Rubric
+from review_app.services.access.actors import operator_actor
 from review_app.services.cases.importing import import_paths
 from review_app.services.judging import judge_runner
 from review_app.services.judging.judge_runner import (
@@ -32,7 +33,6 @@ from review_app.services.judging.judge_runner import (
     select_case_ids,
 )
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
-from review_app.services.team.people import operator_actor
 from storage import judging
 from tests.conftest import Database, cli_test_environment
 from tests.judge_support import (

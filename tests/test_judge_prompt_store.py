@@ -18,6 +18,7 @@ from sqlalchemy.exc import DBAPIError
 from review_app.cli.render_judging import render_run_comparison
 from review_app.errors import DatabaseBusy, InputError, PermissionDenied
 from review_app.rubrics import Rubric
+from review_app.services.access.actors import operator_actor, sign_in
 from review_app.services.cases.importing import import_paths
 from review_app.services.judging.judge_compare import compare_judge_runs
 from review_app.services.judging.judge_import import import_verdicts
@@ -33,7 +34,6 @@ from review_app.services.judging.runs import list_judge_runs
 from review_app.services.labels.adjudication import record_gold
 from review_app.services.operations.audit import audit_entries
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
-from review_app.services.team.people import operator_actor, sign_in
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
 from tests.conftest import Database, cli_test_environment, invoke_cli

@@ -13,8 +13,8 @@ import pytest
 from review_app.errors import InputError
 from review_app.judging import find_judge_prompt
 from review_app.rubrics import parse_rubric_text
+from review_app.services.access.actors import operator_actor
 from review_app.services.judging.judge_runner import run_judge
-from review_app.services.team.people import operator_actor
 from tests.conftest import Database
 from tests.judge_support import FakeChatServer, serve
 from tests.test_judge_service import BREAKS, RUBRICS, UNITS, make_world, stored_verdicts

@@ -13,16 +13,17 @@ from sqlmodel import Session
 from benchmarks.corpus import generate_corpus
 from review_app.errors import InputError
 from review_app.rubrics import Rubric
-from review_app.services.cases.export import export_data
+from review_app.services.access.actors import Actor
 from review_app.services.cases.importing import import_paths
-from review_app.services.judging.audit_samples import draw_audit_sample
+from review_app.services.exchange.export import export_data
+from review_app.services.exchange.labels_io import import_labels
 from review_app.services.judging.judge_import import import_verdicts
 from review_app.services.judging.runs import list_judge_runs
 from review_app.services.judging.selective import certified_verdicts, coverage_curve, route_judges
-from review_app.services.labels.labels_io import import_labels
 from review_app.services.operations.audit import audit_entries
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
-from review_app.services.team.people import Actor, add_person
+from review_app.services.team.audit_samples import draw_audit_sample
+from review_app.services.team.people import add_person
 from review_app.stats.selective import certify_threshold
 from storage.models import Assignment, CertifiedVerdict, Reviewer
 from tests.conftest import Database
@@ -119,9 +120,9 @@ def test_route_falls_back_loudly_then_certifies_on_the_audit_sample(
     )
     drawn = sorted(
         u
-        for u in __import__(
-            "review_app.services.judging.audit_samples", fromlist=["x"]
-        ).audited_units(database.engine, OPERATOR, rubric=world.rubric)
+        for u in __import__("review_app.services.team.audit_samples", fromlist=["x"]).audited_units(
+            database.engine, OPERATOR, rubric=world.rubric
+        )
     )
     world.label(drawn, "audit")
     report = route_judges(

@@ -41,8 +41,10 @@ from review_app.cli.render import render_judge_report
 from review_app.errors import InputError, NotFound, PermissionDenied
 from review_app.judging import JudgePrompt, find_judge_prompt
 from review_app.rubrics import Rubric
-from review_app.services.cases.demo import DEMO_VERDICTS, load_demo
+from review_app.services.access.actors import Actor, operator_actor, sign_in
 from review_app.services.cases.importing import import_paths
+from review_app.services.exchange.demo import DEMO_VERDICTS, load_demo
+from review_app.services.exchange.labels_io import import_labels
 from review_app.services.judging import judge_runner
 from review_app.services.judging.judge_import import import_verdicts
 from review_app.services.judging.judge_report import (
@@ -61,10 +63,8 @@ from review_app.services.judging.judge_runner import (
 )
 from review_app.services.judging.runs import RunListing, list_judge_runs
 from review_app.services.labels.adjudication import gold_labels, record_gold
-from review_app.services.labels.labels_io import import_labels
 from review_app.services.operations.audit import audit_entries
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
-from review_app.services.team.people import Actor, operator_actor, sign_in
 from review_app.stats.core import CLUSTER_METHOD
 from storage import judging
 from storage.models import JudgeVerdict

@@ -16,7 +16,8 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
 from review_app.errors import DatabaseBusy, InputError
-from review_app.services.cases.demo import load_demo
+from review_app.services.access.actors import Actor, operator_actor, sign_in
+from review_app.services.exchange.demo import load_demo
 from review_app.services.labels.key_events import (
     KeyEvent,
     KeyEventsResult,
@@ -25,7 +26,7 @@ from review_app.services.labels.key_events import (
 )
 from review_app.services.labels.labeling import case_labels
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
-from review_app.services.team.people import Actor, add_person, operator_actor, sign_in
+from review_app.services.team.people import add_person
 from storage import labels, reviewers
 from storage.engine import create_database_engine
 from storage.models import Label, LabelEvent

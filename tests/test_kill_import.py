@@ -30,10 +30,10 @@ from sqlalchemy import text
 
 from benchmarks.corpus import generate_corpus
 from benchmarks.reliability import case_integrity
+from review_app.services.access.actors import Actor, sign_in
 from review_app.services.cases.importing import import_paths
 from review_app.services.labels.labeling import record_label
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
-from review_app.services.team.people import Actor, sign_in
 from tests.actors import assign
 from tests.conftest import Database, cli_environment
 
@@ -75,7 +75,7 @@ elif mode == "label-before-commit":  # a label save's statements ran; its commit
     import sqlmodel
 
     from review_app.services.labels.labeling import record_label
-    from review_app.services.team.people import sign_in
+    from review_app.services.access.actors import sign_in
     from review_app.services.rubrics.rubric_catalog import sync_rubrics
     from storage.engine import create_database_engine
 

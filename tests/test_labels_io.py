@@ -19,17 +19,18 @@ from sqlalchemy import Engine, select
 from sqlmodel import Session, col
 
 from review_app.errors import InputError, PermissionDenied
-from review_app.services.cases.demo import DEMO_LABELS, load_demo
-from review_app.services.labels.labeling import record_label
-from review_app.services.labels.labels_io import (
+from review_app.services.access.actors import Actor, operator_actor, sign_in
+from review_app.services.exchange.demo import DEMO_LABELS, load_demo
+from review_app.services.exchange.labels_io import (
     LABEL_COLUMNS,
     export_labels_csv,
     import_labels,
     neutralise_cell,
     restore_cell,
 )
+from review_app.services.labels.labeling import record_label
 from review_app.services.rubrics.rubric_catalog import RubricCatalog, sync_rubrics
-from review_app.services.team.people import Actor, add_person, list_people, operator_actor, sign_in
+from review_app.services.team.people import add_person, list_people
 from storage.migrations import upgrade_database
 from storage.models import Label, Reviewer
 from tests.builders import write_label_csv

@@ -23,9 +23,9 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
-from review_app.services.cases.demo import load_demo
+from review_app.services.access.actors import operator_actor
+from review_app.services.exchange.demo import load_demo
 from review_app.services.judging.local_judge import local_judge_available
-from review_app.services.team.people import operator_actor
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
 from tests.conftest import cli_environment, review_app_command

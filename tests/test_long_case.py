@@ -22,6 +22,7 @@ from sqlalchemy import text
 from streamlit.testing.v1 import AppTest
 
 from benchmarks.corpus import generate_case
+from review_app.services.access.actors import operator_actor
 from review_app.services.cases.case_window import (
     LONG_CASE_EVENTS,
     WINDOW_EVENTS,
@@ -29,7 +30,6 @@ from review_app.services.cases.case_window import (
     turn_window,
 )
 from review_app.services.cases.importing import import_paths
-from review_app.services.team.people import operator_actor
 from storage.engine import create_database_engine
 from tests.served import chromium, free_port, require_browser, serving, wait_healthy
 from tests.test_ui_apptest import APP, TIMEOUT, Keys, panel, run, turn_messages

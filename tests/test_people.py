@@ -10,12 +10,12 @@ import pytest
 
 from review_app.errors import InputError, NotFound, PermissionDenied
 from review_app.rubrics import Rubric
+from review_app.services.access.actors import sign_in
 from review_app.services.cases.importing import import_paths
-from review_app.services.judging.audit_samples import draw_audit_sample
 from review_app.services.labels.labeling import record_label
 from review_app.services.operations.audit import AuditRecord, audit_entries
-from review_app.services.review.queue import assign_cases, queue_page
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
+from review_app.services.team.audit_samples import draw_audit_sample
 from review_app.services.team.people import (
     add_person,
     deactivate_person,
@@ -23,8 +23,8 @@ from review_app.services.team.people import (
     preview_rights_change,
     reactivate_person,
     set_role,
-    sign_in,
 )
+from review_app.services.team.queue import assign_cases, queue_page
 from tests.actors import assign, operator, signed_in
 from tests.conftest import DEMO_CASES, Database
 

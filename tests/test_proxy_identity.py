@@ -17,7 +17,8 @@ from starlette.datastructures import Headers
 from streamlit.testing.v1 import AppTest
 
 from review_app.errors import InputError
-from review_app.services.team.people import add_person, operator_actor, proxy_identity, sign_in
+from review_app.services.access.actors import operator_actor, proxy_identity, sign_in
+from review_app.services.team.people import add_person
 from review_app.ui import auth
 from tests.conftest import Database
 from tests.ui_support import app_database, demo_template, plain

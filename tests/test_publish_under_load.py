@@ -22,9 +22,9 @@ from sqlalchemy import text
 
 from benchmarks.bench_carry_over import build, run_writers
 from review_app.errors import DatabaseBusy
+from review_app.services.access.actors import operator_actor, sign_in
 from review_app.services.rubrics.rubric_carry import publish_rubric
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
-from review_app.services.team.people import operator_actor, sign_in
 from tests.conftest import Database
 
 WRITERS = 4

@@ -16,11 +16,14 @@ from sqlmodel import Session
 
 from review_app.errors import InputError
 from review_app.rubrics import Rubric
-from review_app.services.cases.demo import DEMO_CASES, load_demo
+from review_app.services.access.actors import Actor, operator_actor, sign_in
 from review_app.services.cases.importing import import_paths
-from review_app.services.judging.audit_samples import draw_audit_sample
+from review_app.services.exchange.demo import DEMO_CASES, load_demo
 from review_app.services.labels.labeling import record_label
-from review_app.services.review.queue import (
+from review_app.services.rubrics.rubric_catalog import sync_rubrics
+from review_app.services.team.audit_samples import draw_audit_sample
+from review_app.services.team.people import add_person
+from review_app.services.team.queue import (
     CaseSignals,
     Informativeness,
     ProgressCounts,
@@ -32,8 +35,6 @@ from review_app.services.review.queue import (
     queue_page,
     score_case,
 )
-from review_app.services.rubrics.rubric_catalog import sync_rubrics
-from review_app.services.team.people import Actor, add_person, operator_actor, sign_in
 from storage import assignments, reviewers
 from storage.engine import create_database_engine, read_only
 from storage.models import JudgeRun, JudgeVerdict
@@ -168,7 +169,7 @@ SAVE_IN_ANOTHER_PROCESS = """
 import sys
 from review_app.services.labels.labeling import record_label
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
-from review_app.services.team.people import operator_actor, sign_in
+from review_app.services.access.actors import operator_actor, sign_in
 from storage.engine import create_database_engine
 
 engine = create_database_engine(sys.argv[1])
@@ -442,9 +443,9 @@ def test_turns_drawn_by_uncertainty_keep_their_place_too(sqlite_database: Databa
     """An uncertainty draw is an audit sample for the queue (not for PPI++)."""
     from pathlib import Path
 
-    from review_app.services.judging.audit_samples import draw_uncertainty_sample
     from review_app.services.judging.judge_import import import_verdicts
     from review_app.services.judging.runs import list_judge_runs
+    from review_app.services.judging.uncertainty_audit import draw_uncertainty_sample
 
     engine = sqlite_database.engine
     import_paths(engine, operator_actor(), [DEMO_CASES])

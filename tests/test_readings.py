@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from review_app.services.judging.estimate import NOT_RANDOM
-from review_app.services.review import readings
-from review_app.services.review.readings import FIRST_AUDIT_TURNS, decision_card
+from review_app.ui import readings
+from review_app.ui.readings import FIRST_AUDIT_TURNS, decision_card
 
 
 def coefficient(value: float | None, n: int, ci: list[float] | None = None) -> dict[str, Any]:

@@ -18,12 +18,13 @@ import storage.labels
 from benchmarks.corpus import generate_corpus
 from review_app.errors import PermissionDenied
 from review_app.rubrics import Rubric
+from review_app.services.access.actors import operator_actor
 from review_app.services.cases.importing import import_paths
+from review_app.services.exchange.labels_io import import_labels
 from review_app.services.labels.adjudication import record_gold
-from review_app.services.labels.labels_io import import_labels
 from review_app.services.review.reliability import agreement_over_time_report, reliability_report
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
-from review_app.services.team.people import add_person, operator_actor
+from review_app.services.team.people import add_person
 from storage.reviewers import reviewer_names
 from tests.actors import signed_in
 from tests.conftest import Database

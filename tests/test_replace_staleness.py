@@ -11,13 +11,13 @@ from sqlalchemy import text
 
 from review_app.formats import ImportOptions
 from review_app.rubrics import Rubric
+from review_app.services.access.actors import Actor, sign_in
 from review_app.services.cases.importing import import_paths
 from review_app.services.judging.judge_import import import_verdicts
 from review_app.services.labels.adjudication import record_gold, unit_detail
 from review_app.services.labels.labeling import case_labels, record_label
-from review_app.services.review.queue import queue_page
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
-from review_app.services.team.people import Actor, sign_in
+from review_app.services.team.queue import queue_page
 from tests.actors import assign
 from tests.conftest import Database
 

@@ -32,7 +32,9 @@ from sqlmodel import Session, select
 import storage.labels
 from review_app.errors import PermissionDenied
 from review_app.rubrics import Rubric
-from review_app.services.cases.demo import load_demo
+from review_app.services.access.actors import Actor
+from review_app.services.exchange.demo import load_demo
+from review_app.services.jobs import runner as jobs
 from review_app.services.judging.drift import drift_report
 from review_app.services.judging.estimate import break_rate_estimate
 from review_app.services.judging.judge_import import import_verdicts
@@ -43,12 +45,10 @@ from review_app.services.judging.selective import coverage_curve
 from review_app.services.judging.strata import stratified_estimate
 from review_app.services.labels import labeling
 from review_app.services.labels.adjudication import DisagreementUnit, disagreement_queue
-from review_app.services.operations import jobs
-from review_app.services.review import report_store
+from review_app.services.reports import report_store
 from review_app.services.review.agreement_reports import DashboardData, dashboard_data
 from review_app.services.review.reliability import agreement_over_time_report, reliability_report
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
-from review_app.services.team.people import Actor
 from storage import jobs as job_storage
 from storage import reports
 from storage.engine import create_database_engine

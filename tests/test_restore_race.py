@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 
 from review_app.errors import DatabaseBusy
-from review_app.services.cases.demo import load_demo
+from review_app.services.exchange.demo import load_demo
 from review_app.services.labels.labeling import record_label
 from review_app.services.operations.backup import backup_database, restore_database
 from review_app.services.rubrics.rubric_catalog import sync_rubrics

@@ -17,12 +17,13 @@ from sqlalchemy import func, select
 from sqlmodel import Session
 
 from review_app.errors import InputError, PermissionDenied
-from review_app.services.cases import cases
-from review_app.services.cases.demo import load_demo
-from review_app.services.labels import labeling, labels_io
+from review_app.services.cases import case_views as cases
+from review_app.services.exchange import labels_io
+from review_app.services.exchange.demo import load_demo
+from review_app.services.labels import labeling
 from review_app.services.labels.key_events import KeyEvent, apply_key_events
-from review_app.services.review import queue
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
+from review_app.services.team import queue
 from storage.models import Assignment, Label
 from tests.actors import operator, signed_in
 from tests.conftest import Database

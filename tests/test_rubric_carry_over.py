@@ -18,14 +18,14 @@ from sqlalchemy import func, select
 from sqlmodel import Session, col
 
 from review_app.errors import InputError, PermissionDenied
+from review_app.services.access.actors import operator_actor
 from review_app.services.cases.importing import import_paths
+from review_app.services.exchange.labels_io import export_labels_csv, import_labels
 from review_app.services.judging.judge_import import import_verdicts
 from review_app.services.labels.adjudication import record_gold
-from review_app.services.labels.labels_io import export_labels_csv, import_labels
 from review_app.services.operations.audit import audit_entries
 from review_app.services.rubrics.rubric_carry import publish_rubric, re_review_queue
 from review_app.services.rubrics.rubric_catalog import RubricCatalog, sync_rubrics
-from review_app.services.team.people import operator_actor
 from storage.cases import actor_units
 from storage.models import GoldLabel, JudgeVerdict, Label
 from tests.actors import signed_in

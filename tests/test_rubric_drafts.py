@@ -18,10 +18,10 @@ from sqlmodel import Session, col
 
 from review_app.errors import InputError, PermissionDenied
 from review_app.rubrics import load_rubric_file, parse_rubric_text
+from review_app.services.access.actors import Actor, operator_actor
 from review_app.services.cases.importing import import_paths
-from review_app.services.labels.labels_io import import_labels
+from review_app.services.exchange.labels_io import import_labels
 from review_app.services.operations.audit import audit_entries
-from review_app.services.review.queue import assign_cases
 from review_app.services.rubrics.rubric_carry import publish_rubric
 from review_app.services.rubrics.rubric_catalog import (
     RubricCatalog,
@@ -36,7 +36,7 @@ from review_app.services.rubrics.rubric_drafts import (
     preview_publish,
     save_draft,
 )
-from review_app.services.team.people import Actor, operator_actor
+from review_app.services.team.queue import assign_cases
 from storage.cases import actor_units
 from storage.models import Case, RubricCarry, RubricVersion
 from tests.actors import signed_in

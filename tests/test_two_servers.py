@@ -14,11 +14,12 @@ from typing import Any
 
 import pytest
 
-from review_app.services.cases.demo import load_demo
+from review_app.services.access.actors import Actor, sign_in
+from review_app.services.exchange.demo import load_demo
 from review_app.services.labels.labeling import case_labels
-from review_app.services.review.queue import assign_cases
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
-from review_app.services.team.people import Actor, add_person, sign_in
+from review_app.services.team.people import add_person
+from review_app.services.team.queue import assign_cases
 from tests.conftest import Database
 from tests.served import (
     IDLE,

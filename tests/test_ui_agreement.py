@@ -20,16 +20,16 @@ from sqlmodel import Session, col
 from streamlit.testing.v1 import AppTest
 
 import storage.engine
-from review_app.services.cases.demo import DEMO_CASES
+from review_app.services.access.actors import Actor, operator_actor, sign_in
 from review_app.services.cases.importing import import_paths
+from review_app.services.exchange.demo import DEMO_CASES
+from review_app.services.exchange.labels_io import import_labels
 from review_app.services.judging.drift import drift_report
 from review_app.services.judging.run_defaults import choose_team_judge
 from review_app.services.labels.adjudication import disagreement_queue
-from review_app.services.labels.labels_io import import_labels
 from review_app.services.review.agreement_reports import agreement_report, confusion_between
-from review_app.services.review.queue import assign_cases, open_review_work
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
-from review_app.services.team.people import Actor, operator_actor, sign_in
+from review_app.services.team.queue import assign_cases, open_review_work
 from review_app.ui.charts import confusion_rows
 from storage.engine import create_database_engine
 from storage.models import GoldLabel
@@ -697,10 +697,10 @@ def test_point_figures_first_then_the_intervals_once_their_job_ran(
     """As on a large database (no intervals at once): the page draws the point figures
     and says the intervals are being computed; a worker's job stores them and the next
     run shows them."""
-    from review_app.services.operations.jobs import REPORT_JOB, list_jobs, run_worker
-    from review_app.services.review.readings import alpha_sentence
-    from review_app.services.review.report_store import INLINE_ROWS_ENV
+    from review_app.services.jobs.runner import REPORT_JOB, list_jobs, run_worker
+    from review_app.services.reports.report_store import INLINE_ROWS_ENV
     from review_app.ui.common import INTERVALS_NOTICE
+    from review_app.ui.readings import alpha_sentence
 
     monkeypatch.setenv(INLINE_ROWS_ENV, "0")
     at = open_page("views/agreement.py")

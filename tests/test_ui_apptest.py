@@ -26,14 +26,14 @@ import storage.labels
 from benchmarks.corpus import generate_corpus
 from review_app.errors import PermissionDenied
 from review_app.rubrics import Rubric, default_rubrics_dir
-from review_app.services.cases.cases import list_cases
-from review_app.services.cases.demo import DEMO_CASES
+from review_app.services.access.actors import Actor, operator_actor, sign_in
+from review_app.services.cases.case_views import list_cases
 from review_app.services.cases.importing import import_paths
+from review_app.services.exchange.demo import DEMO_CASES
+from review_app.services.exchange.labels_io import import_labels
 from review_app.services.labels.labeling import case_labels, record_label
-from review_app.services.labels.labels_io import import_labels
-from review_app.services.review.queue import assign_cases
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
-from review_app.services.team.people import Actor, operator_actor, sign_in
+from review_app.services.team.queue import assign_cases
 from storage import assignments, reviewers
 from storage.engine import shared_engine
 from storage.models import RubricVersion
@@ -868,9 +868,9 @@ def test_rubrics_page_shows_labels_examples_and_compares_versions(
     root = _rubric_dir(tmp_path, DEMO_RUBRIC_FILE.read_text(), _v2_text())
     monkeypatch.setenv("REVIEW_APP_RUBRICS_DIR", str(root))
     # issue 34: a file is a draft until published; this test is about published versions
+    from review_app.services.access.actors import operator_actor
     from review_app.services.rubrics.rubric_carry import publish_rubric
     from review_app.services.rubrics.rubric_catalog import sync_rubrics
-    from review_app.services.team.people import operator_actor
 
     publish_rubric(
         engine,

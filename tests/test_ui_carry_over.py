@@ -125,8 +125,8 @@ def test_rubric_ambiguity_notes_are_listed_under_their_code(
     db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from review_app.rubrics import load_rubric_file
+    from review_app.services.access.actors import operator_actor
     from review_app.services.labels.adjudication import record_gold
-    from review_app.services.team.people import operator_actor
     from storage.engine import shared_engine
 
     engine = shared_engine(db_url)
@@ -158,7 +158,8 @@ def test_rubric_ambiguity_notes_are_listed_under_their_code(
 
 
 def test_only_admins_see_the_publish_button(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from review_app.services.team.people import add_person, operator_actor
+    from review_app.services.access.actors import operator_actor
+    from review_app.services.team.people import add_person
     from storage.engine import shared_engine
 
     add_person(shared_engine(db_url), operator_actor(), name="olga", role="policy_owner")

@@ -25,17 +25,17 @@ import storage.engine
 import storage.labels
 from review_app.errors import InputError, PermissionDenied
 from review_app.formats import ImportOptions
-from review_app.services.cases.cases import list_cases, load_case_view
-from review_app.services.cases.demo import DEMO_CASES
-from review_app.services.cases.export import export_data
-from review_app.services.cases.uploads import (
+from review_app.services.access.actors import Actor, operator_actor, sign_in
+from review_app.services.cases.case_views import list_cases, load_case_view
+from review_app.services.exchange.demo import DEMO_CASES
+from review_app.services.exchange.export import export_data
+from review_app.services.exchange.uploads import (
     import_label_upload,
     import_upload,
     validate_upload,
     zip_export,
 )
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
-from review_app.services.team.people import Actor, operator_actor, sign_in
 from storage.engine import shared_engine
 from tests.conftest import REPO, write_lock
 from tests.ui_support import app_database, demo_template, plain

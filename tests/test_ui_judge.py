@@ -17,6 +17,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from review_app.cli.render_judging import render_estimate
+from review_app.services.access.actors import Actor, operator_actor
 from review_app.services.judging.drift import drift_report
 from review_app.services.judging.estimate import break_rate_estimate
 from review_app.services.judging.judge_import import import_verdicts
@@ -24,7 +25,6 @@ from review_app.services.judging.judge_report import calibration_report, disagre
 from review_app.services.judging.runs import list_judge_runs
 from review_app.services.judging.selective import certified_verdicts, route_judges
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
-from review_app.services.team.people import Actor, operator_actor
 from storage.engine import create_database_engine
 from tests.judge_support import REPO
 from tests.ui_support import app_database, demo_template, plain
@@ -536,12 +536,12 @@ def test_after_a_change_slow_reports_show_their_last_figures_until_a_job_has_new
     """As on a large database where every report is slow: the first visit shows the point
     figures (intervals from a job); after a new label the page shows the figures last
     computed, says when they were computed, and the current ones once a job stored them."""
+    from review_app.services.access.actors import sign_in
+    from review_app.services.jobs.runner import REPORT_JOB, run_worker
     from review_app.services.labels.labeling import record_label
-    from review_app.services.operations.jobs import REPORT_JOB, run_worker
-    from review_app.services.review.readings import kappa_sentence
-    from review_app.services.review.report_store import INLINE_ROWS_ENV, WAIT_SECONDS_ENV
-    from review_app.services.team.people import sign_in
+    from review_app.services.reports.report_store import INLINE_ROWS_ENV, WAIT_SECONDS_ENV
     from review_app.ui.common import INTERVALS_NOTICE
+    from review_app.ui.readings import kappa_sentence
 
     monkeypatch.setenv(INLINE_ROWS_ENV, "0")
     monkeypatch.setenv(WAIT_SECONDS_ENV, "0")

@@ -13,13 +13,13 @@ from sqlalchemy import Engine, select
 from sqlmodel import Session
 from streamlit.testing.v1 import AppTest
 
+from review_app.services.access.actors import operator_actor
 from review_app.services.judging.runs import list_judge_runs
 from review_app.services.judging.strata import stratified_estimate
 from review_app.services.judging.stratified_audit import allocation_plan
 from review_app.services.labels.adjudication import record_gold
 from review_app.services.review.reliability import agreement_over_time_report, reliability_report
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
-from review_app.services.team.people import operator_actor
 from storage.engine import create_database_engine
 from storage.labels import current_label_columns
 from storage.models import AuditSample, AuditUnit

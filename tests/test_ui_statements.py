@@ -2,7 +2,7 @@
 
 Each report of a page (the judge page asks for five) checks the data token of what it
 reads; inside one page run each part of the tokens is read once
-(review_app/services/review/report_store.py, ``one_token_read``), so a warm rerun's
+(review_app/services/reports/report_store.py, ``one_token_read``), so a warm rerun's
 statements do not grow with the number of reports. Measured on the demo: judge 16
 statements (40 when every report read the tokens again), agreement 13 (27). A label
 stored by another server still shows at the next rerun.
@@ -18,10 +18,10 @@ import pytest
 from sqlalchemy import Engine, event
 from streamlit.testing.v1 import AppTest
 
+from review_app.services.access.actors import operator_actor
 from review_app.services.labels import labeling
 from review_app.services.review.agreement_reports import agreement_report
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
-from review_app.services.team.people import operator_actor
 from storage.engine import create_database_engine
 from tests.actors import assign, signed_in
 from tests.ui_support import app_database, demo_template

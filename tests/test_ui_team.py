@@ -15,10 +15,11 @@ import pytest
 from sqlmodel import Session
 from streamlit.testing.v1 import AppTest
 
-from review_app.services.cases.cases import list_cases
+from review_app.services.access.actors import operator_actor
+from review_app.services.cases.case_views import list_cases
 from review_app.services.judging.run_defaults import team_judge
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
-from review_app.services.team.people import add_person, list_people, operator_actor
+from review_app.services.team.people import add_person, list_people
 from review_app.services.team.team import team_view
 from storage import assignments
 from storage.engine import shared_engine

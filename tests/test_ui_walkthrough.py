@@ -24,15 +24,15 @@ from review_app.cli.render import render_case_text
 from review_app.errors import InputError
 from review_app.judging import find_judge_prompt, judge_prompts
 from review_app.rubrics import default_rubrics_dir
-from review_app.services.cases.cases import load_case_view
-from review_app.services.cases.export import export_data
-from review_app.services.cases.uploads import zip_export
+from review_app.services.access.actors import Actor, operator_actor
+from review_app.services.cases.case_views import load_case_view
+from review_app.services.exchange.export import export_data
+from review_app.services.exchange.uploads import zip_export
 from review_app.services.judging.judge_import import import_verdicts
 from review_app.services.judging.run_defaults import choose_team_judge
 from review_app.services.judging.runs import list_judge_runs
 from review_app.services.labels.labeling import case_labels, record_label
-from review_app.services.review.queue import assign_cases, informative_queue, next_case
-from review_app.services.team.people import Actor, operator_actor
+from review_app.services.team.queue import assign_cases, informative_queue, next_case
 from storage.engine import shared_engine
 from tests.actors import assign
 from tests.test_ui_apptest import (

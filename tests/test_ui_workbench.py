@@ -10,14 +10,14 @@ from pathlib import Path
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from review_app.services.access.actors import operator_actor
+from review_app.services.jobs.runner import list_jobs, run_worker
 from review_app.services.judging.endpoints import ENDPOINTS_ENV
 from review_app.services.judging.judge_compare import compare_judge_runs
 from review_app.services.judging.judge_prompts import list_judge_prompts
 from review_app.services.judging.runs import list_judge_runs
 from review_app.services.labels.adjudication import gold_labels
-from review_app.services.operations.jobs import list_jobs, run_worker
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
-from review_app.services.team.people import operator_actor
 from storage.engine import create_database_engine
 from tests.judge_support import REPO, FakeChatServer
 from tests.ui_support import app_database, demo_template, plain

@@ -12,11 +12,11 @@ from sqlmodel import Session
 
 from review_app.cli.render_judging import render_estimate
 from review_app.errors import InputError
-from review_app.services.judging.audit_samples import (
+from review_app.services.judging.estimate import break_rate_estimate
+from review_app.services.judging.uncertainty_audit import (
     draw_uncertainty_sample,
     preview_uncertainty_sample,
 )
-from review_app.services.judging.estimate import break_rate_estimate
 from review_app.stats.active import active_mean, uniform_width
 from storage.models import AuditSample, AuditUnit
 from tests.actors import signed_in

@@ -23,13 +23,14 @@ from sqlalchemy import Engine
 from streamlit.testing.v1 import AppTest
 
 from review_app.errors import NotFound
-from review_app.services.cases.cases import case_fingerprint, load_case_view
-from review_app.services.cases.demo import DEMO_CASES
+from review_app.services.access.actors import Actor, operator_actor, sign_in
+from review_app.services.cases.case_views import case_fingerprint, load_case_view
 from review_app.services.cases.importing import import_paths
+from review_app.services.exchange.demo import DEMO_CASES
 from review_app.services.labels.adjudication import unit_detail
 from review_app.services.labels.labeling import case_labels, record_label
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
-from review_app.services.team.people import Actor, add_person, operator_actor, sign_in
+from review_app.services.team.people import add_person
 from review_app.ui.safe import code_span, error_text, escape
 from storage.engine import shared_engine
 from tests.conftest import Database
@@ -334,12 +335,12 @@ def test_serve_hides_error_details_the_way_this_streamlit_reads_it(
 
 def test_a_page_error_shows_no_exception_text(db_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """An error no page expects: its text (paths, values) goes to the server's log only."""
-    import review_app.services.review.queue
+    import review_app.services.team.queue
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError('File "/srv/secret/review_app/storage/access.py", line 12')
 
-    monkeypatch.setattr(review_app.services.review.queue, "queue_page", broken)
+    monkeypatch.setattr(review_app.services.team.queue, "queue_page", broken)
     at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
     monkeypatch.setenv("REVIEW_APP_AUTH", "local")
     monkeypatch.setenv("REVIEW_APP_LOCAL_USER", "ana")

@@ -27,7 +27,7 @@ def cases_list(
     db: DbOption = None,
 ) -> None:
     """Imported cases with their lane and first violation, ordered by case id."""
-    from review_app.services.cases.cases import list_cases
+    from review_app.services.cases.case_views import list_cases
 
     engine = open_engine(db)
     rows = list_cases(engine, lane=lane, offset=offset, limit=limit if limit > 0 else None)
@@ -62,7 +62,7 @@ def cases_show(
 ) -> None:
     """One case turn by turn: actor, active role, text, actions and findings."""
     from review_app.cli.render import case_view_dict, render_case_text
-    from review_app.services.cases.cases import load_case_view
+    from review_app.services.cases.case_views import load_case_view
 
     view = load_case_view(open_engine(db), operator(), case_id=case_id)
     print_report(view, as_json=as_json, render=render_case_text, to_json=case_view_dict)

@@ -32,7 +32,7 @@ def export(
     a manifest with honest denominators. jsonl / csv: labels with case and turn
     context. deepeval: conversational test cases with the gold verdict.
     """
-    from review_app.services.cases.export import export_data, write_export
+    from review_app.services.exchange.export import export_data, write_export
 
     engine = open_engine(db)
     chosen = catalog(engine).for_reports(rubric)

@@ -28,7 +28,7 @@ def jobs_list(
     """List background jobs: status, progress (done/total units), who started them."""
     if ctx.invoked_subcommand is not None:
         return
-    from review_app.services.operations.jobs import list_jobs
+    from review_app.services.jobs.runner import list_jobs
 
     engine = open_engine(db)
     jobs = list_jobs(engine, operator(), limit=limit)
@@ -44,7 +44,7 @@ def jobs_stop(
     db: DbOption = None,
 ) -> None:
     """Stop a job: a queued one at once, a running one within seconds (resumable later)."""
-    from review_app.services.operations.jobs import stop_job
+    from review_app.services.jobs.runner import stop_job
 
     engine = open_engine(db)
     job = stop_job(engine, operator(), job_id=job_id)
@@ -70,7 +70,7 @@ def jobs_work(
     db: DbOption = None,
 ) -> None:
     """Run a job worker in the foreground (serve runs one in each server process)."""
-    from review_app.services.operations.jobs import run_worker, worker_name
+    from review_app.services.jobs.runner import run_worker, worker_name
 
     if lease_seconds <= 0 or poll_seconds <= 0:
         raise typer.BadParameter("--lease-seconds and --poll-seconds are positive")

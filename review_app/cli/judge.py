@@ -328,7 +328,7 @@ def judge_run(
                 "give --endpoint NAME",
                 field="--background",
             )
-        from review_app.services.operations.jobs import start_judge_job
+        from review_app.services.jobs.runner import start_judge_job
 
         job = start_judge_job(
             engine,
@@ -369,7 +369,7 @@ def judge_run(
             )
             for url in (list[str | None](base_url) if base_url else [None])
         ]
-    from review_app.services.operations.jobs import scope_words
+    from review_app.services.jobs.runner import scope_words
 
     case_ids = select_case_ids(engine, case_ids=case, lane=lane, limit=limit)
     try:
@@ -597,13 +597,13 @@ def judge_align(
     """
     import time
 
+    from review_app.services.jobs.runner import ALIGN_JOB, job_status, run_worker, stop_job
     from review_app.services.judging.align import (
         align_json,
         plan_align,
         result_lines,
         start_align_job,
     )
-    from review_app.services.operations.jobs import ALIGN_JOB, job_status, run_worker, stop_job
 
     engine = open_engine(db)
     chosen = catalog(engine).get(rubric)

@@ -26,7 +26,7 @@ def labels_import(
     db: DbOption = None,
 ) -> None:
     """Import labels (case_id,turn,reviewer,label,rubric,rationale); all rows or none."""
-    from review_app.services.labels.labels_io import import_labels
+    from review_app.services.exchange.labels_io import import_labels
 
     engine = open_engine(db)
     summary = import_labels(engine, operator(), label_file, catalog=catalog(engine))
@@ -45,7 +45,7 @@ def labels_export(
     db: DbOption = None,
 ) -> None:
     """Export labels of a rubric version as CSV (same columns as labels import)."""
-    from review_app.services.labels.labels_io import export_labels_csv
+    from review_app.services.exchange.labels_io import export_labels_csv
 
     engine = open_engine(db)
     chosen = catalog(engine).for_reports(rubric)

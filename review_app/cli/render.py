@@ -6,7 +6,7 @@ import textwrap
 from dataclasses import asdict
 from typing import Any
 
-from review_app.services.cases.cases import SHORT_HASH_CHARS, CaseView, TurnView
+from review_app.services.cases.case_views import SHORT_HASH_CHARS, CaseView, TurnView
 from review_app.stats.alt_test import ALT_TEST_SENTENCE
 
 

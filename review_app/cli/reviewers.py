@@ -195,7 +195,7 @@ def assign(
     With --dry-run it prints the (case, reviewer) pairs it would assign and writes nothing.
     """
     from review_app.errors import InputError
-    from review_app.services.review.queue import assign_cases, plan_assignment
+    from review_app.services.team.queue import assign_cases, plan_assignment
 
     engine = open_engine(db)
     chosen = catalog(engine).get(rubric)
@@ -219,7 +219,7 @@ def assign(
     if by_uncertainty is None and (as_json or mix != 0.5):
         raise InputError("only with --by-uncertainty RUN", field="--json" if as_json else "--mix")
     if by_uncertainty is not None:
-        from review_app.services.judging.audit_samples import (
+        from review_app.services.judging.uncertainty_audit import (
             draw_uncertainty_sample,
             preview_uncertainty_sample,
         )
@@ -248,7 +248,7 @@ def assign(
         typer.echo(sample.line())
         return
     if audit_sample is not None:
-        from review_app.services.judging.audit_samples import draw_audit_sample
+        from review_app.services.team.audit_samples import draw_audit_sample
 
         drawn = draw_audit_sample(
             engine,

@@ -93,8 +93,8 @@ def demo(
     (REVIEW_APP_AUTH=proxy or oidc) no person is made for the operating-system user.
     Loading is idempotent.
     """
-    from review_app.services.cases.demo import load_demo
-    from review_app.services.team.people import local_user_name, sign_in_configured
+    from review_app.services.access.actors import local_user_name, sign_in_configured
+    from review_app.services.exchange.demo import load_demo
 
     engine = open_engine(db)
     # Under sign-in nobody is the operating-system user: no person (and no admin) for them.

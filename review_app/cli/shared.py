@@ -131,7 +131,7 @@ def _short(error: BaseException) -> str:
 
 def operator() -> Any:
     """The command line acts as the operator: an admin, recorded as ``operator``."""
-    from review_app.services.team.people import operator_actor
+    from review_app.services.access.actors import operator_actor
 
     return operator_actor()
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from review_app.services.team.people import (
+from review_app.services.access.actors import (
     Actor,
     authorize,
     local_user_name,

@@ -1,7 +1,7 @@
 """Cached reads, shared between the sessions of a server: the engine, the rubric
 catalog, the built view of a case, and the report accessors (each checks the session's
 actor at every call; heavy reports are stored per state of the data, see
-:mod:`review_app.services.review.report_store`).
+:mod:`review_app.services.reports.report_store`).
 """
 
 from __future__ import annotations
@@ -15,26 +15,26 @@ import streamlit as st
 from sqlalchemy import Engine
 
 from review_app.rubrics import default_rubrics_dir
-from review_app.services.cases.cases import CaseView, case_fingerprint, load_case_view
+from review_app.services.access.actors import Actor, authorize
+from review_app.services.cases.case_views import CaseView, case_fingerprint, load_case_view
 from review_app.services.judging.drift import DriftReport
 from review_app.services.judging.estimate import BreakRateEstimate
 from review_app.services.judging.judge_report import FewShotExample, JudgeCalibrationReport
 from review_app.services.judging.selective import CoverageCurve
 from review_app.services.labels.adjudication import DisagreementUnit
 from review_app.services.operations.database import database_url, open_database
-from review_app.services.review import report_store
+from review_app.services.reports import report_store
+from review_app.services.reports.report_store import Shown
 from review_app.services.review.agreement_reports import (
     ConfusionCell,
     DashboardData,
     confusion_between,
 )
-from review_app.services.review.report_store import Shown
 from review_app.services.rubrics.rubric_catalog import (
     RubricCatalog,
     catalog_token,
     sync_rubrics,
 )
-from review_app.services.team.people import Actor, authorize
 from review_app.ui.session import actor
 
 
@@ -114,7 +114,7 @@ def case_view(case_id: str) -> CaseView:
 
 
 def dashboard(ref: str) -> Shown[DashboardData]:
-    """The agreement dashboard (review_app/services/review/report_store.py: stored per state of
+    """The agreement dashboard (review_app/services/reports/report_store.py: stored per state of
     the labels, shared by every server; the actor is checked at every call)."""
     known = catalog()
     rubric = known.for_reports(ref)

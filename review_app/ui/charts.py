@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import altair as alt
 
-from review_app.services.review import readings
+from review_app.ui import readings
 
 if TYPE_CHECKING:
     from review_app.services.review.agreement_reports import ConfusionCell

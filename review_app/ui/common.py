@@ -11,11 +11,11 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from review_app.rubrics import Rubric
+from review_app.services.access.actors import Actor
 from review_app.services.labels.adjudication import DisagreementUnit
-from review_app.services.review.queue import open_review_work
-from review_app.services.review.report_store import Shown
+from review_app.services.reports.report_store import Shown
 from review_app.services.rubrics.rubric_catalog import RubricCatalog, default_ref_for
-from review_app.services.team.people import Actor
+from review_app.services.team.queue import open_review_work
 from review_app.ui import cached, registry, session
 from review_app.ui.safe import code_span, escape
 

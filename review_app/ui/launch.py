@@ -1,10 +1,10 @@
 """The ``serve`` process: background-job workers, then Streamlit, in one process.
 
 ``review-app serve`` execs ``python -m review_app.ui.launch run app.py ...``: the workers
-(review_app/services/operations/jobs.py) start with the server, before any browser connects, live
+(review_app/services/jobs/runner.py) start with the server, before any browser connects, live
 across reruns, reloads and sessions, and die with the process (so a lease runs out and
 another server resumes its job). Judge runs are claimed by a thread of this process (they
-wait on the endpoint); report jobs (review_app/services/review/report_store.py: seconds to
+wait on the endpoint); report jobs (review_app/services/reports/report_store.py: seconds to
 minutes of computing in Python) by a child process, ``python -m review_app.ui.launch
 --report-worker <server pid>``, so that they do not hold the interpreter the pages run
 in (at a lower priority: nice 10); it is started again if it dies, and exits within a
@@ -37,7 +37,7 @@ REPORT_WORKER_NICE = 10
 
 
 def _lease() -> float:
-    from review_app.services.operations.jobs import LEASE_SECONDS
+    from review_app.services.jobs.runner import LEASE_SECONDS
 
     return float(os.environ.get(JOB_LEASE_ENV) or LEASE_SECONDS)
 
@@ -45,8 +45,8 @@ def _lease() -> float:
 def _report_worker(server_pid: int) -> None:
     """The child process: a worker for report jobs, until the server is gone. It runs at
     a lower priority than the server: on a busy machine the pages go first."""
+    from review_app.services.jobs.runner import REPORT_JOB, start_process_worker
     from review_app.services.operations.database import database_url, open_database
-    from review_app.services.operations.jobs import REPORT_JOB, start_process_worker
 
     os.nice(REPORT_WORKER_NICE)
 
@@ -112,8 +112,8 @@ def main() -> None:
         _report_worker(int(sys.argv[2]))
         return
     if os.environ.get(JOB_WORKER_ENV, "1") != "0":
+        from review_app.services.jobs.runner import ALIGN_JOB, JUDGE_RUN, start_process_worker
         from review_app.services.operations.database import database_url, open_database
-        from review_app.services.operations.jobs import ALIGN_JOB, JUDGE_RUN, start_process_worker
 
         url = database_url()
         start_process_worker(

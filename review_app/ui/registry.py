@@ -9,7 +9,7 @@ from pathlib import Path
 
 import streamlit as st
 
-from review_app.services.team.people import Actor
+from review_app.services.access.actors import Actor
 
 PAGES_DIR = Path(__file__).resolve().parent / "views"
 

@@ -1,7 +1,7 @@
 """Reviewer reliability, agreement over time, the break rate by stratum and audits placed by
 stratum, as the team, agreement and judge pages show them: one sentence per figure and
 the next step. Each draws from one service report (stored per state of the data:
-review_app/services/review/report_store.py) and holds no statistics of its own."""
+review_app/services/reports/report_store.py) and holds no statistics of its own."""
 
 from __future__ import annotations
 
@@ -14,12 +14,12 @@ from sqlalchemy import Engine
 
 from review_app.errors import InputError, NotFound, PermissionDenied
 from review_app.rubrics import Rubric
+from review_app.services.access.actors import Actor
 from review_app.services.judging.strata import STRATA_BY
 from review_app.services.judging.stratified_audit import allocation_plan, draw_stratified_sample
-from review_app.services.review import report_store
+from review_app.services.reports import report_store
+from review_app.services.reports.report_store import Shown
 from review_app.services.review.reliability import RELIABILITY_RULES
-from review_app.services.review.report_store import Shown
-from review_app.services.team.people import Actor
 from review_app.ui import charts
 from review_app.ui.safe import error_text, escape
 

@@ -13,6 +13,7 @@ from sqlalchemy import Engine
 
 from review_app.errors import InputError, NotFound, PermissionDenied
 from review_app.rubrics import CHANGES, EXAMPLE_KINDS, VERDICTS, Rubric, RubricDiff
+from review_app.services.access.actors import Actor
 from review_app.services.rubrics.rubric_carry import publish_rubric
 from review_app.services.rubrics.rubric_catalog import RubricCatalog
 from review_app.services.rubrics.rubric_drafts import (
@@ -23,7 +24,6 @@ from review_app.services.rubrics.rubric_drafts import (
     preview_publish,
     save_draft,
 )
-from review_app.services.team.people import Actor
 from review_app.ui import cached, session
 from review_app.ui.safe import code_list, code_span, error_text, escape
 

@@ -13,7 +13,7 @@ from typing import Any
 import streamlit as st
 
 from review_app.errors import PermissionDenied
-from review_app.services.team.people import Actor
+from review_app.services.access.actors import Actor
 from review_app.ui.safe import escape
 
 # key -> default value

@@ -13,6 +13,8 @@ from sqlalchemy import Engine
 
 from review_app.errors import InputError, NotFound, PermissionDenied
 from review_app.rubrics import Rubric
+from review_app.services.access.actors import Actor
+from review_app.services.jobs.runner import stop_job
 from review_app.services.judging.endpoints import BUNDLED_HOST, list_endpoints
 from review_app.services.judging.judge_prompts import (
     PromptCatalog,
@@ -36,10 +38,7 @@ from review_app.services.judging.run_defaults import (
     team_judge,
 )
 from review_app.services.judging.runs import RunListing
-from review_app.services.operations.jobs import stop_job
-from review_app.services.review import readings
-from review_app.services.team.people import Actor
-from review_app.ui import common, registry, session
+from review_app.ui import common, readings, registry, session
 from review_app.ui.safe import code_span, error_text, escape
 
 if TYPE_CHECKING:

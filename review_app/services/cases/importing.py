@@ -27,9 +27,9 @@ from review_app.cases import CaseRecord, content_sha256
 from review_app.errors import InputError
 from review_app.files.discovery import discover_case_files
 from review_app.formats import FORMATS, ImportOptions, open_cases
+from review_app.services.access.actors import Actor, authorize
 from review_app.services.cases.case_rows import ContractHashes, PreparedCase, prepare_case
 from review_app.services.cases.file_import import file_sha256
-from review_app.services.team.people import Actor, authorize
 from storage import audit
 from storage.bulk import timestamp_param
 from storage.cases import (

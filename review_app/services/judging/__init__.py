@@ -20,6 +20,4 @@ Use cases by module:
 - ``local_judge``: (building blocks for the use cases above)
 - ``endpoints``: ``list_endpoints``
 - ``turn_verdicts``: (building blocks for the use cases above)
-- ``audit_samples``: ``draw_audit_sample``, ``draw_uncertainty_sample``, ``uncertainty_sample``,
-  ``audited_units``
 """

@@ -1,7 +1,7 @@
 """A better judge prompt suggested by an optimiser and confirmed on gold it never saw.
 
 docs/reference.md, "Suggesting a prompt". ``judge align`` (and the workbench's "Suggest
-a better prompt") starts a background job (:data:`~review_app.services.operations.jobs.
+a better prompt") starts a background job (:data:`~review_app.services.jobs.runner.
 ALIGN_JOB`) that:
 
 1. fixes three sets of gold units before anything runs, whole conversations each,
@@ -50,7 +50,7 @@ from sqlmodel import Session
 from review_app.errors import InputError
 from review_app.judging import PLACEHOLDERS, JudgePrompt, check_prompt_text, event_block
 from review_app.rubrics import Rubric
-from review_app.services.team.people import Actor, authorize
+from review_app.services.access.actors import Actor, authorize
 from storage import audit, judging
 from storage import cases as cases_storage
 from storage import judge_prompts as prompts_storage
@@ -59,8 +59,8 @@ from storage import prompt_align as align_storage
 from storage.engine import read_only
 
 if TYPE_CHECKING:
+    from review_app.services.jobs.runner import JobView
     from review_app.services.judging.judge_runner import EndpointSettings
-    from review_app.services.operations.jobs import JobView
     from review_app.stats.paired import PairedComparison
 
 log = logging.getLogger(__name__)
@@ -283,7 +283,7 @@ def _budget_of(session: Session, set_row: Any) -> ConfirmationBudget:
 
 def _seen_by_optimisers(engine: Engine, rubric: Rubric) -> set[str]:
     """Conversations any align job of ``rubric`` showed its optimiser (or may have)."""
-    from review_app.services.operations.jobs import ALIGN_JOB
+    from review_app.services.jobs.runner import ALIGN_JOB
     from storage import jobs as job_storage
 
     seen: set[str] = set()
@@ -433,7 +433,7 @@ def start_align_job(
     """Queue an align job (policy owners): its sets are fixed now and recorded with it
     (a new confirmation set is stored now too). Refused while another align job of the
     rubric version is queued or running (both would spend the same budget)."""
-    from review_app.services.operations.jobs import ALIGN_JOB, add_job_row, list_jobs
+    from review_app.services.jobs.runner import ALIGN_JOB, add_job_row, list_jobs
 
     plan = plan_align(
         engine,
@@ -1423,7 +1423,7 @@ def current_align_job(
     """The align job the workbench shows for ``rubric``: one queued or running (whoever
     started it), else the job ``watched`` (this session's), else the newest finished one
     (its result stays on the page). Policy owners and admins."""
-    from review_app.services.operations.jobs import ALIGN_JOB, list_jobs
+    from review_app.services.jobs.runner import ALIGN_JOB, list_jobs
 
     jobs = [
         job

@@ -6,7 +6,7 @@ intervals, the first-break distribution and the slope of the break odds per late
 answer (:mod:`review_app.stats.drift`); reviewer and judge agreement on the same bins.
 
 The report is a JSON document: printed by ``drift --json``, stored as a payload of the
-computed reports (review_app/services/review/report_store.py) and read back as a plain
+computed reports (review_app/services/reports/report_store.py) and read back as a plain
 dictionary. It stays one; :class:`DriftReport` names its keys.
 """
 
@@ -25,10 +25,10 @@ from review_app.agreement.coefficients import krippendorff_alpha
 from review_app.errors import InputError
 from review_app.evaluator import EVALUATOR_VERSION
 from review_app.rubrics import Rubric
+from review_app.services.access.actors import Actor, authorize
 from review_app.services.judging.runs import run_name, run_verdicts
 from review_app.services.labels.adjudication import gold_labels
 from review_app.services.labels.label_table import load_rating_table
-from review_app.services.team.people import Actor, authorize
 from review_app.stats.core import kappa_from_confusion
 from review_app.stats.drift import (
     PositionBin,

@@ -34,6 +34,7 @@ from sqlalchemy import Engine
 
 from review_app import input_policy
 from review_app.errors import InputError
+from review_app.services.access.actors import Actor, authorize
 from review_app.services.judging.judge_runner import (
     DEFAULT_MAX_PROMPT_BYTES,
     MAX_PROMPT_BYTES_LIMIT,
@@ -50,7 +51,6 @@ from review_app.services.judging.local_judge import (
     local_server_command,
     local_server_environment,
 )
-from review_app.services.team.people import Actor, authorize
 
 ENDPOINTS_ENV = "REVIEW_APP_JUDGE_ENDPOINTS"
 LOCAL = "local"

@@ -8,7 +8,7 @@ sample (:mod:`review_app.services.operations.audit`). Without one it falls back,
 adjudicated and unanimous gold, which is not a random sample.
 
 The estimate is a JSON document: printed by ``judge estimate --json``, stored as a
-payload of the computed reports (review_app/services/review/report_store.py) and read
+payload of the computed reports (review_app/services/reports/report_store.py) and read
 back as a plain dictionary. It stays one; :class:`BreakRateEstimate` names its keys.
 """
 
@@ -22,11 +22,7 @@ from sqlalchemy import Engine
 
 from review_app.errors import InputError
 from review_app.rubrics import Rubric
-from review_app.services.judging.audit_samples import (
-    audited_units,
-    scored_turns,
-    uncertainty_sample,
-)
+from review_app.services.access.actors import Actor, authorize
 from review_app.services.judging.runs import run_name, run_verdicts
 from review_app.services.judging.strata import (
     AUDIT_DESIGNS,
@@ -36,8 +32,9 @@ from review_app.services.judging.strata import (
     stratified_estimate,
 )
 from review_app.services.judging.turn_verdicts import TurnVerdicts
+from review_app.services.judging.uncertainty_audit import scored_turns, uncertainty_sample
 from review_app.services.labels.adjudication import gold_labels
-from review_app.services.team.people import Actor, authorize
+from review_app.services.team.audit_samples import audited_units
 from review_app.stats.active import active_mean, uniform_width
 from review_app.stats.core import MIN_PROPORTION_UNITS, proportion
 from review_app.stats.ppi import ppi_mean

@@ -19,14 +19,14 @@ from sqlmodel import Session
 
 from review_app.errors import InputError
 from review_app.rubrics import Rubric
-from review_app.services.judging.audit_samples import audited_units
+from review_app.services.access.actors import Actor, authorize
 from review_app.services.judging.judge_prompts import prompt_refs_for
 from review_app.services.judging.run_defaults import confound, default_pair, team_judge
 from review_app.services.judging.runs import RunListing, list_judge_runs, run_name, run_verdicts
 from review_app.services.judging.turn_verdicts import TurnVerdicts
 from review_app.services.labels.adjudication import gold_labels
 from review_app.services.review.agreement_reports import load_label_columns
-from review_app.services.team.people import Actor, authorize
+from review_app.services.team.audit_samples import audited_units
 from review_app.stats.alt_test import DEFAULT_EPSILON
 from review_app.stats.paired import compare_two_runs
 from storage import judging

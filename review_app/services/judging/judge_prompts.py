@@ -36,7 +36,7 @@ from review_app.judging import (
     load_judge_prompt,
 )
 from review_app.rubrics import Rubric, default_rubrics_dir
-from review_app.services.team.people import Actor, authorize
+from review_app.services.access.actors import Actor, authorize
 from storage import audit, judging
 from storage import judge_prompts as prompts_storage
 from storage.engine import read_only

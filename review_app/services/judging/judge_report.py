@@ -5,7 +5,7 @@ Reads verdicts stored by ``review_app.services.judging.judge_import`` and
 
 The calibration report and the few-shot material are JSON documents: printed by ``judge
 report --json`` and ``judge few-shot``, stored as payloads of the computed reports
-(review_app/services/review/report_store.py) and read back as plain dictionaries. They
+(review_app/services/reports/report_store.py) and read back as plain dictionaries. They
 stay dictionaries; :class:`JudgeCalibrationReport`, :class:`JudgeRunReport`,
 :class:`JudgeDisagreement` and :class:`FewShotExample` name their keys.
 """
@@ -24,12 +24,12 @@ import storage.units
 from review_app import calibration
 from review_app.errors import InputError, NotFound
 from review_app.rubrics import Rubric
-from review_app.services.cases.cases import case_view
+from review_app.services.access.actors import Actor, authorize
+from review_app.services.cases.case_views import case_view
 from review_app.services.judging.runs import run_name, run_verdicts
 from review_app.services.judging.turn_verdicts import TurnVerdicts
 from review_app.services.labels.adjudication import gold_labels
 from review_app.services.review.agreement_reports import load_label_columns
-from review_app.services.team.people import Actor, authorize
 from review_app.stats.alt_test import DEFAULT_EPSILON, alt_test
 from storage import audit, judging
 from storage.engine import read_only

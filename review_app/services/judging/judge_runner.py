@@ -43,10 +43,10 @@ from review_app.judging import (
     parse_judge_answer,
 )
 from review_app.rubrics import Rubric
+from review_app.services.access.actors import Actor, authorize
 from review_app.services.cases.case_selection import selected_cases
 from review_app.services.judging.judge_prompts import store_for_run
 from review_app.services.judging.runs import find_or_create_run, run_name
-from review_app.services.team.people import Actor, authorize
 from storage import audit, judging
 from storage import cases as cases_storage
 from storage.engine import read_only

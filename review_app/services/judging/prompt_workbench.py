@@ -18,12 +18,12 @@ from sqlmodel import Session
 from review_app.errors import InputError
 from review_app.judging import PLACEHOLDERS, ChatMessage, check_prompt_text
 from review_app.rubrics import Rubric
+from review_app.services.access.actors import Actor, authorize
+from review_app.services.jobs.runner import GOLD_SCOPE, JobView, start_judge_job
 from review_app.services.judging.judge_prompts import preview_messages, prompt_refs_for
 from review_app.services.judging.run_defaults import Pairing, default_pair, team_judge
 from review_app.services.judging.runs import RunListing, list_judge_runs, rubric_listings
 from review_app.services.labels.adjudication import gold_labels
-from review_app.services.operations.jobs import GOLD_SCOPE, JobView, start_judge_job
-from review_app.services.team.people import Actor, authorize
 from storage import cases as cases_storage
 from storage import judging
 from storage.engine import read_only
@@ -184,7 +184,7 @@ def current_job(
     """The judge-run job the workbench shows for ``rubric``: one still queued or running
     (whoever started it, so a reload or another tab finds it), else the job ``watched``
     (the one this session started, to show how it ended). Policy owners and admins."""
-    from review_app.services.operations.jobs import JUDGE_RUN, list_jobs
+    from review_app.services.jobs.runner import JUDGE_RUN, list_jobs
 
     jobs = [
         job

@@ -33,13 +33,13 @@ from sqlmodel import Session
 
 from review_app.errors import InputError, NotFound
 from review_app.rubrics import Rubric
+from review_app.services.access.actors import Actor, authorize
 from review_app.services.judging.runs import (
     RunListing,
     list_judge_runs,
     listing_of,
     rubric_listings,
 )
-from review_app.services.team.people import Actor, authorize
 from storage import audit, judging, team_judges
 from storage.engine import read_only
 from storage.models import TeamJudge

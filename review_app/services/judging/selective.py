@@ -7,7 +7,7 @@ audit-sample gold is used when there is any, else all gold with a loud warning.
 
 The routing report and the coverage curve are JSON documents: printed by ``judge route
 --json``, stored as payloads of the computed reports (the curve:
-review_app/services/review/report_store.py) and read back as plain dictionaries. They
+review_app/services/reports/report_store.py) and read back as plain dictionaries. They
 stay dictionaries; :class:`RouteReport` and :class:`CoverageCurve` name their keys.
 """
 
@@ -25,11 +25,11 @@ from sqlmodel import Session
 import storage.certified_verdicts
 from review_app.errors import InputError
 from review_app.rubrics import Rubric
-from review_app.services.judging.audit_samples import audited_units
+from review_app.services.access.actors import Actor, authorize
 from review_app.services.judging.runs import run_verdicts
 from review_app.services.labels.adjudication import gold_labels
-from review_app.services.review.queue import assign_cases
-from review_app.services.team.people import Actor, authorize
+from review_app.services.team.audit_samples import audited_units
+from review_app.services.team.queue import assign_cases
 from review_app.stats.selective import route_cascade
 from storage import audit
 from storage.engine import read_only

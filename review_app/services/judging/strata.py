@@ -40,11 +40,11 @@ from review_app.calibration.reference import compare_to_reference
 from review_app.errors import InputError
 from review_app.evaluator import EVALUATOR_VERSION
 from review_app.rubrics import Rubric
-from review_app.services.cases.cases import LANES
+from review_app.services.access.actors import Actor, authorize
+from review_app.services.cases.case_views import LANES
 from review_app.services.judging.runs import run_verdicts
 from review_app.services.judging.turn_verdicts import TurnVerdicts
 from review_app.services.labels.adjudication import gold_labels
-from review_app.services.team.people import Actor, authorize
 from review_app.stats.core import MIN_PROPORTION_UNITS, Estimate
 from review_app.stats.drift import PositionBin
 from review_app.stats.stratified import StratifiedBreakRate, stratified_break_rate

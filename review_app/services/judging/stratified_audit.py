@@ -28,10 +28,11 @@ from sqlmodel import Session
 import storage.audit_samples
 from review_app.errors import InputError
 from review_app.rubrics import Rubric
-from review_app.services.judging.audit_samples import EarlierDraw, earlier_draw
+from review_app.services.access.actors import Actor, authorize
 from review_app.services.judging.strata import budget_sentence, fit_strata, strata_order
-from review_app.services.review.queue import AssignmentReport, assign_cases
-from review_app.services.team.people import Actor, assignable_people, authorize
+from review_app.services.team.audit_samples import EarlierDraw, earlier_draw
+from review_app.services.team.people import assignable_people
+from review_app.services.team.queue import AssignmentReport, assign_cases
 from review_app.stats.core import MIN_PROPORTION_UNITS
 from review_app.stats.stratified import neyman_allocation
 from storage import audit

@@ -21,13 +21,13 @@ from sqlalchemy.exc import IntegrityError
 
 from review_app.errors import InputError, NotFound
 from review_app.rubrics import Rubric
+from review_app.services.access.actors import Actor, authorize
 from review_app.services.labels.labeling import (
     AlreadyApplied,
     SavedLabel,
     case_labels,
     record_label,
 )
-from review_app.services.team.people import Actor, authorize
 
 MAX_CLIENT_ID_CHARS = 64
 MAX_EVENTS_PER_CALL = 500

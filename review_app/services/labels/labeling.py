@@ -18,8 +18,8 @@ from sqlmodel import Session
 from review_app import input_policy
 from review_app.errors import InputError
 from review_app.rubrics import Rubric
-from review_app.services.cases.cases import check_case_access, checked_case_id
-from review_app.services.team.people import Actor, authorize, require_reviewer_id
+from review_app.services.access.actors import Actor, authorize, require_reviewer_id
+from review_app.services.access.case_access import check_case_access, checked_case_id
 from storage import assignments, audit, cases, labels
 from storage.engine import read_only
 from storage.labels import LabelRow

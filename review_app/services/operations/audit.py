@@ -16,7 +16,7 @@ from sqlalchemy import Engine
 from sqlmodel import Session
 
 from review_app.errors import InputError
-from review_app.services.team.people import Actor, authorize
+from review_app.services.access.actors import Actor, authorize
 from storage import audit
 from storage.engine import read_only
 from storage.models import AuditEntry

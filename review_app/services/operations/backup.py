@@ -17,7 +17,7 @@ from typing import Any
 from sqlmodel import Session
 
 from review_app.errors import InputError
-from review_app.services.team.people import Actor, authorize
+from review_app.services.access.actors import Actor, authorize
 from storage import audit, backup
 from storage.engine import create_database_engine, database_url
 

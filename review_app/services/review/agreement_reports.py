@@ -7,7 +7,7 @@ counts (adjudicated, unanimous, left in disagreement).
 
 The agreement report is a JSON document: printed by ``agreement --json`` and stored, in
 :class:`DashboardData`, as a payload of the computed reports
-(review_app/services/review/report_store.py). It stays a dictionary;
+(review_app/services/reports/report_store.py). It stays a dictionary;
 :class:`AgreementReport` names its keys.
 """
 
@@ -27,9 +27,9 @@ import storage.gold
 import storage.units
 from review_app.agreement import RatingTable, agreement_summary
 from review_app.rubrics import Rubric
+from review_app.services.access.actors import Actor, authorize
 from review_app.services.labels.adjudication import gold_counts
 from review_app.services.labels.label_table import load_rating_table, rating_table
-from review_app.services.team.people import Actor, authorize
 from review_app.stats.confusion import confusion_from_codes
 from storage import labels
 from storage.engine import read_only

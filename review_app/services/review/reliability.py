@@ -30,7 +30,7 @@ from review_app.agreement.reliability import (
 )
 from review_app.errors import InputError
 from review_app.rubrics import Rubric
-from review_app.services.team.people import Actor, authorize
+from review_app.services.access.actors import Actor, authorize
 from review_app.stats.core import CLUSTER_METHOD
 from storage.engine import read_only
 

@@ -22,12 +22,12 @@ from sqlmodel import Session
 import storage.units
 from review_app.errors import InputError
 from review_app.rubrics import RE_REVIEW_CHANGES, Rubric, RubricMapping, map_rubrics
+from review_app.services.access.actors import Actor, authorize, require_reviewer_id
 from review_app.services.rubrics.rubric_catalog import (
     RubricCatalog,
     source_name,
     store_rubric_version,
 )
-from review_app.services.team.people import Actor, authorize, require_reviewer_id
 from storage import assignments, audit, carry, judging
 from storage.engine import read_only
 from storage.models import utcnow

@@ -27,7 +27,7 @@ from review_app.rubrics import (
     parse_rubric_ref,
     rubric_from_dict,
 )
-from review_app.services.team.people import Actor, authorize
+from review_app.services.access.actors import Actor, authorize
 from storage import audit, rubric_versions
 from storage.engine import read_only
 

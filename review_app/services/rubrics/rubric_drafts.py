@@ -19,13 +19,13 @@ from review_app.errors import InputError, NotFound
 from review_app.files.limits import MAX_RUBRIC_FILE_BYTES
 from review_app.rubrics import Rubric, RubricDiff, diff_rubrics, parse_rubric_text
 from review_app.rubrics.editing import next_version_text, rubric_yaml, with_code
+from review_app.services.access.actors import Actor, authorize
 from review_app.services.rubrics.rubric_carry import CarryReport, publish_rubric
 from review_app.services.rubrics.rubric_catalog import (
     RubricCatalog,
     file_name,
     store_rubric_version,
 )
-from review_app.services.team.people import Actor, authorize
 from storage import audit, rubric_versions
 from storage.engine import read_only
 

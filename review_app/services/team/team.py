@@ -2,8 +2,8 @@
 left unassigned, and one sentence saying what to do next.
 
 The team page (``review_app/ui/views/team.py``) shows this and calls the same
-services the commands call to change it: :func:`~review_app.services.review.queue.assign_cases`
-(``review-app assign``), :func:`~review_app.services.judging.audit_samples.draw_audit_sample`
+services the commands call to change it: :func:`~review_app.services.team.queue.assign_cases`
+(``review-app assign``), :func:`~review_app.services.team.audit_samples.draw_audit_sample`
 (``review-app assign --audit-sample``) and the people services (``review-app reviewers``).
 """
 
@@ -16,7 +16,7 @@ from sqlmodel import Session
 
 import storage.cases
 from review_app.rubrics import Rubric
-from review_app.services.team.people import Actor, authorize
+from review_app.services.access.actors import Actor, authorize
 from storage import assignments, reviewers
 from storage.engine import read_only
 

@@ -6,7 +6,7 @@ import streamlit as st
 
 from review_app.errors import DatabaseBusy, InputError, NotFound
 from review_app.input_policy import parse_turn_text
-from review_app.services.cases.cases import TurnView
+from review_app.services.cases.case_views import TurnView
 from review_app.services.labels.adjudication import (
     ambiguity_notes,
     first_open_unit,

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from review_app.services.review import readings
-from review_app.ui import cached, charts, common, reviewer_figures
+from review_app.ui import cached, charts, common, readings, reviewer_figures
 from review_app.ui.safe import escape
 
 actor = common.policy_owner("The agreement dashboard is for policy owners; reviewers label blind.")

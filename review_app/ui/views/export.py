@@ -5,9 +5,9 @@ from __future__ import annotations
 import streamlit as st
 
 from review_app.errors import InputError
-from review_app.services.cases.cases import LANES
-from review_app.services.cases.export import EXPORT_FORMATS, export_data, export_file_name
-from review_app.services.cases.uploads import zip_export
+from review_app.services.cases.case_views import LANES
+from review_app.services.exchange.export import EXPORT_FORMATS, export_data, export_file_name
+from review_app.services.exchange.uploads import zip_export
 from review_app.ui import cached, common, session
 from review_app.ui.safe import error_text, escape
 

@@ -6,7 +6,11 @@ import streamlit as st
 
 from review_app.errors import InputError, PermissionDenied
 from review_app.formats import FORMAT_NAMES, ImportOptions
-from review_app.services.cases.uploads import import_label_upload, import_upload, validate_upload
+from review_app.services.exchange.uploads import (
+    import_label_upload,
+    import_upload,
+    validate_upload,
+)
 from review_app.ui import auth, cached, common
 from review_app.ui.safe import code_span, escape
 

@@ -7,18 +7,26 @@ import json
 import streamlit as st
 
 from review_app.errors import InputError, PermissionDenied
-from review_app.services.cases.uploads import import_verdict_upload
-from review_app.services.judging.audit_samples import draw_audit_sample
+from review_app.services.exchange.uploads import import_verdict_upload
 from review_app.services.judging.judge_report import (
     NotEnoughGold,
     disagreement_explorer,
     fit_run_calibration,
 )
 from review_app.services.judging.run_defaults import run_choices
-from review_app.services.review import readings
+from review_app.services.team.audit_samples import draw_audit_sample
 from review_app.services.team.people import list_people
 from review_app.stats.alt_test import ALT_TEST_SENTENCE
-from review_app.ui import cached, charts, common, registry, reviewer_figures, session, workbench
+from review_app.ui import (
+    cached,
+    charts,
+    common,
+    readings,
+    registry,
+    reviewer_figures,
+    session,
+    workbench,
+)
 from review_app.ui.safe import code_span, escape
 
 

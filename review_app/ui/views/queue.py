@@ -8,10 +8,10 @@ import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
 from review_app.errors import InputError
-from review_app.services.cases.cases import LANES
-from review_app.services.review.queue import assign_cases, informative_queue, next_case, queue_page
+from review_app.services.cases.case_views import LANES
 from review_app.services.rubrics.rubric_carry import re_review_queue
 from review_app.services.team.people import list_people
+from review_app.services.team.queue import assign_cases, informative_queue, next_case, queue_page
 from review_app.ui import cached, common, registry, session
 from review_app.ui.safe import code_list, code_span, error_text, escape
 

@@ -16,14 +16,14 @@ from typing import Any
 import streamlit as st
 
 from review_app.errors import DatabaseBusy, InputError, NotFound, PermissionDenied
+from review_app.services.cases.case_views import SHORT_HASH_CHARS, CaseView, TurnView
 from review_app.services.cases.case_window import WINDOW_EVENTS, TurnWindow, turn_window
-from review_app.services.cases.cases import SHORT_HASH_CHARS, CaseView, TurnView
 from review_app.services.judging.selective import certified_verdicts
 from review_app.services.labels.key_events import apply_key_events, parse_key_events
 from review_app.services.labels.labeling import CaseLabels, case_labels
-from review_app.services.review.queue import next_case
 from review_app.services.rubrics.rubric_carry import ReReviewItem, re_review_queue
 from review_app.services.rubrics.rubric_keys import key_map_for
+from review_app.services.team.queue import next_case
 from review_app.ui import cached, common, keys, registry, session
 from review_app.ui.safe import code_list, code_span, error_text, escape
 

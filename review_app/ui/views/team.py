@@ -15,27 +15,27 @@ from typing import Any
 import streamlit as st
 
 from review_app.errors import InputError, NotFound, PermissionDenied
-from review_app.services.cases.cases import LANES
-from review_app.services.judging.audit_samples import (
-    draw_audit_sample,
+from review_app.services.access.actors import ROLES
+from review_app.services.cases.case_views import LANES
+from review_app.services.judging.run_defaults import run_choices
+from review_app.services.judging.runs import list_judge_runs
+from review_app.services.judging.uncertainty_audit import (
     draw_uncertainty_sample,
     preview_uncertainty_sample,
 )
-from review_app.services.judging.run_defaults import run_choices
-from review_app.services.judging.runs import list_judge_runs
-from review_app.services.review.queue import (
-    MODE_WORDS,
-    AssignmentReport,
-    assign_cases,
-    plan_assignment,
-)
+from review_app.services.team.audit_samples import draw_audit_sample
 from review_app.services.team.people import (
-    ROLES,
     add_person,
     deactivate_person,
     preview_rights_change,
     reactivate_person,
     set_role,
+)
+from review_app.services.team.queue import (
+    MODE_WORDS,
+    AssignmentReport,
+    assign_cases,
+    plan_assignment,
 )
 from review_app.services.team.team import team_view
 from review_app.ui import cached, common, reviewer_figures

@@ -7,7 +7,7 @@ Create Date: 2026-12-09
 One row per report key (kind, rubric version, parameters): the data token it was
 computed for, its payload (JSON), how long computing it took and when. Every server reads it before
 computing a report again, and replaces it when the token changed
-(review_app/services/review/report_store.py, storage/reports.py). An index on the cases'
+(review_app/services/reports/report_store.py, storage/reports.py). An index on the cases'
 import time keeps the cases' part of that token cheap.
 """
 

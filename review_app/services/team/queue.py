@@ -27,8 +27,9 @@ from review_app import input_policy
 from review_app.errors import InputError
 from review_app.evaluator import EVALUATOR_VERSION
 from review_app.rubrics import Rubric
-from review_app.services.cases.cases import check_lane
-from review_app.services.team.people import Actor, assignable_people, authorize
+from review_app.services.access.actors import Actor, authorize
+from review_app.services.cases.case_views import check_lane
+from review_app.services.team.people import assignable_people
 from storage import assignments, audit, audit_samples
 from storage.assignments import QueueRow
 from storage.cases import list_case_summaries

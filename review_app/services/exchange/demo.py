@@ -7,14 +7,15 @@ from pathlib import Path
 
 from sqlalchemy import Engine
 
+from review_app.services.access.actors import Actor, authorize
 from review_app.services.cases.importing import ImportSummary, import_paths
+from review_app.services.exchange.labels_io import LabelImportSummary, import_labels
 from review_app.services.judging.judge_import import JudgeImportSummary, import_verdicts
 from review_app.services.judging.run_defaults import choose_team_judge, team_judge
 from review_app.services.judging.runs import list_judge_runs
-from review_app.services.labels.labels_io import LabelImportSummary, import_labels
-from review_app.services.review.queue import AssignmentReport, assign_cases
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
-from review_app.services.team.people import Actor, add_person, authorize, list_people
+from review_app.services.team.people import add_person, list_people
+from review_app.services.team.queue import AssignmentReport, assign_cases
 
 DEMO_DIR = Path(__file__).resolve().parents[2] / "demo_data"
 DEMO_CASES = DEMO_DIR / "cases"

@@ -9,7 +9,7 @@ heartbeat that also records progress, runs it as the person who started it (thei
 role is checked again), and honours a Stop (:func:`stop_job`). If the worker dies its
 lease runs out and another worker resumes the job; a judge run asks only the units
 not answered yet, so nothing stored is asked twice. A report job (:data:`REPORT_JOB`,
-queued by review_app/services/review/report_store.py when a page shows a report without its
+queued by review_app/services/reports/report_store.py when a page shows a report without its
 intervals, or its figures from before the latest change) computes the report for the
 data as it is and stores it in the reports table. Each server runs one worker for
 judge runs (a thread) and one for reports (a child process: review_app/ui/launch.py), so
@@ -38,7 +38,7 @@ from sqlalchemy import Engine
 from sqlmodel import Session
 
 from review_app.errors import DatabaseBusy, InputError, NotFound, PermissionDenied
-from review_app.services.team.people import Actor, authorize, operator_actor
+from review_app.services.access.actors import Actor, authorize, operator_actor
 from storage import audit
 from storage import jobs as job_storage
 from storage.engine import read_only
@@ -255,7 +255,7 @@ def add_job_row(
 def queue_report_job(engine: Engine, actor: Actor, *, parameters: dict[str, Any]) -> JobView:
     """Queue a report job for ``parameters`` (report, rubric, parameters, token),
     unless one with the same parameters is queued or running: then that one. Called by
-    review_app/services/review/report_store.py for the person looking at the report (a policy
+    review_app/services/reports/report_store.py for the person looking at the report (a policy
     owner or admin); no audit entry (it changes no data, and report keys carry no
     secrets)."""
     actor = authorize(engine, actor, "policy_owner")
@@ -459,7 +459,7 @@ class _Beat:
 
 
 def _job_actor(engine: Engine, view: JobView) -> Actor:
-    from review_app.services.team.people import actor_for_job
+    from review_app.services.access.actors import actor_for_job
 
     with Session(read_only(engine)) as session:
         job = job_storage.get_job(session, job_id=view.id)
@@ -520,7 +520,7 @@ def _execute(engine: Engine, view: JobView, *, owner: str, lease_seconds: float)
 
 
 def _execute_report_job(engine: Engine, view: JobView, *, owner: str, lease_seconds: float) -> None:
-    from review_app.services.review.report_store import compute_report
+    from review_app.services.reports.report_store import compute_report
 
     def finish(status: str, **values: Any) -> None:
         with Session(engine) as session:

@@ -22,7 +22,7 @@ A page gets the stored report when its token is current. Otherwise:
   (default 5,000);
 - else, for a report with bootstrap intervals (agreement, judge report, drift): its
   point figures (0 resamples) at once when they fit in the same limits, and a report job
-  (review_app/services/operations/jobs.py, one per key and token) computes and stores the
+  (review_app/services/jobs/runner.py, one per key and token) computes and stores the
   figures with intervals;
 - else, when the report is one a page only reads and figures of it are stored: the
   figures last computed (``stale``, from before the change) while a report job computes
@@ -66,6 +66,7 @@ import storage.units
 from review_app.errors import DatabaseBusy, InputError
 from review_app.evaluator import EVALUATOR_VERSION
 from review_app.rubrics import Rubric
+from review_app.services.access.actors import Actor, authorize
 from review_app.services.judging.drift import DriftReport, drift_report
 from review_app.services.judging.estimate import BreakRateEstimate, break_rate_estimate
 from review_app.services.judging.judge_report import (
@@ -84,7 +85,6 @@ from review_app.services.review.reliability import (
     agreement_over_time_report,
     reliability_report,
 )
-from review_app.services.team.people import Actor, authorize
 from storage import reports
 from storage.engine import on_every_commit, read_only
 
@@ -650,7 +650,7 @@ def _shown(
     a report a page only reads whose point figures were slow too, the figures last
     computed while a job computes the current ones; else the point figures computed now,
     and the intervals by a job."""
-    from review_app.services.operations import jobs
+    from review_app.services.jobs import runner as jobs
 
     actor = authorize(engine, actor, "policy_owner")
     spec = KINDS[kind]
@@ -831,8 +831,8 @@ def intervals_ready(engine: Engine, actor: Actor, *, waiting: dict[str, Any]) ->
     """Whether a page waiting for a report (:attr:`Shown.waiting`) should draw again: it
     is stored for the awaited token, or its job ended (done elsewhere, or failed), or is
     gone (finished report jobs are deleted after a while: see
-    review_app/services/operations/jobs.py)."""
-    from review_app.services.operations import jobs
+    review_app/services/jobs/runner.py)."""
+    from review_app.services.jobs import runner as jobs
 
     actor = authorize(engine, actor, "policy_owner")
     kind = str(waiting["report"])

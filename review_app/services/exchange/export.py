@@ -44,10 +44,10 @@ from review_app.formats.fixtures import (
     redact_text,
 )
 from review_app.rubrics import Rubric
+from review_app.services.access.actors import Actor, authorize
 from review_app.services.cases.case_selection import selected_cases
-from review_app.services.cases.cases import CaseView, case_view, check_lane
+from review_app.services.cases.case_views import CaseView, case_view, check_lane
 from review_app.services.labels.adjudication import GoldSet, gold_labels
-from review_app.services.team.people import Actor, authorize
 from storage import audit
 from storage.engine import read_only
 

@@ -32,17 +32,12 @@ from review_app.errors import InputError, PermissionDenied
 from review_app.files.csv_safety import csv_text, neutralise_cell, restore_cell
 from review_app.files.named_rows import named_rows
 from review_app.rubrics import Rubric, parse_rubric_ref
-from review_app.services.cases.cases import not_in_queue
-from review_app.services.cases.export import LABEL_EXPORT_COLUMNS
+from review_app.services.access.actors import Actor, authorize, check_new_person_name, display_of
+from review_app.services.access.case_access import not_in_queue
 from review_app.services.cases.file_import import file_sha256, record_error, with_stored_turns
+from review_app.services.exchange.export import LABEL_EXPORT_COLUMNS
 from review_app.services.labels.labeling import MAX_RATIONALE_CHARS
 from review_app.services.rubrics.rubric_catalog import RubricCatalog
-from review_app.services.team.people import (
-    Actor,
-    authorize,
-    check_new_person_name,
-    display_of,
-)
 from storage import assignments, audit, labels, reviewers
 
 LABEL_COLUMNS = ("case_id", "turn", "reviewer", "label", "rubric", "rationale")

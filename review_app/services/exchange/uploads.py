@@ -23,12 +23,12 @@ from review_app.errors import InputError
 from review_app.evaluator import lane
 from review_app.formats import FORMATS, ImportOptions, open_cases
 from review_app.rubrics import Rubric
-from review_app.services.cases.export import ExportResult
+from review_app.services.access.actors import Actor, authorize
 from review_app.services.cases.importing import ImportSummary, StoredConflicts, import_paths
+from review_app.services.exchange.export import ExportResult
+from review_app.services.exchange.labels_io import LabelImportSummary, import_labels
 from review_app.services.judging.judge_import import JudgeImportSummary, import_verdicts
-from review_app.services.labels.labels_io import LabelImportSummary, import_labels
 from review_app.services.rubrics.rubric_catalog import RubricCatalog
-from review_app.services.team.people import Actor, authorize
 
 MAX_UPLOAD_BYTES = 200 * 1024 * 1024
 _SAFE_SUFFIXES = (".json", ".jsonl", ".ndjson", ".csv")
