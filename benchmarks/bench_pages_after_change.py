@@ -141,7 +141,8 @@ class Relabel:
 def reports_settled(database: Path, *, timeout: float = 1800.0) -> float:
     """Seconds until no report job is queued or running on ``database`` (this checkout)."""
     from review_app.services.access.actors import operator_actor
-    from review_app.services.jobs.runner import REPORT_JOB, list_jobs
+    from review_app.services.jobs.runner import list_jobs
+    from review_app.services.reports.report_jobs import REPORT_JOB
     from storage.engine import create_database_engine
 
     engine = create_database_engine(f"sqlite:///{database}")

@@ -39,6 +39,7 @@ from review_app.services.judging import (
     estimate,
     judge_compare,
     judge_import,
+    judge_jobs,
     judge_prompts,
     judge_report,
     judge_runner,
@@ -49,10 +50,11 @@ from review_app.services.judging import (
     strata,
     stratified_audit,
     uncertainty_audit,
+    unit_with_judge,
 )
 from review_app.services.labels import adjudication, key_events, labeling
 from review_app.services.operations import audit, backup
-from review_app.services.reports import report_store
+from review_app.services.reports import report_jobs, report_store
 from review_app.services.review import agreement_reports, reliability
 from review_app.services.rubrics import rubric_carry, rubric_catalog, rubric_drafts
 from review_app.services.team import audit_samples, people, queue, team
@@ -221,6 +223,29 @@ GUARDED: dict[str, tuple[Call, str]] = {
         ),
         "denied",
     ),
+    "unit_with_judge.unit_detail_with_judge": (
+        lambda w, a: unit_with_judge.unit_detail_with_judge(
+            w.engine, a, rubric=w.rubric, case_id=CASE, turn=2
+        ),
+        "denied",
+    ),
+    "judge_jobs.run_judge_job": (
+        lambda w, a: judge_jobs.run_judge_job(
+            w.engine,
+            a,
+            rubric=w.rubric,
+            prompt=None,
+            asked={"scope": "gold"},
+            settings=[],  # type: ignore[arg-type]
+        ),
+        "denied",
+    ),
+    "judge_jobs.resolve_rubric_and_prompt": (
+        lambda w, a: judge_jobs.resolve_rubric_and_prompt(
+            w.engine, a, rubric=RUBRIC, prompt="role-judge@v1", judge=None
+        ),
+        "denied",
+    ),
     "adjudication.unit_detail": (
         lambda w, a: adjudication.unit_detail(w.engine, a, rubric=w.rubric, case_id=CASE, turn=2),
         "denied",
@@ -314,8 +339,8 @@ GUARDED: dict[str, tuple[Call, str]] = {
         "denied",
     ),
     "endpoints.list_endpoints": (lambda w, a: endpoints.list_endpoints(w.engine, a), "denied"),
-    "runner.start_judge_job": (
-        lambda w, a: jobs.start_judge_job(
+    "judge_jobs.start_judge_job": (
+        lambda w, a: judge_jobs.start_judge_job(
             w.engine, a, rubric=RUBRIC, prompt="role-judge@v1", endpoint="nowhere"
         ),
         "denied",
@@ -346,14 +371,14 @@ GUARDED: dict[str, tuple[Call, str]] = {
         lambda w, a: prompt_workbench.compare_for_workbench(w.engine, a, rubric=w.rubric),
         "denied",
     ),
-    "runner.queue_report_job": (
-        lambda w, a: jobs.queue_report_job(
+    "report_jobs.queue_report_job": (
+        lambda w, a: report_jobs.queue_report_job(
             w.engine, a, parameters={"report": "drift", "rubric": RUBRIC, "parameters": {}}
         ),
         "denied",
     ),
-    "runner.latest_report_job": (
-        lambda w, a: jobs.latest_report_job(w.engine, a, parameters={"report": "drift"}),
+    "report_jobs.latest_report_job": (
+        lambda w, a: report_jobs.latest_report_job(w.engine, a, parameters={"report": "drift"}),
         "denied",
     ),
     "report_store.agreement_dashboard": (
@@ -766,13 +791,21 @@ EXEMPT: dict[str, str] = {
     "runs.listing_of": "takes an open Session: a building block of the authorized listings",
     "runs.listings_of": "takes an open Session: a building block of the authorized listings",
     "runs.rubric_listings": "takes an open Session: a building block of the authorized listings",
-    "report_store.token_part": "takes an open Session: a part of the tokens, for authorized reads",
+    "page_run.token_part": "takes an open Session: a part of the tokens, for authorized reads",
     "run_defaults.confound": "pure: words for two runs the caller listed",
     "run_defaults.default_pair": "pure: picks from runs the caller listed",
     "run_defaults.default_run": "pure: picks from runs the caller listed",
     "run_defaults.team_run": "pure: picks from runs the caller listed",
     "run_defaults.why_default": "pure: words for a run the caller picked",
-    "runner.scope_words": "pure: words for a job's parameters",
+    "judge_jobs.scope_words": "pure: words for a judge run's parameters",
+    "judge_jobs.prompt_source": "pure: a prompt reference, a template's path made absolute",
+    "runner.register_job_kind": "no data: adds a kind's handler to this process's registry",
+    "runner.registered_kinds": "no data: the kinds this process's workers can run",
+    "runner.job_view": "pure: a job row the caller read, as the faces show it",
+    "runner.job_actor": "issues the actor of a stored job's creator to the worker (through "
+    "actors.actor_for_job, which reads their current role)",
+    "report_jobs.prune_report_jobs": "the report worker's housekeeping after a report job "
+    "(deletes finished report jobs past the retention; no person's data)",
     "judge_runner.url_host": "pure: host and port of a URL",
     "selective.units_needed": "pure: a number from alpha and delta",
     "runs.run_name": "pure: formats a run",
@@ -792,7 +825,7 @@ EXEMPT: dict[str, str] = {
     "labels_io.parse_label_file": "pure: parses a local file",
     "actors.local_user_name": "no data: the local user's name from the environment",
     "align.align_json": "pure: the --json document of an align result",
-    "report_store.run_memo": "no data of its own: calls the read it is given once per page "
+    "page_run.run_memo": "no data of its own: calls the read it is given once per page "
     "run (the caller's read authorizes)",
     "align.ceiling": "pure: over gold and verdicts the caller read",
     "align.confirmation_level": "pure: the level of a confirmation set's k-th test",
@@ -840,7 +873,7 @@ EXEMPT: dict[str, str] = {
     "report_store.report_key": "pure: names a report from its kind and parameters",
     "report_store.inline_rows": "no data: a setting from the environment",
     "report_store.wait_seconds": "no data: a setting from the environment",
-    "report_store.one_token_read": "no data: scopes the reports' token reads to one page run",
+    "page_run.one_token_read": "no data: scopes the reports' token reads to one page run",
     "report_store.page_seconds": "no data: a setting from the environment",
     "report_store.page_budget": "no data: scopes the seconds of reports computed at once to "
     "one page run",
@@ -864,7 +897,7 @@ EXEMPT_WITH_DATABASE = {
     "runs.listing_of",
     "runs.listings_of",
     "runs.rubric_listings",
-    "report_store.token_part",
+    "page_run.token_part",
     "judge_prompts.store_for_run",
     "rubric_catalog.store_rubric_version",
     "judge_runner.select_case_ids",
@@ -879,7 +912,9 @@ EXEMPT_WITH_DATABASE = {
     "strata.strata_of",
     "audit_samples.earlier_draw",
     "runner.add_job_row",
-    "report_store.run_memo",
+    "page_run.run_memo",
+    "runner.job_actor",
+    "report_jobs.prune_report_jobs",
 }
 
 

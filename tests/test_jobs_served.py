@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 from sqlmodel import Session, select
 
-from review_app.services.jobs.runner import job_status, start_judge_job
+from review_app.services.jobs.runner import job_status
 from review_app.services.judging.endpoints import ENDPOINTS_ENV
+from review_app.services.judging.judge_jobs import start_judge_job
 from storage.engine import create_database_engine
 from storage.migrations import upgrade_database
 from storage.models import BackgroundJob

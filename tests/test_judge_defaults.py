@@ -44,7 +44,8 @@ from review_app.services.judging.run_defaults import (
     team_judge,
 )
 from review_app.services.judging.runs import list_judge_runs
-from review_app.services.labels.adjudication import record_gold, unit_detail
+from review_app.services.judging.unit_with_judge import unit_detail_with_judge
+from review_app.services.labels.adjudication import record_gold
 from review_app.services.operations.audit import audit_entries
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
 from tests.conftest import Database
@@ -318,7 +319,7 @@ def test_the_adjudicate_judge_column_is_one_complete_run_for_every_unit(world: W
     world.run("v3", status="partial", units=UNITS)  # stopped, newest: never the column
     choose_team_judge(world.engine, OP, rubric=world.rubric, run_id=some)
     seen = {
-        unit: unit_detail(
+        unit: unit_detail_with_judge(
             world.engine, OP, rubric=world.rubric, case_id=unit[0], turn=unit[1]
         ).judge
         for unit in (UNITS[0], UNITS[5])

@@ -35,6 +35,7 @@ from review_app.rubrics import Rubric
 from review_app.services.access.actors import Actor
 from review_app.services.exchange.demo import load_demo
 from review_app.services.jobs import runner as jobs
+from review_app.services.judging import judge_jobs
 from review_app.services.judging.drift import drift_report
 from review_app.services.judging.estimate import break_rate_estimate
 from review_app.services.judging.judge_import import import_verdicts
@@ -45,7 +46,8 @@ from review_app.services.judging.selective import coverage_curve
 from review_app.services.judging.strata import stratified_estimate
 from review_app.services.labels import labeling
 from review_app.services.labels.adjudication import DisagreementUnit, disagreement_queue
-from review_app.services.reports import report_store
+from review_app.services.operations import page_run
+from review_app.services.reports import report_jobs, report_store
 from review_app.services.review.agreement_reports import DashboardData, dashboard_data
 from review_app.services.review.reliability import agreement_over_time_report, reliability_report
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
@@ -273,13 +275,13 @@ def test_the_interval_job_fills_in_what_the_page_showed_without(
     again = read(servers.first, servers.owner, rubric=servers.rubric)
     assert again.waiting == point.waiting
     same(again.value, point.value)
-    queued = jobs.list_jobs(servers.first, servers.owner, kinds=[jobs.REPORT_JOB])
+    queued = jobs.list_jobs(servers.first, servers.owner, kinds=[report_jobs.REPORT_JOB])
     assert [job.status for job in queued] == ["queued"]  # one job per key and token
     assert not report_store.intervals_ready(servers.first, servers.owner, waiting=point.waiting)
 
     # the other server's worker (as in each serve process) runs it
-    assert jobs.run_worker(servers.second, until_idle=True, kinds=[jobs.REPORT_JOB]) == 1
-    (done,) = jobs.list_jobs(servers.first, servers.owner, kinds=[jobs.REPORT_JOB])
+    assert jobs.run_worker(servers.second, until_idle=True, kinds=[report_jobs.REPORT_JOB]) == 1
+    (done,) = jobs.list_jobs(servers.first, servers.owner, kinds=[report_jobs.REPORT_JOB])
     assert done.status == "done" and done.result is not None and done.result["computed"]
     assert report_store.intervals_ready(servers.first, servers.owner, waiting=point.waiting)
 
@@ -287,7 +289,7 @@ def test_the_interval_job_fills_in_what_the_page_showed_without(
     assert full.status == "current" and full.waiting is None
     assert interval(full.value) is not None
     same(full.value, compute(servers))
-    assert len(jobs.list_jobs(servers.first, servers.owner, kinds=[jobs.REPORT_JOB])) == 1
+    assert len(jobs.list_jobs(servers.first, servers.owner, kinds=[report_jobs.REPORT_JOB])) == 1
 
 
 def test_a_failed_interval_job_is_said_and_not_queued_again(
@@ -302,11 +304,11 @@ def test_a_failed_interval_job_is_said_and_not_queued_again(
 
     monkeypatch.setattr(report_store, "drift_report", broken)
     report_store.drift(servers.first, servers.owner, rubric=servers.rubric)
-    jobs.run_worker(servers.first, until_idle=True, kinds=[jobs.REPORT_JOB])
+    jobs.run_worker(servers.first, until_idle=True, kinds=[report_jobs.REPORT_JOB])
     shown = report_store.drift(servers.first, servers.owner, rubric=servers.rubric)
     assert shown.status == "failed"
     assert shown.error == "RuntimeError: the bootstrap ran out of memory"
-    (job,) = jobs.list_jobs(servers.first, servers.owner, kinds=[jobs.REPORT_JOB])
+    (job,) = jobs.list_jobs(servers.first, servers.owner, kinds=[report_jobs.REPORT_JOB])
     assert job.status == "failed"
 
 
@@ -316,7 +318,7 @@ def _old_job(
     *,
     status: str = "done",
     days: float = 0.0,
-    kind: str = jobs.REPORT_JOB,
+    kind: str = report_jobs.REPORT_JOB,
 ) -> int:
     """A job of ``kind`` stored as it would be after finishing (or in ``status``)
     ``days`` ago."""
@@ -360,11 +362,11 @@ def test_pruning_deletes_finished_jobs_past_a_week_or_beyond_the_newest_of_their
     old_other = _old_job(e, _report_job("drift", "t1"), status="stopped", days=8)
     old_unfinished = [_old_job(e, _report_job("drift", t), status=s, days=30) for t, s in
                       (("q", "queued"), ("r", "running"))]  # fmt: skip
-    old_judge_run = _old_job(e, {"rubric": RUBRIC}, kind=jobs.JUDGE_RUN, days=30)
+    old_judge_run = _old_job(e, {"rubric": RUBRIC}, kind=judge_jobs.JUDGE_RUN, days=30)
     with Session(e) as session:
         deleted = job_storage.prune_finished(
             session,
-            kind=jobs.REPORT_JOB,
+            kind=report_jobs.REPORT_JOB,
             finished_before=datetime.now(UTC) - timedelta(days=7),
             key_prefix=prefix,
             keep=3,
@@ -385,7 +387,7 @@ def test_pruning_deletes_finished_jobs_past_a_week_or_beyond_the_newest_of_their
     with Session(e) as session:  # again: nothing more to delete
         again = job_storage.prune_finished(
             session,
-            kind=jobs.REPORT_JOB,
+            kind=report_jobs.REPORT_JOB,
             finished_before=datetime.now(UTC) - timedelta(days=7),
             key_prefix=prefix,
             keep=3,
@@ -399,18 +401,20 @@ def test_the_report_worker_prunes_finished_report_jobs_and_keeps_judge_runs(
 ) -> None:
     monkeypatch.setenv(report_store.INLINE_ROWS_ENV, "0")  # as on a large database
     s = servers
-    keep = jobs.REPORT_JOBS_KEEP_PER_KEY
+    keep = report_jobs.REPORT_JOBS_KEEP_PER_KEY
     earlier = [_old_job(s.first, _report_job("agreement", f"t{i}"), days=1) for i in range(keep)]
-    past_week = _old_job(s.first, _report_job("drift", "t0"), days=jobs.REPORT_JOBS_KEEP_DAYS + 1)
-    judge_run = _old_job(s.first, {"rubric": RUBRIC}, kind=jobs.JUDGE_RUN, days=365)
+    past_week = _old_job(
+        s.first, _report_job("drift", "t0"), days=report_jobs.REPORT_JOBS_KEEP_DAYS + 1
+    )
+    judge_run = _old_job(s.first, {"rubric": RUBRIC}, kind=judge_jobs.JUDGE_RUN, days=365)
     waiting = report_store.agreement_dashboard(s.first, s.owner, rubric=s.rubric).waiting
     assert waiting is not None
-    assert jobs.run_worker(s.second, until_idle=True, kinds=[jobs.REPORT_JOB]) == 1
+    assert jobs.run_worker(s.second, until_idle=True, kinds=[report_jobs.REPORT_JOB]) == 1
 
     left = _job_ids(s.first)
     assert earlier[0] not in left and past_week not in left
     assert set(earlier[1:]) <= left and judge_run in left
-    finished = jobs.list_jobs(s.first, s.owner, kinds=[jobs.REPORT_JOB])
+    finished = jobs.list_jobs(s.first, s.owner, kinds=[report_jobs.REPORT_JOB])
     assert len(finished) == keep  # the job just run and the newest before it
     assert finished[0].parameters == waiting
     assert report_store.intervals_ready(s.first, s.owner, waiting=waiting)
@@ -429,7 +433,7 @@ def test_after_a_change_a_slow_report_shows_its_last_figures_until_a_job_has_new
     assert report_store.judge_calibration(s.first, s.owner, rubric=s.rubric).status == "computing"
     estimate = report_store.run_estimate(s.first, s.owner, rubric=s.rubric, run_id=s.run_id)
     assert estimate.status == "current"  # never computed: at once (it has no intervals)
-    jobs.run_worker(s.second, until_idle=True, kinds=[jobs.REPORT_JOB])
+    jobs.run_worker(s.second, until_idle=True, kinds=[report_jobs.REPORT_JOB])
     before = report_store.judge_calibration(s.first, s.owner, rubric=s.rubric)
     assert before.status == "current"
 
@@ -449,7 +453,7 @@ def test_after_a_change_a_slow_report_shows_its_last_figures_until_a_job_has_new
     report_store.open_disagreements(s.second, s.owner, rubric=s.rubric)
     assert sum(queue_calls.values()) == 1
 
-    assert jobs.run_worker(s.first, until_idle=True, kinds=[jobs.REPORT_JOB]) == 2
+    assert jobs.run_worker(s.first, until_idle=True, kinds=[report_jobs.REPORT_JOB]) == 2
     assert report_store.intervals_ready(s.first, s.owner, waiting=stale.waiting)
     fresh = report_store.judge_calibration(s.second, s.owner, rubric=s.rubric)
     assert fresh.status == "current"
@@ -466,7 +470,7 @@ def test_a_report_that_was_quick_is_computed_at_once_after_a_change(
     assert report_store.agreement_dashboard(s.first, s.owner, rubric=s.rubric).status == (
         "computing"  # never computed, and large by the rows it reads
     )
-    jobs.run_worker(s.first, until_idle=True, kinds=[jobs.REPORT_JOB])
+    jobs.run_worker(s.first, until_idle=True, kinds=[report_jobs.REPORT_JOB])
     _label_again(s.first, s.rubric)
     calls = counted(monkeypatch, "dashboard_data")
     again = report_store.agreement_dashboard(s.second, s.owner, rubric=s.rubric)
@@ -508,22 +512,22 @@ def test_one_page_run_computes_at_once_only_what_fits_in_its_budget(
     first = parts(s.first)  # never computed: at once (no intervals), outside a page run
     assert [shown.status for shown in first] == ["current"] * 3
     _label_again(s.first, s.rubric)
-    with report_store.one_token_read(), report_store.page_budget(0.5):
+    with page_run.one_token_read(), report_store.page_budget(0.5):
         during_change = parts(s.second)
     # one report computed at once, not three
     assert [shown.status for shown in during_change] == ["current", "stale", "stale"]
     for old, stale in zip(first[1:], during_change[1:], strict=True):
         same(stale.value, old.value)
         assert stale.waiting is not None
-    assert jobs.run_worker(s.first, until_idle=True, kinds=[jobs.REPORT_JOB]) == 2
-    with report_store.one_token_read(), report_store.page_budget(0.5):
+    assert jobs.run_worker(s.first, until_idle=True, kinds=[report_jobs.REPORT_JOB]) == 2
+    with page_run.one_token_read(), report_store.page_budget(0.5):
         assert [shown.status for shown in parts(s.second)] == ["current"] * 3
 
     # On data as small as the demo's the page shows current figures, over budget or not
     # (a loaded machine makes the demo's reports slow, not large).
     monkeypatch.setenv(report_store.INLINE_ROWS_ENV, "5000")
     _label_again(s.first, s.rubric)
-    with report_store.one_token_read(), report_store.page_budget(0.0):
+    with page_run.one_token_read(), report_store.page_budget(0.0):
         assert [shown.status for shown in parts(s.second)] == ["current"] * 3
 
 
@@ -546,7 +550,7 @@ def test_one_run_reads_each_token_part_once_and_again_after_its_own_commit(
     report_store.drift(s.first, s.owner, rubric=s.rubric)
     assert len(reads) == 2  # outside a page run: every report reads its token
 
-    with report_store.one_token_read():  # one run of a page
+    with page_run.one_token_read():  # one run of a page
         report_store.judge_calibration(s.first, s.owner, rubric=s.rubric)
         report_store.drift(s.first, s.owner, rubric=s.rubric)
         assert report_store.open_disagreements(s.first, s.owner, rubric=s.rubric) == before
@@ -559,7 +563,7 @@ def test_one_run_reads_each_token_part_once_and_again_after_its_own_commit(
         same(after, disagreement_queue(s.first, s.owner, rubric=s.rubric))
         assert after != before
 
-    with report_store.one_token_read():  # the next run, after a label stored elsewhere
+    with page_run.one_token_read():  # the next run, after a label stored elsewhere
         _label_again(s.second, s.rubric)
         same(
             report_store.open_disagreements(s.first, s.owner, rubric=s.rubric),

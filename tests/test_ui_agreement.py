@@ -697,7 +697,8 @@ def test_point_figures_first_then_the_intervals_once_their_job_ran(
     """As on a large database (no intervals at once): the page draws the point figures
     and says the intervals are being computed; a worker's job stores them and the next
     run shows them."""
-    from review_app.services.jobs.runner import REPORT_JOB, list_jobs, run_worker
+    from review_app.services.jobs.runner import list_jobs, run_worker
+    from review_app.services.reports.report_jobs import REPORT_JOB
     from review_app.services.reports.report_store import INLINE_ROWS_ENV
     from review_app.ui.common import INTERVALS_NOTICE
     from review_app.ui.readings import alpha_sentence

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from review_app.services.access.actors import operator_actor
-from review_app.services.jobs.runner import ALIGN_JOB, list_jobs, run_worker
-from review_app.services.judging.align import VERDICTS
+from review_app.services.jobs.runner import list_jobs, run_worker
+from review_app.services.judging.align import ALIGN_JOB, VERDICTS
 from review_app.services.judging.endpoints import ENDPOINTS_ENV
 from storage.engine import create_database_engine
 from tests.align_support import OptimiserStub, endpoints_file, helpful_proposals, word_judge

@@ -537,8 +537,9 @@ def test_after_a_change_slow_reports_show_their_last_figures_until_a_job_has_new
     figures (intervals from a job); after a new label the page shows the figures last
     computed, says when they were computed, and the current ones once a job stored them."""
     from review_app.services.access.actors import sign_in
-    from review_app.services.jobs.runner import REPORT_JOB, run_worker
+    from review_app.services.jobs.runner import run_worker
     from review_app.services.labels.labeling import record_label
+    from review_app.services.reports.report_jobs import REPORT_JOB
     from review_app.services.reports.report_store import INLINE_ROWS_ENV, WAIT_SECONDS_ENV
     from review_app.ui.common import INTERVALS_NOTICE
     from review_app.ui.readings import kappa_sentence

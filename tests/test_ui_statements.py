@@ -2,7 +2,7 @@
 
 Each report of a page (the judge page asks for five) checks the data token of what it
 reads; inside one page run each part of the tokens is read once
-(review_app/services/reports/report_store.py, ``one_token_read``), so a warm rerun's
+(review_app/services/operations/page_run.py, ``one_token_read``), so a warm rerun's
 statements do not grow with the number of reports. Measured on the demo: judge 16
 statements (40 when every report read the tokens again), agreement 13 (27). A label
 stored by another server still shows at the next rerun.

@@ -70,6 +70,7 @@ def jobs_work(
     db: DbOption = None,
 ) -> None:
     """Run a job worker in the foreground (serve runs one in each server process)."""
+    from review_app.services.job_kinds import ALL_KINDS
     from review_app.services.jobs.runner import run_worker, worker_name
 
     if lease_seconds <= 0 or poll_seconds <= 0:
@@ -83,6 +84,7 @@ def jobs_work(
         lease_seconds=lease_seconds,
         poll_seconds=poll_seconds,
         until_idle=until_idle,
+        kinds=ALL_KINDS,
         on_claim=lambda job: typer.echo(f"job {job.id}: claimed ({job.kind})", err=True),
     )
     typer.echo(f"worker {owner}: ran {ran} job(s)")

@@ -308,13 +308,8 @@ def judge_run(
     model again resumes where it stopped. Unparseable answers are stored as errors.
     """
     from review_app.errors import InputError
-    from review_app.services.judging.judge_prompts import prompt_for_run
-    from review_app.services.judging.judge_runner import (
-        EndpointSettings,
-        JudgeRunInterrupted,
-        run_judge,
-        select_case_ids,
-    )
+    from review_app.services.judging.judge_jobs import resolve_rubric_and_prompt, run_judge_job
+    from review_app.services.judging.judge_runner import EndpointSettings, JudgeRunInterrupted
 
     if endpoint is not None and (base_url or model or api_key):
         raise InputError(
@@ -328,7 +323,7 @@ def judge_run(
                 "give --endpoint NAME",
                 field="--background",
             )
-        from review_app.services.jobs.runner import start_judge_job
+        from review_app.services.judging.judge_jobs import start_judge_job
 
         job = start_judge_job(
             engine,
@@ -346,8 +341,9 @@ def judge_run(
         )
         typer.echo(f"job {job.id} queued: review-app jobs  (stop: review-app jobs stop {job.id})")
         return
-    chosen = catalog(engine).get(rubric)
-    template = prompt_for_run(engine, operator(), rubric=chosen, ref=prompt, judge=judge)
+    chosen, template = resolve_rubric_and_prompt(
+        engine, operator(), rubric=rubric, prompt=prompt, judge=judge
+    )
     if endpoint is not None:
         from review_app.services.judging.endpoints import endpoint_settings
 
@@ -369,19 +365,15 @@ def judge_run(
             )
             for url in (list[str | None](base_url) if base_url else [None])
         ]
-    from review_app.services.jobs.runner import scope_words
-
-    case_ids = select_case_ids(engine, case_ids=case, lane=lane, limit=limit)
     try:
         with unit_progress(f"judging with {template.ref}") as callback:
-            summary = run_judge(
+            summary = run_judge_job(
                 engine,
                 operator(),
                 rubric=chosen,
                 prompt=template,
+                asked={"case_ids": case, "lane": lane, "limit": limit},
                 settings=settings,
-                case_ids=case_ids,
-                scope=scope_words({"case_ids": case, "lane": lane, "limit": limit}),
                 progress=callback,
             )
     except JudgeRunInterrupted as interrupted:
@@ -597,8 +589,9 @@ def judge_align(
     """
     import time
 
-    from review_app.services.jobs.runner import ALIGN_JOB, job_status, run_worker, stop_job
+    from review_app.services.jobs.runner import job_status, run_worker, stop_job
     from review_app.services.judging.align import (
+        ALIGN_JOB,
         align_json,
         plan_align,
         result_lines,

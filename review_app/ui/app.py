@@ -12,7 +12,8 @@ import streamlit as st
 
 from review_app.errors import DatabaseBusy, InputError, PermissionDenied
 from review_app.services.access.actors import one_role_read
-from review_app.services.reports.report_store import one_token_read, page_budget
+from review_app.services.operations.page_run import one_token_read
+from review_app.services.reports.report_store import page_budget
 from review_app.ui import auth, keys, registry, session
 from review_app.ui.safe import code_span, error_text, escape
 

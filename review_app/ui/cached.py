@@ -22,6 +22,7 @@ from review_app.services.judging.estimate import BreakRateEstimate
 from review_app.services.judging.judge_report import FewShotExample, JudgeCalibrationReport
 from review_app.services.judging.selective import CoverageCurve
 from review_app.services.labels.adjudication import DisagreementUnit
+from review_app.services.operations import page_run
 from review_app.services.operations.database import database_url, open_database
 from review_app.services.reports import report_store
 from review_app.services.reports.report_store import Shown
@@ -74,9 +75,7 @@ def catalog() -> RubricCatalog:
     who = authorize(engine(), actor(), "reviewer")
     root = default_rubrics_dir()
     # read once per page run: a page asks for the catalog several times
-    stored = report_store.run_memo(
-        engine(), "rubric_versions", lambda: catalog_token(engine(), who)
-    )
+    stored = page_run.run_memo(engine(), "rubric_versions", lambda: catalog_token(engine(), who))
     return _catalog(database_url(), str(root), _rubric_signature(root), stored, who)
 
 

@@ -45,18 +45,29 @@ def _lease() -> float:
 def _report_worker(server_pid: int) -> None:
     """The child process: a worker for report jobs, until the server is gone. It runs at
     a lower priority than the server: on a busy machine the pages go first."""
-    from review_app.services.jobs.runner import REPORT_JOB, start_process_worker
+    from review_app.services.job_kinds import REPORT_KINDS
+    from review_app.services.jobs.runner import start_process_worker
     from review_app.services.operations.database import database_url, open_database
 
     os.nice(REPORT_WORKER_NICE)
 
     url = database_url()
-    start_process_worker(open_database(url), url=url, lease_seconds=_lease(), kinds=[REPORT_JOB])
+    start_process_worker(open_database(url), url=url, lease_seconds=_lease(), kinds=REPORT_KINDS)
     while os.getppid() == server_pid:
         time.sleep(1.0)
     # The server is gone: leave at once (a report being computed is computed again by
     # another worker once its lease runs out).
     os._exit(0)
+
+
+def _endpoint_worker() -> None:
+    """This server's worker thread for the jobs that wait on a judge endpoint."""
+    from review_app.services.job_kinds import ENDPOINT_KINDS
+    from review_app.services.jobs.runner import start_process_worker
+    from review_app.services.operations.database import database_url, open_database
+
+    url = database_url()
+    start_process_worker(open_database(url), url=url, lease_seconds=_lease(), kinds=ENDPOINT_KINDS)
 
 
 def _keep_report_worker() -> None:
@@ -112,13 +123,9 @@ def main() -> None:
         _report_worker(int(sys.argv[2]))
         return
     if os.environ.get(JOB_WORKER_ENV, "1") != "0":
-        from review_app.services.jobs.runner import ALIGN_JOB, JUDGE_RUN, start_process_worker
-        from review_app.services.operations.database import database_url, open_database
-
-        url = database_url()
-        start_process_worker(
-            open_database(url), url=url, lease_seconds=_lease(), kinds=[JUDGE_RUN, ALIGN_JOB]
-        )
+        # The job kinds import the judging services: in a thread, so the server listens
+        # without waiting for them.
+        threading.Thread(target=_endpoint_worker, name="job-worker-start", daemon=True).start()
         threading.Thread(target=_keep_report_worker, name="report-worker", daemon=True).start()
     from streamlit.web import cli
 

@@ -1,8 +1,8 @@
 """A better judge prompt suggested by an optimiser and confirmed on gold it never saw.
 
 docs/reference.md, "Suggesting a prompt". ``judge align`` (and the workbench's "Suggest
-a better prompt") starts a background job (:data:`~review_app.services.jobs.runner.
-ALIGN_JOB`) that:
+a better prompt") starts a background job (:data:`ALIGN_JOB`,
+registered with the job runner) that:
 
 1. fixes three sets of gold units before anything runs, whole conversations each,
    stratified by the conversation's gold verdict: the optimiser's train and validation
@@ -51,6 +51,27 @@ from review_app.errors import InputError
 from review_app.judging import PLACEHOLDERS, JudgePrompt, check_prompt_text, event_block
 from review_app.rubrics import Rubric
 from review_app.services.access.actors import Actor, authorize
+from review_app.services.jobs.runner import (
+    Heartbeat,
+    JobKind,
+    JobOutcome,
+    JobView,
+    add_job_row,
+    list_jobs,
+    register_job_kind,
+)
+from review_app.services.judging.endpoints import endpoint_settings, find_endpoint
+from review_app.services.judging.judge_prompts import (
+    create_judge_prompt,
+    list_judge_prompts,
+    prompt_for_run,
+)
+from review_app.services.judging.judge_runner import run_judge
+from review_app.services.judging.runs import run_name, run_verdicts
+from review_app.services.judging.turn_verdicts import TurnVerdicts
+from review_app.services.labels.adjudication import gold_labels
+from review_app.services.review.agreement_reports import load_label_columns
+from review_app.services.rubrics.rubric_catalog import sync_rubrics
 from storage import audit, judging
 from storage import cases as cases_storage
 from storage import judge_prompts as prompts_storage
@@ -59,11 +80,13 @@ from storage import prompt_align as align_storage
 from storage.engine import read_only
 
 if TYPE_CHECKING:
-    from review_app.services.jobs.runner import JobView
     from review_app.services.judging.judge_runner import EndpointSettings
     from review_app.stats.paired import PairedComparison
 
 log = logging.getLogger(__name__)
+
+ALIGN_JOB = "judge_align"
+"""The job kind of a prompt suggested by an optimiser and confirmed on held-out gold."""
 
 Unit = tuple[str, int]
 
@@ -283,7 +306,6 @@ def _budget_of(session: Session, set_row: Any) -> ConfirmationBudget:
 
 def _seen_by_optimisers(engine: Engine, rubric: Rubric) -> set[str]:
     """Conversations any align job of ``rubric`` showed its optimiser (or may have)."""
-    from review_app.services.jobs.runner import ALIGN_JOB
     from storage import jobs as job_storage
 
     seen: set[str] = set()
@@ -317,9 +339,6 @@ def plan_align(
     verdict); once spent, a fresh one from gold in conversations no align job showed its
     optimiser. Refused (:class:`InputError`) when the budget is spent and no fresh gold
     is there, or when a set would be too small."""
-    from review_app.services.judging.endpoints import find_endpoint
-    from review_app.services.judging.judge_prompts import prompt_for_run
-    from review_app.services.labels.adjudication import gold_labels
 
     actor = authorize(engine, actor, "policy_owner")
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 10:
@@ -433,7 +452,6 @@ def start_align_job(
     """Queue an align job (policy owners): its sets are fixed now and recorded with it
     (a new confirmation set is stored now too). Refused while another align job of the
     rubric version is queued or running (both would spend the same budget)."""
-    from review_app.services.jobs.runner import ALIGN_JOB, add_job_row, list_jobs
 
     plan = plan_align(
         engine,
@@ -644,7 +662,6 @@ class _Aligner:
         """The stored version of ``text``: an existing one with the same text for this
         rubric version, else a new ``<judge>-align<job>@vN`` derived from the start.
         :class:`InputError` when the text does not render as a template."""
-        from review_app.services.judging.judge_prompts import create_judge_prompt
 
         sha = _sha(text)
         found = self.versions.get(sha)
@@ -702,7 +719,6 @@ class _Aligner:
     def judge(self, version: _Version, units: Sequence[Unit]) -> dict[Unit, tuple[str | None, str]]:
         """``unit -> (code, reason or error)`` of ``version`` on ``units``: stored
         verdicts where there are, the endpoint asked for the others."""
-        from review_app.services.judging.judge_runner import run_judge
 
         if self.stop():
             raise AlignStopped
@@ -906,7 +922,6 @@ class _QuietLogger:
 
 
 def _load_start(engine: Engine, actor: Actor, rubric: Rubric, ref: str) -> _Version:
-    from review_app.services.judging.judge_prompts import list_judge_prompts
 
     stored = list_judge_prompts(engine, actor, rubric_id=rubric.id).get(ref)
     return _Version(stored.id, stored.ref, stored.as_prompt())
@@ -925,10 +940,6 @@ def run_align_job(
     the job's optimisation set, then the best candidate's confirmation. Returns the
     result (``stopped`` true when a Stop came first: the candidates are kept)."""
     import gepa
-
-    from review_app.services.judging.endpoints import endpoint_settings
-    from review_app.services.labels.adjudication import gold_labels
-    from review_app.services.rubrics.rubric_catalog import sync_rubrics
 
     actor = authorize(engine, actor, "policy_owner")
     rubric = sync_rubrics(engine, actor).get(parameters["rubric"])
@@ -1057,7 +1068,6 @@ def _confirm(
     """The best candidate against the start on the confirmation set, once: the paired
     test at this test's level of the set's budget, recorded (a resumed job reuses the
     test it recorded)."""
-    from review_app.services.review.agreement_reports import load_label_columns
     from review_app.stats.paired import compare_two_runs
 
     set_id = int(parameters["confirmation_set"])
@@ -1244,10 +1254,6 @@ def confirm_by_hand(
     """Compare two judge runs on the rubric version's confirmation set only (the
     difference is second - first), spending the next share of its error budget like an
     align job's confirmation (``judge compare --confirmation-set``). Policy owners."""
-    from review_app.services.judging.runs import run_name, run_verdicts
-    from review_app.services.judging.turn_verdicts import TurnVerdicts
-    from review_app.services.labels.adjudication import gold_labels
-    from review_app.services.review.agreement_reports import load_label_columns
     from review_app.stats.paired import compare_two_runs
 
     actor = authorize(engine, actor, "policy_owner")
@@ -1423,7 +1429,6 @@ def current_align_job(
     """The align job the workbench shows for ``rubric``: one queued or running (whoever
     started it), else the job ``watched`` (this session's), else the newest finished one
     (its result stays on the page). Policy owners and admins."""
-    from review_app.services.jobs.runner import ALIGN_JOB, list_jobs
 
     jobs = [
         job
@@ -1486,3 +1491,18 @@ def result_lines(result: Mapping[str, Any]) -> list[str]:
         f"{requests.get('optimiser', 0)} to the optimiser's."
     )
     return lines
+
+
+def _run_align_job_kind(engine: Engine, actor: Actor, view: JobView, beat: Heartbeat) -> JobOutcome:
+    result = run_align_job(
+        engine,
+        actor,
+        job_id=view.id,
+        parameters=view.parameters,
+        stop=beat.should_stop,
+        progress=beat.progress,
+    )
+    return JobOutcome(status="stopped" if result.get("stopped") else "done", result=result)
+
+
+ALIGN_JOB_KIND = register_job_kind(JobKind(name=ALIGN_JOB, handler=_run_align_job_kind))

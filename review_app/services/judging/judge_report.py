@@ -26,6 +26,7 @@ from review_app.errors import InputError, NotFound
 from review_app.rubrics import Rubric
 from review_app.services.access.actors import Actor, authorize
 from review_app.services.cases.case_views import case_view
+from review_app.services.judging.align import confirmation_cases
 from review_app.services.judging.runs import run_name, run_verdicts
 from review_app.services.judging.turn_verdicts import TurnVerdicts
 from review_app.services.labels.adjudication import gold_labels
@@ -492,7 +493,6 @@ def few_shot_material(
 
     Never from a conversation of a confirmation set (docs/reference.md, "Suggesting a
     prompt"): a unit that confirms a prompt is not shown to the prompt as an example."""
-    from review_app.services.judging.align import confirmation_cases
 
     actor = authorize(engine, actor, "policy_owner")
     gold = gold_labels(engine, actor, rubric=rubric)

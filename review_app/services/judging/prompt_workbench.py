@@ -19,8 +19,15 @@ from review_app.errors import InputError
 from review_app.judging import PLACEHOLDERS, ChatMessage, check_prompt_text
 from review_app.rubrics import Rubric
 from review_app.services.access.actors import Actor, authorize
-from review_app.services.jobs.runner import GOLD_SCOPE, JobView, start_judge_job
-from review_app.services.judging.judge_prompts import preview_messages, prompt_refs_for
+from review_app.services.jobs.runner import JobView, list_jobs
+from review_app.services.judging.endpoints import find_endpoint
+from review_app.services.judging.judge_compare import compare_judge_runs
+from review_app.services.judging.judge_jobs import GOLD_SCOPE, JUDGE_RUN, start_judge_job
+from review_app.services.judging.judge_prompts import (
+    parse_prompt_ref,
+    preview_messages,
+    prompt_refs_for,
+)
 from review_app.services.judging.run_defaults import Pairing, default_pair, team_judge
 from review_app.services.judging.runs import RunListing, list_judge_runs, rubric_listings
 from review_app.services.labels.adjudication import gold_labels
@@ -124,8 +131,6 @@ def plan_run(
     ``gold`` (the units with gold) or ``all`` (every turn), less the units that run has
     answered already; tokens from the totals of its earlier answers there (or of the
     judge's other runs there). Policy owners and admins."""
-    from review_app.services.judging.endpoints import find_endpoint
-    from review_app.services.judging.judge_prompts import parse_prompt_ref
 
     actor = authorize(engine, actor, "policy_owner")
     if scope not in ("gold", "all"):
@@ -184,7 +189,6 @@ def current_job(
     """The judge-run job the workbench shows for ``rubric``: one still queued or running
     (whoever started it, so a reload or another tab finds it), else the job ``watched``
     (the one this session started, to show how it ended). Policy owners and admins."""
-    from review_app.services.jobs.runner import JUDGE_RUN, list_jobs
 
     jobs = [
         job
@@ -225,7 +229,6 @@ def compare_for_workbench(
     (:func:`review_app.services.judging.run_defaults.default_pair`: complete runs, the
     same model at the same endpoint, the earlier prompt first); without a complete run of
     ``prompt``, the newest complete run's, with a note. Policy owners and admins."""
-    from review_app.services.judging.judge_compare import compare_judge_runs
 
     actor = authorize(engine, actor, "policy_owner")
     runs = list_judge_runs(engine, actor, rubric=rubric)

@@ -27,6 +27,7 @@ from sqlmodel import Session
 from review_app.errors import NotFound
 from review_app.rubrics import Rubric
 from review_app.services.access.actors import Actor, authorize
+from review_app.services.operations.page_run import token_part
 from storage import cases as cases_storage
 from storage import judging
 from storage.engine import read_only
@@ -271,7 +272,6 @@ def rubric_listings(engine: Engine, session: Session, *, rubric: Rubric) -> list
     """The rubric version's runs as listings, each counted again only when it, its
     verdicts or the cases changed (a building block inside a session of ``engine``;
     frozen values, shared). The token is the reports' (its parts read once per page run)."""
-    from review_app.services.reports.report_store import token_part
 
     per_run = token_part(engine, session, "judge", judging.verdicts_token, rubric)
     cases = token_part(engine, session, "cases", cases_storage.cases_token)

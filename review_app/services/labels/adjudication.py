@@ -184,7 +184,6 @@ def unit_detail(
         gold_rows = storage.gold.gold_history(
             session, rubric_id=rubric.id, version=rubric.version, case_id=case_id, turn=turn
         )
-    judge = _judge_on_unit(engine, actor, rubric=rubric, case_id=case_id, turn=turn)
     unit_rows = [row for row in rows if row.turn == turn]
     return UnitDetail(
         case_id=case_id,
@@ -208,23 +207,7 @@ def unit_detail(
             )
             for g, name in gold_rows
         ],
-        judge=judge,
     )
-
-
-def _judge_on_unit(
-    engine: Engine, actor: Actor, *, rubric: Rubric, case_id: str, turn: int
-) -> JudgeOnUnit | None:
-    """The default run's verdict on the unit (one complete run for every unit)."""
-    from review_app.services.judging.run_defaults import run_choices
-
-    choices = run_choices(engine, actor, rubric=rubric)
-    run = choices.default
-    if run is None or choices.why is None:
-        return None
-    with Session(read_only(engine)) as session:
-        verdict = storage.judging.unit_verdict(session, run_id=run.id, case_id=case_id, turn=turn)
-    return JudgeOnUnit(run.id, run.label, choices.why, verdict)
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,13 @@ from review_app.errors import DatabaseBusy, InputError
 from review_app.evaluator import EVALUATOR_VERSION
 from review_app.rubrics import Rubric
 from review_app.services.access.actors import Actor, authorize
+from review_app.services.jobs.runner import (
+    Heartbeat,
+    JobKind,
+    JobOutcome,
+    JobView,
+    register_job_kind,
+)
 from review_app.services.judging.drift import DriftReport, drift_report
 from review_app.services.judging.estimate import BreakRateEstimate, break_rate_estimate
 from review_app.services.judging.judge_report import (
@@ -75,9 +82,17 @@ from review_app.services.judging.judge_report import (
     calibration_report,
     few_shot_material,
 )
+from review_app.services.judging.run_defaults import run_choices
 from review_app.services.judging.selective import CoverageCurve, coverage_curve
 from review_app.services.judging.strata import StratifiedBlock, stratified_estimate
 from review_app.services.labels.adjudication import DisagreementUnit, disagreement_queue
+from review_app.services.operations.page_run import token_part
+from review_app.services.reports.report_jobs import (
+    REPORT_JOB,
+    latest_report_job,
+    prune_report_jobs,
+    queue_report_job,
+)
 from review_app.services.review.agreement_reports import DashboardData, dashboard_data
 from review_app.services.review.reliability import (
     OverTimeReport,
@@ -85,8 +100,9 @@ from review_app.services.review.reliability import (
     agreement_over_time_report,
     reliability_report,
 )
+from review_app.services.rubrics.rubric_catalog import sync_rubrics
 from storage import reports
-from storage.engine import on_every_commit, read_only
+from storage.engine import read_only
 
 log = logging.getLogger(__name__)
 
@@ -223,28 +239,6 @@ class _Kind:
     compute: Callable[[Engine, Actor, Rubric, Rubric | None, dict[str, Any], int], Any]
 
 
-# (engine, part, rubric id, version) -> a part of the data tokens, read once inside
-# :func:`one_token_read`.
-_TOKEN_PARTS: ContextVar[dict[tuple[Any, ...], Any] | None] = ContextVar(
-    "token_parts", default=None
-)
-
-
-@contextmanager
-def one_token_read() -> Iterator[None]:
-    """Inside this block each part of the data tokens (a version's labels and gold
-    labels, its judge runs, its audit samples, the cases) is read from the database once
-    and reused: for one run of a page, whose reports read the same parts (the judge page
-    asks for five reports). A change made by others shows at the next run; a commit made
-    inside the block (this run's own label, gold label, verdicts, stored report) forgets
-    the parts read, so a report asked for after it is of the data with it."""
-    token = _TOKEN_PARTS.set({})
-    try:
-        yield
-    finally:
-        _TOKEN_PARTS.reset(token)
-
-
 # The seconds a page run may still spend computing reports at once (a one-item list, so
 # the run's calls share it); ``None`` outside a page run: no limit but each report's own.
 _PAGE_BUDGET: ContextVar[list[float] | None] = ContextVar("page_budget", default=None)
@@ -275,55 +269,6 @@ def _spend(seconds: float) -> None:
     left = _PAGE_BUDGET.get()
     if left is not None:
         left[0] -= seconds
-
-
-def _forget_token_parts() -> None:
-    # At every commit of the process, in the committing thread's context: only a page
-    # run inside one_token_read has parts to forget.
-    parts = _TOKEN_PARTS.get()
-    if parts:
-        parts.clear()
-
-
-on_every_commit(_forget_token_parts)
-
-
-def token_part(
-    engine: Engine,
-    session: Session,
-    name: str,
-    read: Callable[..., Any],
-    version: Rubric | None = None,
-) -> Any:
-    """One part of the data tokens (``labels``, ``judge``, ``audit`` of ``version``;
-    ``cases``), read with ``read(session, ...)``, or reused when read earlier inside
-    :func:`one_token_read` (one page run): for the reports' tokens and for what else a
-    page checks against them (the judge runs' listings). A building block: the caller
-    authorized its actor."""
-    known = _TOKEN_PARTS.get()
-    where = {} if version is None else {"rubric_id": version.id, "version": version.version}
-    memo_key = (engine, name, *where.values())
-    if known is not None and memo_key in known:
-        return known[memo_key]
-    found = read(session, **where)
-    if known is not None:
-        known[memo_key] = found
-    return found
-
-
-def run_memo(engine: Engine, name: str, read: Callable[[], T]) -> T:
-    """``read()`` once per :func:`one_token_read` block (one run of a page) for ``name``;
-    outside such a block, every time. Like the reports' token parts, forgotten at a
-    commit made inside the block."""
-    known = _TOKEN_PARTS.get()
-    memo_key = (engine, name)
-    if known is not None and memo_key in known:
-        found: T = known[memo_key]
-        return found
-    value = read()
-    if known is not None:
-        known[memo_key] = value
-    return value
 
 
 def _data_token(
@@ -650,8 +595,6 @@ def _shown(
     a report a page only reads whose point figures were slow too, the figures last
     computed while a job computes the current ones; else the point figures computed now,
     and the intervals by a job."""
-    from review_app.services.jobs import runner as jobs
-
     actor = authorize(engine, actor, "policy_owner")
     spec = KINDS[kind]
     parameters = parameters or {}
@@ -674,13 +617,13 @@ def _shown(
     def job_state() -> str | None:
         """Queue a job for ``waiting`` unless one is queued or running; ``None``, or the
         error of the one that failed (or was stopped)."""
-        latest = jobs.latest_report_job(engine, actor, parameters=waiting)
+        latest = latest_report_job(engine, actor, parameters=waiting)
         if latest is not None and latest[1] in ("failed", "stopped"):
             return latest[2] or f"job {latest[0]} was stopped"
         if latest is None or latest[1] == "done":
             # none yet, or one that stored its report for a later token (the data
             # changed while it ran) or lost it to an older write: one more
-            jobs.queue_report_job(engine, actor, parameters=waiting)
+            queue_report_job(engine, actor, parameters=waiting)
         return None
 
     if point_key is not None:
@@ -761,8 +704,6 @@ def drift(
     """Where in the conversation the role breaks: gold and run ``run_id``, by default the
     default run (the team's judge, else the newest complete run; gold alone without one)."""
     if run_id is None:
-        from review_app.services.judging.run_defaults import run_choices
-
         found = run_choices(engine, actor, rubric=rubric).default
         run_id = None if found is None else found.id
     return _shown(engine, actor, kind=DRIFT, rubric=rubric, parameters={"run": run_id})
@@ -831,16 +772,14 @@ def intervals_ready(engine: Engine, actor: Actor, *, waiting: dict[str, Any]) ->
     """Whether a page waiting for a report (:attr:`Shown.waiting`) should draw again: it
     is stored for the awaited token, or its job ended (done elsewhere, or failed), or is
     gone (finished report jobs are deleted after a while: see
-    review_app/services/jobs/runner.py)."""
-    from review_app.services.jobs import runner as jobs
-
+    review_app/services/reports/report_jobs.py)."""
     actor = authorize(engine, actor, "policy_owner")
     kind = str(waiting["report"])
     key = _key_of(kind, str(waiting["rubric"]), waiting["parameters"], KINDS[kind].resamples)
     with Session(read_only(engine)) as session:
         if reports.has_report(session, key=key, token=waiting["token"]):
             return True
-    latest = jobs.latest_report_job(engine, actor, parameters=waiting)
+    latest = latest_report_job(engine, actor, parameters=waiting)
     return latest is None or latest[1] in ("done", "failed", "stopped")
 
 
@@ -862,8 +801,6 @@ def compute_report(engine: Engine, actor: Actor, *, parameters: dict[str, Any]) 
     """A report job's work: the report named by ``parameters`` (``report``, ``rubric``,
     ``parameters``), with its intervals, for the data as it is now, stored unless it is
     already."""
-    from review_app.services.rubrics.rubric_catalog import sync_rubrics
-
     actor = authorize(engine, actor, "policy_owner")
     kind = str(parameters.get("report"))
     spec = KINDS.get(kind)
@@ -883,3 +820,14 @@ def compute_report(engine: Engine, actor: Actor, *, parameters: dict[str, Any]) 
         resamples=spec.resamples or 0, key=key, token=token,
     )  # fmt: skip
     return ReportJobResult(key=key, computed=True, seconds=round(time.perf_counter() - started, 3))
+
+
+def _run_report_job(engine: Engine, actor: Actor, view: JobView, beat: Heartbeat) -> JobOutcome:
+    beat.progress(0, 1)
+    result = compute_report(engine, actor, parameters=view.parameters)
+    return JobOutcome(status="done", result=result.to_dict(), done=1, total=1)
+
+
+REPORT_JOB_KIND = register_job_kind(
+    JobKind(name=REPORT_JOB, handler=_run_report_job, after=prune_report_jobs)
+)

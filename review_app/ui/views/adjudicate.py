@@ -7,13 +7,13 @@ import streamlit as st
 from review_app.errors import DatabaseBusy, InputError, NotFound
 from review_app.input_policy import parse_turn_text
 from review_app.services.cases.case_views import TurnView
+from review_app.services.judging.unit_with_judge import unit_detail_with_judge
 from review_app.services.labels.adjudication import (
     ambiguity_notes,
     first_open_unit,
     next_open_unit,
     queue_place,
     record_gold,
-    unit_detail,
 )
 from review_app.services.operations.audit import audit_entries, audit_line
 from review_app.services.rubrics.rubric_keys import key_map_for
@@ -100,7 +100,7 @@ if st.session_state["gold_unit"] != [case_id, turn]:
     session.reset_gold_form()  # another unit: nothing chosen yet
     st.session_state["gold_unit"] = [case_id, turn]
 try:
-    detail = unit_detail(engine, actor, rubric=rubric, case_id=case_id, turn=turn)
+    detail = unit_detail_with_judge(engine, actor, rubric=rubric, case_id=case_id, turn=turn)
 except NotFound as error:
     st.session_state["adjudicate_unit"] = None
     st.error(error_text(error))
