@@ -5,7 +5,7 @@ every line with orjson alone, with the policy's :func:`parse_json` (orjson plus 
 colon-count check), and with the standard library's ``json.loads`` and an
 ``object_pairs_hook`` (the slow path that names a duplicate), side by side; then the
 whole reading of the file as ``review-app import`` does it (parse, validate, evaluate:
-:func:`review_app.cases.read_case_file`) with and without the duplicate-key check.
+:func:`review_app.case_records.read_case_file`) with and without the duplicate-key check.
 Rounds are interleaved and the best of each is shown, so a busy machine skews both alike.
 
     python -m benchmarks.bench_input_policy --mb 120
@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 
 from benchmarks.corpus import generate_corpus
-from review_app.cases import read_case_file
+from review_app.case_records import read_case_file
 from review_app.errors import InputError
 from review_app.files import json_records
 from review_app.files.json_records import _pairs, parse_json

@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import text
 
-from review_app.cases import CASE_ID_PATTERN, CaseRecord
+from review_app.case_records import CASE_ID_PATTERN, CaseRecord
 from review_app.errors import InputError
 from review_app.formats import (
     FORMAT_NAMES,

@@ -15,7 +15,7 @@ from sqlalchemy import text
 from sqlmodel import Session
 
 from benchmarks.corpus import generate_corpus
-from review_app.cases import canonical_json
+from review_app.case_records import canonical_json
 from review_app.errors import InputError
 from review_app.evaluator import EVALUATOR_VERSION, diagnostic, evaluate_case, lane
 from review_app.formats import ImportOptions

@@ -1,7 +1,7 @@
 """Interoperability: cases from other evaluation tools' files, and files for them.
 
 Readers are pure (they read a file, touch no database) and yield validated
-:class:`~review_app.cases.CaseRecord` objects, each with its findings and content
+:class:`~review_app.case_records.CaseRecord` objects, each with its findings and content
 hash, exactly like the native reader; bad input raises
 :class:`~review_app.errors.InputError` naming the file, the line of the ORIGINAL file
 and the field or column. A reader may raise after yielding records: the caller

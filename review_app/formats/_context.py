@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from review_app.cases import CaseRecord, validate_case
+from review_app.case_records import CaseRecord, validate_case
 from review_app.errors import InputError
 from review_app.files.json_records import iter_json_records, join_field
 from review_app.files.tables import ProgressCallback, Table, open_table

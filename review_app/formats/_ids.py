@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from review_app.cases import CASE_ID_PATTERN
+from review_app.case_records import CASE_ID_PATTERN
 from review_app.errors import InputError
 
 _SAFE_ID = re.compile(r"[\w.\-]{1,200}")

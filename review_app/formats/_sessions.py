@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from review_app.cases import CaseRecord
+from review_app.case_records import CaseRecord
 from review_app.files.tables import Row, require_text
 from review_app.formats._context import ReadContext
 from review_app.formats._ids import check_unique_case_ids

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from review_app.cases import CaseRecord, read_case_file
+from review_app.case_records import CaseRecord, read_case_file
 from review_app.errors import InputError
 from review_app.files.json_records import iter_json_records
 from review_app.files.limits import MAX_RECORD_BYTES
@@ -68,7 +68,7 @@ NATIVE_OPTIONS = ("max_record_bytes",)
 def read_native(
     path: Path, options: ImportOptions | None = None, *, progress: ProgressCallback | None = None
 ) -> Iterator[CaseRecord]:
-    """Role Review cases (:func:`review_app.cases.read_case_file`); a reader option the
+    """Role Review cases (:func:`review_app.case_records.read_case_file`); a reader option the
     native format does not take is an ``InputError`` naming it."""
     options = options or ImportOptions()
     options.check_taken_by(NATIVE, NATIVE_OPTIONS)

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from review_app import __version__
-from review_app.cases import EXPECTED_BLOCK
+from review_app.case_records import EXPECTED_BLOCK
 from review_app.evaluator import EVALUATOR_VERSION, diagnostic, evaluate_case
 from review_app.files.discovery import EXPORT_MANIFEST_NAME, EXPORTER_NAME
 

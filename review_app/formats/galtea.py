@@ -38,7 +38,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from review_app.cases import CaseRecord
+from review_app.case_records import CaseRecord
 from review_app.errors import InputError
 from review_app.files.csv_safety import csv_text
 from review_app.files.tables import (

@@ -42,7 +42,7 @@ from typing import Any
 
 import orjson
 
-from review_app.cases import CaseRecord
+from review_app.case_records import CaseRecord
 from review_app.evaluator import type_name
 from review_app.files.json_records import join_field
 from review_app.files.tables import ProgressCallback

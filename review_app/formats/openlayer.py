@@ -48,7 +48,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from review_app.cases import CaseRecord
+from review_app.case_records import CaseRecord
 from review_app.errors import InputError
 from review_app.files.csv_safety import csv_text
 from review_app.files.tables import (

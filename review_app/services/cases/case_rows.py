@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from review_app.cases import CaseRecord, canonical_json, content_sha256
+from review_app.case_records import CaseRecord, canonical_json, content_sha256
 from review_app.evaluator import diagnostic, lane
 
 KNOWN_CASE_KEYS = frozenset({"case_id", "chatbot_role", "contract", "transcript"})

@@ -23,7 +23,7 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine
 
-from review_app.cases import CaseRecord, content_sha256
+from review_app.case_records import CaseRecord, content_sha256
 from review_app.errors import InputError
 from review_app.files.discovery import discover_case_files
 from review_app.formats import FORMATS, ImportOptions, open_cases
