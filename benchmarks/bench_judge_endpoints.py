@@ -100,11 +100,8 @@ def judged(
     from review_app.judging import find_judge_prompt
     from review_app.services.access.actors import operator_actor
     from review_app.services.cases.importing import import_paths
-    from review_app.services.judging.judge_runner import (
-        EndpointSettings,
-        run_judge,
-        select_case_ids,
-    )
+    from review_app.services.judging.judge_runner import run_judge, select_case_ids
+    from review_app.services.judging.transport import EndpointSettings
     from review_app.services.rubrics.rubric_catalog import sync_rubrics
     from storage.engine import create_database_engine
     from storage.migrations import upgrade_database

@@ -26,7 +26,8 @@ from review_app.services.access.actors import operator_actor
 from review_app.services.cases.importing import import_paths
 from review_app.services.judging.endpoints import ENDPOINTS_ENV
 from review_app.services.judging.judge_prompts import prompt_for_run
-from review_app.services.judging.judge_runner import EndpointSettings, run_judge
+from review_app.services.judging.judge_runner import run_judge
+from review_app.services.judging.transport import EndpointSettings
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
 from tests.conftest import DEMO_CASES, Database, cli_environment, review_app_command
 from tests.judge_support import (

@@ -27,11 +27,11 @@ from review_app.services.access.actors import operator_actor
 from review_app.services.cases.importing import import_paths
 from review_app.services.judging import judge_runner
 from review_app.services.judging.judge_runner import (
-    EndpointSettings,
     JudgeRunSummary,
     run_judge,
     select_case_ids,
 )
+from review_app.services.judging.transport import EndpointSettings
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
 from storage import judging
 from tests.conftest import Database, cli_test_environment

@@ -54,14 +54,9 @@ from review_app.services.judging.judge_report import (
     few_shot_material,
     fit_run_calibration,
 )
-from review_app.services.judging.judge_runner import (
-    ANSWER_ERROR,
-    ENDPOINT_ERROR,
-    EndpointSettings,
-    run_judge,
-    select_case_ids,
-)
+from review_app.services.judging.judge_runner import run_judge, select_case_ids
 from review_app.services.judging.runs import RunListing, list_judge_runs
+from review_app.services.judging.transport import ANSWER_ERROR, ENDPOINT_ERROR, EndpointSettings
 from review_app.services.labels.adjudication import gold_labels, record_gold
 from review_app.services.operations.audit import audit_entries
 from review_app.services.rubrics.rubric_catalog import sync_rubrics

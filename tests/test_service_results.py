@@ -22,7 +22,7 @@ ALLOWED = {
     "caller goes on to update in the same transaction",
     "judging.judge_prompts.store_for_run": "takes its caller's Session: a building block of "
     "run_judge inside its transaction",
-    "judging.judge_runner.verdict_schema": "a JSON Schema, sent to the endpoint as a document",
+    "judging.transport.verdict_schema": "a JSON Schema, sent to the endpoint as a document",
     "rubrics.rubric_keys.rubric_with_keys": "the rubrics show --json document",
     "judging.align.align_json": "the --json document, its keys fixed by align.JSON_KEYS",
     "judging.align.run_align_job": "a job's result: stored as JSON with the job and read "

@@ -309,7 +309,8 @@ def judge_run(
     """
     from review_app.errors import InputError
     from review_app.services.judging.judge_jobs import resolve_rubric_and_prompt, run_judge_job
-    from review_app.services.judging.judge_runner import EndpointSettings, JudgeRunInterrupted
+    from review_app.services.judging.judge_runner import JudgeRunInterrupted
+    from review_app.services.judging.transport import EndpointSettings
 
     if endpoint is not None and (base_url or model or api_key):
         raise InputError(

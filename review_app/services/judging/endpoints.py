@@ -35,7 +35,13 @@ from sqlalchemy import Engine
 from review_app import input_policy
 from review_app.errors import InputError
 from review_app.services.access.actors import Actor, authorize
-from review_app.services.judging.judge_runner import (
+from review_app.services.judging.local_judge import (
+    MODEL_ALIAS,
+    local_judge_available,
+    local_server_command,
+    local_server_environment,
+)
+from review_app.services.judging.transport import (
     DEFAULT_MAX_PROMPT_BYTES,
     MAX_PROMPT_BYTES_LIMIT,
     RESPONSE_FORMATS,
@@ -44,12 +50,6 @@ from review_app.services.judging.judge_runner import (
     control_character,
     url_host,
     url_problem,
-)
-from review_app.services.judging.local_judge import (
-    MODEL_ALIAS,
-    local_judge_available,
-    local_server_command,
-    local_server_environment,
 )
 
 ENDPOINTS_ENV = "REVIEW_APP_JUDGE_ENDPOINTS"

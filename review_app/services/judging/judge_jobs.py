@@ -33,11 +33,11 @@ from review_app.services.jobs.runner import (
 from review_app.services.judging.endpoints import endpoint_settings, find_endpoint
 from review_app.services.judging.judge_prompts import JudgePrompt, prompt_for_run
 from review_app.services.judging.judge_runner import (
-    EndpointSettings,
     JudgeRunSummary,
     run_judge,
     select_case_ids,
 )
+from review_app.services.judging.transport import EndpointSettings
 from review_app.services.labels.adjudication import gold_labels
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
 from storage import jobs as job_storage
