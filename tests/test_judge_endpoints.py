@@ -25,7 +25,7 @@ from review_app.judging import JudgePrompt, find_judge_prompt
 from review_app.rubrics import Rubric
 from review_app.services.access.actors import operator_actor
 from review_app.services.cases.importing import import_paths
-from review_app.services.judging import judge_runner
+from review_app.services.judging import judge_runner, unit_prompts
 from review_app.services.judging.judge_runner import (
     JudgeRunSummary,
     run_judge,
@@ -154,13 +154,13 @@ def test_prompts_are_rendered_as_the_endpoints_take_units_not_all_ahead(
 ) -> None:
     # A run over 250,000 turns must not hold 250,000 rendered prompts (3.5 GB at 14 KB
     # each): a case's prompts are rendered when few enough units wait.
-    monkeypatch.setattr(judge_runner, "_CASES_IN_FIRST_BATCH", 1)
-    monkeypatch.setattr(judge_runner, "_CASES_PER_BATCH", 2)
+    monkeypatch.setattr(unit_prompts, "_CASES_IN_FIRST_BATCH", 1)
+    monkeypatch.setattr(unit_prompts, "_CASES_PER_BATCH", 2)
     monkeypatch.setattr(judge_runner, "_READY_AT_LEAST", 4)
     ready_at_most = max(4, 8 * 1)  # as _run_jobs sets it for one endpoint of concurrency 1
     ahead: list[int] = []
     rendered = 0
-    render_case = judge_runner._case_jobs
+    render_case = judge_runner.case_prompts
 
     def counted_render(*args: Any, **options: Any) -> list[Any]:
         nonlocal rendered
@@ -169,7 +169,7 @@ def test_prompts_are_rendered_as_the_endpoints_take_units_not_all_ahead(
         ahead.append(rendered - len(fast.requests))
         return jobs
 
-    monkeypatch.setattr(judge_runner, "_case_jobs", counted_render)
+    monkeypatch.setattr(judge_runner, "case_prompts", counted_render)
     fast.delay = 0.005
     summary = world.run(fast.base_url, concurrency=1)
     assert (summary.answered, summary.endpoint_errors) == (60, 0)

@@ -4,7 +4,9 @@ reports, estimates, selective judging, audits and drift.
 Use cases by module:
 
 - ``judge_import``: ``import_verdicts``, ``list_judge_runs``, ``judge_token``
-- ``judge_runner``: ``select_case_ids``, ``run_judge``, ``unit_messages``
+- ``judge_runner``: ``select_case_ids``, ``run_judge``
+- ``unit_prompts``: ``unit_messages`` (building blocks of the runs and the prompt preview)
+- ``transport``: (the judge's HTTP client: endpoint settings, requests, retries, proxies)
 - ``judge_report``: ``calibration_report``, ``fit_run_calibration``, ``calibrated_probability``,
   ``few_shot_material``, ``disagreement_explorer``
 - ``judge_compare``: ``compare_judge_runs``

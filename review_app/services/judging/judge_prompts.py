@@ -37,6 +37,7 @@ from review_app.judging import (
 )
 from review_app.rubrics import Rubric, default_rubrics_dir
 from review_app.services.access.actors import Actor, authorize
+from review_app.services.judging.unit_prompts import unit_messages
 from storage import audit, judging
 from storage import judge_prompts as prompts_storage
 from storage.engine import read_only
@@ -572,8 +573,6 @@ def preview_messages(
     The text is checked as a template is (InputError naming the line, field ``text``);
     the transcript is shown up to and including ``turn``. Policy owners and admins.
     """
-    from review_app.services.judging.judge_runner import unit_messages
-
     authorize(engine, actor, "policy_owner")
     check_prompt_text(text, source="the prompt", field="text")
     prompt = JudgePrompt(judge=judge, version="v0", text=text, source="the prompt")

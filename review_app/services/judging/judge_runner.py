@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import json
 import ssl
 import time
@@ -20,17 +19,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import orjson
 from sqlalchemy import Engine
 from sqlmodel import Session
 
-from review_app.errors import InputError, NotFound
+from review_app.errors import InputError
 from review_app.judging import (
-    ChatMessage,
     JudgePrompt,
     PreparedPrompt,
-    PromptTooLarge,
-    event_block,
 )
 from review_app.rubrics import Rubric
 from review_app.services.access.actors import Actor, authorize
@@ -39,20 +34,26 @@ from review_app.services.judging.judge_prompts import store_for_run
 from review_app.services.judging.runs import find_or_create_run, run_name
 from review_app.services.judging.transport import (
     ANSWER_ERROR,
-    DEFAULT_MAX_PROMPT_BYTES,
     ENDPOINT_ERROR,
     EndpointHealth,
     EndpointSettings,
     QueuedUnit,
     Redactor,
     UnitOutcome,
-    UnitPrompt,
     endpoint_worker,
     env_proxy,
     event_loop_factory,
     tls_context,
     uses_tls,
     without_credentials,
+)
+from review_app.services.judging.unit_prompts import (
+    CaseToJudge,
+    case_batches,
+    case_prompts,
+)
+from review_app.services.judging.unit_prompts import (
+    unit_messages as unit_messages,
 )
 from storage import audit, judging
 from storage import cases as cases_storage
@@ -238,7 +239,7 @@ def run_judge(
     )
     if counted is not None:
         counted(summary.units, summary.skipped)
-    cases = _case_batches(engine, todo)
+    cases = case_batches(engine, todo)
     prepared = PreparedPrompt.of(prompt, rubric=rubric)
     started = time.perf_counter()
     interrupted = False
@@ -310,9 +311,6 @@ class JudgeRunInterrupted(KeyboardInterrupt):
         self.summary = summary
 
 
-_CASES_PER_BATCH = 200
-_CASES_IN_FIRST_BATCH = 16
-"""A small first batch: the first requests leave once 16 cases are read, not 200."""
 _READY_AT_LEAST = 512
 """Rendered units kept waiting at least, however low the endpoints' concurrency."""
 _FEED_POLL = 0.01
@@ -325,108 +323,11 @@ _STORE_AT_MOST = 2000
 """Answers written in one batch at most, however little time has passed."""
 
 
-def unit_messages(
-    engine: Engine, *, prompt: JudgePrompt, rubric: Rubric, case_id: str, turn: int
-) -> list[ChatMessage]:
-    """The messages a run of ``prompt`` sends for one unit (the workbench's preview).
-
-    A building block: callers authorize. :class:`NotFound` when the case is gone,
-    :class:`InputError` when ``turn`` is not one of its judged (``applies_to``) turns."""
-    with Session(read_only(engine)) as session:
-        judged = cases_storage.actor_units(session, case_ids=[case_id], actor=rubric.applies_to)
-    if (case_id, turn) not in judged:
-        if not judged:
-            raise NotFound(f"no case {case_id!r} in the database")
-        raise InputError(
-            f"turn {turn} of {case_id} is not a {rubric.applies_to} turn", field="turn"
-        )
-    prepared = PreparedPrompt.of(prompt, rubric=rubric)
-    for batch in _case_batches(engine, [(case_id, turn)]):
-        for case in batch:
-            for job in _case_jobs(prepared, case):
-                if job.refusal is not None:
-                    raise InputError(job.refusal, field="prompt")
-                return job.messages
-    raise NotFound(f"no turn {turn} in case {case_id!r}")
-
-
-@dataclass(frozen=True)
-class _CaseToJudge:
-    case_id: str
-    chatbot_role: str | None
-    events: list[cases_storage.JudgedEvent]
-    turns: frozenset[int]
-
-
-def _case_batches(engine: Engine, units: list[tuple[str, int]]) -> Iterator[list[_CaseToJudge]]:
-    """The units' cases with their transcripts, read a batch of cases at a time as the
-    run goes (a small first batch, so that the first requests leave at once)."""
-    by_case: dict[str, list[int]] = {}
-    for case_id, turn in units:
-        by_case.setdefault(case_id, []).append(turn)
-    case_ids = list(by_case)
-    bounds = [0, *range(_CASES_IN_FIRST_BATCH, len(case_ids), _CASES_PER_BATCH), len(case_ids)]
-    for begin, end in itertools.pairwise(bounds):
-        chunk = case_ids[begin:end]
-        if not chunk:
-            continue
-        with Session(read_only(engine)) as session:
-            transcripts = cases_storage.judge_transcripts(session, case_ids=chunk)
-        yield [
-            _CaseToJudge(case_id, *transcripts[case_id], frozenset(by_case[case_id]))
-            for case_id in chunk
-            if case_id in transcripts  # removed since the run started
-        ]
-
-
-def _case_jobs(
-    prepared: PreparedPrompt, case: _CaseToJudge, *, max_bytes: int = DEFAULT_MAX_PROMPT_BYTES
-) -> list[UnitPrompt]:
-    """One case's units with their prompts: the transcript up to each judged turn. A unit
-    whose prompt would be larger than ``max_bytes`` is not rendered: its job carries the
-    refusal instead (the size is known from the blocks' sizes, before rendering)."""
-    jobs: list[UnitPrompt] = []
-    wanted = set(case.turns)
-    shown: list[dict[str, Any]] = []
-    blocks: list[str] = []
-    sizes: list[int] = []
-    for event in case.events:
-        shown.append(
-            {
-                "turn": event.turn,
-                "actor": event.actor,
-                "text": event.text,
-                "observed_actions": orjson.loads(event.actions_json)
-                if event.actions_json is not None
-                else [],
-                "set_role": event.set_role,
-            }
-        )
-        blocks.append(block := event_block(shown[-1]))
-        sizes.append(len(block) if block.isascii() else len(block.encode("utf-8")))
-        if event.turn in wanted:  # the transcript up to the judged turn, no further
-            wanted.discard(event.turn)
-            try:
-                messages = prepared.render(
-                    chatbot_role=case.chatbot_role,
-                    events=shown,
-                    turn=event.turn,
-                    blocks=blocks,
-                    block_sizes=sizes,
-                    max_bytes=max_bytes,
-                )
-            except PromptTooLarge as refused:
-                jobs.append(UnitPrompt(case.case_id, event.turn, [], refusal=str(refused)))
-                continue
-            jobs.append(UnitPrompt(case.case_id, event.turn, messages))
-    return jobs
-
-
 async def _run_jobs(
     engine: Engine,
     run_id: int,
     n_jobs: int,
-    cases: Iterator[list[_CaseToJudge]],
+    cases: Iterator[list[CaseToJudge]],
     prepared: PreparedPrompt,
     rubric: Rubric,
     endpoints: Sequence[EndpointSettings],
@@ -454,7 +355,7 @@ async def _run_jobs(
             for case in batch:
                 while todo.qsize() > ready_at_most:
                     await asyncio.sleep(_FEED_POLL)
-                for job in _case_jobs(prepared, case, max_bytes=max_bytes):
+                for job in case_prompts(prepared, case, max_bytes=max_bytes):
                     if job.refusal is not None:  # never sent; the next run checks again
                         done.put_nowait(
                             UnitOutcome(job, error=job.refusal, error_kind=ENDPOINT_ERROR)
