@@ -807,10 +807,8 @@ EXEMPT: dict[str, str] = {
     "report_jobs.prune_report_jobs": "the report worker's housekeeping after a report job "
     "(deletes finished report jobs past the retention; no person's data)",
     "transport.url_host": "pure: host and port of a URL",
-    "transport.endpoint_worker": "no data: sends the units a run queued to its endpoint",
-    "transport.env_proxy": "no data: the proxy the environment names for a URL",
-    "transport.tls_context": "no data: certifi's certificate authorities",
     "transport.event_loop_factory": "no data: uvloop's event loop, if installed",
+    "transport.open_endpoints": "no data: client sessions to endpoints a run was given",
     "selective.units_needed": "pure: a number from alpha and delta",
     "runs.run_name": "pure: formats a run",
     "runs.run_verdicts": "a building block: every use case calling it authorized its actor first",

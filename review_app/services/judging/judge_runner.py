@@ -1,18 +1,22 @@
-"""Running a judge prompt against an OpenAI-compatible chat endpoint.
+"""Running a judge prompt against an OpenAI-compatible chat endpoint: the run itself.
 
-Talks to any OpenAI-compatible endpoint (OpenAI, vLLM, Ollama, llama.cpp's server) with
+A run asks any OpenAI-compatible endpoint (OpenAI, vLLM, Ollama, llama.cpp's server) with
 bounded concurrency, retries with backoff, and resumption: verdicts are stored as they
 arrive, and a second run of the same judge skips the units already answered (endpoint
 failures are retried, unparseable answers are kept as errors: at temperature 0 they
 would repeat).
+
+This module is the run's orchestration: which units, the run's row and its status, the
+prompts fed as the endpoints take them, verdicts stored in batches, Stop and Ctrl-C.
+The HTTP client (settings, requests, retries, proxies, TLS) is
+:mod:`~review_app.services.judging.transport`; a unit's prompt is
+:mod:`~review_app.services.judging.unit_prompts`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
-import ssl
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -35,26 +39,17 @@ from review_app.services.judging.runs import find_or_create_run, run_name
 from review_app.services.judging.transport import (
     ANSWER_ERROR,
     ENDPOINT_ERROR,
-    EndpointHealth,
     EndpointSettings,
-    QueuedUnit,
     Redactor,
     UnitOutcome,
-    endpoint_worker,
-    env_proxy,
     event_loop_factory,
-    tls_context,
-    uses_tls,
+    open_endpoints,
     without_credentials,
 )
-from review_app.services.judging.unit_prompts import (
-    CaseToJudge,
-    case_batches,
-    case_prompts,
-)
-from review_app.services.judging.unit_prompts import (
-    unit_messages as unit_messages,
-)
+from review_app.services.judging.unit_prompts import CaseToJudge, case_batches, case_prompts
+
+# Kept importable from here, where it was (a unit's messages as a run sends them).
+from review_app.services.judging.unit_prompts import unit_messages as unit_messages
 from storage import audit, judging
 from storage import cases as cases_storage
 from storage.engine import read_only
@@ -164,7 +159,7 @@ def run_judge(
     when given, hears (units, units already answered) before the first request.
     ``settings`` may name several endpoints serving the same model (replicas): units
     are spread over them as their slots free up
-    (:func:`~review_app.services.judging.transport.endpoint_worker`).
+    (:class:`~review_app.services.judging.transport.EndpointPool`).
     """
     actor = authorize(engine, actor, "policy_owner")
     endpoints = [settings] if isinstance(settings, EndpointSettings) else list(settings)
@@ -335,8 +330,6 @@ async def _run_jobs(
     progress: Callable[[int, int], None] | None,
     stop: Callable[[], bool] | None = None,
 ) -> None:
-    todo: asyncio.Queue[QueuedUnit] = asyncio.Queue()
-
     fed: list[int] = []
 
     # Units waiting with their prompt rendered: enough for the endpoints' slots while
@@ -353,7 +346,7 @@ async def _run_jobs(
         count = 0
         while (batch := await asyncio.to_thread(next, cases, None)) is not None:
             for case in batch:
-                while todo.qsize() > ready_at_most:
+                while pool.waiting > ready_at_most:
                     await asyncio.sleep(_FEED_POLL)
                 for job in case_prompts(prepared, case, max_bytes=max_bytes):
                     if job.refusal is not None:  # never sent; the next run checks again
@@ -361,56 +354,16 @@ async def _run_jobs(
                             UnitOutcome(job, error=job.refusal, error_kind=ENDPOINT_ERROR)
                         )
                     else:
-                        todo.put_nowait(QueuedUnit(job))
+                        pool.ask(job)
                     count += 1
                 await asyncio.sleep(0)  # answers that came in are taken between cases
         fed.append(count)
 
     done: asyncio.Queue[UnitOutcome] = asyncio.Queue()
-    retries = endpoints[0].retries
     pending: list[UnitOutcome] = []
-    # aiohttp, not httpx: at a concurrency of 64 httpx and httpcore spent 1.7-2.4 ms of
-    # CPU a request on loopback against aiohttp's 0.35 ms, which capped a run near 350
-    # units a second whatever the endpoint's speed (benchmarks/bench_judge_endpoints.py).
-    import aiohttp
-
-    tls: ssl.SSLContext | None = None
     redact = Redactor.of(endpoints)
-    async with contextlib.AsyncExitStack() as stack:
-        workers = []
-        for settings in endpoints:
-            # One session per endpoint, a connection per slot. The timeout applies to
-            # connecting and to each wait for data, not to the whole answer. The proxy
-            # (HTTP(S)_PROXY, NO_PROXY, as httpx honoured them) is looked up once here:
-            # aiohttp's trust_env looks it up, and for a .netrc, in a thread at every
-            # request.
-            proxy, proxy_auth = env_proxy(settings.base_url)
-            # certifi's CAs only for an endpoint (or proxy) reached over TLS: loading them
-            # (and httpx, which names them) cost a plain-HTTP run a tenth of a second.
-            secure: ssl.SSLContext | bool = True
-            if uses_tls(settings.base_url, proxy):
-                tls = secure = tls or tls_context()
-            client = await stack.enter_async_context(
-                aiohttp.ClientSession(
-                    connector=aiohttp.TCPConnector(
-                        limit=settings.concurrency, limit_per_host=0, ssl=secure
-                    ),
-                    timeout=aiohttp.ClientTimeout(
-                        total=None,
-                        sock_connect=settings.timeout,
-                        sock_read=settings.timeout,
-                    ),
-                    proxy=proxy,
-                    proxy_auth=proxy_auth,
-                )
-            )
-            endpoint = EndpointHealth(settings)
-            workers += [
-                asyncio.create_task(endpoint_worker(endpoint, client, todo, done, rubric, retries))
-                for _ in range(settings.concurrency)
-            ]
+    async with open_endpoints(endpoints, rubric, done) as pool:
         feeder = asyncio.create_task(feed())
-        workers.append(feeder)
         try:
             finished = 0
             oldest = 0.0  # when the oldest answer not yet stored came
@@ -444,9 +397,9 @@ async def _run_jobs(
                     batch, pending = pending, []
                     await asyncio.to_thread(_store, engine, run_id, batch, redact)
         finally:
-            for worker in workers:
-                worker.cancel()
-            await asyncio.gather(*workers, return_exceptions=True)
+            feeder.cancel()
+            await pool.stop()
+            await asyncio.gather(feeder, return_exceptions=True)
             # Also when the run is cancelled (Ctrl-C): what was answered is kept, those
             # answers not yet taken from the queue too. A batch being written in its
             # thread when that happened is not in pending.

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import functools
 import ipaddress
 import json
@@ -20,7 +21,7 @@ import random
 import re
 import ssl
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote, urlsplit
@@ -385,7 +386,7 @@ def _backoff(failures: int) -> float:
 
 
 @dataclass
-class EndpointHealth:
+class _Endpoint:
     """One endpoint's client and health: its own concurrency and its own backoff."""
 
     settings: EndpointSettings
@@ -412,7 +413,7 @@ class EndpointHealth:
 
 
 @dataclass
-class QueuedUnit:
+class _Try:
     """A unit waiting for an endpoint's slot, with its attempts so far."""
 
     job: UnitPrompt
@@ -421,10 +422,10 @@ class QueuedUnit:
     problem: str = "no attempt"
 
 
-async def endpoint_worker(
-    endpoint: EndpointHealth,
+async def _endpoint_worker(
+    endpoint: _Endpoint,
     client: aiohttp.ClientSession,
-    todo: asyncio.Queue[QueuedUnit],
+    todo: asyncio.Queue[_Try],
     done: asyncio.Queue[UnitOutcome],
     rubric: Rubric,
     retries: int,
@@ -470,7 +471,7 @@ async def endpoint_worker(
         asyncio.get_running_loop().create_task(_try_again(todo, item, wait))
 
 
-async def _try_again(todo: asyncio.Queue[QueuedUnit], item: QueuedUnit, wait: float) -> None:
+async def _try_again(todo: asyncio.Queue[_Try], item: _Try, wait: float) -> None:
     await asyncio.sleep(wait)
     todo.put_nowait(item)
 
@@ -483,7 +484,7 @@ def _token_count(value: Any) -> int | None:
 
 
 @functools.cache
-def uses_tls(base_url: str, proxy: Any) -> bool:
+def _uses_tls(base_url: str, proxy: Any) -> bool:
     """Whether requests to ``base_url`` (through ``proxy``, if any) use TLS."""
     schemes = {urlsplit(base_url).scheme.lower()}
     if proxy is not None:
@@ -491,7 +492,7 @@ def uses_tls(base_url: str, proxy: Any) -> bool:
     return schemes != {"http"}
 
 
-def tls_context() -> ssl.SSLContext:
+def _tls_context() -> ssl.SSLContext:
     """certifi's CAs, as httpx used them; made once a process (loading them takes 50 ms)."""
     import httpx
 
@@ -511,7 +512,7 @@ def event_loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
     return uvloop.new_event_loop
 
 
-def env_proxy(base_url: str) -> tuple[Any, Any]:
+def _env_proxy(base_url: str) -> tuple[Any, Any]:
     """The proxy the environment names for ``base_url`` and its credentials, or
     ``(None, None)`` (none named, or the host is in ``NO_PROXY``)."""
     from aiohttp.helpers import get_env_proxy_for_url
@@ -521,3 +522,89 @@ def env_proxy(base_url: str) -> tuple[Any, Any]:
         return get_env_proxy_for_url(URL(base_url))
     except (LookupError, ValueError):
         return None, None
+
+
+class EndpointPool:
+    """The endpoints of one run, asked together (made by :func:`open_endpoints`).
+
+    :meth:`ask` queues a unit; each endpoint's ``concurrency`` slots take the next one
+    whenever free (:func:`_endpoint_worker`), retry it with backoff, and put its
+    :class:`UnitOutcome` in the run's ``done`` queue."""
+
+    def __init__(self, done: asyncio.Queue[UnitOutcome]) -> None:
+        self._todo: asyncio.Queue[_Try] = asyncio.Queue()
+        self._done = done
+        self._workers: list[asyncio.Task[None]] = []
+
+    def ask(self, prompt: UnitPrompt) -> None:
+        """Queue ``prompt``'s unit for the next free slot."""
+        self._todo.put_nowait(_Try(prompt))
+
+    @property
+    def waiting(self) -> int:
+        """Units queued that no slot has taken yet (retries waiting for their backoff
+        not counted)."""
+        return self._todo.qsize()
+
+    async def stop(self) -> None:
+        """Stop every slot: requests in flight are dropped (a later run asks them again),
+        no outcome is put in ``done`` after this returns. Calling it again does nothing."""
+        workers, self._workers = self._workers, []
+        for worker in workers:
+            worker.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+
+
+@contextlib.asynccontextmanager
+async def open_endpoints(
+    endpoints: Sequence[EndpointSettings], rubric: Rubric, done: asyncio.Queue[UnitOutcome]
+) -> AsyncIterator[EndpointPool]:
+    """A client session per endpoint and its slots, ready for units; on leaving, the
+    slots are stopped (:meth:`EndpointPool.stop`) and the sessions closed. The first
+    endpoint's ``retries`` applies to every unit (a unit may go to any endpoint)."""
+    # aiohttp, not httpx: at a concurrency of 64 httpx and httpcore spent 1.7-2.4 ms of
+    # CPU a request on loopback against aiohttp's 0.35 ms, which capped a run near 350
+    # units a second whatever the endpoint's speed (benchmarks/bench_judge_endpoints.py).
+    import aiohttp
+
+    pool = EndpointPool(done)
+    retries = endpoints[0].retries
+    tls: ssl.SSLContext | None = None
+    async with contextlib.AsyncExitStack() as stack:
+        for settings in endpoints:
+            # One session per endpoint, a connection per slot. The timeout applies to
+            # connecting and to each wait for data, not to the whole answer. The proxy
+            # (HTTP(S)_PROXY, NO_PROXY, as httpx honoured them) is looked up once here:
+            # aiohttp's trust_env looks it up, and for a .netrc, in a thread at every
+            # request.
+            proxy, proxy_auth = _env_proxy(settings.base_url)
+            # certifi's CAs only for an endpoint (or proxy) reached over TLS: loading them
+            # (and httpx, which names them) cost a plain-HTTP run a tenth of a second.
+            secure: ssl.SSLContext | bool = True
+            if _uses_tls(settings.base_url, proxy):
+                tls = secure = tls or _tls_context()
+            client = await stack.enter_async_context(
+                aiohttp.ClientSession(
+                    connector=aiohttp.TCPConnector(
+                        limit=settings.concurrency, limit_per_host=0, ssl=secure
+                    ),
+                    timeout=aiohttp.ClientTimeout(
+                        total=None,
+                        sock_connect=settings.timeout,
+                        sock_read=settings.timeout,
+                    ),
+                    proxy=proxy,
+                    proxy_auth=proxy_auth,
+                )
+            )
+            endpoint = _Endpoint(settings)
+            pool._workers += [
+                asyncio.create_task(
+                    _endpoint_worker(endpoint, client, pool._todo, done, rubric, retries)
+                )
+                for _ in range(settings.concurrency)
+            ]
+        try:
+            yield pool
+        finally:
+            await pool.stop()
