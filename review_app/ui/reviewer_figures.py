@@ -12,14 +12,24 @@ import altair as alt
 import streamlit as st
 from sqlalchemy import Engine
 
+from review_app.agreement.reliability import ReviewerReliabilityJson
 from review_app.errors import InputError, NotFound, PermissionDenied
 from review_app.rubrics import Rubric
 from review_app.services.access.actors import Actor
-from review_app.services.judging.strata import STRATA_BY
-from review_app.services.judging.stratified_audit import allocation_plan, draw_stratified_sample
+from review_app.services.judging.judge_report import JudgeRunReport
+from review_app.services.judging.strata import STRATA_BY, StratifiedBlock
+from review_app.services.judging.stratified_audit import (
+    AllocationPlan,
+    allocation_plan,
+    draw_stratified_sample,
+)
 from review_app.services.reports import report_store
 from review_app.services.reports.report_store import Shown
-from review_app.services.review.reliability import RELIABILITY_RULES
+from review_app.services.review.reliability import (
+    RELIABILITY_RULES,
+    OverTimeReport,
+    ReliabilityReport,
+)
 from review_app.ui import charts
 from review_app.ui.safe import error_text, escape
 
@@ -47,7 +57,7 @@ def _interval(ci95: Sequence[float] | None, *, percent: bool = False) -> str:
 # --- reviewer reliability --------------------------------------------------------------
 
 
-def reliability_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+def reliability_rows(report: ReliabilityReport) -> list[dict[str, Any]]:
     """One row per reviewer: labels, accuracy with its interval, below the others."""
     return [
         {
@@ -61,7 +71,7 @@ def reliability_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def confusion_heatmap(reviewer: Mapping[str, Any]) -> alt.LayerChart:
+def confusion_heatmap(reviewer: ReviewerReliabilityJson) -> alt.LayerChart:
     """A reviewer's confusion matrix: true code (rows) against the code given."""
     rows = [
         {"true": true, "given": given, "probability": round(p, 3)}
@@ -78,7 +88,7 @@ def confusion_heatmap(reviewer: Mapping[str, Any]) -> alt.LayerChart:
     return cast(alt.LayerChart, alt.layer(cells, base.mark_text().encode(text="probability:Q")))
 
 
-def draw_reliability(shown: Shown[Any], *, key: str) -> None:
+def draw_reliability(shown: Shown[ReliabilityReport], *, key: str) -> None:
     """Which reviewer to trust on which codes (``reviewers reliability``)."""
     report = shown.value
     st.subheader("Which reviewer to trust, on which codes")
@@ -113,7 +123,7 @@ def draw_reliability(shown: Shown[Any], *, key: str) -> None:
 # --- agreement over time ------------------------------------------------------------------
 
 
-def alpha_periods_chart(report: Mapping[str, Any]) -> alt.LayerChart:
+def alpha_periods_chart(report: OverTimeReport) -> alt.LayerChart:
     """Alpha per period and version, publications as vertical rules."""
     order = [p["period"] for p in report["periods"]]
     rows = [
@@ -146,7 +156,7 @@ def alpha_periods_chart(report: Mapping[str, Any]) -> alt.LayerChart:
     return cast(alt.LayerChart, alt.layer(lines, rules))
 
 
-def gold_periods_chart(report: Mapping[str, Any]) -> alt.Chart:
+def gold_periods_chart(report: OverTimeReport) -> alt.Chart:
     """Each reviewer's agreement with adjudicated gold per period."""
     order = [p["period"] for p in report["periods"]]
     rows = [
@@ -167,7 +177,7 @@ def gold_periods_chart(report: Mapping[str, Any]) -> alt.Chart:
     )
 
 
-def session_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+def session_rows(report: OverTimeReport) -> list[dict[str, Any]]:
     """Per reviewer: agreement in a session's first hour and after it."""
     rows = []
     for name, figures in report["session"]["reviewers"].items():
@@ -188,7 +198,7 @@ def session_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def draw_over_time(shown: Shown[Any], *, key: str) -> None:
+def draw_over_time(shown: Shown[OverTimeReport], *, key: str) -> None:
     """Is agreement getting better or worse (``agreement --over-time``)."""
     report = shown.value
     st.subheader("Is agreement getting better or worse?")
@@ -229,7 +239,7 @@ def draw_over_time(shown: Shown[Any], *, key: str) -> None:
 # --- the break rate by stratum (judge page) -------------------------------------------------
 
 
-def strata_rows(block: Mapping[str, Any]) -> list[dict[str, Any]]:
+def strata_rows(block: StratifiedBlock) -> list[dict[str, Any]]:
     """One row per stratum: its share, gold, rate with interval, the judge against gold."""
     rows = []
     for row in block["strata"]:
@@ -256,7 +266,9 @@ def strata_rows(block: Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def draw_strata(engine: Engine, actor: Actor, rubric: Rubric, run: Mapping[str, Any]) -> Shown[Any]:
+def draw_strata(
+    engine: Engine, actor: Actor, rubric: Rubric, run: JudgeRunReport
+) -> Shown[StratifiedBlock]:
     """Where the judge fails: the break rate by stratum of one run."""
     st.subheader("Where the judge fails: the break rate by stratum")
     st.segmented_control(
@@ -297,7 +309,7 @@ def draw_strata(engine: Engine, actor: Actor, rubric: Rubric, run: Mapping[str, 
 # --- audits placed by stratum (team page) -------------------------------------------------
 
 
-def plan_rows(plan: Any) -> list[dict[str, Any]]:
+def plan_rows(plan: AllocationPlan) -> list[dict[str, Any]]:
     return [
         {
             "stratum": row["stratum"],
@@ -381,9 +393,11 @@ def draw_stratified_audit(
                 st.rerun()
 
 
-def reliability(engine: Engine, actor: Actor, rubric: Rubric) -> Shown[Any]:
+def reliability(engine: Engine, actor: Actor, rubric: Rubric) -> Shown[ReliabilityReport]:
     return report_store.reviewer_reliability(engine, actor, rubric=rubric)
 
 
-def over_time(engine: Engine, actor: Actor, rubric: Rubric, previous: Rubric | None) -> Shown[Any]:
+def over_time(
+    engine: Engine, actor: Actor, rubric: Rubric, previous: Rubric | None
+) -> Shown[OverTimeReport]:
     return report_store.agreement_over_time(engine, actor, rubric=rubric, previous=previous)
