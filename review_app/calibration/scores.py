@@ -98,6 +98,23 @@ class ThresholdPoint:
     is_best: bool
     reasons: Mapping[str, str] = field(default_factory=dict)
 
+    @classmethod
+    def from_dict(cls, data: ThresholdPointJson) -> ThresholdPoint:
+        return cls(
+            threshold=data["threshold"],
+            tp=data["tp"],
+            fp=data["fp"],
+            fn=data["fn"],
+            tn=data["tn"],
+            kappa=data["kappa"],
+            f1=data["f1"],
+            precision=data["precision"],
+            recall=data["recall"],
+            accuracy=data["accuracy"],
+            is_best=data["is_best"],
+            reasons=data["reasons"],
+        )
+
     def to_dict(self) -> ThresholdPointJson:
         return {
             "threshold": self.threshold,
@@ -132,6 +149,17 @@ class ThresholdSweep:
     @property
     def best(self) -> ThresholdPoint | None:
         return next((p for p in self.points if p.is_best), None)
+
+    @classmethod
+    def from_dict(cls, data: ThresholdSweepJson) -> ThresholdSweep:
+        """The sweep back from :meth:`to_dict` (e.g. read from a stored report)."""
+        return cls(
+            points=tuple(ThresholdPoint.from_dict(p) for p in data["points"]),
+            best_threshold=data["best_threshold"],
+            best_reason=data["best_reason"],
+            n=data["n"],
+            n_break=data["n_break"],
+        )
 
     def to_dict(self) -> ThresholdSweepJson:
         return {
@@ -266,6 +294,16 @@ class ReliabilityBin:
     mean_predicted: float
     observed_frequency: float
 
+    @classmethod
+    def from_dict(cls, data: ReliabilityBinJson) -> ReliabilityBin:
+        return cls(
+            lower=data["lower"],
+            upper=data["upper"],
+            count=data["count"],
+            mean_predicted=data["mean_predicted"],
+            observed_frequency=data["observed_frequency"],
+        )
+
     def to_dict(self) -> ReliabilityBinJson:
         return {
             "lower": self.lower,
@@ -292,6 +330,19 @@ class ReliabilityReport:
     expected_calibration_error: float | None
     max_calibration_error: float | None
     reason: str | None
+
+    @classmethod
+    def from_dict(cls, data: ReliabilityJson) -> ReliabilityReport:
+        """The report back from :meth:`to_dict` (e.g. read from a stored report)."""
+        return cls(
+            bins=tuple(ReliabilityBin.from_dict(b) for b in data["bins"]),
+            n=data["n"],
+            n_bins=data["n_bins"],
+            brier_score=data["brier_score"],
+            expected_calibration_error=data["expected_calibration_error"],
+            max_calibration_error=data["max_calibration_error"],
+            reason=data["reason"],
+        )
 
     def to_dict(self) -> ReliabilityJson:
         return {

@@ -115,6 +115,16 @@ class ReviewerTest:
     rejected: bool
     advantage_probability: float
 
+    @classmethod
+    def from_dict(cls, data: ReviewerTestJson) -> ReviewerTest:
+        return cls(
+            data["reviewer"],
+            data["units"],
+            data["p_value"],
+            data["rejected"],
+            data["advantage_probability"],
+        )
+
     def to_dict(self) -> ReviewerTestJson:
         return {
             "reviewer": self.reviewer,
@@ -130,6 +140,10 @@ class SkippedReviewer:
     reviewer: str
     units: int
     reason: str
+
+    @classmethod
+    def from_dict(cls, data: SkippedReviewerJson) -> SkippedReviewer:
+        return cls(data["reviewer"], data["units"], data["reason"])
 
     def to_dict(self) -> SkippedReviewerJson:
         return {"reviewer": self.reviewer, "units": self.units, "reason": self.reason}
@@ -158,6 +172,24 @@ class AltTestResult:
     break_units: int | None
     reason: str | None
     baseline: BaselineJson | None = None
+
+    @classmethod
+    def from_dict(cls, data: AltTestJson) -> AltTestResult:
+        """The result back from :meth:`to_dict` (e.g. read from a stored report)."""
+        return cls(
+            epsilon=data["epsilon"],
+            q=data["q"],
+            winning_rate=data["winning_rate"],
+            advantage_probability=data["advantage_probability"],
+            passed=data["passed"],
+            verdict=data["verdict"],
+            reviewers=tuple(ReviewerTest.from_dict(r) for r in data["reviewers"]),
+            skipped=tuple(SkippedReviewer.from_dict(s) for s in data["skipped"]),
+            units=data["units"],
+            break_units=data["break_units"],
+            reason=data["reason"],
+            baseline=data["baseline"],
+        )
 
     def to_dict(self) -> AltTestJson:
         return {

@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 
 import altair as alt
 
+from review_app.calibration.scores import ReliabilityReport, ThresholdSweep
+from review_app.stats.alt_test import AltTestResult, ReviewerTest, SkippedReviewer
 from review_app.stats.core import Estimate
 from review_app.ui import readings
 
@@ -255,7 +257,7 @@ def judge_test_rows(runs: Sequence[JudgeRunReport]) -> list[dict[str, Any]]:
     """One row per judge run: may it replace a reviewer (the alternative annotator test)."""
     rows = []
     for run in runs:
-        alt_test = run["alt_test"]
+        alt_test = AltTestResult.from_dict(run["alt_test"])
         vs_gold = run["vs_gold"]
         rows.append(
             {
@@ -263,9 +265,9 @@ def judge_test_rows(runs: Sequence[JudgeRunReport]) -> list[dict[str, Any]]:
                 "state": _STATES.get(run["status"], run["status"])
                 if run["source"] != "import"
                 else "imported",
-                "replaces a reviewer?": (alt_test["verdict"] or "not tested").split(":", 1)[0],
-                "winning rate": _rounded(alt_test["winning_rate"]),
-                "advantage": _rounded(alt_test["advantage_probability"]),
+                "replaces a reviewer?": (alt_test.verdict or "not tested").split(":", 1)[0],
+                "winning rate": _rounded(alt_test.winning_rate),
+                "advantage": _rounded(alt_test.advantage_probability),
                 "gold turns": None if vs_gold is None else vs_gold["kappa"]["n"],
                 "errors": run["errors"],
             }
@@ -308,40 +310,40 @@ def alt_test_rows(alt_test: AltTestJson) -> list[dict[str, Any]]:
     """
     rows: list[dict[str, Any]] = [
         {
-            "reviewer": row["reviewer"],
-            "units": row["units"],
-            "p-value": readings.format_p(row["p_value"]),
-            "judge wins": "yes" if row["rejected"] else "no",
-            "advantage": _rounded(row["advantage_probability"]),
+            "reviewer": test.reviewer,
+            "units": test.units,
+            "p-value": readings.format_p(test.p_value),
+            "judge wins": "yes" if test.rejected else "no",
+            "advantage": _rounded(test.advantage_probability),
             "note": "",
         }
-        for row in alt_test["reviewers"]
+        for test in map(ReviewerTest.from_dict, alt_test["reviewers"])
     ]
     rows.extend(
         {
-            "reviewer": row["reviewer"],
-            "units": row["units"],
+            "reviewer": skipped.reviewer,
+            "units": skipped.units,
             "p-value": "—",
             "judge wins": "—",
             "advantage": "—",
-            "note": row["reason"],
+            "note": skipped.reason,
         }
-        for row in alt_test["skipped"]
+        for skipped in map(SkippedReviewer.from_dict, alt_test["skipped"])
     )
     return rows
 
 
 def threshold_chart(sweep: ThresholdSweepJson) -> alt.LayerChart:
     rows: list[dict[str, Any]] = []
-    for point in sweep["points"]:
-        for metric, value in (("kappa", point["kappa"]), ("f1", point["f1"])):
+    for point in ThresholdSweep.from_dict(sweep).points:
+        for metric, value in (("kappa", point.kappa), ("f1", point.f1)):
             if value is not None:
                 rows.append(
                     {
-                        "threshold": point["threshold"],
+                        "threshold": point.threshold,
                         "metric": metric,
                         "value": value,
-                        "best": point["is_best"],
+                        "best": point.is_best,
                     }
                 )
     low = min([0.0, *(row["value"] for row in rows)])
@@ -360,8 +362,8 @@ def threshold_chart(sweep: ThresholdSweepJson) -> alt.LayerChart:
 
 def reliability_chart(reliability: ReliabilityJson) -> alt.LayerChart:
     rows = [
-        {"predicted": b["mean_predicted"], "observed": b["observed_frequency"], "count": b["count"]}
-        for b in reliability["bins"]
+        {"predicted": b.mean_predicted, "observed": b.observed_frequency, "count": b.count}
+        for b in ReliabilityReport.from_dict(reliability).bins
     ]
     diagonal = (
         alt.Chart(alt.Data(values=[{"x": 0, "y": 0}, {"x": 1, "y": 1}]))

@@ -12,6 +12,7 @@ import altair as alt
 import streamlit as st
 from sqlalchemy import Engine
 
+from review_app.agreement.over_time import PeriodJson
 from review_app.agreement.reliability import ReviewerReliabilityJson
 from review_app.errors import InputError, NotFound, PermissionDenied
 from review_app.rubrics import Rubric
@@ -30,6 +31,7 @@ from review_app.services.review.reliability import (
     OverTimeReport,
     ReliabilityReport,
 )
+from review_app.stats.core import Estimate
 from review_app.ui import charts
 from review_app.ui.safe import error_text, escape
 
@@ -127,10 +129,10 @@ def alpha_periods_chart(report: OverTimeReport) -> alt.LayerChart:
     """Alpha per period and version, publications as vertical rules."""
     order = [p["period"] for p in report["periods"]]
     rows = [
-        {"period": p["period"], "version": v["rubric"], "alpha": v["value"], "turns": v["n_units"]}
+        {"period": p["period"], "version": version, "alpha": alpha.value, "turns": alpha.n}
         for p in report["periods"]
-        for v in p["versions"]
-        if v["value"] is not None and v["n_units"] >= 30
+        for version, alpha in _alphas(p)
+        if alpha.value is not None and alpha.n >= 30
     ]
     x = alt.X("period:N", sort=order, title=None)
     lines = (
@@ -154,6 +156,11 @@ def alpha_periods_chart(report: OverTimeReport) -> alt.LayerChart:
         .encode(x=x, tooltip=["published:N"])
     )
     return cast(alt.LayerChart, alt.layer(lines, rules))
+
+
+def _alphas(period: PeriodJson) -> list[tuple[str, Estimate]]:
+    """Each version's alpha in the period."""
+    return [(v["rubric"], Estimate.from_dict(v)) for v in period["versions"]]
 
 
 def gold_periods_chart(report: OverTimeReport) -> alt.Chart:
@@ -181,17 +188,17 @@ def session_rows(report: OverTimeReport) -> list[dict[str, Any]]:
     """Per reviewer: agreement in a session's first hour and after it."""
     rows = []
     for name, figures in report["session"]["reviewers"].items():
-        difference = figures["difference"]
+        first = Estimate.from_dict(figures["first_hour"])
+        later = Estimate.from_dict(figures["later"])
+        change = figures["difference"]["ci95"]
         rows.append(
             {
                 "reviewer": name,
-                "first hour": _percent(figures["first_hour"]["value"]),
-                "labels": figures["first_hour"]["n"],
-                "after": _percent(figures["later"]["value"]),
-                "labels after": figures["later"]["n"],
-                "change (points)": _interval(
-                    None if difference["ci95"] is None else [100 * b for b in difference["ci95"]]
-                ),
+                "first hour": _percent(first.value),
+                "labels": first.n,
+                "after": _percent(later.value),
+                "labels after": later.n,
+                "change (points)": _interval(None if change is None else [100 * b for b in change]),
                 "falls": "yes" if figures["falls"] else "",
             }
         )
@@ -206,8 +213,8 @@ def draw_over_time(shown: Shown[OverTimeReport], *, key: str) -> None:
         st.info("No labels yet.")
         return
     st.markdown(escape(report["sentences"][0]))
-    if any(v["value"] is not None and v["n_units"] >= 30 for p in report["periods"]
-           for v in p["versions"]):  # fmt: skip
+    if any(alpha.value is not None and alpha.n >= 30 for p in report["periods"]
+           for _, alpha in _alphas(p)):  # fmt: skip
         st.vega_lite_chart(spec=charts.vega_lite(alpha_periods_chart, report), width="stretch")
     what = "week" if report["by"] == "week" else f"batch of {report['batch']:d} labels"
     st.caption(
@@ -243,12 +250,13 @@ def strata_rows(block: StratifiedBlock) -> list[dict[str, Any]]:
     """One row per stratum: its share, gold, rate with interval, the judge against gold."""
     rows = []
     for row in block["strata"]:
-        kappa, accuracy = row["judge_kappa"], row["judge_accuracy"]
-        if kappa["value"] is not None:
-            agreement = f"kappa {kappa['value']:.2f} {_interval(kappa['ci95'])}"
-        elif accuracy["value"] is not None:
-            share = _interval(accuracy["ci95"], percent=True)
-            agreement = f"same code {_percent(accuracy['value'])} {share}"
+        kappa = Estimate.from_dict(row["judge_kappa"])
+        accuracy = Estimate.from_dict(row["judge_accuracy"])
+        if kappa.value is not None:
+            agreement = f"kappa {kappa.value:.2f} {_interval(kappa.ci95)}"
+        elif accuracy.value is not None:
+            share = _interval(accuracy.ci95, percent=True)
+            agreement = f"same code {_percent(accuracy.value)} {share}"
         else:
             agreement = "—"
         rows.append(
