@@ -14,6 +14,7 @@ from review_app.calibration.scores import (
 )
 from review_app.stats.alt_test import AltTestResult, alt_test
 from review_app.stats.core import Estimate
+from review_app.stats.paired import McNemarResult
 
 
 def _through_json(value: object) -> Any:
@@ -48,3 +49,9 @@ def test_the_sweep_and_the_reliability_come_back_from_their_json() -> None:
     assert ThresholdSweep.from_dict(_through_json(sweep.to_dict())) == sweep
     report = reliability(y_true=y, probabilities=scores)
     assert ReliabilityReport.from_dict(_through_json(report.to_dict())) == report
+
+
+def test_mcnemar_comes_back_from_its_json() -> None:
+    test = McNemarResult(((30, 4), (11, 5)), 4, 0.118)
+    back = McNemarResult.from_dict(_through_json(test.to_dict()))
+    assert back == test and back.n == 50

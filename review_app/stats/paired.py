@@ -153,6 +153,12 @@ class McNemarResult:
     def n(self) -> int:
         return sum(map(sum, self.table))
 
+    @classmethod
+    def from_dict(cls, data: McNemarJson) -> McNemarResult:
+        """The test back from :meth:`to_dict` (e.g. a comparison read back from JSON)."""
+        (both, only_first), (only_second, neither) = data["table"]
+        return cls(((both, only_first), (only_second, neither)), data["statistic"], data["p_value"])
+
     def to_dict(self) -> McNemarJson:
         return {
             "table": [list(row) for row in self.table],

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Literal
 from review_app.agreement.coefficients import SMALL_SAMPLE_UNITS
 from review_app.services.judging.estimate import NOT_RANDOM
 from review_app.stats.core import Estimate, EstimateJson, UnitsEstimateJson
+from review_app.stats.paired import McNemarResult
 
 if TYPE_CHECKING:
     from review_app.calibration.like_for_like import LikeForLike
@@ -518,13 +519,12 @@ def comparison_rows(report: RunComparison) -> list[dict[str, str]]:
 def mcnemar_sentence(report: RunComparison) -> str:
     """McNemar's test on break / no break, in words, with its table."""
     a, b = report["first"], report["second"]
-    m = report["mcnemar"]
-    both, only_a = m["table"][0]
-    only_b, neither = m["table"][1]
+    test = McNemarResult.from_dict(report["mcnemar"])
+    (both, only_a), (only_b, neither) = test.table
     return (
-        f"Exact McNemar test on break / no break, {m['n']:d} units: both right on {both:d}, "
+        f"Exact McNemar test on break / no break, {test.n:d} units: both right on {both:d}, "
         f"only {a} right on {only_a:d}, only {b} right on {only_b:d}, both wrong on "
-        f"{neither:d}; {format_p(m['p_value'])}."
+        f"{neither:d}; {format_p(test.p_value)}."
     )
 
 
