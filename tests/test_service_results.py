@@ -92,3 +92,53 @@ def test_services_return_typed_results() -> None:
     assert unexplained == {}, "return a Public shape, a frozen dataclass or a TypedDict"
     stale = sorted(set(ALLOWED) - set(found))
     assert stale == [], "no longer needed: remove from ALLOWED"
+
+
+DOCUMENTS = [
+    REPO / "review_app" / "services",
+    REPO / "review_app" / "stats",
+    REPO / "review_app" / "calibration",
+    REPO / "review_app" / "agreement",
+]
+"""Where the report documents and the JSON forms of the figures they carry are declared."""
+
+
+def any_fields(source: str) -> list[str]:
+    """``Class.field`` for each field of a ``TypedDict`` of ``source`` whose type names
+    ``Any`` (a key whose contents mypy cannot check where a page or a renderer reads it)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, ast.ClassDef):
+            continue
+        if not any(ast.unparse(base) == "TypedDict" for base in node.bases):
+            continue
+        for item in node.body:
+            if isinstance(item, ast.AnnAssign) and "Any" in re.findall(
+                r"[A-Za-z_][A-Za-z0-9_]*", ast.unparse(item.annotation)
+            ):
+                found.append(f"{node.name}.{ast.unparse(item.target)}")
+    return found
+
+
+def test_the_field_scan_finds_any() -> None:
+    source = (
+        "class A(TypedDict):\n"
+        "    a: dict[str, Any]\n"
+        "    b: list[Figure] | None\n"
+        "    c: NotRequired[dict[str, dict[str, Any]]]\n"
+        "class B:\n"
+        "    d: Any\n"
+    )
+    assert any_fields(source) == ["A.a", "A.c"]
+
+
+def test_report_documents_name_every_key() -> None:
+    """Report documents are typed down to the figures that pages read (issue 39): no
+    ``TypedDict`` field of ``Any``."""
+    found = {
+        str(path.relative_to(REPO)): fields
+        for root in DOCUMENTS
+        for path in sorted(root.rglob("*.py"))
+        if (fields := any_fields(path.read_text(encoding="utf-8")))
+    }
+    assert found == {}, "name the keys with a TypedDict of their own"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Hashable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -16,6 +16,21 @@ from review_app.agreement.coefficients import (
 )
 from review_app.stats.core import canonical_order
 from review_app.stats.table import IntArray, RatingTable, factorize
+
+
+class FirstBreakAgreementJson(TypedDict):
+    """:meth:`FirstBreakAgreement.to_dict`: the agreement form of an estimate and the
+    counts."""
+
+    value: float | None
+    n_units: int
+    reason: str | None
+    ci95: list[float] | None
+    warning: str | None
+    n_pairs: int
+    n_agreeing_pairs: int
+    n_both_break_pairs: int
+    n_same_turn_pairs: int
 
 
 @dataclass(frozen=True)
@@ -40,7 +55,7 @@ class FirstBreakAgreement:
     reason: str | None = None
     warning: str | None = None
 
-    def to_dict(self, *, count_key: Literal["n_units"] = "n_units") -> dict[str, Any]:
+    def to_dict(self, *, count_key: Literal["n_units"] = "n_units") -> FirstBreakAgreementJson:
         """JSON-ready form: the agreement keys of :meth:`Estimate.to_dict` and the counts."""
         return {
             "value": None if self.value is None else float(self.value),

@@ -42,14 +42,19 @@ from collections import defaultdict
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
 from review_app.agreement.bootstrap import alpha_bootstrap_ci
 from review_app.agreement.coefficients import SMALL_SAMPLE_UNITS, krippendorff_alpha
 from review_app.stats.checks import check_int
-from review_app.stats.core import Estimate, proportion, wilson_interval
+from review_app.stats.core import (
+    Estimate,
+    EstimateJson,
+    proportion,
+    wilson_interval,
+)
 from review_app.stats.table import RatingTable
 
 __all__ = [
@@ -101,6 +106,64 @@ def newcombe_interval(
     )
 
 
+class VersionAlphaJson(TypedDict):
+    """A version's alpha in a period: its ``rubric`` and the agreement form of alpha."""
+
+    rubric: str
+    value: float | None
+    n_units: int
+    reason: str | None
+    ci95: list[float] | None
+    warning: str | None
+
+
+class ReviewerShareJson(TypedDict):
+    """A reviewer's share of labels equal to the adjudicated code: ``name`` and the
+    estimate."""
+
+    name: str
+    value: float | None
+    n: int
+    ci95: list[float] | None
+    reason: str | None
+    warning: str | None
+    method: str | None
+
+
+class PeriodJson(TypedDict):
+    """:meth:`Period.to_dict`."""
+
+    period: str
+    start: str
+    end: str
+    labels: int
+    versions: list[VersionAlphaJson]
+    reviewers: list[ReviewerShareJson]
+
+
+class DifferenceJson(TypedDict):
+    value: float | None
+    ci95: list[float] | None
+
+
+class SessionAgreementJson(TypedDict):
+    """:meth:`SessionAgreement.to_dict`."""
+
+    first_hour: EstimateJson
+    later: EstimateJson
+    difference: DifferenceJson
+    falls: bool
+
+
+class PublicationJson(TypedDict):
+    """When a version was published, and the period holding that moment (null when none
+    does)."""
+
+    rubric: str
+    at: str
+    period: str | None
+
+
 @dataclass(frozen=True)
 class Period:
     """One week or batch: the alpha of each version's units completed in it, and each
@@ -115,7 +178,7 @@ class Period:
     with_gold: dict[str, Estimate]
     """Reviewer -> share of their labels equal to the adjudicated code."""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> PeriodJson:
         return {
             "period": self.label,
             "start": self.start.isoformat(),
@@ -140,7 +203,7 @@ class SessionAgreement:
     difference: tuple[float, float] | None
     falls: bool
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> SessionAgreementJson:
         value = (
             None
             if self.first_hour.value is None or self.later.value is None
@@ -163,9 +226,7 @@ class OverTime:
     """``week`` or ``batch``."""
     batch: int
     periods: list[Period]
-    publications: list[dict[str, Any]]
-    """``{"rubric", "at", "period"}``: when each version was published, and the period
-    holding that moment (null when none does)."""
+    publications: list[PublicationJson]
     session: SessionAgreement
     session_by_reviewer: dict[str, SessionAgreement]
     sentences: list[str] = field(default_factory=list)
@@ -404,7 +465,7 @@ def agreement_over_time(
         }
         stamps = [times[i] for i in members]
         periods.append(Period(label, min(stamps), max(stamps), len(members), alpha, with_gold))
-    marks = []
+    marks: list[PublicationJson] = []
     for ref, moment in sorted(publications, key=lambda p: p[1]):
         holding = next((p.label for p in periods if p.start <= moment <= p.end), None)
         if holding is None and by == "week":

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -49,6 +49,7 @@ from review_app.stats.core import (
     CLUSTER_METHOD,
     MIN_BOOTSTRAP_UNITS,
     Estimate,
+    EstimateJson,
     cluster_codes,
     cluster_draws,
     percentile_interval,
@@ -82,6 +83,32 @@ RESAMPLE_TOL = 1e-6
 RESAMPLE_MAX_ITER = 50
 
 
+class MixUpJson(TypedDict):
+    true: str
+    given: str
+    probability: float
+    units: float
+
+
+class ReviewerReliabilityJson(TypedDict):
+    """:meth:`ReviewerReliability.to_dict` (docs/reference.md, "Reviewer reliability
+    JSON")."""
+
+    name: str
+    n_labels: int
+    accuracy: float | None
+    ci95: list[float] | None
+    reason: str | None
+    others: EstimateJson
+    confusion: dict[str, dict[str, float]]
+    """True code -> given code -> probability."""
+    units_by_code: dict[str, float]
+    mix_ups: list[MixUpJson]
+    below_others: bool
+    responsible_codes: list[str]
+    sentence: str
+
+
 @dataclass(frozen=True)
 class MixUp:
     """A reviewer gives ``given`` to a share ``probability`` of the turns whose true
@@ -92,7 +119,7 @@ class MixUp:
     probability: float
     units: float
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> MixUpJson:
         return {
             "true": self.true,
             "given": self.given,
@@ -119,7 +146,7 @@ class ReviewerReliability:
     responsible_codes: list[str]
     sentence: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ReviewerReliabilityJson:
         return {
             "name": self.name,
             "n_labels": self.n_labels,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 from review_app.agreement.bootstrap import intervals_of_alpha_and_pairs
 from review_app.agreement.coefficients import (
@@ -15,9 +15,59 @@ from review_app.agreement.coefficients import (
     per_label_alpha,
     percent_agreement,
 )
-from review_app.agreement.conversations import FirstBreakAgreement, FirstBreaks
-from review_app.stats.core import CLUSTER_METHOD
+from review_app.agreement.conversations import FirstBreakAgreementJson, FirstBreaks
+from review_app.stats.core import CLUSTER_METHOD, UnitsEstimateJson
 from review_app.stats.table import RatingTable
+
+
+class PairKappaJson(TypedDict):
+    """Cohen's kappa of two raters: the agreement form of an estimate and its ``method``."""
+
+    value: float | None
+    n_units: int
+    reason: str | None
+    ci95: list[float] | None
+    warning: str | None
+    method: str | None
+
+
+class ConversationAgreementJson(TypedDict):
+    conversations: int
+    """How many conversations have a break / no-break rating."""
+    readers: dict[str, int]
+    """How many conversations were read by how many raters (2 or more): ``{"3": 17}``."""
+    first_break_agreement: FirstBreakAgreementJson
+    any_break_alpha: UnitsEstimateJson
+
+
+class BootstrapJson(TypedDict):
+    n_resamples: int
+    seed: int
+    confidence: float
+    method: str
+
+
+class AgreementSummary(TypedDict):
+    """:func:`agreement_summary` (docs/reference.md, "Agreement JSON")."""
+
+    level: str
+    units: int
+    raters: int
+    ratings: int
+    rater_names: list[str]
+    alpha_ci95: list[float] | None
+    bootstrap: BootstrapJson
+    cohen_kappa: dict[str, PairKappaJson]
+    """By ``"<rater_a>|<rater_b>"``."""
+    per_label: dict[str, UnitsEstimateJson]
+    conversation: ConversationAgreementJson
+    warnings: list[str]
+    percent_agreement: UnitsEstimateJson
+    krippendorff_alpha: UnitsEstimateJson
+    fleiss_kappa: UnitsEstimateJson
+    gwet_ac1: UnitsEstimateJson
+    alpha_break: UnitsEstimateJson
+    alpha_verdict: UnitsEstimateJson
 
 
 def verdict_mapping_from_verdicts(verdicts: Mapping[Any, str]) -> dict[Any, str | None]:
@@ -37,7 +87,7 @@ def agreement_summary(
     seed: int = 0,
     confidence: float = 0.95,
     break_value: Hashable = "break",
-) -> dict[str, Any]:
+) -> AgreementSummary:
     """Every agreement figure for a turn-level rating table, as one JSON-ready dict.
 
     ``break_mapping`` collapses codes to break / no break (``break_value`` names
@@ -84,7 +134,7 @@ def agreement_summary(
         turn_of=turn_of,
         break_values={break_value},
     )
-    figures: dict[str, Coefficient | FirstBreakAgreement] = {
+    figures: dict[str, Coefficient] = {
         "percent_agreement": percent_agreement(table),
         "krippendorff_alpha": alpha,
         "fleiss_kappa": fleiss_kappa(table),
@@ -102,13 +152,16 @@ def agreement_summary(
     for pair, coefficient in pairwise.items():
         if coefficient.warning:
             warnings.append(f"cohen_kappa {pair}: {coefficient.warning}")
-    for name, figure in (("first_break_agreement", first_break), ("any_break_alpha", any_break)):
-        if figure.warning:
-            warnings.append(f"conversation {name}: {figure.warning}")
+    for name, warning in (
+        ("first_break_agreement", first_break.warning),
+        ("any_break_alpha", any_break.warning),
+    ):
+        if warning:
+            warnings.append(f"conversation {name}: {warning}")
     if alpha.value is not None and alpha.ci95 is None and n_resamples:
         warnings.append(f"alpha_ci95: {alpha.reason}")
 
-    summary: dict[str, Any] = {
+    return {
         "level": "turn",
         "units": table.n_units,
         "raters": table.n_raters,
@@ -136,7 +189,10 @@ def agreement_summary(
             "any_break_alpha": any_break.to_dict(count_key="n_units"),
         },
         "warnings": warnings,
+        "percent_agreement": figures["percent_agreement"].to_dict(count_key="n_units"),
+        "krippendorff_alpha": figures["krippendorff_alpha"].to_dict(count_key="n_units"),
+        "fleiss_kappa": figures["fleiss_kappa"].to_dict(count_key="n_units"),
+        "gwet_ac1": figures["gwet_ac1"].to_dict(count_key="n_units"),
+        "alpha_break": figures["alpha_break"].to_dict(count_key="n_units"),
+        "alpha_verdict": figures["alpha_verdict"].to_dict(count_key="n_units"),
     }
-    for name, figure in figures.items():
-        summary[name] = figure.to_dict(count_key="n_units")
-    return summary

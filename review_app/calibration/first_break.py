@@ -8,15 +8,41 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
 from review_app.stats.core import (
     Estimate,
+    EstimateJson,
     proportion,
 )
-from review_app.stats.units import UnitT, json_value, sorted_units
+from review_app.stats.units import JsonKey, UnitT, json_value, sorted_units
+
+
+class FirstBreakMismatchJson(TypedDict):
+    conversation: JsonKey
+    reference_turn: int | None
+    judged_turn: int | None
+
+
+class FirstBreakJson(TypedDict):
+    """:meth:`FirstBreakReport.to_dict`."""
+
+    n_conversations: int
+    n_only_reference: int
+    n_only_judged: int
+    exact_match: EstimateJson
+    mean_offset: EstimateJson
+    mean_absolute_offset: EstimateJson
+    n_exact: int
+    n_both_break: int
+    n_both_no_break: int
+    n_missed: int
+    n_false_alarm: int
+    n_judged_earlier: int
+    n_judged_later: int
+    mismatches: list[FirstBreakMismatchJson]
 
 
 @dataclass(frozen=True)
@@ -25,7 +51,7 @@ class FirstBreakMismatch:
     reference_turn: int | None
     judged_turn: int | None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> FirstBreakMismatchJson:
         return {
             "conversation": json_value(self.conversation),
             "reference_turn": self.reference_turn,
@@ -59,7 +85,7 @@ class FirstBreakReport:
     n_judged_later: int
     mismatches: tuple[FirstBreakMismatch, ...]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> FirstBreakJson:
         return {
             "n_conversations": self.n_conversations,
             "n_only_reference": self.n_only_reference,

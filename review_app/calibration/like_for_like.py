@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Hashable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -17,6 +17,7 @@ from review_app.stats.core import (
     CLUSTER_METHOD,
     UNIT_METHOD,
     Estimate,
+    EstimateJson,
     bootstrap_confusions,
     bootstrap_method,
     cluster_codes,
@@ -24,6 +25,34 @@ from review_app.stats.core import (
     percentile_interval,
 )
 from review_app.stats.units import UnitT, sort_key, sorted_units
+
+
+class ReviewerPair(TypedDict):
+    """Two reviewers and the judge on the units all three labeled."""
+
+    reviewers: list[str]
+    units: int
+    reviewer_kappa: EstimateJson
+    judge_kappa: dict[str, EstimateJson]
+    """The judge's kappa with each of the two, by reviewer."""
+
+
+class LeaveOneOut(TypedDict):
+    """A reviewer and the judge against gold the reviewer's own label did not make."""
+
+    reviewer: str
+    units: int
+    gold_source: str
+    reviewer_kappa: EstimateJson
+    judge_kappa: EstimateJson
+
+
+class LikeForLike(TypedDict):
+    """:func:`like_for_like` (docs/reference.md, "Judge report JSON")."""
+
+    method: str
+    pairs: list[ReviewerPair]
+    leave_one_out_gold: list[LeaveOneOut]
 
 
 def kappa_estimate(
@@ -80,7 +109,7 @@ def like_for_like(
     cluster_of: Callable[[UnitT], Hashable] | None = None,
     n_resamples: int = 1000,
     seed: int = 0,
-) -> dict[str, Any]:
+) -> LikeForLike:
     """The judge and the reviewers measured on the same units against the same reference.
 
     - ``pairs``: for every two reviewers ``a`` and ``b``, on the units that ``a``, ``b``
@@ -109,7 +138,7 @@ def like_for_like(
             clusters=None if cluster_of is None else [cluster_of(u) for u in units],
         )
 
-    pairs = []
+    pairs: list[ReviewerPair] = []
     for i, a in enumerate(reviewers):
         for b in reviewers[i + 1 :]:
             first, second = labels_by_reviewer[a], labels_by_reviewer[b]
@@ -125,7 +154,7 @@ def like_for_like(
                     },
                 }
             )
-    leave_one_out = []
+    leave_one_out: list[LeaveOneOut] = []
     for r in reviewers:
         own = labels_by_reviewer[r]
         gold: dict[UnitT, str] = {}

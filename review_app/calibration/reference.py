@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Collection, Hashable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Literal, TypedDict
 
 import numpy as np
 from numpy.typing import NDArray
@@ -21,6 +21,7 @@ from review_app.stats.core import (
     BREAK,
     NO_BREAK,
     Estimate,
+    EstimateJson,
     bootstrap_confusions,
     bootstrap_method,
     cluster_codes,
@@ -100,6 +101,47 @@ def classify_disagreement(
     return "agree"
 
 
+class ConfusionJson(TypedDict):
+    """:meth:`ConfusionMatrix.to_dict`."""
+
+    labels: list[str]
+    rows: str
+    columns: str
+    counts: list[list[int]]
+    by_reference: dict[str, dict[str, int]]
+
+
+class AgreementJson(TypedDict):
+    """:meth:`AgreementReport.to_dict` (docs/reference.md, "Judge report JSON")."""
+
+    n_reference: int
+    n_judged: int
+    n_shared: int
+    n_only_reference: int
+    n_only_judged: int
+    n_ignored: int
+    n_compared: int
+    n_break_comparable: int
+    n_break_excluded: int
+    kappa: EstimateJson
+    accuracy: EstimateJson
+    break_kappa: EstimateJson
+    break_accuracy: EstimateJson
+    precision: EstimateJson
+    recall: EstimateJson
+    f1: EstimateJson
+    tpr: EstimateJson
+    tnr: EstimateJson
+    confusion: ConfusionJson
+    break_confusion: dict[str, int]
+    reference_break_rate: float | None
+    judged_break_rate: float | None
+    disagreement_counts: dict[str, int]
+    warnings: list[str]
+    n_resamples: int
+    seed: int
+
+
 @dataclass(frozen=True)
 class ConfusionMatrix:
     """Counts of units per (reference code, judged code); rows reference, columns judge.
@@ -118,7 +160,7 @@ class ConfusionMatrix:
             for row_label, row in zip(self.labels, self.counts, strict=True)
         }
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ConfusionJson:
         return {
             "labels": list(self.labels),
             "rows": "reference",
@@ -188,7 +230,7 @@ class AgreementReport:
             "tnr": self.tnr,
         }
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> AgreementJson:
         return {
             "n_reference": self.n_reference,
             "n_judged": self.n_judged,
@@ -199,7 +241,15 @@ class AgreementReport:
             "n_compared": self.n_compared,
             "n_break_comparable": self.n_break_comparable,
             "n_break_excluded": self.n_break_excluded,
-            **{name: estimate.to_dict() for name, estimate in self.estimates().items()},
+            "kappa": self.kappa.to_dict(),
+            "accuracy": self.accuracy.to_dict(),
+            "break_kappa": self.break_kappa.to_dict(),
+            "break_accuracy": self.break_accuracy.to_dict(),
+            "precision": self.precision.to_dict(),
+            "recall": self.recall.to_dict(),
+            "f1": self.f1.to_dict(),
+            "tpr": self.tpr.to_dict(),
+            "tnr": self.tnr.to_dict(),
             "confusion": self.confusion.to_dict(),
             "break_confusion": dict(self.break_confusion),
             "reference_break_rate": self.reference_break_rate,

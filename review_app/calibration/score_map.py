@@ -9,7 +9,7 @@ import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NotRequired, TypedDict
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -82,6 +82,27 @@ def _fit_platt(y: NDArray[np.int64], s: NDArray[np.float64]) -> tuple[float, flo
     return float(model.coef_[0, 0]), float(model.intercept_[0])
 
 
+class CalibrationMapJson(TypedDict):
+    """:meth:`CalibrationMap.to_dict`: ``x_thresholds`` and ``y_thresholds`` for an
+    isotonic map, ``coef`` and ``intercept`` for a Platt one."""
+
+    format: str
+    format_version: int
+    method: Literal["isotonic", "platt"]
+    x_thresholds: NotRequired[list[float]]
+    y_thresholds: NotRequired[list[float]]
+    coef: NotRequired[float | None]
+    intercept: NotRequired[float | None]
+    n_samples: int | None
+    n_break: int | None
+    cv: int | None
+    seed: int | None
+    heldout_brier_before: float | None
+    heldout_brier_after: float | None
+    heldout_ece_before: float | None
+    heldout_ece_after: float | None
+
+
 @dataclass(frozen=True)
 class CalibrationMap:
     """A fitted map from raw judge scores to calibrated break probabilities.
@@ -137,29 +158,26 @@ class CalibrationMap:
             return _isotonic_transform(self.x_thresholds, self.y_thresholds, s)
         return _platt_transform(float(self.coef or 0.0), float(self.intercept or 0.0), s)
 
-    def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {
+    def to_dict(self) -> CalibrationMapJson:
+        data: CalibrationMapJson = {
             "format": CALIBRATION_MAP_FORMAT,
             "format_version": CALIBRATION_MAP_FORMAT_VERSION,
             "method": self.method,
-        }
+        }  # type: ignore[typeddict-item]  # the figures below follow the method's keys
         if self.method == "isotonic":
             data["x_thresholds"] = list(self.x_thresholds)
             data["y_thresholds"] = list(self.y_thresholds)
         else:
             data["coef"] = self.coef
             data["intercept"] = self.intercept
-        for name in (
-            "n_samples",
-            "n_break",
-            "cv",
-            "seed",
-            "heldout_brier_before",
-            "heldout_brier_after",
-            "heldout_ece_before",
-            "heldout_ece_after",
-        ):
-            data[name] = getattr(self, name)
+        data["n_samples"] = self.n_samples
+        data["n_break"] = self.n_break
+        data["cv"] = self.cv
+        data["seed"] = self.seed
+        data["heldout_brier_before"] = self.heldout_brier_before
+        data["heldout_brier_after"] = self.heldout_brier_after
+        data["heldout_ece_before"] = self.heldout_ece_before
+        data["heldout_ece_after"] = self.heldout_ece_after
         return data
 
     @classmethod

@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -33,6 +33,51 @@ def _finite_or_none(value: float | np.floating[Any] | None) -> float | None:
     return number if math.isfinite(number) else None
 
 
+class ThresholdPointJson(TypedDict):
+    threshold: float
+    tp: int
+    fp: int
+    fn: int
+    tn: int
+    kappa: float | None
+    f1: float | None
+    precision: float | None
+    recall: float | None
+    accuracy: float | None
+    is_best: bool
+    reasons: dict[str, str]
+
+
+class ThresholdSweepJson(TypedDict):
+    """:meth:`ThresholdSweep.to_dict`."""
+
+    points: list[ThresholdPointJson]
+    best_threshold: float | None
+    best_reason: str | None
+    n: int
+    n_break: int
+
+
+class ReliabilityBinJson(TypedDict):
+    lower: float
+    upper: float
+    count: int
+    mean_predicted: float
+    observed_frequency: float
+
+
+class ReliabilityJson(TypedDict):
+    """:meth:`ReliabilityReport.to_dict`."""
+
+    bins: list[ReliabilityBinJson]
+    n: int
+    n_bins: int
+    brier_score: float | None
+    expected_calibration_error: float | None
+    max_calibration_error: float | None
+    reason: str | None
+
+
 @dataclass(frozen=True)
 class ThresholdPoint:
     """Metrics when a unit is predicted to break exactly when ``score >= threshold``.
@@ -53,7 +98,24 @@ class ThresholdPoint:
     is_best: bool
     reasons: Mapping[str, str] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
+    @classmethod
+    def from_dict(cls, data: ThresholdPointJson) -> ThresholdPoint:
+        return cls(
+            threshold=data["threshold"],
+            tp=data["tp"],
+            fp=data["fp"],
+            fn=data["fn"],
+            tn=data["tn"],
+            kappa=data["kappa"],
+            f1=data["f1"],
+            precision=data["precision"],
+            recall=data["recall"],
+            accuracy=data["accuracy"],
+            is_best=data["is_best"],
+            reasons=data["reasons"],
+        )
+
+    def to_dict(self) -> ThresholdPointJson:
         return {
             "threshold": self.threshold,
             "tp": self.tp,
@@ -88,7 +150,18 @@ class ThresholdSweep:
     def best(self) -> ThresholdPoint | None:
         return next((p for p in self.points if p.is_best), None)
 
-    def to_dict(self) -> dict[str, Any]:
+    @classmethod
+    def from_dict(cls, data: ThresholdSweepJson) -> ThresholdSweep:
+        """The sweep back from :meth:`to_dict` (e.g. read from a stored report)."""
+        return cls(
+            points=tuple(ThresholdPoint.from_dict(p) for p in data["points"]),
+            best_threshold=data["best_threshold"],
+            best_reason=data["best_reason"],
+            n=data["n"],
+            n_break=data["n_break"],
+        )
+
+    def to_dict(self) -> ThresholdSweepJson:
         return {
             "points": [p.to_dict() for p in self.points],
             "best_threshold": self.best_threshold,
@@ -221,7 +294,17 @@ class ReliabilityBin:
     mean_predicted: float
     observed_frequency: float
 
-    def to_dict(self) -> dict[str, Any]:
+    @classmethod
+    def from_dict(cls, data: ReliabilityBinJson) -> ReliabilityBin:
+        return cls(
+            lower=data["lower"],
+            upper=data["upper"],
+            count=data["count"],
+            mean_predicted=data["mean_predicted"],
+            observed_frequency=data["observed_frequency"],
+        )
+
+    def to_dict(self) -> ReliabilityBinJson:
         return {
             "lower": self.lower,
             "upper": self.upper,
@@ -248,7 +331,20 @@ class ReliabilityReport:
     max_calibration_error: float | None
     reason: str | None
 
-    def to_dict(self) -> dict[str, Any]:
+    @classmethod
+    def from_dict(cls, data: ReliabilityJson) -> ReliabilityReport:
+        """The report back from :meth:`to_dict` (e.g. read from a stored report)."""
+        return cls(
+            bins=tuple(ReliabilityBin.from_dict(b) for b in data["bins"]),
+            n=data["n"],
+            n_bins=data["n_bins"],
+            brier_score=data["brier_score"],
+            expected_calibration_error=data["expected_calibration_error"],
+            max_calibration_error=data["max_calibration_error"],
+            reason=data["reason"],
+        )
+
+    def to_dict(self) -> ReliabilityJson:
         return {
             "bins": [b.to_dict() for b in self.bins],
             "n": self.n,

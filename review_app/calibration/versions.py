@@ -5,17 +5,43 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Collection, Hashable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 from review_app.calibration.like_for_like import kappa_estimate
-from review_app.calibration.reference import AgreementReport, compare_to_reference
+from review_app.calibration.reference import AgreementJson, AgreementReport, compare_to_reference
 from review_app.stats.checks import check_break_mapping, check_codes, check_int, check_seed
 from review_app.stats.codes import BreakMapping
 from review_app.stats.core import (
     BREAK,
     Estimate,
+    EstimateJson,
 )
-from review_app.stats.units import Unit, UnitT, json_value, sorted_units
+from review_app.stats.units import JsonKey, Unit, UnitT, json_value, sorted_units
+
+
+class VersionSummaryJson(TypedDict):
+    version: str
+    n_units: int
+    n_shared: int
+    code_counts: dict[str, int]
+    break_rate: float | None
+    agreement: AgreementJson | None
+
+
+class VersionDifferenceJson(TypedDict):
+    unit: JsonKey
+    codes: dict[str, str]
+    reference: str | None
+
+
+class VersionComparisonJson(TypedDict):
+    """:meth:`VersionComparison.to_dict` (docs/reference.md, "Judge report JSON")."""
+
+    versions: list[str]
+    n_shared: int
+    per_version: dict[str, VersionSummaryJson]
+    pairwise_kappa: dict[str, EstimateJson]
+    differences: list[VersionDifferenceJson]
 
 
 @dataclass(frozen=True)
@@ -30,7 +56,7 @@ class VersionSummary:
     break_rate: float | None
     agreement: AgreementReport | None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> VersionSummaryJson:
         return {
             "version": self.version,
             "n_units": self.n_units,
@@ -49,7 +75,7 @@ class VersionDifference:
     codes: Mapping[str, str]
     reference: str | None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> VersionDifferenceJson:
         return {
             "unit": json_value(self.unit),
             "codes": dict(self.codes),
@@ -70,7 +96,7 @@ class VersionComparison:
     pairwise_kappa: Mapping[str, Estimate]
     differences: tuple[VersionDifference, ...]
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> VersionComparisonJson:
         return {
             "versions": list(self.versions),
             "n_shared": self.n_shared,

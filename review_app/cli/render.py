@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import textwrap
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from review_app.services.cases.case_views import SHORT_HASH_CHARS, CaseView, TurnView
 from review_app.stats.alt_test import ALT_TEST_SENTENCE
+
+if TYPE_CHECKING:  # a command imports only the service whose report it prints
+    from review_app.agreement.summary import PairKappaJson
+    from review_app.calibration.like_for_like import LikeForLike
+    from review_app.services.judging.judge_report import JudgeCalibrationReport
+    from review_app.services.review.agreement_reports import AgreementReport
+    from review_app.stats.alt_test import AltTestJson
+    from review_app.stats.core import EstimateJson, UnitsEstimateJson
 
 
 def case_view_dict(view: CaseView) -> dict[str, Any]:
@@ -97,7 +105,7 @@ def _number(value: float | None) -> str:
     return "—" if value is None else f"{value:.3f}"
 
 
-def _coefficient_line(name: str, coefficient: dict[str, Any], indent: int = 0) -> str:
+def _coefficient_line(name: str, coefficient: UnitsEstimateJson, indent: int = 0) -> str:
     label = " " * indent + name
     value = _number(coefficient.get("value"))
     ci = coefficient.get("ci95")
@@ -107,12 +115,13 @@ def _coefficient_line(name: str, coefficient: dict[str, Any], indent: int = 0) -
     return f"{line}  {note}" if note else line
 
 
-def _kappa_method_lines(pairs: dict[str, dict[str, Any]]) -> list[str]:
+def _kappa_method_lines(pairs: dict[str, PairKappaJson]) -> list[str]:
     """How the pairs' intervals were made (the pairs named only when methods differ)."""
     by_method: dict[str, list[str]] = {}
     for pair, coefficient in sorted(pairs.items()):
-        if coefficient.get("ci95") and coefficient.get("method"):
-            by_method.setdefault(coefficient["method"], []).append(pair)
+        method = coefficient["method"]
+        if coefficient["ci95"] and method:
+            by_method.setdefault(method, []).append(pair)
     if len(by_method) == 1:
         return [f"kappa's intervals: {next(iter(by_method))}"]
     return [
@@ -121,7 +130,7 @@ def _kappa_method_lines(pairs: dict[str, dict[str, Any]]) -> list[str]:
     ]
 
 
-def render_agreement_text(report: dict[str, Any]) -> str:
+def render_agreement_text(report: AgreementReport) -> str:
     """The agreement report as a table for the terminal."""
     out = [
         f"agreement on {report['rubric']}: {report['units']} units, {report['raters']} raters, "
@@ -162,8 +171,8 @@ def render_agreement_text(report: dict[str, Any]) -> str:
         out.extend(_kappa_method_lines(report["cohen_kappa"]))
     if report["per_label"]:
         out.append("per label (one-vs-rest alpha)")
-        for code, coefficient in sorted(report["per_label"].items()):
-            out.append(_coefficient_line(str(code), coefficient, indent=2))
+        for code, alpha in sorted(report["per_label"].items()):
+            out.append(_coefficient_line(str(code), alpha, indent=2))
     conversation = report.get("conversation") or {}
     if conversation:
         first = conversation.get("first_break_agreement") or {}
@@ -187,7 +196,7 @@ def render_agreement_text(report: dict[str, Any]) -> str:
     return "\n".join(out)
 
 
-def _estimate_line(name: str, estimate: dict[str, Any] | None, indent: int = 2) -> str:
+def _estimate_line(name: str, estimate: EstimateJson | None, indent: int = 2) -> str:
     if estimate is None:
         return f"{' ' * indent}{name:<30} {'—':>7}"
     value = _number(estimate.get("value"))
@@ -199,7 +208,7 @@ def _estimate_line(name: str, estimate: dict[str, Any] | None, indent: int = 2) 
     return line
 
 
-def render_alt_test(alt: dict[str, Any]) -> list[str]:
+def render_alt_test(alt: AltTestJson) -> list[str]:
     """The alt-test headline, its one-sentence explanation and the per-reviewer table."""
     rate, advantage = alt.get("winning_rate"), alt.get("advantage_probability")
     head = f"  may the judge replace a reviewer? {alt.get('verdict', 'not tested')}"
@@ -220,12 +229,12 @@ def render_alt_test(alt: dict[str, Any]) -> list[str]:
                 f"{'-' if p is None else format(p, '.4f'):>9} "
                 f"{'yes' if row['rejected'] else 'no':>9} {row['advantage_probability']:>6.2f}"
             )
-    for row in alt.get("skipped", []):
-        lines.append(f"    skipped {row['reviewer']}: {row['reason']}")
+    for skipped in alt.get("skipped", []):
+        lines.append(f"    skipped {skipped['reviewer']}: {skipped['reason']}")
     return lines
 
 
-def _like_for_like_lines(like: dict[str, Any]) -> list[str]:
+def _like_for_like_lines(like: LikeForLike) -> list[str]:
     lines = []
     for pair in like.get("pairs", []):
         a, b = pair["reviewers"]
@@ -245,7 +254,22 @@ def _like_for_like_lines(like: dict[str, Any]) -> list[str]:
     return lines
 
 
-def render_judge_report(report: dict[str, Any]) -> str:
+AGAINST_GOLD: tuple[
+    tuple[Literal["kappa", "accuracy", "break_kappa", "precision", "recall", "f1", "tnr"], str],
+    ...,
+] = (
+    ("kappa", "Cohen's kappa (codes)"),
+    ("accuracy", "accuracy (codes)"),
+    ("break_kappa", "kappa (break / no break)"),
+    ("precision", "precision (break)"),
+    ("recall", "recall = TPR"),
+    ("f1", "F1 (break)"),
+    ("tnr", "TNR"),
+)
+"""The figures against gold that ``judge report`` prints, with their names."""
+
+
+def render_judge_report(report: JudgeCalibrationReport) -> str:
     """The judge calibration report as text for the terminal."""
     gold = report["gold"]
     out = [
@@ -276,15 +300,7 @@ def render_judge_report(report: dict[str, Any]) -> str:
             "intervals resample conversations, proportions use Wilson intervals"
         )
         out.append(f"  {'against gold':<30} {'value':>7}  {'95% CI':<17} {'units':>6}")
-        for key, name in (
-            ("kappa", "Cohen's kappa (codes)"),
-            ("accuracy", "accuracy (codes)"),
-            ("break_kappa", "kappa (break / no break)"),
-            ("precision", "precision (break)"),
-            ("recall", "recall = TPR"),
-            ("f1", "F1 (break)"),
-            ("tnr", "TNR"),
-        ):
+        for key, name in AGAINST_GOLD:
             out.append(_estimate_line(name, vs_gold.get(key)))
         out.extend(_like_for_like_lines(run.get("like_for_like") or {}))
         first = run.get("first_break")

@@ -4,13 +4,14 @@ format them (``--json`` prints the reports themselves)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # a command imports only the service whose report it prints
     from review_app.services.judging.drift import DriftReport
     from review_app.services.judging.estimate import BreakRateEstimate
     from review_app.services.judging.judge_compare import RunComparison
     from review_app.services.judging.selective import RouteReport
+    from review_app.stats.core import EstimateJson
 
 
 def _percent(value: float | None) -> str:
@@ -64,18 +65,20 @@ def render_estimate(estimate: BreakRateEstimate) -> str:
         lines.append(
             line + f" from {active['with_gold']} of {active['drawn']} drawn turns with gold"
         )
-        widths = budget.get("uncertainty") or {}
-        if widths.get("width") is not None and widths.get("uniform_width") is not None:
+        widths = budget.get("uncertainty")
+        width = None if widths is None else widths["width"]
+        uniform = None if widths is None else widths["uniform_width"]
+        if widths is not None and width is not None and uniform is not None:
             lines.append(
                 f"  budget: with {widths['labels']} reviewer labels the uncertainty draw's "
-                f"interval is {100 * widths['width']:.1f} points wide; a uniform draw of as "
-                f"many would give about {100 * widths['uniform_width']:.1f}"
+                f"interval is {100 * width:.1f} points wide; a uniform draw of as "
+                f"many would give about {100 * uniform:.1f}"
             )
     lines.extend(f"  {warning}" for warning in estimate["warnings"])
     return "\n".join(lines)
 
 
-def _figure(estimate: dict[str, Any], *, signed: bool = False) -> str:
+def _figure(estimate: EstimateJson, *, signed: bool = False) -> str:
     value, interval = estimate.get("value"), estimate.get("ci95")
     if value is None:
         return f"undefined ({estimate.get('reason')})"
@@ -173,10 +176,10 @@ def render_drift(report: DriftReport) -> str:
                 + f" of {row['units']}"
                 + (f" ({row['reason']})" if row.get("reason") else "")
             )
-        for row in source["by_role"]:
-            lines.append(f"  role {row['role']}: {percent(row['rate'])} of {row['units']}")
+        for role in source["by_role"]:
+            lines.append(f"  role {role['role']}: {percent(role['rate'])} of {role['units']}")
         slope = source["slope"]
-        if slope["odds_ratio"] is not None:
+        if slope["odds_ratio"] is not None and slope["ci95"] is not None:
             low, high = slope["ci95"]
             lines.append(
                 f"  break odds x{slope['odds_ratio']:.2f} per later answer [{low:.2f}, {high:.2f}]"

@@ -3,11 +3,12 @@ prints the reports themselves)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from review_app.cli.output import format_table
 
 if TYPE_CHECKING:
+    from review_app.agreement.over_time import VersionAlphaJson
     from review_app.services.review.reliability import OverTimeReport, ReliabilityReport
 
 
@@ -48,7 +49,7 @@ def render_reliability(report: ReliabilityReport) -> str:
     return "\n".join(lines)
 
 
-def _alpha_cell(versions: list[dict[str, Any]]) -> str:
+def _alpha_cell(versions: list[VersionAlphaJson]) -> str:
     return (
         ", ".join(f"{v['rubric']} {_number(v['value'])} ({v['n_units']})" for v in versions) or "—"
     )

@@ -4,13 +4,13 @@ prints the reports themselves)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from review_app.cli.output import format_table
 
 if TYPE_CHECKING:
     from review_app.services.judging.estimate import BreakRateEstimate
-    from review_app.services.judging.strata import StratifiedBlock
+    from review_app.services.judging.strata import StratifiedBlock, StratumRow
 
 
 def _percent(value: float | None) -> str:
@@ -25,7 +25,7 @@ def _range(ci95: list[float] | None, *, percent: bool) -> str:
     return f"[{ci95[0]:.2f}, {ci95[1]:.2f}]"
 
 
-def _agreement(row: dict[str, Any]) -> str:
+def _agreement(row: StratumRow) -> str:
     kappa = row["judge_kappa"]
     if kappa["value"] is not None:
         return f"kappa {kappa['value']:.2f} {_range(kappa['ci95'], percent=False)}"

@@ -27,12 +27,13 @@ from __future__ import annotations
 import math
 from collections.abc import Collection, Hashable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict, cast
 
 import numpy as np
 
 from review_app.stats.checks import check_int
 from review_app.stats.core import MIN_MINORITY_UNITS, TOO_FEW_BREAKS
+from review_app.stats.units import JsonKey
 
 ALT_TEST_SENTENCE = (
     "alternative annotator test (Calderon, Reichart & Dror 2025): leaving out one reviewer "
@@ -47,9 +48,13 @@ __all__ = [
     "DEFAULT_MIN_REVIEWERS_PER_UNIT",
     "DEFAULT_MIN_UNITS_PER_REVIEWER",
     "DEFAULT_Q",
+    "AltTestJson",
     "AltTestResult",
+    "BaselineJson",
     "ReviewerTest",
+    "ReviewerTestJson",
     "SkippedReviewer",
+    "SkippedReviewerJson",
     "alt_test",
     "benjamini_yekutieli",
 ]
@@ -58,6 +63,46 @@ DEFAULT_EPSILON = 0.2
 DEFAULT_Q = 0.05
 DEFAULT_MIN_REVIEWERS_PER_UNIT = 2
 DEFAULT_MIN_UNITS_PER_REVIEWER = 30
+
+
+class ReviewerTestJson(TypedDict):
+    reviewer: str
+    units: int
+    p_value: float | None
+    rejected: bool
+    advantage_probability: float
+
+
+class SkippedReviewerJson(TypedDict):
+    reviewer: str
+    units: int
+    reason: str
+
+
+class BaselineJson(TypedDict):
+    """A judge that always gives the reviewers' most common code, tested the same way."""
+
+    code: JsonKey
+    """The code (a string in the app)."""
+    winning_rate: float | None
+    passed: bool
+
+
+class AltTestJson(TypedDict):
+    """:meth:`AltTestResult.to_dict` (docs/reference.md, "Judge report JSON")."""
+
+    epsilon: float
+    q: float
+    winning_rate: float | None
+    advantage_probability: float | None
+    passed: bool
+    verdict: str
+    units: int
+    break_units: int | None
+    reviewers: list[ReviewerTestJson]
+    skipped: list[SkippedReviewerJson]
+    reason: str | None
+    baseline: BaselineJson | None
 
 
 @dataclass(frozen=True)
@@ -70,7 +115,17 @@ class ReviewerTest:
     rejected: bool
     advantage_probability: float
 
-    def to_dict(self) -> dict[str, Any]:
+    @classmethod
+    def from_dict(cls, data: ReviewerTestJson) -> ReviewerTest:
+        return cls(
+            data["reviewer"],
+            data["units"],
+            data["p_value"],
+            data["rejected"],
+            data["advantage_probability"],
+        )
+
+    def to_dict(self) -> ReviewerTestJson:
         return {
             "reviewer": self.reviewer,
             "units": self.units,
@@ -86,7 +141,11 @@ class SkippedReviewer:
     units: int
     reason: str
 
-    def to_dict(self) -> dict[str, Any]:
+    @classmethod
+    def from_dict(cls, data: SkippedReviewerJson) -> SkippedReviewer:
+        return cls(data["reviewer"], data["units"], data["reason"])
+
+    def to_dict(self) -> SkippedReviewerJson:
         return {"reviewer": self.reviewer, "units": self.units, "reason": self.reason}
 
 
@@ -112,9 +171,27 @@ class AltTestResult:
     units: int
     break_units: int | None
     reason: str | None
-    baseline: dict[str, Any] | None = None
+    baseline: BaselineJson | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    @classmethod
+    def from_dict(cls, data: AltTestJson) -> AltTestResult:
+        """The result back from :meth:`to_dict` (e.g. read from a stored report)."""
+        return cls(
+            epsilon=data["epsilon"],
+            q=data["q"],
+            winning_rate=data["winning_rate"],
+            advantage_probability=data["advantage_probability"],
+            passed=data["passed"],
+            verdict=data["verdict"],
+            reviewers=tuple(ReviewerTest.from_dict(r) for r in data["reviewers"]),
+            skipped=tuple(SkippedReviewer.from_dict(s) for s in data["skipped"]),
+            units=data["units"],
+            break_units=data["break_units"],
+            reason=data["reason"],
+            baseline=data["baseline"],
+        )
+
+    def to_dict(self) -> AltTestJson:
         return {
             "epsilon": self.epsilon,
             "q": self.q,
@@ -283,7 +360,7 @@ def alt_test(
             f"{break_units} of the {n_tested_units} tested units have a break: fewer than "
             f"{MIN_MINORITY_UNITS} in the rarer class, so no verdict is drawn"
         )
-    trivial: dict[str, Any] | None = None
+    trivial: BaselineJson | None = None
     if baseline:
         counts = np.bincount(matrix[present], minlength=len(codes_seen))
         code = next(c for c, i in codes_seen.items() if i == int(np.argmax(counts)))
@@ -296,7 +373,7 @@ def alt_test(
             min_units_per_reviewer=min_units_per_reviewer,
         )
         trivial = {
-            "code": code,
+            "code": cast(JsonKey, code),
             "winning_rate": constant.winning_rate,
             "passed": constant.passed,
         }

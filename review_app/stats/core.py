@@ -36,7 +36,7 @@ import math
 from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict, final, overload
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -53,6 +53,8 @@ __all__ = [
     "UNIT_METHOD",
     "WILSON_METHOD",
     "Estimate",
+    "EstimateJson",
+    "UnitsEstimateJson",
     "break_mapping_from_verdicts",
     "canonical_order",
     "cluster_draws",
@@ -96,6 +98,30 @@ IntArray = NDArray[np.int64]
 FloatArray = NDArray[np.float64]
 
 
+@final
+class EstimateJson(TypedDict):
+    """:meth:`Estimate.to_dict`: ``{"value", "n", "ci95", "reason", "warning", "method"}``."""
+
+    value: float | None
+    n: int
+    ci95: list[float] | None
+    reason: str | None
+    warning: str | None
+    method: str | None
+
+
+@final
+class UnitsEstimateJson(TypedDict):
+    """``Estimate.to_dict(count_key="n_units")``: the agreement form (docs/reference.md,
+    "Agreement JSON")."""
+
+    value: float | None
+    n_units: int
+    reason: str | None
+    ci95: list[float] | None
+    warning: str | None
+
+
 @dataclass(frozen=True)
 class Estimate:
     """One statistic and what stands behind it.
@@ -123,7 +149,34 @@ class Estimate:
         """The same as ``n`` (the agreement figures call it so)."""
         return self.n
 
-    def to_dict(self, *, count_key: Literal["n", "n_units"] = "n") -> dict[str, Any]:
+    @classmethod
+    def from_dict(cls, data: EstimateJson | UnitsEstimateJson) -> Estimate:
+        """The estimate back from either form of :meth:`to_dict` (e.g. read from a stored
+        report); a figure without ``ci95``, ``reason``, ``warning`` or ``method`` has
+        none."""
+        ci95 = data.get("ci95")
+        if "n_units" in data:
+            n, method = data["n_units"], None
+        else:
+            n, method = data["n"], data.get("method")
+        return cls(
+            value=data["value"],
+            n=int(n),
+            ci95=None if ci95 is None else (ci95[0], ci95[1]),
+            reason=data.get("reason"),
+            warning=data.get("warning"),
+            method=method,
+        )
+
+    @overload
+    def to_dict(self, *, count_key: Literal["n"] = "n") -> EstimateJson: ...
+
+    @overload
+    def to_dict(self, *, count_key: Literal["n_units"]) -> UnitsEstimateJson: ...
+
+    def to_dict(
+        self, *, count_key: Literal["n", "n_units"] = "n"
+    ) -> EstimateJson | UnitsEstimateJson:
         """JSON-ready form.
 
         ``{"value", "n", "ci95", "reason", "warning", "method"}``; with

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -26,13 +26,35 @@ from numpy.typing import ArrayLike
 from review_app.stats.core import cluster_draws, percentile_interval
 
 __all__ = [
+    "GroupRate",
     "PositionBin",
+    "Slope",
     "bin_of_positions",
     "first_break_positions",
     "grouped_rates",
     "position_bins",
     "position_slope",
 ]
+
+
+class GroupRate(TypedDict):
+    """A group's break rate (:func:`grouped_rates`)."""
+
+    units: int
+    breaks: int
+    rate: float | None
+    ci95: list[float] | None
+
+
+class Slope(TypedDict):
+    """:func:`position_slope`: all figures ``None`` with a ``reason`` when it cannot be
+    fitted."""
+
+    odds_ratio: float | None
+    ci95: list[float] | None
+    log_odds: float | None
+    se: float | None
+    reason: str | None
 
 
 @dataclass(frozen=True)
@@ -102,7 +124,7 @@ def grouped_rates(
     n_groups: int,
     n_resamples: int = 1000,
     seed: int = 0,
-) -> list[dict[str, Any]]:
+) -> list[GroupRate]:
     """``[{"units", "breaks", "rate", "ci95"}]`` per group ``0..n_groups-1``.
 
     ``clusters``: each unit's conversation, coded ``0..C-1``. A resample draws ``C``
@@ -131,7 +153,7 @@ def grouped_rates(
             num = weights @ hits
             with np.errstate(invalid="ignore", divide="ignore"):
                 resampled[start : start + len(weights)] = np.where(den > 0, num / den, np.nan)
-    result = []
+    result: list[GroupRate] = []
     for k in range(n_groups):
         n = int(units[:, k].sum())
         b = int(hits[:, k].sum())
@@ -210,7 +232,7 @@ def _logistic_cluster_fit(
     return float(beta[1]), math.sqrt(variance)
 
 
-def position_slope(positions: ArrayLike, breaks: ArrayLike, clusters: ArrayLike) -> dict[str, Any]:
+def position_slope(positions: ArrayLike, breaks: ArrayLike, clusters: ArrayLike) -> Slope:
     """The logistic slope of break on position with a cluster-robust interval.
 
     ``{"odds_ratio", "ci95", "log_odds", "se", "reason"}``: ``odds_ratio = exp(b1)``,
@@ -221,17 +243,20 @@ def position_slope(positions: ArrayLike, breaks: ArrayLike, clusters: ArrayLike)
     p = np.asarray(positions, dtype=np.float64)
     y = np.asarray(breaks, dtype=np.float64)
     c = np.asarray(clusters, dtype=np.int64)
-    empty: dict[str, Any] = {"odds_ratio": None, "ci95": None, "log_odds": None, "se": None}
+
+    def empty(reason: str) -> Slope:
+        return {"odds_ratio": None, "ci95": None, "log_odds": None, "se": None, "reason": reason}
+
     if np.unique(p).size < 2 or np.unique(c).size < 2:
-        return {**empty, "reason": "needs units at 2 positions or more, from 2 conversations"}
+        return empty("needs units at 2 positions or more, from 2 conversations")
     if y.min() == y.max():
-        return {**empty, "reason": "no slope: every unit is a break, or none is"}
+        return empty("no slope: every unit is a break, or none is")
     fitted = _logistic_cluster_fit(p, y, c)
     if fitted is None:
-        return {**empty, "reason": "no slope: the fit did not converge"}
+        return empty("no slope: the fit did not converge")
     slope, se = fitted
     if not (math.isfinite(slope) and math.isfinite(se)):
-        return {**empty, "reason": "no slope: the fit did not converge"}
+        return empty("no slope: the fit did not converge")
     return {
         "odds_ratio": math.exp(slope),
         "ci95": [

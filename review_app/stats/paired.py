@@ -44,29 +44,34 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Collection, Hashable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict, cast
 
 import numpy as np
 
-from review_app.stats.alt_test import DEFAULT_EPSILON, AltTestResult, alt_test
+from review_app.stats.alt_test import DEFAULT_EPSILON, AltTestJson, AltTestResult, alt_test
 from review_app.stats.checks import check_int
 from review_app.stats.codes import BREAK
 from review_app.stats.confusion import confusion_from_codes
 from review_app.stats.core import (
     MIN_BOOTSTRAP_UNITS,
     Estimate,
+    EstimateJson,
     bootstrap_confusions,
     bootstrap_method,
     cluster_codes,
     kappa_from_confusion,
     percentile_interval,
 )
+from review_app.stats.units import JsonKey
 
 __all__ = [
     "MIN_COMPARED_UNITS",
     "DifferingUnit",
+    "DifferingUnitJson",
+    "McNemarJson",
     "McNemarResult",
     "PairedComparison",
+    "PairedComparisonJson",
     "compare_two_runs",
     "mcnemar_exact",
 ]
@@ -89,6 +94,49 @@ OUTCOMES = (
 )
 
 
+class McNemarJson(TypedDict):
+    table: list[list[int]]
+    rows: str
+    columns: str
+    n: int
+    only_first_right: int
+    only_second_right: int
+    statistic: int
+    p_value: float
+
+
+""":meth:`McNemarResult.to_dict`."""
+
+
+class DifferingUnitJson(TypedDict):
+    unit: JsonKey
+    gold: str
+    first: str
+    second: str
+
+
+class PairedComparisonJson(TypedDict):
+    """:meth:`PairedComparison.to_dict` (docs/reference.md, "Comparing two judge runs")."""
+
+    first: str
+    second: str
+    n_units: int
+    n_conversations: int
+    kappa: dict[str, EstimateJson]
+    accuracy: dict[str, EstimateJson]
+    kappa_difference: EstimateJson
+    accuracy_difference: EstimateJson
+    difference_is: str
+    mcnemar: McNemarJson
+    alt_test: dict[str, AltTestJson] | None
+    alt_test_units: int
+    differing: list[DifferingUnitJson]
+    outcome: str
+    verdict: str
+    n_resamples: int
+    seed: int
+
+
 @dataclass(frozen=True)
 class McNemarResult:
     """The exact McNemar test on which run gets the break / no-break verdict right.
@@ -105,7 +153,13 @@ class McNemarResult:
     def n(self) -> int:
         return sum(map(sum, self.table))
 
-    def to_dict(self) -> dict[str, Any]:
+    @classmethod
+    def from_dict(cls, data: McNemarJson) -> McNemarResult:
+        """The test back from :meth:`to_dict` (e.g. a comparison read back from JSON)."""
+        (both, only_first), (only_second, neither) = data["table"]
+        return cls(((both, only_first), (only_second, neither)), data["statistic"], data["p_value"])
+
+    def to_dict(self) -> McNemarJson:
         return {
             "table": [list(row) for row in self.table],
             "rows": "first run right / wrong",
@@ -144,9 +198,14 @@ class DifferingUnit:
     first: str
     second: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> DifferingUnitJson:
         unit = list(self.unit) if isinstance(self.unit, tuple) else self.unit
-        return {"unit": unit, "gold": self.gold, "first": self.first, "second": self.second}
+        return {
+            "unit": cast(JsonKey, unit),
+            "gold": self.gold,
+            "first": self.first,
+            "second": self.second,
+        }
 
 
 @dataclass(frozen=True)
@@ -172,7 +231,7 @@ class PairedComparison:
     n_resamples: int
     seed: int
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> PairedComparisonJson:
         return {
             "first": self.first,
             "second": self.second,

@@ -13,11 +13,14 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-__all__ = ["Unit", "UnitT", "json_value", "sort_key", "sorted_units"]
+__all__ = ["JsonKey", "Unit", "UnitT", "json_value", "sort_key", "sorted_units"]
 
 Unit = Hashable
 # Mapping keys are invariant: a TypeVar lets callers pass dict[tuple[str, int], str].
 UnitT = TypeVar("UnitT", bound=Hashable)
+JsonKey = str | int | float | bool | None | list["JsonKey"]
+"""A unit or conversation key as JSON (:func:`json_value`): a ``(case_id, turn)`` unit is
+``[case_id, turn]``."""
 
 
 def sort_key(value: object) -> tuple[Any, ...]:

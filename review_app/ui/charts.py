@@ -7,14 +7,25 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
-from typing import TYPE_CHECKING, Any, cast
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import altair as alt
 
+from review_app.calibration.scores import ReliabilityReport, ThresholdSweep
+from review_app.stats.alt_test import AltTestResult, ReviewerTest, SkippedReviewer
+from review_app.stats.core import Estimate
 from review_app.ui import readings
 
 if TYPE_CHECKING:
-    from review_app.services.review.agreement_reports import ConfusionCell
+    from review_app.agreement.summary import PairKappaJson
+    from review_app.calibration.scores import ReliabilityJson, ThresholdSweepJson
+    from review_app.calibration.versions import VersionDifferenceJson
+    from review_app.services.judging.drift import AgreementFigures, DriftReport
+    from review_app.services.judging.judge_report import JudgeRunReport
+    from review_app.services.judging.selective import CoverageCurve
+    from review_app.services.review.agreement_reports import AgreementReport, ConfusionCell
+    from review_app.stats.alt_test import AltTestJson
 
 COEFFICIENT_NAMES = readings.NAMES
 
@@ -60,7 +71,7 @@ def vega_lite(build: Callable[..., alt.TopLevelMixin], *args: Any) -> dict[str, 
     return spec
 
 
-def coefficient_rows(reports: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+def coefficient_rows(reports: Mapping[str, AgreementReport]) -> list[dict[str, Any]]:
     """One row per (rubric version, coefficient) resting on enough units, for the chart.
 
     A coefficient on fewer than ``readings.MIN_UNITS`` units is not plotted: the table
@@ -69,35 +80,36 @@ def coefficient_rows(reports: Mapping[str, Mapping[str, Any]]) -> list[dict[str,
     rows = []
     for ref, report in reports.items():
         for key, name in COEFFICIENT_NAMES.items():
-            coefficient = report[key]
+            coefficient = Estimate.from_dict(report[key])
             if not readings.enough(coefficient):
                 continue
-            ci = coefficient.get("ci95")
+            ci = coefficient.ci95
             rows.append(
                 {
                     "rubric": ref,
                     "coefficient": name,
-                    "value": coefficient["value"],
+                    "value": coefficient.value,
                     "low": ci[0] if ci else None,
                     "high": ci[1] if ci else None,
-                    "units": coefficient.get("n_units"),
+                    "units": coefficient.n,
                 }
             )
     return rows
 
 
-def coefficient_table_rows(reports: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
+def coefficient_table_rows(reports: Mapping[str, AgreementReport]) -> list[dict[str, Any]]:
     """One row per (rubric version, coefficient) as text: value, interval, units."""
     return [
         {
             "rubric": ref,
             "coefficient": name,
-            "value": readings.figure_text({**report[key], "ci95": None}),
-            "95% interval": readings.interval_text(report[key]),
-            "units": report[key].get("n_units"),
+            "value": readings.figure_text(replace(coefficient, ci95=None)),
+            "95% interval": readings.interval_text(coefficient),
+            "units": coefficient.n,
         }
         for ref, report in reports.items()
         for key, name in COEFFICIENT_NAMES.items()
+        for coefficient in [Estimate.from_dict(report[key])]
     ]
 
 
@@ -134,40 +146,42 @@ def coefficients_chart(rows: list[dict[str, Any]]) -> alt.LayerChart:
     return cast(alt.LayerChart, alt.layer(*layers).properties(height=alt.Step(14)))
 
 
-def pairwise_kappa_rows(cohen: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+def pairwise_kappa_rows(cohen: Mapping[str, PairKappaJson]) -> list[dict[str, Any]]:
     """One row per pair of reviewers: kappa, its interval, its units (as text)."""
     return [
         {
             "reviewers": " and ".join(pair.split("|", 1)),
-            "kappa": readings.figure_text({**coefficient, "ci95": None}),
+            "kappa": readings.figure_text(replace(coefficient, ci95=None)),
             "95% interval": readings.interval_text(coefficient),
-            "units": coefficient.get("n_units"),
+            "units": coefficient.n,
         }
-        for pair, coefficient in cohen.items()
+        for pair, kappa in cohen.items()
+        for coefficient in [Estimate.from_dict(kappa)]
     ]
 
 
-def interval_caption(report: Mapping[str, Any]) -> str | None:
+def interval_caption(report: AgreementReport) -> str | None:
     """How the pair kappas' intervals were made (``None`` when none has one)."""
-    methods = sorted({c["method"] for c in report["cohen_kappa"].values() if c.get("method")})
+    methods = sorted({m for c in report["cohen_kappa"].values() if (m := c["method"])})
     if not methods:
         return None
     return f"{report['bootstrap']['confidence']:.0%} intervals: {'; '.join(methods)}"
 
 
-def pairwise_kappa_chart(cohen: dict[str, dict[str, Any]]) -> alt.LayerChart:
+def pairwise_kappa_chart(cohen: Mapping[str, PairKappaJson]) -> alt.LayerChart:
     rows = []
-    for pair, coefficient in cohen.items():
+    for pair, kappa in cohen.items():
         first, second = pair.split("|", 1)
+        coefficient = Estimate.from_dict(kappa)
         # Too few shared turns: an empty cell, never a colour (readings.enough).
-        value = coefficient.get("value") if readings.enough(coefficient) else None
+        value = coefficient.value if readings.enough(coefficient) else None
         for a, b in ((first, second), (second, first)):
             rows.append(
                 {
                     "reviewer_a": a,
                     "reviewer_b": b,
                     "kappa": value,
-                    "units": coefficient.get("n_units"),
+                    "units": coefficient.n,
                     "text": "—" if value is None else f"{value:.2f}",
                 }
             )
@@ -239,92 +253,97 @@ def _rounded(value: float | None) -> str:
 _STATES = {"partial": "stopped", "complete": "complete", "failed": "failed", "running": "running"}
 
 
-def judge_test_rows(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def judge_test_rows(runs: Sequence[JudgeRunReport]) -> list[dict[str, Any]]:
     """One row per judge run: may it replace a reviewer (the alternative annotator test)."""
     rows = []
     for run in runs:
-        alt_test = run.get("alt_test") or {}
-        verdict = str(alt_test.get("verdict") or "not tested")
+        alt_test = AltTestResult.from_dict(run["alt_test"])
+        vs_gold = run["vs_gold"]
         rows.append(
             {
                 "run": run["name"],
-                "state": _STATES.get(str(run.get("status")), str(run.get("status")))
-                if run.get("source") != "import"
+                "state": _STATES.get(run["status"], run["status"])
+                if run["source"] != "import"
                 else "imported",
-                "replaces a reviewer?": verdict.split(":", 1)[0],
-                "winning rate": _rounded(alt_test.get("winning_rate")),
-                "advantage": _rounded(alt_test.get("advantage_probability")),
-                "gold turns": ((run.get("vs_gold") or {}).get("kappa") or {}).get("n"),
-                "errors": run.get("errors"),
+                "replaces a reviewer?": (alt_test.verdict or "not tested").split(":", 1)[0],
+                "winning rate": _rounded(alt_test.winning_rate),
+                "advantage": _rounded(alt_test.advantage_probability),
+                "gold turns": None if vs_gold is None else vs_gold["kappa"]["n"],
+                "errors": run["errors"],
             }
         )
     return rows
 
 
-def judge_metric_rows(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def judge_metric_rows(runs: Sequence[JudgeRunReport]) -> list[dict[str, Any]]:
     """One row per judge run: its agreement with gold, rounded for reading."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for run in runs:
-        vs_gold = run.get("vs_gold") or {}
-
-        def value(key: str, vs_gold: dict[str, Any] = vs_gold) -> str:
-            return _rounded((vs_gold.get(key) or {}).get("value"))
-
+        vs_gold = run["vs_gold"]
         rows.append(
             {
                 "run": run["name"],
-                "kappa": value("kappa"),
-                "break kappa": value("break_kappa"),
-                "precision": value("precision"),
-                "recall": value("recall"),
-                "F1": value("f1"),
-                "TNR": value("tnr"),
+                **{
+                    title: _rounded(None if vs_gold is None else vs_gold[key]["value"])
+                    for title, key in _METRICS.items()
+                },
             }
         )
     return rows
 
 
-def alt_test_rows(alt_test: dict[str, Any]) -> list[dict[str, Any]]:
+_METRICS: dict[str, Literal["kappa", "break_kappa", "precision", "recall", "f1", "tnr"]] = {
+    "kappa": "kappa",
+    "break kappa": "break_kappa",
+    "precision": "precision",
+    "recall": "recall",
+    "F1": "f1",
+    "TNR": "tnr",
+}
+"""The columns of :func:`judge_metric_rows`: title -> figure of ``vs_gold``."""
+
+
+def alt_test_rows(alt_test: AltTestJson) -> list[dict[str, Any]]:
     """The alternative annotator test per reviewer: tested ones, then skipped ones.
 
     p-values are rounded for reading (``p < 0.001``); the exact ones are in the JSON.
     """
     rows: list[dict[str, Any]] = [
         {
-            "reviewer": row["reviewer"],
-            "units": row["units"],
-            "p-value": readings.format_p(row["p_value"]),
-            "judge wins": "yes" if row["rejected"] else "no",
-            "advantage": _rounded(row["advantage_probability"]),
+            "reviewer": test.reviewer,
+            "units": test.units,
+            "p-value": readings.format_p(test.p_value),
+            "judge wins": "yes" if test.rejected else "no",
+            "advantage": _rounded(test.advantage_probability),
             "note": "",
         }
-        for row in alt_test.get("reviewers", [])
+        for test in map(ReviewerTest.from_dict, alt_test["reviewers"])
     ]
     rows.extend(
         {
-            "reviewer": row["reviewer"],
-            "units": row["units"],
+            "reviewer": skipped.reviewer,
+            "units": skipped.units,
             "p-value": "—",
             "judge wins": "—",
             "advantage": "—",
-            "note": row["reason"],
+            "note": skipped.reason,
         }
-        for row in alt_test.get("skipped", [])
+        for skipped in map(SkippedReviewer.from_dict, alt_test["skipped"])
     )
     return rows
 
 
-def threshold_chart(sweep: dict[str, Any]) -> alt.LayerChart:
-    rows = []
-    for point in sweep["points"]:
-        for metric in ("kappa", "f1"):
-            if point.get(metric) is not None:
+def threshold_chart(sweep: ThresholdSweepJson) -> alt.LayerChart:
+    rows: list[dict[str, Any]] = []
+    for point in ThresholdSweep.from_dict(sweep).points:
+        for metric, value in (("kappa", point.kappa), ("f1", point.f1)):
+            if value is not None:
                 rows.append(
                     {
-                        "threshold": point["threshold"],
+                        "threshold": point.threshold,
                         "metric": metric,
-                        "value": point[metric],
-                        "best": bool(point.get("is_best")),
+                        "value": value,
+                        "best": point.is_best,
                     }
                 )
     low = min([0.0, *(row["value"] for row in rows)])
@@ -341,10 +360,10 @@ def threshold_chart(sweep: dict[str, Any]) -> alt.LayerChart:
     return cast(alt.LayerChart, alt.layer(*layers))
 
 
-def reliability_chart(reliability: dict[str, Any]) -> alt.LayerChart:
+def reliability_chart(reliability: ReliabilityJson) -> alt.LayerChart:
     rows = [
-        {"predicted": b["mean_predicted"], "observed": b["observed_frequency"], "count": b["count"]}
-        for b in reliability["bins"]
+        {"predicted": b.mean_predicted, "observed": b.observed_frequency, "count": b.count}
+        for b in ReliabilityReport.from_dict(reliability).bins
     ]
     diagonal = (
         alt.Chart(alt.Data(values=[{"x": 0, "y": 0}, {"x": 1, "y": 1}]))
@@ -364,7 +383,7 @@ def reliability_chart(reliability: dict[str, Any]) -> alt.LayerChart:
 
 
 def version_difference_rows(
-    differences: list[dict[str, Any]], columns: Mapping[str, str] | None = None
+    differences: list[VersionDifferenceJson], columns: Mapping[str, str] | None = None
 ) -> list[dict[str, Any]]:
     """Units where prompt versions differ, flattened for a table. ``columns`` (run name ->
     column title) keeps those runs only, and the units where they differ."""
@@ -375,38 +394,40 @@ def version_difference_rows(
             codes = {columns[name]: code for name, code in codes.items() if name in columns}
             if len(set(codes.values())) < 2:
                 continue
-        case_id, turn = item["unit"]
+        unit = item["unit"]
+        assert isinstance(unit, list)  # a (case_id, turn) unit
+        case_id, turn = unit
         rows.append(
             {
                 "case_id": str(case_id),
-                "turn": int(turn),
-                "gold": item.get("reference") or "—",
+                "turn": int(cast(int, turn)),
+                "gold": item["reference"] or "—",
                 **{str(name): code for name, code in sorted(codes.items())},
             }
         )
     return rows
 
 
-def drift_rows(report: dict[str, Any]) -> list[dict[str, Any]]:
+def drift_rows(report: DriftReport) -> list[dict[str, Any]]:
     """Break rate by answer position per source (gold, each run), for the drift chart."""
     rows = []
     for source in report["sources"]:
         for row in source["by_position"]:
-            ci = row["ci95"] or [None, None]
+            ci = row["ci95"]
             rows.append(
                 {
                     "source": source["name"],
                     "answers": row["bin"],
                     "rate": row["rate"],
-                    "low": ci[0],
-                    "high": ci[1],
+                    "low": None if ci is None else ci[0],
+                    "high": None if ci is None else ci[1],
                     "units": row["units"],
                 }
             )
     return rows
 
 
-def drift_chart(report: dict[str, Any]) -> alt.LayerChart:
+def drift_chart(report: DriftReport) -> alt.LayerChart:
     """Break rate by answer position bin (an ordinal axis: 1, 2, 3-4, 5-8, 9+) with
     conversation-bootstrap intervals, one colour per source, every source in the legend."""
     rows = drift_rows(report)
@@ -452,7 +473,7 @@ def _group_figure(value: float | None, units: int) -> str:
     return "undefined: all alike" if value is None else f"{value:.2f}"
 
 
-def drift_agreement_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+def drift_agreement_rows(report: DriftReport) -> list[dict[str, Any]]:
     """Reviewer alpha and each run's kappa against gold by position bin and by role; a
     run's column is named by its prompt version and model, never by its id."""
     names = {
@@ -460,26 +481,30 @@ def drift_agreement_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
         for source in report["sources"]
         if source["source"] == "run"
     }
+    agreement = report["agreement"]
+    groups: list[tuple[str, str, AgreementFigures]] = [
+        *(("answers", row["bin"], row) for row in agreement["by_position"]),
+        *(("role", row["role"], row) for row in agreement["by_role"]),
+    ]
     rows = []
-    for kind, key in (("position", "bin"), ("role", "role")):
-        for row in report["agreement"][f"by_{kind}"]:
-            units = row["units"]
-            rows.append(
-                {
-                    "by": "answers" if kind == "position" else "role",
-                    "group": row[key],
-                    "turns": units,
-                    "reviewer alpha": _group_figure(row["reviewer_alpha"], units),
-                    **{
-                        f"judge kappa, {names.get(run, 'run')}": _group_figure(k, units)
-                        for run, k in row["judge_kappa"].items()
-                    },
-                }
-            )
+    for by, group, row in groups:
+        units = row["units"]
+        rows.append(
+            {
+                "by": by,
+                "group": group,
+                "turns": units,
+                "reviewer alpha": _group_figure(row["reviewer_alpha"], units),
+                **{
+                    f"judge kappa, {names.get(run, 'run')}": _group_figure(k, units)
+                    for run, k in row["judge_kappa"].items()
+                },
+            }
+        )
     return rows
 
 
-def coverage_chart(curve: dict[str, Any], alpha: float) -> alt.LayerChart:
+def coverage_chart(curve: CoverageCurve, alpha: float) -> alt.LayerChart:
     """Coverage (share of turns the judge decides) against alpha, the chosen alpha marked."""
     rows = [
         {"alpha": p["alpha"], "coverage": p["coverage"], "chosen": p["alpha"] == alpha}

@@ -12,18 +12,37 @@ fewer than :data:`MIN_UNITS` units (``SMALL_SAMPLE_UNITS`` of the agreement core
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Literal
 
 from review_app.agreement.coefficients import SMALL_SAMPLE_UNITS
 from review_app.services.judging.estimate import NOT_RANDOM
+from review_app.stats.core import Estimate, EstimateJson, UnitsEstimateJson
+from review_app.stats.paired import McNemarResult
 
 if TYPE_CHECKING:
+    from review_app.calibration.like_for_like import LikeForLike
+    from review_app.calibration.scores import ReliabilityJson
+    from review_app.services.judging.drift import DriftReport, PositionRate
+    from review_app.services.judging.estimate import BreakRateEstimate
     from review_app.services.judging.judge_compare import RunComparison
+    from review_app.services.judging.selective import CoverageCurve
+    from review_app.services.review.agreement_reports import AgreementReport
+    from review_app.stats.alt_test import AltTestJson
 
 MIN_UNITS = SMALL_SAMPLE_UNITS
 
-NAMES = {
+CoefficientName = Literal[
+    "percent_agreement",
+    "krippendorff_alpha",
+    "alpha_break",
+    "alpha_verdict",
+    "fleiss_kappa",
+    "gwet_ac1",
+]
+"""The keys of an agreement report's headline coefficients."""
+
+NAMES: dict[CoefficientName, str] = {
     "percent_agreement": "percent agreement",
     "krippendorff_alpha": "alpha (codes)",
     "alpha_break": "alpha (break / no break)",
@@ -58,58 +77,62 @@ def band(value: float) -> str:
     return BANDS[-1][1]
 
 
-def _units(coefficient: dict[str, Any]) -> int:
-    n = coefficient.get("n_units", coefficient.get("n"))
-    return int(n or 0)
+Figure = EstimateJson | UnitsEstimateJson
+"""A figure of a report as stored: an estimate (``n``) or an agreement coefficient
+(``n_units``)."""
 
 
-def enough(coefficient: dict[str, Any] | None) -> bool:
+def _estimate(coefficient: Figure | Estimate) -> Estimate:
+    return coefficient if isinstance(coefficient, Estimate) else Estimate.from_dict(coefficient)
+
+
+def enough(coefficient: Figure | Estimate | None) -> bool:
     """A value resting on at least :data:`MIN_UNITS` units: one to plot and to read."""
-    return (
-        coefficient is not None
-        and coefficient.get("value") is not None
-        and _units(coefficient) >= MIN_UNITS
-    )
+    if coefficient is None:
+        return False
+    estimate = _estimate(coefficient)
+    return estimate.value is not None and estimate.n >= MIN_UNITS
 
 
-def figure_text(coefficient: dict[str, Any] | None, *, percent: bool = False) -> str:
+def figure_text(coefficient: Figure | Estimate | None, *, percent: bool = False) -> str:
     """``0.39 [0.27, 0.46]``, ``0.39``, ``not enough data (4 units)`` or ``not defined``."""
     if coefficient is None:
         return "—"
-    if not enough(coefficient):
-        if coefficient.get("value") is None and _units(coefficient) >= MIN_UNITS:
+    estimate = _estimate(coefficient)
+    if estimate.value is None or estimate.n < MIN_UNITS:
+        if estimate.value is None and estimate.n >= MIN_UNITS:
             return "not defined"
-        return f"not enough data ({_units(coefficient):d} units)"
+        return f"not enough data ({estimate.n:d} units)"
 
     def number(value: float) -> str:
         return f"{100 * value:.1f}%" if percent else f"{value:.2f}"
 
-    text = number(coefficient["value"])
-    ci = coefficient.get("ci95")
-    if ci and ci[0] is not None and ci[1] is not None:
-        text += f" [{number(ci[0])}, {number(ci[1])}]"
+    text = number(estimate.value)
+    if estimate.ci95 is not None:
+        text += f" [{number(estimate.ci95[0])}, {number(estimate.ci95[1])}]"
     return text
 
 
-def interval_text(coefficient: dict[str, Any] | None) -> str:
+def interval_text(coefficient: Figure | Estimate | None) -> str:
     """``[0.27, 0.46]`` or ``—`` (never ``None``)."""
-    ci = (coefficient or {}).get("ci95")
-    if not enough(coefficient) or not ci or ci[0] is None or ci[1] is None:
+    if coefficient is None or not enough(coefficient):
         return "—"
-    return f"[{ci[0]:.2f}, {ci[1]:.2f}]"
+    ci = _estimate(coefficient).ci95
+    return "—" if ci is None else f"[{ci[0]:.2f}, {ci[1]:.2f}]"
 
 
-def alpha_sentence(report: Mapping[str, Any]) -> str:
+def alpha_sentence(report: AgreementReport) -> str:
     """The agreement page's headline: what alpha on codes says and what to do next."""
-    alpha = dict(report["krippendorff_alpha"])
-    if alpha.get("ci95") is None and report.get("alpha_ci95"):
-        alpha["ci95"] = report["alpha_ci95"]
-    if not enough(alpha):
+    alpha = Estimate.from_dict(report["krippendorff_alpha"])
+    low_high = report["alpha_ci95"]
+    if alpha.ci95 is None and low_high:
+        alpha = replace(alpha, ci95=(low_high[0], low_high[1]))
+    if alpha.value is None or not enough(alpha):
         return (
             f"alpha: {figure_text(alpha)}: too few turns have two reviewers to say whether "
             f"they agree; assign overlapping cases until at least {MIN_UNITS:d} turns have two."
         )
-    value = alpha["value"]
+    value = alpha.value
     words = band(value)
     head = f"alpha {figure_text(alpha)}: reviewers agree on codes {words}"
     if value <= 0.40:
@@ -132,38 +155,42 @@ def _pair_names(pair: str) -> tuple[str, str]:
     return first, second
 
 
-def weakest_pair_sentence(cohen: dict[str, dict[str, Any]]) -> str | None:
+def weakest_pair_sentence(cohen: Mapping[str, Figure]) -> str | None:
     """The pair of reviewers who agree least, in words (``None``: no pair with enough data).
 
     Among pairs resting on at least :data:`MIN_UNITS` shared turns, the lowest kappa;
     its word from :func:`band`.
     """
-    shown = [(pair, c) for pair, c in cohen.items() if enough(c)]
+    shown = [
+        (estimate.value, pair, estimate)
+        for pair, c in cohen.items()
+        if (estimate := _estimate(c)).value is not None and enough(estimate)
+    ]
     if not shown:
         return None
-    pair, coefficient = min(shown, key=lambda item: (item[1]["value"], item[0]))
+    value, pair, coefficient = min(shown, key=lambda item: (item[0], item[1]))
     first, second = _pair_names(pair)
     return (
         f"{first} and {second} agree least: kappa {figure_text(coefficient)}, "
-        f"{band(coefficient['value']).removeprefix('only ')}; choose them below to see the "
+        f"{band(value).removeprefix('only ')}; choose them below to see the "
         "codes they label differently."
     )
 
 
-def agreement_warnings(report: Mapping[str, Any]) -> list[str]:
+def agreement_warnings(report: AgreementReport) -> list[str]:
     """The agreement report's cautions in words a person uses (no internal names)."""
     out = []
     for key, name in NAMES.items():
-        coefficient = report.get(key) or {}
-        n = _units(coefficient)
-        if coefficient.get("value") is not None and n < MIN_UNITS:
+        estimate = Estimate.from_dict(report[key])
+        n = estimate.n
+        if estimate.value is not None and n < MIN_UNITS:
             out.append(
                 f"{name[0].upper()}{name[1:]} rests on {n:d} turns with two reviewers, fewer "
                 f"than {MIN_UNITS:d}: it is not shown."
             )
-    for pair, coefficient in (report.get("cohen_kappa") or {}).items():
+    for pair, coefficient in report["cohen_kappa"].items():
         first, second = _pair_names(pair)
-        n = _units(coefficient)
+        n = coefficient["n_units"]
         if n == 0:
             out.append(f"{first} and {second} share no labeled turn: no kappa for them.")
         elif n < MIN_UNITS:
@@ -171,16 +198,16 @@ def agreement_warnings(report: Mapping[str, Any]) -> list[str]:
                 f"{first} and {second} share {n:d} turns, fewer than {MIN_UNITS:d}: their "
                 "kappa is not shown."
             )
-    conversation = report.get("conversation") or {}
-    shared = _units(conversation.get("any_break_alpha") or {})
-    if conversation and shared < MIN_UNITS:
+    conversation = report["conversation"]
+    shared = conversation["any_break_alpha"]["n_units"]
+    if shared < MIN_UNITS:
         out.append(
-            f"{readers_text(shared, conversation.get('readers'))}, fewer than {MIN_UNITS:d}: "
+            f"{readers_text(shared, conversation['readers'])}, fewer than {MIN_UNITS:d}: "
             "agreement on whether and where a conversation breaks is not reported."
         )
-    alpha = report.get("krippendorff_alpha") or {}
-    resampled = (report.get("bootstrap") or {}).get("n_resamples")
-    if enough(alpha) and resampled and not (report.get("alpha_ci95") or alpha.get("ci95")):
+    alpha = Estimate.from_dict(report["krippendorff_alpha"])
+    resampled = report["bootstrap"]["n_resamples"]
+    if enough(alpha) and resampled and not (report["alpha_ci95"] or alpha.ci95):
         out.append("alpha has no interval: the resamples did not give one.")
     return out
 
@@ -223,10 +250,9 @@ def _interval(ci: list[float] | None) -> str:
     return f" [{percent(ci[0])}, {percent(ci[1])}]" if ci else ""
 
 
-def _no_estimate(estimate: Mapping[str, Any]) -> str:
+def _no_estimate(estimate: BreakRateEstimate) -> str:
     """Why PPI gives no break rate, and the step that fixes it."""
-    n_gold, n_judged = int(estimate.get("n_gold") or 0), int(estimate.get("n_judged") or 0)
-    level = estimate["level"]
+    n_gold, n_judged, level = estimate["n_gold"], estimate["n_judged"], estimate["level"]
     if n_gold >= 2 and n_judged <= n_gold:
         return (
             f"the judge has judged only the {n_gold:,d} {level}s with gold, so it adds "
@@ -238,61 +264,57 @@ def _no_estimate(estimate: Mapping[str, Any]) -> str:
             f"{n_gold:d} of the judged {level}s {'has' if n_gold == 1 else 'have'} gold; "
             "adjudicate disagreements or draw an audit sample (below) first"
         )
-    return str((estimate.get("budget") or {}).get("reason") or "no estimate")
+    return estimate["budget"]["reason"] or "no estimate"
 
 
-def estimate_sentence(estimate: Mapping[str, Any]) -> str:
+def estimate_sentence(estimate: BreakRateEstimate) -> str:
     """The judge page's headline: the break rate with the estimator it comes from, and what
     reviewers and the judge alone say. When PPI++ gives the judge weight 0 the rate is
     the reviewers' estimate and the sentence says so and why; without an estimate, why."""
-    ppi = estimate["ppi"]
-    human = estimate.get("human_only") or {}
-    level = estimate["level"]
+    ppi, human, level = estimate["ppi"], estimate["human_only"], estimate["level"]
+    judge_only, budget = estimate["judge_only"], estimate["budget"]
     alone = (
-        f"reviewers alone say {percent(human.get('value'))}{_interval(human.get('ci95'))}, "
-        f"the judge alone {percent(estimate['judge_only'])}."
+        f"reviewers alone say {percent(human['value'])}{_interval(human['ci95'])}, "
+        f"the judge alone {percent(judge_only)}."
     )
-    if ppi["value"] is None:
+    value, ci95, weight = ppi["value"], ppi["ci95"], ppi.get("lambda")
+    if value is None:
         return (
             f"{level.capitalize()} break rate: no estimate yet: {_no_estimate(estimate)}; " + alone
         )
-    interval = _interval(ppi["ci95"])
-    if ppi["ci95"] is None:
-        why = (estimate.get("budget") or {}).get("reason")
+    interval = _interval(ci95)
+    if ci95 is None:
+        why = budget["reason"]
         interval = f" ({why})" if why else ""
-    weight = ppi.get("lambda")
     if weight == 0:
         why = ppi.get("lambda_reason") or "its verdicts do not go with gold"
-        n_gold = int(estimate.get("n_gold") or 0)
         return (
-            f"{level.capitalize()} break rate {percent(ppi['value'])}{interval}: the "
-            f"reviewers' estimate from {n_gold:,d} gold {level}s, because the judge adds "
-            f"nothing here ({why}), so PPI++ gives its verdicts no weight; the judge alone "
-            f"would say {percent(estimate['judge_only'])}."
+            f"{level.capitalize()} break rate {percent(value)}{interval}: the "
+            f"reviewers' estimate from {estimate['n_gold']:,d} gold {level}s, because the "
+            f"judge adds nothing here ({why}), so PPI++ gives its verdicts no weight; the "
+            f"judge alone would say {percent(judge_only)}."
         )
     corrected = (
         "judge corrected by gold"
         if weight is None
         else f"the judge's verdicts corrected by gold, weight {weight:.2f}"
     )
-    return (
-        f"{level.capitalize()} break rate {percent(ppi['value'])}{interval} ({corrected}); " + alone
-    )
+    return f"{level.capitalize()} break rate {percent(value)}{interval} ({corrected}); " + alone
 
 
-def budget_sentence(estimate: Mapping[str, Any]) -> str | None:
+def budget_sentence(estimate: BreakRateEstimate) -> str | None:
     """The budget line ``review-app judge estimate`` prints, as a sentence."""
-    budget = estimate.get("budget") or {}
-    more = budget.get("more_audited_units_to_halve_width")
-    if (estimate.get("ppi") or {}).get("value") is None:
+    budget = estimate["budget"]
+    more, reason = budget["more_audited_units_to_halve_width"], budget["reason"]
+    if estimate["ppi"]["value"] is None:
         return None  # the break rate's sentence says why there is none
     if more is not None:
         return (
             f"Budget: about {more:,d} more audited {estimate['level']}s would halve the "
             "interval's width."
         )
-    if budget.get("reason"):
-        return f"Budget: {budget['reason']}."
+    if reason:
+        return f"Budget: {reason}."
     return None
 
 
@@ -300,23 +322,23 @@ WIDE_INTERVAL = 0.5
 """An interval wider than this spans two or more bands: too wide to put a word on."""
 
 
-def kappa_sentence(coefficient: dict[str, Any] | None, *, who: str) -> str:
+def kappa_sentence(coefficient: Figure | None, *, who: str) -> str:
     """``Judge kappa against gold 0.64 [0.51, 0.78]: agrees substantially; ...`` for a run.
 
     The word comes from :func:`band`; an interval wider than :data:`WIDE_INTERVAL` gets
     no word at all, only the advice to gather more gold.
     """
     more = "adjudicate more disagreements or an audit sample before reading it."
-    if not enough(coefficient):
+    if coefficient is None or not enough(coefficient):
         return f"{who} against gold: {figure_text(coefficient)}; {more}"
-    assert coefficient is not None
-    ci = coefficient.get("ci95")
-    if ci and ci[0] is not None and ci[1] is not None and ci[1] - ci[0] > WIDE_INTERVAL:
+    estimate = _estimate(coefficient)
+    ci, value = estimate.ci95, estimate.value
+    assert value is not None
+    if ci is not None and ci[1] - ci[0] > WIDE_INTERVAL:
         return (
             f"{who} against gold {figure_text(coefficient)}: the interval is too wide to "
             f"say how well the judge agrees; {more}"
         )
-    value = coefficient["value"]
     head = f"{who} against gold {figure_text(coefficient)}: the judge agrees with gold"
     head += f" {band(value)}"
     if value <= 0.40:
@@ -326,13 +348,14 @@ def kappa_sentence(coefficient: dict[str, Any] | None, *, who: str) -> str:
     return head + "; compare with how reviewers agree with each other below."
 
 
-def _alt_test_reason(alt_test: Mapping[str, Any]) -> str:
+def _alt_test_reason(alt_test: AltTestJson) -> str:
     """What the test found, without a leading word, for a verdict other than passed or
     failed: inconclusive, too few breaks, or not tested (each with the step that fixes it)."""
-    verdict = str(alt_test.get("verdict") or "not tested")
+    verdict = alt_test.get("verdict") or "not tested"
     if verdict.startswith("inconclusive"):
-        baseline = (alt_test.get("baseline") or {}).get("code")
-        constant = f" that always answers {baseline}" if baseline else " that answers one code"
+        baseline = alt_test.get("baseline")
+        code = None if baseline is None else baseline["code"]
+        constant = f" that always answers {code}" if code else " that answers one code"
         return (
             f"a judge{constant} would pass this test too, so it cannot tell. Read the "
             "like-for-like kappas below: on the same turns, does the judge agree with each "
@@ -352,10 +375,10 @@ def _alt_test_reason(alt_test: Mapping[str, Any]) -> str:
     )
 
 
-def alt_test_sentence(alt_test: Mapping[str, Any]) -> str:
+def alt_test_sentence(alt_test: AltTestJson) -> str:
     """What the alternative annotator test decided, and where to look or what to do when
     it decided nothing (each empty result says why and the step that fixes it)."""
-    verdict = str(alt_test.get("verdict") or "not tested")
+    verdict = alt_test.get("verdict") or "not tested"
     if verdict == "passed":
         return (
             "Passed: the judge agrees with reviewers at least as well as they agree with "
@@ -369,16 +392,16 @@ def alt_test_sentence(alt_test: Mapping[str, Any]) -> str:
     return reason[:1].upper() + reason[1:]
 
 
-def alt_test_untested(alt_test: Mapping[str, Any]) -> bool:
+def alt_test_untested(alt_test: AltTestJson) -> bool:
     """Whether the test did not run for want of turns with several reviewers (its step,
     assigning overlapping cases, is on the team page)."""
-    return str(alt_test.get("verdict") or "not tested").startswith("not tested")
+    return (alt_test.get("verdict") or "not tested").startswith("not tested")
 
 
-def like_for_like_rows(like: Mapping[str, Any]) -> list[dict[str, str | int]]:
+def like_for_like_rows(like: LikeForLike) -> list[dict[str, str | int]]:
     """Judge and reviewers on the same turns: one row per pair of reviewers."""
-    rows = []
-    for pair in like.get("pairs", []):
+    rows: list[dict[str, str | int]] = []
+    for pair in like["pairs"]:
         a, b = pair["reviewers"]
         judge = pair["judge_kappa"]
         rows.append(
@@ -409,11 +432,11 @@ class DecisionCard:
     audit_turns: int | None  # the audit sample to draw next, or None when none is asked for
 
 
-def decision_card(*, alt_test: Mapping[str, Any], estimate: Mapping[str, Any]) -> DecisionCard:
+def decision_card(*, alt_test: AltTestJson, estimate: BreakRateEstimate) -> DecisionCard:
     """May this judge replace a reviewer? In plain words, from the alternative annotator
     test (Calderon et al. 2025), with what the break-rate estimate rests on and the
     audit sample that would make it trustworthy (its size from the budget line)."""
-    verdict = str(alt_test.get("verdict") or "not tested")
+    verdict = alt_test.get("verdict") or "not tested"
     tested = alt_test.get("units")
     on_turns = f" on {tested:d} turns" if isinstance(tested, int) else ""
     if verdict == "passed":
@@ -431,21 +454,20 @@ def decision_card(*, alt_test: Mapping[str, Any], estimate: Mapping[str, Any]) -
     else:
         answer = "Not yet: " + _alt_test_reason(alt_test)
         state = "open"
-    n_gold, n_judged = int(estimate.get("n_gold") or 0), int(estimate.get("n_judged") or 0)
-    random_gold = NOT_RANDOM not in estimate.get("warnings", [])
+    random_gold = NOT_RANDOM not in estimate["warnings"]
     rests_on = (
-        f"The break rate rests on {n_judged:d} judged {estimate.get('level', 'turn')}s and "
-        f"{n_gold:d} with gold from {estimate.get('gold_source', 'no gold')}"
+        f"The break rate rests on {estimate['n_judged']:d} judged {estimate['level']}s and "
+        f"{estimate['n_gold']:d} with gold from {estimate['gold_source']}"
         + ("." if random_gold else ": its interval is not valid yet.")
     )
-    more = (estimate.get("budget") or {}).get("more_audited_units_to_halve_width")
+    more = estimate["budget"]["more_audited_units_to_halve_width"]
     if not random_gold:
         audit_turns: int | None = FIRST_AUDIT_TURNS
         next_step = (
             f"Next: draw an audit sample of {FIRST_AUDIT_TURNS:d} turns at random and assign "
             "it to reviewers; once it is labeled and adjudicated, the interval is valid."
         )
-    elif isinstance(more, int) and more > 0:
+    elif more is not None and more > 0:
         audit_turns = more
         next_step = (
             f"Next: draw {more:d} more audited turns and assign them, to halve the "
@@ -456,8 +478,9 @@ def decision_card(*, alt_test: Mapping[str, Any], estimate: Mapping[str, Any]) -
     return DecisionCard(state, answer, rests_on, next_step, audit_turns)
 
 
-def _interval_text(estimate: dict[str, Any], *, signed: bool = False) -> str:
-    value, ci = estimate.get("value"), estimate.get("ci95")
+def _interval_text(figure: EstimateJson, *, signed: bool = False) -> str:
+    estimate = Estimate.from_dict(figure)
+    value, ci = estimate.value, estimate.ci95
     if value is None:
         return "not enough data"
     spec = "+.2f" if signed else ".2f"
@@ -470,14 +493,14 @@ def comparison_rows(report: RunComparison) -> list[dict[str, str]]:
     one for the paired difference (second - first), as text for a narrow table (the
     McNemar counts are in the verdict sentence and :func:`mcnemar_sentence`)."""
     a, b = report["first"], report["second"]
-    alt = report.get("alt_test") or {}
+    alt = report["alt_test"] or {}
     rows = [
         {
             "run": name,
             "kappa with gold": _interval_text(report["kappa"][name]),
             "accuracy": _interval_text(report["accuracy"][name]),
-            "may replace a reviewer?": str(
-                (alt.get(name) or {}).get("verdict") or "not tested"
+            "may replace a reviewer?": (
+                (alt[name]["verdict"] if name in alt else "") or "not tested"
             ).split(":")[0],
         }
         for name in (a, b)
@@ -496,17 +519,16 @@ def comparison_rows(report: RunComparison) -> list[dict[str, str]]:
 def mcnemar_sentence(report: RunComparison) -> str:
     """McNemar's test on break / no break, in words, with its table."""
     a, b = report["first"], report["second"]
-    m = report["mcnemar"]
-    both, only_a = m["table"][0]
-    only_b, neither = m["table"][1]
+    test = McNemarResult.from_dict(report["mcnemar"])
+    (both, only_a), (only_b, neither) = test.table
     return (
-        f"Exact McNemar test on break / no break, {m['n']:d} units: both right on {both:d}, "
+        f"Exact McNemar test on break / no break, {test.n:d} units: both right on {both:d}, "
         f"only {a} right on {only_a:d}, only {b} right on {only_b:d}, both wrong on "
-        f"{neither:d}; {format_p(m['p_value'])}."
+        f"{neither:d}; {format_p(test.p_value)}."
     )
 
 
-def coverage_sentence(curve: Mapping[str, Any], alpha: float) -> tuple[str, int | None]:
+def coverage_sentence(curve: CoverageCurve, alpha: float) -> tuple[str, int | None]:
     """What the selective-judging dial shows at ``alpha``, and, when it shows nothing,
     why and how many audited turns to draw to fix it (``None``: drawing does not help)."""
     point = next(p for p in curve["points"] if p["alpha"] == alpha)
@@ -548,10 +570,10 @@ def coverage_sentence(curve: Mapping[str, Any], alpha: float) -> tuple[str, int 
     )
 
 
-def reliability_sentence(reliability: Mapping[str, Any], units: int) -> str:
+def reliability_sentence(reliability: ReliabilityJson, units: int) -> str:
     """The reliability diagram's figures with what they mean."""
-    brier = reliability.get("brier_score")
-    ece = reliability.get("expected_calibration_error")
+    brier = reliability["brier_score"]
+    ece = reliability["expected_calibration_error"]
     if brier is None or ece is None:
         return "No reliability figures: no scored verdict has break / no-break gold."
     return (
@@ -568,7 +590,7 @@ def _ordinal(position: int) -> str:
     return f"{position:d}{suffix}"
 
 
-def position_text(row: Mapping[str, Any]) -> str:
+def position_text(row: PositionRate) -> str:
     """A position bin in words: ``1st answers``, ``answers 3-4``, ``answers 9 and later``."""
     if row["high"] is None:
         return f"answers {row['low']:d} and later"
@@ -577,7 +599,7 @@ def position_text(row: Mapping[str, Any]) -> str:
     return f"answers {row['low']:d}-{row['high']:d}"
 
 
-def drift_sentence(report: Mapping[str, Any]) -> list[str]:
+def drift_sentence(report: DriftReport) -> list[str]:
     """What the drift chart shows, in one sentence (from gold, else the first run), and
     one per bin without an interval saying why."""
     sources = [source for source in report["sources"] if source["by_position"]]
@@ -587,24 +609,23 @@ def drift_sentence(report: Mapping[str, Any]) -> list[str]:
     rows = source["by_position"]
     first, last = rows[0], rows[-1]
 
-    def rate(row: Mapping[str, Any]) -> str:
+    def rate(row: PositionRate) -> str:
         return f"{percent(row['rate'])}{_interval(row['ci95'])}"
 
     who = "By gold" if source["source"] == "gold" else f"By {source['name']}"
     head = f"{who}, {rate(first)} of {position_text(first)} break the role"
     if len(rows) > 1:
         head += f" and {rate(last)} of {position_text(last)}"
-    slope = source.get("slope") or {}
-    if slope.get("odds_ratio") is not None and slope.get("ci95"):
-        low, high = slope["ci95"]
-        head += (
-            f"; the odds of a break change x{slope['odds_ratio']:.2f} per later answer "
-            f"[{low:.2f}, {high:.2f}]"
-        )
-    elif slope.get("reason"):
-        head += f"; no trend per later answer is fitted ({slope['reason']})"
+    slope = source["slope"]
+    odds, ci95, why = slope["odds_ratio"], slope["ci95"], slope["reason"]
+    if odds is not None and ci95:
+        low, high = ci95
+        head += f"; the odds of a break change x{odds:.2f} per later answer [{low:.2f}, {high:.2f}]"
+    elif why:
+        head += f"; no trend per later answer is fitted ({why})"
     sentences = [head + "."]
     for row in rows:
-        if row.get("reason") and "no resamples" not in row["reason"]:
-            sentences.append(f"{position_text(row).capitalize()}: {row['reason']}.")
+        reason = row["reason"]
+        if reason and "no resamples" not in reason:
+            sentences.append(f"{position_text(row).capitalize()}: {reason}.")
     return sentences

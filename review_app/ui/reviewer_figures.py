@@ -12,14 +12,26 @@ import altair as alt
 import streamlit as st
 from sqlalchemy import Engine
 
+from review_app.agreement.over_time import PeriodJson
+from review_app.agreement.reliability import ReviewerReliabilityJson
 from review_app.errors import InputError, NotFound, PermissionDenied
 from review_app.rubrics import Rubric
 from review_app.services.access.actors import Actor
-from review_app.services.judging.strata import STRATA_BY
-from review_app.services.judging.stratified_audit import allocation_plan, draw_stratified_sample
+from review_app.services.judging.judge_report import JudgeRunReport
+from review_app.services.judging.strata import STRATA_BY, StratifiedBlock
+from review_app.services.judging.stratified_audit import (
+    AllocationPlan,
+    allocation_plan,
+    draw_stratified_sample,
+)
 from review_app.services.reports import report_store
 from review_app.services.reports.report_store import Shown
-from review_app.services.review.reliability import RELIABILITY_RULES
+from review_app.services.review.reliability import (
+    RELIABILITY_RULES,
+    OverTimeReport,
+    ReliabilityReport,
+)
+from review_app.stats.core import Estimate
 from review_app.ui import charts
 from review_app.ui.safe import error_text, escape
 
@@ -47,7 +59,7 @@ def _interval(ci95: Sequence[float] | None, *, percent: bool = False) -> str:
 # --- reviewer reliability --------------------------------------------------------------
 
 
-def reliability_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+def reliability_rows(report: ReliabilityReport) -> list[dict[str, Any]]:
     """One row per reviewer: labels, accuracy with its interval, below the others."""
     return [
         {
@@ -61,7 +73,7 @@ def reliability_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def confusion_heatmap(reviewer: Mapping[str, Any]) -> alt.LayerChart:
+def confusion_heatmap(reviewer: ReviewerReliabilityJson) -> alt.LayerChart:
     """A reviewer's confusion matrix: true code (rows) against the code given."""
     rows = [
         {"true": true, "given": given, "probability": round(p, 3)}
@@ -78,7 +90,7 @@ def confusion_heatmap(reviewer: Mapping[str, Any]) -> alt.LayerChart:
     return cast(alt.LayerChart, alt.layer(cells, base.mark_text().encode(text="probability:Q")))
 
 
-def draw_reliability(shown: Shown[Any], *, key: str) -> None:
+def draw_reliability(shown: Shown[ReliabilityReport], *, key: str) -> None:
     """Which reviewer to trust on which codes (``reviewers reliability``)."""
     report = shown.value
     st.subheader("Which reviewer to trust, on which codes")
@@ -113,14 +125,14 @@ def draw_reliability(shown: Shown[Any], *, key: str) -> None:
 # --- agreement over time ------------------------------------------------------------------
 
 
-def alpha_periods_chart(report: Mapping[str, Any]) -> alt.LayerChart:
+def alpha_periods_chart(report: OverTimeReport) -> alt.LayerChart:
     """Alpha per period and version, publications as vertical rules."""
     order = [p["period"] for p in report["periods"]]
     rows = [
-        {"period": p["period"], "version": v["rubric"], "alpha": v["value"], "turns": v["n_units"]}
+        {"period": p["period"], "version": version, "alpha": alpha.value, "turns": alpha.n}
         for p in report["periods"]
-        for v in p["versions"]
-        if v["value"] is not None and v["n_units"] >= 30
+        for version, alpha in _alphas(p)
+        if alpha.value is not None and alpha.n >= 30
     ]
     x = alt.X("period:N", sort=order, title=None)
     lines = (
@@ -146,7 +158,12 @@ def alpha_periods_chart(report: Mapping[str, Any]) -> alt.LayerChart:
     return cast(alt.LayerChart, alt.layer(lines, rules))
 
 
-def gold_periods_chart(report: Mapping[str, Any]) -> alt.Chart:
+def _alphas(period: PeriodJson) -> list[tuple[str, Estimate]]:
+    """Each version's alpha in the period."""
+    return [(v["rubric"], Estimate.from_dict(v)) for v in period["versions"]]
+
+
+def gold_periods_chart(report: OverTimeReport) -> alt.Chart:
     """Each reviewer's agreement with adjudicated gold per period."""
     order = [p["period"] for p in report["periods"]]
     rows = [
@@ -167,28 +184,28 @@ def gold_periods_chart(report: Mapping[str, Any]) -> alt.Chart:
     )
 
 
-def session_rows(report: Mapping[str, Any]) -> list[dict[str, Any]]:
+def session_rows(report: OverTimeReport) -> list[dict[str, Any]]:
     """Per reviewer: agreement in a session's first hour and after it."""
     rows = []
     for name, figures in report["session"]["reviewers"].items():
-        difference = figures["difference"]
+        first = Estimate.from_dict(figures["first_hour"])
+        later = Estimate.from_dict(figures["later"])
+        change = figures["difference"]["ci95"]
         rows.append(
             {
                 "reviewer": name,
-                "first hour": _percent(figures["first_hour"]["value"]),
-                "labels": figures["first_hour"]["n"],
-                "after": _percent(figures["later"]["value"]),
-                "labels after": figures["later"]["n"],
-                "change (points)": _interval(
-                    None if difference["ci95"] is None else [100 * b for b in difference["ci95"]]
-                ),
+                "first hour": _percent(first.value),
+                "labels": first.n,
+                "after": _percent(later.value),
+                "labels after": later.n,
+                "change (points)": _interval(None if change is None else [100 * b for b in change]),
                 "falls": "yes" if figures["falls"] else "",
             }
         )
     return rows
 
 
-def draw_over_time(shown: Shown[Any], *, key: str) -> None:
+def draw_over_time(shown: Shown[OverTimeReport], *, key: str) -> None:
     """Is agreement getting better or worse (``agreement --over-time``)."""
     report = shown.value
     st.subheader("Is agreement getting better or worse?")
@@ -196,8 +213,8 @@ def draw_over_time(shown: Shown[Any], *, key: str) -> None:
         st.info("No labels yet.")
         return
     st.markdown(escape(report["sentences"][0]))
-    if any(v["value"] is not None and v["n_units"] >= 30 for p in report["periods"]
-           for v in p["versions"]):  # fmt: skip
+    if any(alpha.value is not None and alpha.n >= 30 for p in report["periods"]
+           for _, alpha in _alphas(p)):  # fmt: skip
         st.vega_lite_chart(spec=charts.vega_lite(alpha_periods_chart, report), width="stretch")
     what = "week" if report["by"] == "week" else f"batch of {report['batch']:d} labels"
     st.caption(
@@ -229,16 +246,17 @@ def draw_over_time(shown: Shown[Any], *, key: str) -> None:
 # --- the break rate by stratum (judge page) -------------------------------------------------
 
 
-def strata_rows(block: Mapping[str, Any]) -> list[dict[str, Any]]:
+def strata_rows(block: StratifiedBlock) -> list[dict[str, Any]]:
     """One row per stratum: its share, gold, rate with interval, the judge against gold."""
     rows = []
     for row in block["strata"]:
-        kappa, accuracy = row["judge_kappa"], row["judge_accuracy"]
-        if kappa["value"] is not None:
-            agreement = f"kappa {kappa['value']:.2f} {_interval(kappa['ci95'])}"
-        elif accuracy["value"] is not None:
-            share = _interval(accuracy["ci95"], percent=True)
-            agreement = f"same code {_percent(accuracy['value'])} {share}"
+        kappa = Estimate.from_dict(row["judge_kappa"])
+        accuracy = Estimate.from_dict(row["judge_accuracy"])
+        if kappa.value is not None:
+            agreement = f"kappa {kappa.value:.2f} {_interval(kappa.ci95)}"
+        elif accuracy.value is not None:
+            share = _interval(accuracy.ci95, percent=True)
+            agreement = f"same code {_percent(accuracy.value)} {share}"
         else:
             agreement = "—"
         rows.append(
@@ -256,7 +274,9 @@ def strata_rows(block: Mapping[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def draw_strata(engine: Engine, actor: Actor, rubric: Rubric, run: Mapping[str, Any]) -> Shown[Any]:
+def draw_strata(
+    engine: Engine, actor: Actor, rubric: Rubric, run: JudgeRunReport
+) -> Shown[StratifiedBlock]:
     """Where the judge fails: the break rate by stratum of one run."""
     st.subheader("Where the judge fails: the break rate by stratum")
     st.segmented_control(
@@ -297,7 +317,7 @@ def draw_strata(engine: Engine, actor: Actor, rubric: Rubric, run: Mapping[str, 
 # --- audits placed by stratum (team page) -------------------------------------------------
 
 
-def plan_rows(plan: Any) -> list[dict[str, Any]]:
+def plan_rows(plan: AllocationPlan) -> list[dict[str, Any]]:
     return [
         {
             "stratum": row["stratum"],
@@ -381,9 +401,11 @@ def draw_stratified_audit(
                 st.rerun()
 
 
-def reliability(engine: Engine, actor: Actor, rubric: Rubric) -> Shown[Any]:
+def reliability(engine: Engine, actor: Actor, rubric: Rubric) -> Shown[ReliabilityReport]:
     return report_store.reviewer_reliability(engine, actor, rubric=rubric)
 
 
-def over_time(engine: Engine, actor: Actor, rubric: Rubric, previous: Rubric | None) -> Shown[Any]:
+def over_time(
+    engine: Engine, actor: Actor, rubric: Rubric, previous: Rubric | None
+) -> Shown[OverTimeReport]:
     return report_store.agreement_over_time(engine, actor, rubric=rubric, previous=previous)

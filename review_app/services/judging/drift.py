@@ -31,7 +31,9 @@ from review_app.services.labels.adjudication import gold_labels
 from review_app.services.labels.label_table import load_rating_table
 from review_app.stats.core import kappa_from_confusion
 from review_app.stats.drift import (
+    GroupRate,
     PositionBin,
+    Slope,
     bin_of_positions,
     first_break_positions,
     grouped_rates,
@@ -44,11 +46,87 @@ NO_ROLE = "(no role)"
 Unit = tuple[str, int]
 
 
+class PositionRate(TypedDict):
+    """A source's break rate on a position bin (``high`` None: ``low`` and later)."""
+
+    bin: str
+    low: int
+    high: int | None
+    units: int
+    breaks: int
+    rate: float | None
+    ci95: list[float] | None
+    conversations: int
+    reason: str | None
+    """Why the rate has no interval (``None`` when it has one)."""
+
+
+class RoleRate(TypedDict):
+    role: str
+    units: int
+    breaks: int
+    rate: float | None
+    ci95: list[float] | None
+
+
+class FirstBreakBin(TypedDict):
+    bin: str
+    conversations: int
+    """Conversations whose first break falls in the bin."""
+
+
+class SourceFigures(TypedDict):
+    units: int
+    breaks: int
+    conversations: int
+    by_position: list[PositionRate]
+    by_role: list[RoleRate]
+    first_break: list[FirstBreakBin]
+    no_break_conversations: int
+    slope: Slope
+
+
+class DriftSource(TypedDict):
+    """Gold (``source`` ``gold``, no ``run``) or a judge run (``source`` ``run``)."""
+
+    source: str
+    run: int | None
+    name: str
+    status: str | None
+    units: int
+    breaks: int
+    conversations: int
+    by_position: list[PositionRate]
+    by_role: list[RoleRate]
+    first_break: list[FirstBreakBin]
+    no_break_conversations: int
+    slope: Slope
+
+
+class AgreementFigures(TypedDict):
+    units: int
+    reviewer_alpha: float | None
+    judge_kappa: dict[str, float | None]
+    """By run id (as text)."""
+
+
+class PositionAgreement(TypedDict):
+    bin: str
+    units: int
+    reviewer_alpha: float | None
+    judge_kappa: dict[str, float | None]
+
+
+class RoleAgreement(TypedDict):
+    role: str
+    units: int
+    reviewer_alpha: float | None
+    judge_kappa: dict[str, float | None]
+
+
 class DriftAgreement(TypedDict):
-    by_position: list[dict[str, Any]]
-    """``{"bin", "units", "reviewer_alpha", "judge_kappa": {run id: kappa}}`` per bin."""
-    by_role: list[dict[str, Any]]
-    """``{"role", "units", "reviewer_alpha", "judge_kappa"}`` per role."""
+    by_position: list[PositionAgreement]
+    by_role: list[RoleAgreement]
 
 
 class DriftReport(TypedDict):
@@ -58,10 +136,8 @@ class DriftReport(TypedDict):
     min_units: int
     resamples: int
     seed: int
-    sources: list[dict[str, Any]]
-    """Gold, then each judge run: ``{"source", "run", "name", "units", "breaks",
-    "conversations", "by_position", "by_role", "first_break", "no_break_conversations",
-    "slope"}``."""
+    sources: list[DriftSource]
+    """Gold, then each judge run."""
     agreement: DriftAgreement
     warnings: list[str]
 
@@ -104,7 +180,7 @@ def _source_block(
     n_resamples: int,
     seed: int,
     bins: list[PositionBin] | None = None,
-) -> tuple[dict[str, Any], list[PositionBin]]:
+) -> tuple[SourceFigures, list[PositionBin]]:
     """One source's figures, on ``bins`` (gold's, so that every source is read on the
     same answers) or, without, on its own."""
     positions = turns.position[rows]
@@ -114,9 +190,9 @@ def _source_block(
         bins = []
     elif not bins:
         bins = position_bins(positions, min_units=min_units)
-    by_position: list[dict[str, Any]] = []
-    by_role: list[dict[str, Any]] = []
-    first_break: list[dict[str, Any]] = []
+    by_position: list[PositionRate] = []
+    by_role: list[RoleRate] = []
+    first_break: list[FirstBreakBin] = []
     no_break = 0
     if rows.size:
         groups = bin_of_positions(positions, bins)
@@ -154,7 +230,7 @@ def _source_block(
         first_break = [
             {"bin": b.label, "conversations": int(n)} for b, n in zip(bins, counts, strict=True)
         ]
-    block = {
+    block: SourceFigures = {
         "units": int(rows.size),
         "breaks": int(breaks.sum()),
         "conversations": int(np.unique(clusters_raw).size),
@@ -167,7 +243,7 @@ def _source_block(
     return block, bins
 
 
-def _no_interval(rate: dict[str, Any], conversations: int, n_resamples: int) -> str | None:
+def _no_interval(rate: GroupRate, conversations: int, n_resamples: int) -> str | None:
     """Why a bin's rate has no interval (``None`` when it has one)."""
     if rate["ci95"] is not None:
         return None
@@ -209,7 +285,7 @@ def drift_report(
     gold = {
         u: mapping.get(g.code) for u, g in gold_labels(engine, actor, rubric=rubric).labels.items()
     }
-    sources: list[dict[str, Any]] = []
+    sources: list[DriftSource] = []
     gold_rows = np.array(
         sorted(turns.index[u] for u, v in gold.items() if v is not None and u in turns.index),
         dtype=np.int64,
@@ -281,7 +357,7 @@ def _agreement(
     rated = [u for u in collapsed.units if u in turns.index]
     rated_rows = np.array([turns.index[u] for u in rated], dtype=np.int64)
 
-    def row(members: np.ndarray) -> dict[str, Any]:
+    def row(members: np.ndarray) -> AgreementFigures:
         inside = set(members.tolist())
         alpha = krippendorff_alpha(
             collapsed.restrict_units([u for u, i in zip(rated, rated_rows.tolist(), strict=True)
@@ -302,12 +378,12 @@ def _agreement(
         }
 
     all_rows = np.arange(len(turns.units))
-    by_position = []
+    by_position: list[PositionAgreement] = []
     if bins:
         groups = bin_of_positions(turns.position, bins)
         for k, b in enumerate(bins):
             by_position.append({"bin": b.label, **row(all_rows[groups == k])})
-    by_role = [
+    by_role: list[RoleAgreement] = [
         {"role": name, **row(all_rows[turns.role == k])} for k, name in enumerate(turns.role_names)
     ]
     return {"by_position": by_position, "by_role": by_role}

@@ -15,7 +15,7 @@ back as a plain dictionary. It stays one; :class:`BreakRateEstimate` names its k
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Literal, NotRequired, TypedDict
 
 import numpy as np
 from sqlalchemy import Engine
@@ -73,6 +73,32 @@ says why the judge gets no weight when ``lambda`` is 0 (the estimate is then the
 reviewers' alone)."""
 
 
+class UncertaintyBudget(TypedDict):
+    """With an uncertainty draw: its labelled turns, the active interval's width and the
+    width as many uniform audits would give (docs/reference.md, "Uncertainty audit
+    JSON")."""
+
+    labels: int
+    width: float | None
+    uniform_width: float | None
+
+
+class EstimateBudget(TypedDict):
+    more_audited_units_to_halve_width: int | None
+    reason: str | None
+    uncertainty: NotRequired[UncertaintyBudget]
+
+
+class ActiveFigure(TypedDict):
+    """The active estimate from an uncertainty draw from the run."""
+
+    value: float | None
+    ci95: list[float] | None
+    design: str
+    drawn: int
+    with_gold: int
+
+
 class BreakRateEstimate(TypedDict):
     """``judge estimate --json``: docs/reference.md, "Judge estimate JSON" (and
     "Uncertainty audit JSON" for ``active`` and ``budget.uncertainty``)."""
@@ -85,13 +111,10 @@ class BreakRateEstimate(TypedDict):
     human_only: Interval
     ppi: PpiFigure
     gold_source: str
-    budget: dict[str, Any]
-    """``{"more_audited_units_to_halve_width", "reason"}``, and ``uncertainty`` with an
-    uncertainty draw."""
+    budget: EstimateBudget
     warnings: list[str]
-    active: NotRequired[dict[str, Any]]
-    """With an uncertainty draw from the run: ``{"value", "ci95", "design", "drawn",
-    "with_gold"}``."""
+    active: NotRequired[ActiveFigure]
+    """With an uncertainty draw from the run."""
     stratified: NotRequired[StratifiedBlock]
     """With ``by``: the break rate by stratum (docs/reference.md, "Judge estimate JSON")."""
 
@@ -308,7 +331,7 @@ def _active_block(
     gold: dict[tuple[str, int], str | None],
     level: str,
     warnings: list[str],
-) -> tuple[dict[str, Any], dict[str, Any]] | None:
+) -> tuple[ActiveFigure, UncertaintyBudget] | None:
     """The active estimate from the newest uncertainty draw from this run's scores
     (:mod:`review_app.stats.active`), and the budget line; None without such a draw."""
     sample = uncertainty_sample(engine, actor, rubric=rubric, run_id=run_id)
@@ -358,14 +381,14 @@ def _active_block(
             f"WARNING: {len(gone)} drawn turns no longer have a scored verdict in run "
             f"{run_id} ({named(gone)}): the active estimate leaves them out"
         )
-    block: dict[str, Any] = {
+    block: ActiveFigure = {
         "value": None,
         "ci95": None,
         "design": "uncertainty",
         "drawn": len(drawn),
         "with_gold": int(xi.sum()),
     }
-    line: dict[str, Any] = {"labels": int(xi.sum()), "width": None, "uniform_width": None}
+    line: UncertaintyBudget = {"labels": int(xi.sum()), "width": None, "uniform_width": None}
     if len(units) < 2:
         warnings.append("no active estimate: fewer than 2 judged turns with a score")
         return block, line

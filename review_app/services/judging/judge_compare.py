@@ -27,8 +27,9 @@ from review_app.services.judging.turn_verdicts import TurnVerdicts
 from review_app.services.labels.adjudication import gold_labels
 from review_app.services.review.agreement_reports import load_label_columns
 from review_app.services.team.audit_samples import audited_units
-from review_app.stats.alt_test import DEFAULT_EPSILON
-from review_app.stats.paired import compare_two_runs
+from review_app.stats.alt_test import DEFAULT_EPSILON, AltTestJson
+from review_app.stats.core import EstimateJson
+from review_app.stats.paired import McNemarJson, compare_two_runs
 from storage import judging
 from storage.engine import read_only
 from storage.models import JudgeRunPublic
@@ -63,9 +64,23 @@ class ComparisonGold(TypedDict):
     note: str
 
 
+class RunVerdict(TypedDict):
+    code: str
+    reason: str | None
+
+
+class DifferingVerdicts(TypedDict):
+    """A unit where the two runs give different codes, with their reasons."""
+
+    case_id: str
+    turn: int
+    gold: str
+    first: RunVerdict
+    second: RunVerdict
+
+
 class RunComparison(TypedDict):
-    """``judge compare --json``: docs/reference.md, "Comparing two judge runs". An
-    estimate is ``{"value", "n", "ci95", "reason", "warning", "method"}``."""
+    """``judge compare --json``: docs/reference.md, "Comparing two judge runs"."""
 
     rubric: str
     runs: list[ComparedRun]
@@ -73,16 +88,15 @@ class RunComparison(TypedDict):
     second: str
     n_units: int
     n_conversations: int
-    kappa: dict[str, dict[str, Any]]
-    accuracy: dict[str, dict[str, Any]]
-    kappa_difference: dict[str, Any]
-    accuracy_difference: dict[str, Any]
+    kappa: dict[str, EstimateJson]
+    accuracy: dict[str, EstimateJson]
+    kappa_difference: EstimateJson
+    accuracy_difference: EstimateJson
     difference_is: str
-    mcnemar: dict[str, Any]
-    alt_test: dict[str, dict[str, Any]] | None
+    mcnemar: McNemarJson
+    alt_test: dict[str, AltTestJson] | None
     alt_test_units: int
-    differing: list[dict[str, Any]]
-    """``{"case_id", "turn", "gold", "first": {"code", "reason"}, "second": ...}``."""
+    differing: list[DifferingVerdicts]
     gold_source: ComparisonGold
     outcome: str
     """``second_better``, ``first_better``, ``second_likely_better``,
@@ -205,22 +219,10 @@ def compare_judge_runs(
         n_resamples=n_resamples,
         seed=seed,
     )
-    # the figures of the comparison (stats/paired.py); the keys below are added here
-    report = cast(RunComparison, result.to_dict())
     differing = [(cast(tuple[str, int], d.unit), d) for d in result.differing]
     reasons = [
         _reasons(engine, verdicts, [unit for unit, _ in differing])
         for verdicts in (first_verdicts, second_verdicts)
-    ]
-    report["differing"] = [
-        {
-            "case_id": unit[0],
-            "turn": unit[1],
-            "gold": d.gold,
-            "first": {"code": d.first, "reason": reasons[0].get(unit)},
-            "second": {"code": d.second, "reason": reasons[1].get(unit)},
-        }
-        for unit, d in differing
     ]
     compared = {
         u
@@ -231,18 +233,48 @@ def compare_judge_runs(
     }
     audited = audited_units(engine, actor, rubric=rubric)
     sources = [gold.labels[u].source for u in compared]
-    report["gold_source"] = {
-        "adjudicated": sources.count("adjudicated"),
-        "unanimous": sources.count("unanimous"),
-        "in_audit_samples": len(compared & audited),
-        "note": GOLD_NOTE,
-    }
-    report["rubric"] = rubric.ref
     first_listing, second_listing = listings[first_id], listings[second_id]
-    report["runs"] = [_run_entry(first_listing, names[0]), _run_entry(second_listing, names[1])]
-    report["pairing"] = pairing
-    report["confound"] = confound(first_listing, second_listing)
-    return report
+    # The comparison's figures (stats/paired.py) as JSON, then what only the runs tell.
+    return {
+        "first": result.first,
+        "second": result.second,
+        "n_units": result.n_units,
+        "n_conversations": result.n_conversations,
+        "kappa": {name: e.to_dict() for name, e in result.kappa.items()},
+        "accuracy": {name: e.to_dict() for name, e in result.accuracy.items()},
+        "kappa_difference": result.kappa_difference.to_dict(),
+        "accuracy_difference": result.accuracy_difference.to_dict(),
+        "difference_is": "second - first",
+        "mcnemar": result.mcnemar.to_dict(),
+        "alt_test": None
+        if result.alt_test is None
+        else {name: r.to_dict() for name, r in result.alt_test.items()},
+        "alt_test_units": result.alt_test_units,
+        "differing": [
+            {
+                "case_id": unit[0],
+                "turn": unit[1],
+                "gold": d.gold,
+                "first": {"code": d.first, "reason": reasons[0].get(unit)},
+                "second": {"code": d.second, "reason": reasons[1].get(unit)},
+            }
+            for unit, d in differing
+        ],
+        "outcome": result.outcome,
+        "verdict": result.verdict,
+        "n_resamples": result.n_resamples,
+        "seed": result.seed,
+        "gold_source": {
+            "adjudicated": sources.count("adjudicated"),
+            "unanimous": sources.count("unanimous"),
+            "in_audit_samples": len(compared & audited),
+            "note": GOLD_NOTE,
+        },
+        "rubric": rubric.ref,
+        "runs": [_run_entry(first_listing, names[0]), _run_entry(second_listing, names[1])],
+        "pairing": pairing,
+        "confound": confound(first_listing, second_listing),
+    }
 
 
 def _run_entry(run: RunListing, label: str) -> ComparedRun:

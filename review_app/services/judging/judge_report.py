@@ -22,6 +22,12 @@ from sqlmodel import Session
 
 import storage.units
 from review_app import calibration
+from review_app.calibration.first_break import FirstBreakJson
+from review_app.calibration.like_for_like import LikeForLike
+from review_app.calibration.reference import AgreementJson
+from review_app.calibration.score_map import CalibrationMapJson
+from review_app.calibration.scores import ReliabilityJson, ThresholdSweepJson
+from review_app.calibration.versions import VersionComparisonJson
 from review_app.errors import InputError, NotFound
 from review_app.rubrics import Rubric
 from review_app.services.access.actors import Actor, authorize
@@ -31,7 +37,8 @@ from review_app.services.judging.runs import run_name, run_verdicts
 from review_app.services.judging.turn_verdicts import TurnVerdicts
 from review_app.services.labels.adjudication import gold_labels
 from review_app.services.review.agreement_reports import load_label_columns
-from review_app.stats.alt_test import DEFAULT_EPSILON, alt_test
+from review_app.stats.alt_test import DEFAULT_EPSILON, AltTestJson, alt_test
+from review_app.stats.core import EstimateJson
 from storage import audit, judging
 from storage.engine import read_only
 from storage.models import JudgeRunPublic
@@ -58,6 +65,44 @@ class JudgeDisagreement(TypedDict):
     """The reviewers' labels of the unit (:func:`disagreement_explorer` adds them)."""
 
 
+class GoldSource(TypedDict):
+    """Where the gold behind ``vs_gold`` came from, on the judged units."""
+
+    adjudicated: int
+    unanimous: int
+    note: str
+
+
+class ScoreSection(TypedDict):
+    """How far the run's scores can be trusted: on the scored units with break / no-break
+    gold (``calibration_map`` and ``calibrated_reliability`` with a stored map)."""
+
+    n: int
+    sweep: ThresholdSweepJson
+    reliability: ReliabilityJson
+    calibration_map: NotRequired[CalibrationMapJson]
+    calibrated_reliability: NotRequired[ReliabilityJson]
+
+
+class VersionKappa(TypedDict):
+    kappa: EstimateJson
+    n_compared: int
+
+
+class VersionRuns(TypedDict):
+    rubric: str
+    runs: dict[str, VersionKappa]
+    """By run name: the complete runs of that version."""
+
+
+class JudgeVersionsSideBySide(TypedDict):
+    """Each rubric version's complete runs against that version's gold, on the ``units``
+    with gold in every version (no bootstrap)."""
+
+    units: int
+    compared: list[VersionRuns]
+
+
 class JudgeRunReport(TypedDict):
     """One run of the judge report (docs/reference.md, "Judge report JSON")."""
 
@@ -77,13 +122,13 @@ class JudgeRunReport(TypedDict):
     errors: int
     carried_from_run: int | None
     carried_verdicts: int
-    alt_test: dict[str, Any]
-    vs_gold: dict[str, Any] | None
-    gold_source: dict[str, Any]
-    vs_reviewers: dict[str, dict[str, Any]]
-    like_for_like: dict[str, Any]
-    first_break: dict[str, Any] | None
-    scores: dict[str, Any] | None
+    alt_test: AltTestJson
+    vs_gold: AgreementJson | None
+    gold_source: GoldSource
+    vs_reviewers: dict[str, AgreementJson]
+    like_for_like: LikeForLike
+    first_break: FirstBreakJson | None
+    scores: ScoreSection | None
     disagreements: list[JudgeDisagreement]
 
 
@@ -96,10 +141,10 @@ class JudgeCalibrationReport(TypedDict):
     runs: list[JudgeRunReport]
     carried_units: dict[str, int]
     """``{"labels", "gold_labels"}``: units with labels carried from the version before."""
-    versions: NotRequired[dict[str, Any]]
+    versions: NotRequired[VersionComparisonJson]
     """With two complete runs or more that give codes: the runs compared on shared units
     (a stopped run would shrink the shared units to the few it judged)."""
-    rubric_versions: dict[str, Any] | None
+    rubric_versions: JudgeVersionsSideBySide | None
 
 
 class FewShotExample(TypedDict):
@@ -153,12 +198,13 @@ def calibration_report(
     ignore = tuple(rubric.abstain_codes)
     gold_first = gold.first_break_turns(break_codes)
     runs = run_verdicts(engine, rubric, run_ids)
-    report: dict[str, Any] = {  # JudgeCalibrationReport, its keys in this order
+    report: JudgeCalibrationReport = {
         "rubric": rubric.ref,
         "gold": gold.counts(),
         "reviewers": sorted(by_reviewer),
         "runs": [],
         "carried_units": _carried_units(engine, rubric),
+        "rubric_versions": None,
     }
     judged_by_run: dict[str, dict[tuple[str, int], str]] = {}
     for run, stored in runs:
@@ -166,29 +212,10 @@ def calibration_report(
         judged = verdicts.coded()
         if run.status == "complete":
             judged_by_run[run_name(run)] = judged
-        entry: dict[str, Any] = {
-            "id": run.id,
-            "name": run_name(run),
-            "judge": run.judge,
-            "prompt_version": run.prompt_version,
-            "model": run.model,
-            "endpoint": run.endpoint,
-            "status": run.status,
-            "source": run.source,
-            "verdicts": len(stored.ids),
-            "turn_verdicts": verdicts.n_turn,
-            "conversation_verdicts": len(stored.ids) - verdicts.n_turn,
-            "errors": sum(1 for error in stored.errors if error),
-            "carried_from_run": run.carried_from_run_id,
-            "carried_verdicts": _carried_verdicts(engine, run.id),
-        }
-        entry["alt_test"] = alt_test(
-            by_reviewer, judged, epsilon=epsilon, break_codes=break_codes, baseline=True
-        ).to_dict()
 
         def compare(
             reference: dict[tuple[str, int], str], judged: dict[tuple[str, int], str] = judged
-        ) -> dict[str, Any]:
+        ) -> AgreementJson:
             return calibration.compare_to_reference(
                 reference=reference,
                 judged=judged,
@@ -199,30 +226,52 @@ def calibration_report(
                 cluster_of=_conversation_of,
             ).to_dict()
 
-        entry["vs_gold"] = compare(gold_codes) if judged else None
-        entry["gold_source"] = _gold_source(gold, judged)
-        entry["vs_reviewers"] = {
-            reviewer: compare(labels) for reviewer, labels in sorted(by_reviewer.items()) if judged
-        }
-        entry["like_for_like"] = calibration.like_for_like(
-            by_reviewer,
-            judged,
-            cluster_of=_conversation_of,
-            n_resamples=min(n_resamples, 500),
-            seed=seed,
-        )
         judge_first = calibration.first_break_turns(judged, break_codes)
         shared_cases = {c: gold_first[c] for c in gold_first if c in judge_first}
-        entry["first_break"] = (
-            calibration.first_break_comparison(
-                reference=shared_cases, judged={c: judge_first[c] for c in shared_cases}
-            ).to_dict()
-            if shared_cases
-            else None
+        report["runs"].append(
+            {
+                "id": run.id,
+                "name": run_name(run),
+                "judge": run.judge,
+                "prompt_version": run.prompt_version,
+                "model": run.model,
+                "endpoint": run.endpoint,
+                "status": run.status,
+                "source": run.source,
+                "verdicts": len(stored.ids),
+                "turn_verdicts": verdicts.n_turn,
+                "conversation_verdicts": len(stored.ids) - verdicts.n_turn,
+                "errors": sum(1 for error in stored.errors if error),
+                "carried_from_run": run.carried_from_run_id,
+                "carried_verdicts": _carried_verdicts(engine, run.id),
+                "alt_test": alt_test(
+                    by_reviewer, judged, epsilon=epsilon, break_codes=break_codes, baseline=True
+                ).to_dict(),
+                "vs_gold": compare(gold_codes) if judged else None,
+                "gold_source": _gold_source(gold, judged),
+                "vs_reviewers": {
+                    reviewer: compare(labels)
+                    for reviewer, labels in sorted(by_reviewer.items())
+                    if judged
+                },
+                "like_for_like": calibration.like_for_like(
+                    by_reviewer,
+                    judged,
+                    cluster_of=_conversation_of,
+                    n_resamples=min(n_resamples, 500),
+                    seed=seed,
+                ),
+                "first_break": (
+                    calibration.first_break_comparison(
+                        reference=shared_cases, judged={c: judge_first[c] for c in shared_cases}
+                    ).to_dict()
+                    if shared_cases
+                    else None
+                ),
+                "scores": _score_section(run, verdicts, gold_codes, break_mapping),
+                "disagreements": _disagreements(engine, verdicts, gold_codes, break_mapping),
+            }
         )
-        entry["scores"] = _score_section(run, verdicts, gold_codes, break_mapping)
-        entry["disagreements"] = _disagreements(engine, verdicts, gold_codes, break_mapping)
-        report["runs"].append(entry)
     # Only complete runs with codes: one without (scores only, or conversation-level
     # only), or a run stopped after a few units, would leave (almost) no shared unit to
     # compare the others on.
@@ -242,12 +291,12 @@ def calibration_report(
         if previous is not None
         else None
     )
-    return cast(JudgeCalibrationReport, report)
+    return report
 
 
 def _judge_versions_side_by_side(
     engine: Engine, actor: Actor, versions: list[tuple[Rubric, Any]]
-) -> dict[str, Any]:
+) -> JudgeVersionsSideBySide:
     """Each version's judge runs: Cohen's kappa against that version's gold, on the units
     with gold in every version (no bootstrap)."""
     golds = [
@@ -257,10 +306,10 @@ def _judge_versions_side_by_side(
     common = set(golds[0])
     for gold in golds[1:]:
         common &= set(gold)
-    compared = []
+    compared: list[VersionRuns] = []
     for (rubric, runs), gold in zip(versions, golds, strict=True):
         reference = {unit: code for unit, code in gold.items() if unit in common}
-        kappas: dict[str, Any] = {}
+        kappas: dict[str, VersionKappa] = {}
         for run, stored in runs if runs is not None else run_verdicts(engine, rubric, None):
             if run.status != "complete":
                 continue
@@ -304,12 +353,12 @@ def _conversation_of(unit: tuple[str, int]) -> str:
     return unit[0]
 
 
-def _gold_source(gold: Any, judged: dict[tuple[str, int], str]) -> dict[str, Any]:
+def _gold_source(gold: Any, judged: dict[tuple[str, int], str]) -> GoldSource:
     """Where the gold behind ``vs_gold`` came from, on the judged units."""
     sources = [g.source for unit, g in gold.labels.items() if unit in judged]
-    counts = {name: sources.count(name) for name in ("adjudicated", "unanimous")}
     return {
-        **counts,
+        "adjudicated": sources.count("adjudicated"),
+        "unanimous": sources.count("unanimous"),
         "note": "gold from adjudication and unanimous reviewers is not a random sample: "
         "unanimous units are the easy ones, so figures against it flatter the judge",
     }
@@ -341,13 +390,15 @@ def _score_section(
     verdicts: TurnVerdicts,
     gold_codes: dict[tuple[str, int], str],
     break_mapping: dict[str, str | None],
-) -> dict[str, Any] | None:
+) -> ScoreSection | None:
     y_true, scores = _binary_pairs(verdicts, gold_codes, break_mapping)
     if not scores:
         return None
-    section: dict[str, Any] = {"n": len(scores)}
-    section["sweep"] = calibration.threshold_sweep(y_true=y_true, scores=scores).to_dict()
-    section["reliability"] = calibration.reliability(y_true=y_true, probabilities=scores).to_dict()
+    section: ScoreSection = {
+        "n": len(scores),
+        "sweep": calibration.threshold_sweep(y_true=y_true, scores=scores).to_dict(),
+        "reliability": calibration.reliability(y_true=y_true, probabilities=scores).to_dict(),
+    }
     if run.calibration_json:
         stored = calibration.CalibrationMap.from_dict(json.loads(run.calibration_json))
         calibrated = [float(v) for v in stored.transform(scores)]

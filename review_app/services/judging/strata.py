@@ -45,7 +45,7 @@ from review_app.services.cases.case_views import LANES
 from review_app.services.judging.runs import run_verdicts
 from review_app.services.judging.turn_verdicts import TurnVerdicts
 from review_app.services.labels.adjudication import gold_labels
-from review_app.stats.core import MIN_PROPORTION_UNITS, Estimate
+from review_app.stats.core import MIN_PROPORTION_UNITS, Estimate, EstimateJson
 from review_app.stats.drift import PositionBin
 from review_app.stats.stratified import StratifiedBreakRate, stratified_break_rate
 from storage.engine import read_only
@@ -183,6 +183,37 @@ def design_cells(
     return list(zip(*columns, strict=True))
 
 
+class StrataBudget(TypedDict):
+    """The interval's width now and with ``audits`` more placed by stratum (Neyman) or
+    uniformly; the widths are ``None`` without an estimate."""
+
+    audits: int
+    width: float | None
+    width_neyman: float | None
+    width_uniform: float | None
+
+
+StratumRow = TypedDict(
+    "StratumRow",
+    {
+        "stratum": str,
+        "members": list[str],
+        "weight": float,
+        "n_units": int,
+        "n_gold": int,
+        "lambda": float | None,
+        "value": float | None,
+        "ci95": list[float] | None,
+        "reason": str | None,
+        "spread": float | None,
+        "weighted": bool,
+        "judge_kappa": EstimateJson,
+        "judge_accuracy": EstimateJson,
+    },
+)
+"""One stratum of :class:`StratifiedBlock` (``weight``: its share of judged units)."""
+
+
 class StratifiedBlock(TypedDict):
     """``stratified`` in ``judge estimate --by B --json``: docs/reference.md, "Judge
     estimate JSON"."""
@@ -190,16 +221,11 @@ class StratifiedBlock(TypedDict):
     value: float | None
     ci95: list[float] | None
     by: str
-    strata: list[dict[str, Any]]
-    """Per stratum: ``stratum``, ``weight`` (its share of judged units), ``n_units``,
-    ``n_gold``, ``lambda``, ``value``, ``ci95``, ``reason``, ``spread``,
-    ``judge_kappa``, ``judge_accuracy``, ``members``, ``weighted``."""
+    strata: list[StratumRow]
     gold_source: str
-    judge_kappa: dict[str, Any]
-    judge_accuracy: dict[str, Any]
-    budget: dict[str, Any]
-    """``{"audits", "width", "width_neyman", "width_uniform"}``: the width now and with
-    ``audits`` more placed by stratum (Neyman) or uniformly."""
+    judge_kappa: EstimateJson
+    judge_accuracy: EstimateJson
+    budget: StrataBudget
     sentences: list[str]
     warnings: list[str]
 
@@ -250,7 +276,7 @@ class StrataFit:
     def n_gold(self) -> int:
         return sum(f.n_gold for f in self.result.strata)
 
-    def budget(self, audits: int) -> dict[str, Any]:
+    def budget(self, audits: int) -> StrataBudget:
         """The interval's width now and with ``audits`` more placed by stratum (Neyman)
         or uniformly (docs/reference.md, "Judge estimate JSON")."""
         widths = self.result.widths(audits)
@@ -335,7 +361,7 @@ def stratified_estimate(
     overall_kappa, overall_accuracy = _agreement(
         gold, {u: codes[u] for u in gold}, mapping, n_resamples=n_resamples, seed=seed
     )
-    rows: list[dict[str, Any]] = []
+    rows: list[StratumRow] = []
     sentences: list[str] = []
     member_of = {m: f.stratum for f in result.strata for m in f.members}
     for figures in result.strata:
@@ -466,11 +492,13 @@ def _below_sentence(
     )
 
 
-def budget_sentence(budget: dict[str, Any], *, by: str) -> str:
+def budget_sentence(budget: StrataBudget, *, by: str) -> str:
     """``40 more audits placed by position would narrow the interval from 9.1 to 6.0
-    points; placed uniformly, to 6.9.``"""
+    points; placed uniformly, to 6.9.`` (a budget with widths)."""
+    width, neyman, uniform = budget["width"], budget["width_neyman"], budget["width_uniform"]
+    assert width is not None and neyman is not None and uniform is not None
     return (
         f"{budget['audits']} more audits placed by {by} (Neyman allocation) would narrow the "
-        f"interval from {100 * budget['width']:.1f} to {100 * budget['width_neyman']:.1f} points "
-        f"wide; placed uniformly, to {100 * budget['width_uniform']:.1f}."
+        f"interval from {100 * width:.1f} to {100 * neyman:.1f} points "
+        f"wide; placed uniformly, to {100 * uniform:.1f}."
     )

@@ -29,7 +29,12 @@ import storage.audit_samples
 from review_app.errors import InputError
 from review_app.rubrics import Rubric
 from review_app.services.access.actors import Actor, authorize
-from review_app.services.judging.strata import budget_sentence, fit_strata, strata_order
+from review_app.services.judging.strata import (
+    StrataBudget,
+    budget_sentence,
+    fit_strata,
+    strata_order,
+)
 from review_app.services.team.audit_samples import EarlierDraw, earlier_draw
 from review_app.services.team.people import assignable_people
 from review_app.services.team.queue import AssignmentReport, assign_cases
@@ -54,15 +59,14 @@ class AllocationPlan:
     strata: list[dict[str, Any]]
     """``{"stratum", "units", "audited", "remaining", "spread", "allocated",
     "probability"}`` per stratum."""
-    budget: dict[str, Any]
-    """``{"audits", "width", "width_neyman", "width_uniform"}`` (widths null without an
-    estimate)."""
+    budget: StrataBudget
+    """The widths are null without an estimate."""
     population: int
     units: dict[str, list[tuple[str, int]]]
     """The undrawn turns of each stratum, sorted."""
 
     def budget_line(self) -> str:
-        if self.budget.get("width") is None:
+        if self.budget["width"] is None:
             return (
                 "no estimate by stratum yet to project the interval from: the first audits "
                 "are spread in proportion to the strata's sizes"

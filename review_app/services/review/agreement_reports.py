@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import Any, NotRequired, TypedDict, cast
+from typing import Any, NotRequired, TypedDict
 
 import numpy as np
 import numpy.typing as npt
@@ -26,11 +26,17 @@ from sqlmodel import Session
 import storage.gold
 import storage.units
 from review_app.agreement import RatingTable, agreement_summary
+from review_app.agreement.summary import (
+    BootstrapJson,
+    ConversationAgreementJson,
+    PairKappaJson,
+)
 from review_app.rubrics import Rubric
 from review_app.services.access.actors import Actor, authorize
 from review_app.services.labels.adjudication import gold_counts
 from review_app.services.labels.label_table import load_rating_table, rating_table
 from review_app.stats.confusion import confusion_from_codes
+from review_app.stats.core import UnitsEstimateJson
 from storage import labels
 from storage.engine import read_only
 from storage.labels import LabelColumns
@@ -52,18 +58,25 @@ __all__ = [
 ]
 
 
+class VersionCoefficients(TypedDict):
+    """One version's coefficients on the units both versions have labels on."""
+
+    rubric: str
+    percent_agreement: UnitsEstimateJson
+    krippendorff_alpha: UnitsEstimateJson
+    fleiss_kappa: UnitsEstimateJson
+    gwet_ac1: UnitsEstimateJson
+
+
 class VersionsSideBySide(TypedDict):
     """Versions N-1 and N on the units both have labels on (no bootstrap)."""
 
     units: int
-    compared: list[dict[str, Any]]
-    """Per version: ``rubric`` and its ``percent_agreement``, ``krippendorff_alpha``,
-    ``fleiss_kappa``, ``gwet_ac1``."""
+    compared: list[VersionCoefficients]
 
 
 class AgreementReport(TypedDict):
-    """``agreement --json``: docs/reference.md, "Agreement JSON". A coefficient is
-    ``{"value", "ci95", "n_units", "reason", "warning"}``."""
+    """``agreement --json``: docs/reference.md, "Agreement JSON"."""
 
     rubric: str
     level: str
@@ -71,19 +84,19 @@ class AgreementReport(TypedDict):
     raters: int
     ratings: int
     rater_names: list[str]
-    percent_agreement: dict[str, Any]
-    krippendorff_alpha: dict[str, Any]
+    percent_agreement: UnitsEstimateJson
+    krippendorff_alpha: UnitsEstimateJson
     alpha_ci95: list[float] | None
-    alpha_break: dict[str, Any]
-    alpha_verdict: dict[str, Any]
-    fleiss_kappa: dict[str, Any]
-    gwet_ac1: dict[str, Any]
-    cohen_kappa: dict[str, dict[str, Any]]
+    alpha_break: UnitsEstimateJson
+    alpha_verdict: UnitsEstimateJson
+    fleiss_kappa: UnitsEstimateJson
+    gwet_ac1: UnitsEstimateJson
+    cohen_kappa: dict[str, PairKappaJson]
     """By ``"<reviewer_a>|<reviewer_b>"``."""
-    per_label: dict[str, dict[str, Any]]
-    conversation: dict[str, Any]
+    per_label: dict[str, UnitsEstimateJson]
+    conversation: ConversationAgreementJson
     gold: dict[str, int]
-    bootstrap: dict[str, Any]
+    bootstrap: BootstrapJson
     warnings: list[str]
     carried_units: NotRequired[int]
     """Units holding a label carried from the version before (set by
@@ -148,9 +161,6 @@ def agreement_report(
     return report
 
 
-SIDE_BY_SIDE = ("percent_agreement", "krippendorff_alpha", "fleiss_kappa", "gwet_ac1")
-
-
 def _restricted(table: RatingTable, keep: Collection[Any]) -> RatingTable:
     """The ratings of ``table`` on the units in ``keep`` only."""
     kept = np.array([unit in keep for unit in table.units], dtype=bool)
@@ -172,7 +182,7 @@ def versions_side_by_side(tables: list[tuple[Rubric, RatingTable]]) -> VersionsS
     common: set[Any] = set(tables[0][1].units)
     for _, table in tables[1:]:
         common &= set(table.units)
-    compared = []
+    compared: list[VersionCoefficients] = []
     for rubric, table in tables:
         summary = agreement_summary(
             _restricted(table, common),
@@ -182,7 +192,15 @@ def versions_side_by_side(tables: list[tuple[Rubric, RatingTable]]) -> VersionsS
             turn_of=itemgetter(1),
             n_resamples=0,
         )
-        compared.append({"rubric": rubric.ref, **{key: summary[key] for key in SIDE_BY_SIDE}})
+        compared.append(
+            {
+                "rubric": rubric.ref,
+                "percent_agreement": summary["percent_agreement"],
+                "krippendorff_alpha": summary["krippendorff_alpha"],
+                "fleiss_kappa": summary["fleiss_kappa"],
+                "gwet_ac1": summary["gwet_ac1"],
+            }
+        )
     return {"units": len(common), "compared": compared}
 
 
@@ -207,7 +225,7 @@ def report_from_table(
     gold = gold_counts(table, adjudicated)
     gold["labeled_units"] = table.n_units
     # the core's figures (review_app/agreement/summary.py) between rubric and gold
-    return cast(AgreementReport, {"rubric": rubric.ref, **summary, "gold": gold})
+    return {"rubric": rubric.ref, **summary, "gold": gold}
 
 
 @dataclass(frozen=True)

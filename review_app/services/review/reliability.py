@@ -22,16 +22,24 @@ from sqlmodel import Session
 import storage.carry
 import storage.gold
 import storage.labels
-from review_app.agreement.over_time import DEFAULT_BATCH, agreement_over_time
+from review_app.agreement.over_time import (
+    DEFAULT_BATCH,
+    DifferenceJson,
+    PeriodJson,
+    PublicationJson,
+    SessionAgreementJson,
+    agreement_over_time,
+)
 from review_app.agreement.reliability import (
     MIN_CODE_UNITS,
     MIX_UP_SHARE,
+    ReviewerReliabilityJson,
     reviewer_reliability,
 )
 from review_app.errors import InputError
 from review_app.rubrics import Rubric
 from review_app.services.access.actors import Actor, authorize
-from review_app.stats.core import CLUSTER_METHOD
+from review_app.stats.core import CLUSTER_METHOD, EstimateJson
 from storage.engine import read_only
 
 __all__ = [
@@ -57,11 +65,7 @@ class ReliabilityReport(TypedDict):
     resamples: int
     seed: int
     method: str | None
-    reviewers: list[dict[str, Any]]
-    """Per reviewer: ``name``, ``n_labels``, ``accuracy``, ``ci95``, ``reason``,
-    ``others``, ``confusion`` (true code -> given code -> probability),
-    ``units_by_code``, ``mix_ups``, ``below_others``, ``responsible_codes``,
-    ``sentence``."""
+    reviewers: list[ReviewerReliabilityJson]
     below_others: list[str]
     sentence: str
     warnings: list[str]
@@ -139,18 +143,25 @@ RELIABILITY_RULES = (
 )
 
 
+class SessionFigures(TypedDict):
+    """Agreement in a session's first hour and after it, pooled and by reviewer."""
+
+    first_hour: EstimateJson
+    later: EstimateJson
+    difference: DifferenceJson
+    falls: bool
+    reviewers: dict[str, SessionAgreementJson]
+
+
 class OverTimeReport(TypedDict):
     """``agreement --over-time --json``: docs/reference.md, "Agreement over time JSON"."""
 
     rubric: str
     by: str
     batch: int
-    periods: list[dict[str, Any]]
-    """``{"period", "start", "end", "labels", "versions": [{"rubric", "value", "n_units",
-    "reason", "ci95", "warning"}], "reviewers": [{"name", "value", "n", "ci95", ...}]}``."""
-    publications: list[dict[str, Any]]
-    session: dict[str, Any]
-    """``{"first_hour", "later", "difference", "falls", "reviewers": {name: ...}}``."""
+    periods: list[PeriodJson]
+    publications: list[PublicationJson]
+    session: SessionFigures
     sentences: list[str]
     warnings: list[str]
 

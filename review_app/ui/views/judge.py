@@ -214,8 +214,8 @@ if not listing.complete:
 
 estimate_shown = cached.estimate(rubric.ref, run["id"])
 estimate = estimate_shown.value
-vs_gold = run.get("vs_gold") or {}
-alt_test = run.get("alt_test") or {}
+vs_gold = run["vs_gold"]
+alt_test = run["alt_test"]
 card = readings.decision_card(alt_test=alt_test, estimate=estimate)
 with st.container(border=True, key="judge_decision"):
     st.subheader("May this judge replace a reviewer?")
@@ -227,7 +227,13 @@ with st.container(border=True, key="judge_decision"):
     budget = readings.budget_sentence(estimate)
     if budget:
         st.caption(escape(budget))
-    st.markdown(escape(readings.kappa_sentence(vs_gold.get("kappa"), who="Judge kappa")))
+    st.markdown(
+        escape(
+            readings.kappa_sentence(
+                None if vs_gold is None else vs_gold["kappa"], who="Judge kappa"
+            )
+        )
+    )
     if card.next_step is not None and card.audit_turns is not None:
         st.markdown(escape(card.next_step))
         audit_form("judge_audit", card.audit_turns, "Draw and assign")
@@ -302,13 +308,14 @@ if like_rows:
     st.dataframe(like_rows, hide_index=True, key="judge_like_for_like")
 with st.expander("The test in detail"):
     st.caption(escape(ALT_TEST_SENTENCE))
-    if alt_test.get("winning_rate") is not None:
+    winning, advantage = alt_test["winning_rate"], alt_test["advantage_probability"]
+    if winning is not None and advantage is not None:
         st.caption(
-            f"Winning rate {alt_test['winning_rate']:.2f}, advantage probability "
-            f"{alt_test['advantage_probability']:.2f}, epsilon {alt_test['epsilon']:.2f}."
+            f"Winning rate {winning:.2f}, advantage probability "
+            f"{advantage:.2f}, epsilon {alt_test['epsilon']:.2f}."
         )
     st.dataframe(charts.alt_test_rows(alt_test), hide_index=True, key="judge_alt_test")
-    for warning in vs_gold.get("warnings", []):
+    for warning in vs_gold["warnings"] if vs_gold else []:
         st.caption(escape(warning))
 
 scores = run.get("scores")
@@ -360,7 +367,8 @@ alike = {
     for other in choices.runs
     if other.complete
     and other.same_setup(listing)
-    and other.name in (versions or {}).get("versions", [])
+    and versions is not None
+    and other.name in versions["versions"]
 }
 if versions and len(alike) >= 2:
     st.subheader("Prompt versions side by side")
@@ -368,7 +376,7 @@ if versions and len(alike) >= 2:
         f"The complete runs with {escape(listing.setup)}, on the units every complete run "
         "judged: the units where their codes differ."
     )
-    differences = charts.version_difference_rows(versions.get("differences", []), alike)
+    differences = charts.version_difference_rows(versions["differences"], alike)
     # The first rows only (the units differing grow with the gold labels): the page
     # sends a table of bounded size; the whole list is a download, built when asked.
     st.dataframe(differences[: common.FIRST_ROWS], hide_index=True, key="judge_versions")
