@@ -37,7 +37,7 @@ from review_app import input_policy
 from review_app.errors import InputError
 from review_app.files.limits import MAX_RUBRIC_FILE_BYTES
 from review_app.files.named_rows import named_rows
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 
 PROMPT_FILE = re.compile(r"v(?P<version>[1-9][0-9]{0,9})\.txt")
 JUDGE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")

@@ -23,8 +23,8 @@ from sqlalchemy import Engine
 
 import review_app.services as services_package
 from review_app.errors import PermissionDenied
-from review_app.formats import ImportOptions
-from review_app.rubrics import Rubric
+from review_app.formats.options import ImportOptions
+from review_app.rubrics.model import Rubric
 from review_app.services.access import actors, case_access
 from review_app.services.access.actors import Actor
 from review_app.services.cases import case_views as cases

@@ -21,7 +21,7 @@ import pytest
 from sqlalchemy import Engine, select
 from sqlmodel import Session, col
 
-from review_app.rubrics import NAVIGATION_KEYS
+from review_app.rubrics.keys import NAVIGATION_KEYS
 from review_app.services.access.actors import Actor, operator_actor, sign_in
 from review_app.services.exchange.demo import load_demo
 from review_app.services.labels.labeling import case_labels, record_label

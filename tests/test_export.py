@@ -25,15 +25,15 @@ from sqlalchemy import Engine
 
 from review_app.errors import InputError
 from review_app.evaluator import EVALUATOR_VERSION, evaluate_case
-from review_app.files.csv_safety import FORMULA_TRIGGERS
-from review_app.formats import read_deepeval, restore_cell
+from review_app.files.csv_safety import FORMULA_TRIGGERS, restore_cell
+from review_app.formats.deepeval import read_deepeval
 from review_app.formats.fixtures import (
     EXPORTER_VERSION,
     MANIFEST_NAME,
     TEST_MODULE_NAME,
     fixture_file_name,
 )
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import Actor, operator_actor, sign_in
 from review_app.services.cases.case_views import list_cases
 from review_app.services.cases.importing import import_paths

@@ -20,7 +20,7 @@ from sqlalchemy import Engine, text
 from sqlalchemy.exc import IntegrityError
 
 from review_app.errors import InputError
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import Actor, sign_in
 from review_app.services.cases.importing import import_paths
 from review_app.services.exchange.labels_io import import_labels

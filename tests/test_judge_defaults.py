@@ -24,7 +24,7 @@ from sqlmodel import Session
 
 import storage.judging
 from review_app.errors import InputError
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import operator_actor
 from review_app.services.cases.importing import import_paths
 from review_app.services.jobs.runner import list_jobs, run_worker

@@ -17,7 +17,7 @@ from sqlalchemy.exc import DBAPIError
 
 from review_app.cli.render_judging import render_run_comparison
 from review_app.errors import DatabaseBusy, InputError, PermissionDenied
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import operator_actor, sign_in
 from review_app.services.cases.importing import import_paths
 from review_app.services.judging.judge_compare import compare_judge_runs

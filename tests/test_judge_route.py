@@ -12,7 +12,7 @@ from sqlmodel import Session
 
 from benchmarks.corpus import generate_corpus
 from review_app.errors import InputError
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import Actor
 from review_app.services.cases.importing import import_paths
 from review_app.services.exchange.export import export_data

@@ -17,7 +17,7 @@ import storage.carry
 import storage.labels
 from benchmarks.corpus import generate_corpus
 from review_app.errors import PermissionDenied
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import operator_actor
 from review_app.services.cases.importing import import_paths
 from review_app.services.exchange.labels_io import import_labels

@@ -13,17 +13,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from review_app.errors import InputError, NotFound
-from review_app.rubrics import (
-    Rubric,
-    default_rubrics_dir,
-    diff_rubrics,
-    get_rubric,
-    load_rubric_file,
-    load_rubrics,
-    parse_rubric_ref,
-    parse_rubric_text,
-    rubric_from_dict,
-)
+from review_app.rubrics.catalog import default_rubrics_dir, get_rubric, load_rubrics
+from review_app.rubrics.diff import diff_rubrics
+from review_app.rubrics.model import Rubric, parse_rubric_ref
+from review_app.rubrics.parsing import load_rubric_file, parse_rubric_text, rubric_from_dict
 
 REPO_RUBRICS = Path(__file__).resolve().parents[1] / "rubrics"
 SHIPPED_V1 = REPO_RUBRICS / "role-adherence" / "v1.yaml"

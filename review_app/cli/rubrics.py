@@ -50,7 +50,7 @@ def rubrics_list(as_json: JsonOption = False, db: DbOption = None) -> None:
 
 
 def _canonical(ref: str) -> str:
-    from review_app.rubrics import parse_rubric_ref
+    from review_app.rubrics.model import parse_rubric_ref
 
     rubric_id, version = parse_rubric_ref(ref)
     return f"{rubric_id}@{version}"
@@ -95,7 +95,7 @@ def rubrics_diff(
     """What changed between two rubric versions, drafts included (JSON); for consecutive
     versions also the mapping: how each newer label relates to the older codes (from:,
     change:)."""
-    from review_app.rubrics import diff_rubrics
+    from review_app.rubrics.diff import diff_rubrics
 
     known = catalog(open_engine(db))
     print_json(diff_rubrics(known.any_version(old), known.any_version(new)).to_dict())
@@ -169,6 +169,6 @@ def rubrics_export(
 
 
 def _split(ref: str) -> tuple[str, int]:
-    from review_app.rubrics import parse_rubric_ref
+    from review_app.rubrics.model import parse_rubric_ref
 
     return parse_rubric_ref(ref)

@@ -13,7 +13,7 @@ import streamlit as st
 from sqlalchemy import Engine
 
 from review_app.errors import InputError, NotFound, PermissionDenied
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import Actor
 from review_app.services.judging.strata import STRATA_BY
 from review_app.services.judging.stratified_audit import allocation_plan, draw_stratified_sample

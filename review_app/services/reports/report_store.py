@@ -65,7 +65,7 @@ import storage.judging
 import storage.units
 from review_app.errors import DatabaseBusy, InputError
 from review_app.evaluator import EVALUATOR_VERSION
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import Actor, authorize
 from review_app.services.jobs.runner import (
     Heartbeat,

@@ -19,14 +19,10 @@ from sqlmodel import Session
 
 import storage.labels
 from review_app.errors import InputError, NotFound
-from review_app.rubrics import (
-    Rubric,
-    default_rubrics_dir,
-    diff_rubrics,
-    load_rubric_file,
-    parse_rubric_ref,
-    rubric_from_dict,
-)
+from review_app.rubrics.catalog import default_rubrics_dir
+from review_app.rubrics.diff import diff_rubrics
+from review_app.rubrics.model import Rubric, parse_rubric_ref
+from review_app.rubrics.parsing import load_rubric_file, rubric_from_dict
 from review_app.services.access.actors import Actor, authorize
 from storage import audit, rubric_versions
 from storage.engine import read_only

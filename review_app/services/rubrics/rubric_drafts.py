@@ -17,8 +17,10 @@ from sqlmodel import Session
 
 from review_app.errors import InputError, NotFound
 from review_app.files.limits import MAX_RUBRIC_FILE_BYTES
-from review_app.rubrics import Rubric, RubricDiff, diff_rubrics, parse_rubric_text
+from review_app.rubrics.diff import RubricDiff, diff_rubrics
 from review_app.rubrics.editing import next_version_text, rubric_yaml, with_code
+from review_app.rubrics.model import Rubric
+from review_app.rubrics.parsing import parse_rubric_text
 from review_app.services.access.actors import Actor, authorize
 from review_app.services.rubrics.rubric_carry import CarryReport, publish_rubric
 from review_app.services.rubrics.rubric_catalog import (
