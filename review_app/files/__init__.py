@@ -6,19 +6,21 @@ same rules, before anything checks what its values mean; refusals are
 :class:`~review_app.errors.InputError` naming the file, the line and the field
 (docs/reference.md, "Input limits").
 
-* :mod:`~review_app.files.limits`: how large a file, a record and a nesting may be;
-* :mod:`~review_app.files.text`: bytes to text (strict UTF-8, the line of a bad byte),
+Modules:
+
+- ``limits``: how large a file, a record and a nesting may be;
+- ``text``: bytes to text (strict UTF-8, the line of a bad byte),
   and small files read whole;
-* :mod:`~review_app.files.json_records`: strict JSON, JSONL lines, the records of a
+- ``json_records``: strict JSON, JSONL lines, the records of a
   JSON or JSONL file (streamed);
-* :mod:`~review_app.files.csv_rows`: CSV rows with the line each starts on;
-* :mod:`~review_app.files.csv_safety`: cells neutralised against formula injection
+- ``csv_rows``: CSV rows with the line each starts on;
+- ``csv_safety``: cells neutralised against formula injection
   when written, restored when read;
-* :mod:`~review_app.files.tables`: table files (CSV, or JSON/JSONL rows) as rows of
+- ``tables``: table files (CSV, or JSON/JSONL rows) as rows of
   cells, for the foreign formats;
-* :mod:`~review_app.files.named_rows`: label and verdict files (CSV with a header, or
+- ``named_rows``: label and verdict files (CSV with a header, or
   JSONL objects), their columns checked;
-* :mod:`~review_app.files.discovery`: which files an import or an inspection reads.
+- ``discovery``: which files an import or an inspection reads.
 
 What the values of a record mean (a case, a label, a verdict) is checked by its
 reader; what text and names may hold, by :mod:`review_app.input_policy`.
