@@ -132,7 +132,7 @@ def populate(url: str, corpus: Path, args: argparse.Namespace) -> None:
     from review_app.services.rubrics.rubric_catalog import sync_rubrics
     from storage import labels, reviewers
     from storage.engine import create_database_engine
-    from storage.migrations import upgrade_database
+    from storage.migrations.upgrade import upgrade_database
 
     engine = create_database_engine(url)
     upgrade_database(engine)

@@ -191,7 +191,7 @@ def build_database(engine: Any, operator: Any, tmp: Path, arguments: argparse.Na
     from review_app.services.judging.judge_import import import_verdicts
     from review_app.services.rubrics.rubric_catalog import sync_rubrics
     from review_app.services.team.audit_samples import draw_audit_sample
-    from storage.migrations import upgrade_database
+    from storage.migrations.upgrade import upgrade_database
     from tests.judge_support import write_jsonl
 
     upgrade_database(engine)

@@ -27,7 +27,7 @@ from benchmarks.schemas import schema_of_its_own
 from review_app.evaluator import EVALUATOR_VERSION
 from review_app.services.cases.case_views import LANES
 from storage.engine import create_database_engine
-from storage.migrations import upgrade_database
+from storage.migrations.upgrade import upgrade_database
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO_CASES = REPO / "review_app" / "demo_data" / "cases"

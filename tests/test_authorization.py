@@ -59,7 +59,7 @@ from review_app.services.review import agreement_reports, reliability
 from review_app.services.rubrics import rubric_carry, rubric_catalog, rubric_drafts
 from review_app.services.team import audit_samples, people, queue, team
 from storage.engine import create_database_engine
-from storage.migrations import upgrade_database
+from storage.migrations.upgrade import upgrade_database
 from tests.actors import operator, signed_in
 
 RUBRIC = "role-adherence@1"

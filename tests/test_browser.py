@@ -31,7 +31,7 @@ from review_app.services.rubrics.rubric_catalog import sync_rubrics
 from review_app.services.team.people import add_person
 from review_app.services.team.queue import assign_cases
 from storage.engine import SQLITE_BUSY_TIMEOUT_MS, create_database_engine
-from storage.migrations import upgrade_database
+from storage.migrations.upgrade import upgrade_database
 from storage.models import Label, Reviewer
 from tests.conftest import write_lock
 from tests.served import (

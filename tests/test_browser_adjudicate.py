@@ -21,7 +21,7 @@ from review_app.services.exchange.demo import DEMO_CASES, load_demo
 from review_app.services.labels.adjudication import disagreement_queue, gold_labels
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
 from storage.engine import create_database_engine
-from storage.migrations import upgrade_database
+from storage.migrations.upgrade import upgrade_database
 from tests.served import (
     IDLE,
     chromium,

@@ -22,7 +22,7 @@ from review_app.services.labels.labeling import case_labels
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
 from review_app.services.team.queue import next_case
 from storage.engine import create_database_engine
-from storage.migrations import upgrade_database
+from storage.migrations.upgrade import upgrade_database
 from tests.served import (
     IDLE,
     chromium,

@@ -22,7 +22,7 @@ import pytest
 from review_app.services.access.actors import operator_actor
 from review_app.services.exchange.demo import load_demo
 from storage.engine import create_database_engine
-from storage.migrations import upgrade_database
+from storage.migrations.upgrade import upgrade_database
 from tests.command_probe import HEAVY, LOADED_OUT_ENV, probe_command
 from tests.conftest import DEMO_CASES, cli_test_environment
 

@@ -51,7 +51,7 @@ from review_app.services.labels.adjudication import record_gold
 from review_app.services.labels.labeling import record_label
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
 from storage.engine import create_database_engine
-from storage.migrations import upgrade_database
+from storage.migrations.upgrade import upgrade_database
 from tests.actors import assign
 from tests.builders import BREAK_CODES
 from tests.conftest import REPO, Database, postgres_schema

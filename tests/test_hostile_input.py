@@ -494,7 +494,7 @@ def test_the_migration_folds_stored_names_and_keeps_the_typed_form_for_display(
 ) -> None:
     from alembic import command
 
-    from storage.migrations import alembic_config, upgrade_database
+    from storage.migrations.upgrade import alembic_config, upgrade_database
 
     config = alembic_config()
     with database.engine.begin() as connection:

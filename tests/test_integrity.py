@@ -29,7 +29,7 @@ from review_app.services.labels.labeling import record_label
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
 from review_app.services.team.people import add_person, deactivate_person, set_role
 from storage.engine import create_database_engine
-from storage.migrations import upgrade_database
+from storage.migrations.upgrade import upgrade_database
 from tests.actors import assign
 from tests.conftest import DEMO_CASES, Database, postgres_schema
 

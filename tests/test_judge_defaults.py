@@ -450,7 +450,7 @@ def test_the_migration_names_existing_runs_endpoints(database: Database) -> None
     from alembic import command
     from sqlalchemy import text
 
-    from storage.migrations import alembic_config, upgrade_database
+    from storage.migrations.upgrade import alembic_config, upgrade_database
 
     config = alembic_config()
     with database.engine.begin() as connection:

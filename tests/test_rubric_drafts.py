@@ -324,7 +324,7 @@ def test_the_migration_marks_what_has_acted_published_and_the_rest_draft(
     published (they acted); a later version nobody published is a draft."""
     from alembic import command
 
-    from storage.migrations import alembic_config, upgrade_database
+    from storage.migrations.upgrade import alembic_config, upgrade_database
 
     config = alembic_config()
     with database.engine.begin() as connection:
