@@ -17,8 +17,8 @@ from typing import Annotated, Any
 
 import typer
 
-from review_app import __version__
 from review_app.cli.shared import ErrorsAsMessages
+from review_app.version import VERSION
 
 __all__ = ["app", "build_app", "main"]
 
@@ -44,7 +44,7 @@ def evaluator_build() -> str:
 
 def version_callback(value: bool) -> None:
     if value:
-        typer.echo(f"review-app {__version__} ({evaluator_build()})")
+        typer.echo(f"review-app {VERSION} ({evaluator_build()})")
         raise typer.Exit()
 
 
