@@ -13,7 +13,7 @@ import pytest
 import typer
 
 import storage.engine
-from review_app.cli import app
+from review_app.cli.application import app
 from review_app.evaluator import compiled, diagnostic, evaluate_case, lane
 from review_app.services.access.actors import operator_actor
 from review_app.services.cases.importing import import_paths

@@ -8,7 +8,7 @@ module into a command that does not need it fails here, naming the command.
 
 Nor does a command build the rest of the command line: ``review-app reviewers list``
 imports ``review_app.cli.reviewers`` (and the modules every command shares), not the
-other commands' modules, their services or their options (review_app/cli/__init__.py).
+other commands' modules, their services or their options (review_app/cli/application.py).
 """
 
 from __future__ import annotations

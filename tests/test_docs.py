@@ -14,7 +14,7 @@ from typing import Any
 from typer.main import get_command
 
 from review_app.agreement.summary import agreement_summary
-from review_app.cli import app
+from review_app.cli.application import app
 from review_app.formats.detect import FORMATS, NATIVE
 from review_app.formats.options import ImportOptions
 from review_app.stats.table import RatingTable
