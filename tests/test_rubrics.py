@@ -360,8 +360,10 @@ def test_file_name_must_be_v_n_yaml(tmp_path: Path, name: str) -> None:
 
 
 def test_missing_and_non_utf8_files(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="cannot read"):
-        load_rubric_file(tmp_path / "demo" / "v1.yaml")
+    missing = tmp_path / "demo" / "v1.yaml"
+    with pytest.raises(InputError, match=r"cannot be read \(No such file") as caught:
+        load_rubric_file(missing)  # as every file read whole (review_app/files/text.py)
+    assert caught.value.source == str(missing)
     path = write_rubric(tmp_path, "")
     path.write_bytes(b"id: d\xe9mo\n")
     with pytest.raises(InputError, match="UTF-8"):

@@ -148,6 +148,7 @@ def rubrics_export(
 ) -> None:
     """Write a rubric version's YAML (as stored: a draft written in the app, or a published
     version) for version control; it reads back as the same version."""
+    from review_app.files.text import holds_text
     from review_app.services.rubrics.rubric_drafts import export_text
 
     engine = open_engine(db)
@@ -158,7 +159,7 @@ def rubrics_export(
         return
     rubric_id, version = _split(ref)
     target = out / rubric_id / f"v{version}.yaml" if out.is_dir() else out
-    if target.exists() and target.read_text(encoding="utf-8") != text:
+    if target.exists() and not holds_text(target, text):
         raise InputError(
             "the file exists with other content; not overwritten (move it or choose --out)",
             source=str(target),

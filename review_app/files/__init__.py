@@ -1,7 +1,8 @@
 """Reading untrusted files: one home for decoding, JSON and JSONL records, CSV rows and tables.
 
 Every file that comes in (native cases, every foreign format of
-:mod:`review_app.formats`, label files, judge verdict files) is read here, by the
+:mod:`review_app.formats`, label files, judge verdict files, rubric and judge prompt
+files) is read here, by the
 same rules, before anything checks what its values mean; refusals are
 :class:`~review_app.errors.InputError` naming the file, the line and the field
 (docs/reference.md, "Input limits").
@@ -9,8 +10,9 @@ same rules, before anything checks what its values mean; refusals are
 Modules:
 
 - ``limits``: how large a file, a record and a nesting may be;
-- ``text``: bytes to text (strict UTF-8, the line of a bad byte),
-  and small files read whole;
+- ``text``: bytes to text (strict UTF-8, the line of a bad byte), files read whole, and
+  short texts (a rubric, a judge prompt) bounded (``read_short_text``,
+  ``check_short_text``);
 - ``json_records``: strict JSON, JSONL lines, the records of a
   JSON or JSONL file (streamed);
 - ``csv_rows``: CSV rows with the line each starts on;
