@@ -5,8 +5,9 @@ analysis is whatever the caller says it is (in the app a ``(case_id, turn)``
 pair); raters are reviewer names and values are label codes. Any rater may
 leave any unit unrated.
 
-Every coefficient comes back as a :class:`Coefficient`. When the data do not
-define a coefficient (no unit rated twice, a single category in use, ...) its
+Every coefficient comes back as a
+:class:`~review_app.agreement.coefficients.Coefficient`. When the data do not define a
+coefficient (no unit rated twice, a single category in use, ...) its
 ``value`` is ``None`` and ``reason`` says why in one sentence; no function here
 returns NaN or raises on data that are merely degenerate. Invalid input (a
 rater rating the same unit twice, a collapse mapping without an entry for a

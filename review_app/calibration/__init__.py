@@ -28,10 +28,10 @@ code
     A rubric label code such as ``"scope_break"``.
 break mapping
     ``Mapping[code, "break" | "no_break" | None]`` supplied by the caller (see
-    :func:`break_mapping_from_verdicts`): a code whose verdict is *fail* is a break, a
-    *pass* code is no break, and borderline / abstain codes map to ``None``: they are
-    not comparable on the binary task, so such units are left out of the break-class
-    metrics and counted.
+    :func:`~review_app.stats.codes.break_mapping_from_verdicts`): a code whose verdict is
+    *fail* is a break, a *pass* code is no break, and borderline / abstain codes map to
+    ``None``: they are not comparable on the binary task, so such units are left out of the
+    break-class metrics and counted.
 score
     The judge's probability in ``[0, 1]`` that a turn BREAKS the role.
 

@@ -4,8 +4,8 @@ A rubric lives in ``<root>/<id>/v<N>.yaml`` (docs/reference.md, "Rubric files") 
 to as ``<id>@<N>``. Once labels refer to a version it is immutable; a change of
 content is a new file ``v<N+1>.yaml``.
 
-Identity. :attr:`Rubric.sha256` is the SHA-256 of a canonical JSON form of the
-*parsed* content (keys sorted, defaults filled in, text stripped of leading and
+Identity. :attr:`~review_app.rubrics.model.Rubric.sha256` is the SHA-256 of a canonical
+JSON form of the *parsed* content (keys sorted, defaults filled in, text stripped of leading and
 trailing whitespace). Comments, indentation, quoting style and blank lines therefore
 do not change it; any change to a value, to the order of labels or examples, or to
 the text a reviewer reads does.
@@ -19,7 +19,7 @@ can be decided at all, so ``fail`` means that label applies.
 
 Rubric references accept ``role-adherence@1`` and, because the files are named
 ``v1.yaml``, also ``role-adherence@v1``; both mean version 1. The canonical form
-(:attr:`Rubric.ref`) is the one without ``v``.
+(:attr:`~review_app.rubrics.model.Rubric.ref`) is the one without ``v``.
 
 Modules:
 

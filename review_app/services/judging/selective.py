@@ -238,7 +238,7 @@ class Routing:
     decisions: list[dict[str, Any]]
     """The decided units' certified verdicts, rows of ``certified_verdicts``: ``case_id``,
     ``turn``, ``run_id``, ``label``, ``confidence``, ``threshold``, ``alpha``, ``delta``
-    (:func:`storage.selective.replace_certified`)."""
+    (:func:`storage.certified_verdicts.replace_certified`)."""
     escalated: list[Unit]
     """The units no run decides, for reviewers."""
 
