@@ -34,8 +34,7 @@ from typing import Any
 
 import numpy as np
 
-from review_app.calibration import like_for_like
-from review_app.calibration.like_for_like import kappa_estimate
+from review_app.calibration.like_for_like import kappa_estimate, like_for_like
 from review_app.calibration.reference import compare_to_reference
 from review_app.stats.alt_test import alt_test
 from review_app.stats.ppi import ppi_mean
