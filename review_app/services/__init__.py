@@ -15,5 +15,7 @@ Modules, bottom floor first:
 - ``review``: agreement reports, reviewer reliability and agreement over time;
 - ``judging``: the automated judge: prompts, runs, calibration, estimates, audits, drift;
 - ``exchange``: files in and out across features: uploads, exports, label files, the demo;
-- ``reports``: heavy results shown on pages, stored per state of the data: the top floor.
+- ``reports``: heavy results shown on pages, stored per state of the data: the top floor;
+- ``job_kinds``: above every floor, every kind of background job gathered for a worker
+  process.
 """

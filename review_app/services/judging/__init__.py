@@ -9,6 +9,8 @@ Modules:
 - ``prompt_workbench``: the judge page's workbench: a prompt previewed on one gold unit, run
   on gold or on every turn (``preview_prompt``, ``run_on_gold_units``,
   ``run_on_every_turn``, ``compare_for_workbench``);
+- ``judge_jobs``: a judge run as one piece of work, in the foreground or as a stored job
+  (``run_judge_job``, ``start_judge_job``);
 - ``align``: a better prompt suggested by an optimiser and confirmed on gold it never saw;
 - ``judge_runner``: running a judge prompt against an OpenAI-compatible chat endpoint
   (``run_judge``, ``select_case_ids``, ``unit_messages``);
@@ -25,6 +27,8 @@ Modules:
 - ``judge_report``: the calibration report against humans, calibration maps, few-shot
   material (``calibration_report``, ``fit_run_calibration``, ``few_shot_material``,
   ``disagreement_explorer``);
+- ``unit_with_judge``: one unit for the adjudicate page, with the judge's verdict on it
+  (``unit_detail_with_judge``);
 - ``judge_compare``: two runs compared on the same gold units (``compare_judge_runs``);
 - ``estimate``: how often the chatbot breaks role, from the judge and gold
   (``break_rate_estimate``);

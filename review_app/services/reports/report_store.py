@@ -276,8 +276,9 @@ def _data_token(
 ) -> str:
     """The token of the data a report reads (text), from one read transaction (its parts
     agree with one another); a few index searches, milliseconds at team scale. Inside
-    :func:`one_token_read` the parts read earlier in the run are reused (a report
-    computed after them reads at least the data they count)."""
+    :func:`~review_app.services.operations.page_run.one_token_read` the parts read earlier
+    in the run are reused (a report computed after them reads at least the data they
+    count)."""
     parts: dict[str, Any] = {
         "code": code_version(),
         "evaluator": EVALUATOR_VERSION,
