@@ -25,14 +25,14 @@ import krippendorff
 import numpy as np
 
 from benchmarks.corpus import generate_ratings
-from review_app.agreement import (
-    RatingTable,
-    agreement_summary,
+from review_app.agreement.bootstrap import (
+    _bootstrap_alphas,
     alpha_bootstrap_ci,
     kappa_pairs_bootstrap_ci,
-    krippendorff_alpha,
 )
-from review_app.agreement.bootstrap import _bootstrap_alphas
+from review_app.agreement.coefficients import krippendorff_alpha
+from review_app.agreement.summary import agreement_summary
+from review_app.stats.table import RatingTable
 
 CODES = ("in_role", "persona_break", "scope_break", "tone_break", "borderline", "cannot_judge")
 CODE_SHARES = (0.55, 0.12, 0.1, 0.08, 0.1, 0.05)

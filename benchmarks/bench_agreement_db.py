@@ -132,7 +132,7 @@ def populate(url: str, corpus: Path, args: argparse.Namespace) -> None:
     from review_app.services.rubrics.rubric_catalog import sync_rubrics
     from storage import labels, reviewers
     from storage.engine import create_database_engine
-    from storage.migrations import upgrade_database
+    from storage.migrations.upgrade import upgrade_database
 
     engine = create_database_engine(url)
     upgrade_database(engine)
@@ -256,7 +256,8 @@ def child_krippendorff(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def child_bootstrap(args: argparse.Namespace) -> dict[str, Any]:
-    from review_app.agreement import RatingTable, alpha_bootstrap_ci
+    from review_app.agreement.bootstrap import alpha_bootstrap_ci
+    from review_app.stats.table import RatingTable
 
     unit_ids, reviewer_ids, code_ids = generate_ratings(
         10_000, args.reviewers, shares=CODE_SHARES, missing=args.missing, seed=args.seed

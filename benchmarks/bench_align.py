@@ -57,7 +57,7 @@ def main() -> None:
     from review_app.services.judging.endpoints import ENDPOINTS_ENV
     from review_app.services.rubrics.rubric_catalog import sync_rubrics
     from storage.engine import create_database_engine
-    from storage.migrations import upgrade_database
+    from storage.migrations.upgrade import upgrade_database
     from tests.align_support import (
         RUBRIC,
         START,

@@ -54,7 +54,7 @@ from review_app.services.rubrics.rubric_catalog import RubricCatalog, sync_rubri
 from review_app.services.team.people import add_person  # noqa: E402
 from storage.bulk import insert_rows, timestamp_param  # noqa: E402
 from storage.engine import create_database_engine  # noqa: E402
-from storage.migrations import upgrade_database  # noqa: E402
+from storage.migrations.upgrade import upgrade_database  # noqa: E402
 
 V1 = """\
 id: bench

@@ -32,7 +32,7 @@ from review_app.services.cases.importing import import_paths  # noqa: E402
 from review_app.services.labels.labeling import record_label  # noqa: E402
 from review_app.services.rubrics.rubric_catalog import sync_rubrics  # noqa: E402
 from storage.engine import create_database_engine  # noqa: E402
-from storage.migrations import upgrade_database  # noqa: E402
+from storage.migrations.upgrade import upgrade_database  # noqa: E402
 
 
 def _engine(url: str, synchronous: str) -> Any:

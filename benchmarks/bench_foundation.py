@@ -198,7 +198,7 @@ def _child_import(
 def _bare_sqlite_import(corpus_path: Path, db_path: Path) -> float:
     """json.loads + executemany of the same case and event rows, same schema, one transaction."""
     from storage.engine import create_database_engine
-    from storage.migrations import upgrade_database
+    from storage.migrations.upgrade import upgrade_database
 
     engine = create_database_engine(f"sqlite:///{db_path}")
     upgrade_database(engine)

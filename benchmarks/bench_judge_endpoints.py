@@ -104,7 +104,7 @@ def judged(
     from review_app.services.judging.transport import EndpointSettings
     from review_app.services.rubrics.rubric_catalog import sync_rubrics
     from storage.engine import create_database_engine
-    from storage.migrations import upgrade_database
+    from storage.migrations.upgrade import upgrade_database
 
     database = workdir / f"judge-{time.monotonic_ns()}.db"
     engine = create_database_engine(f"sqlite:///{database}")

@@ -53,7 +53,7 @@ def fresh_database(workdir: Path, base: str | None, name: str):  # type: ignore[
     from sqlalchemy import create_engine, text
 
     from storage.engine import create_database_engine
-    from storage.migrations import upgrade_database
+    from storage.migrations.upgrade import upgrade_database
 
     if base is None:
         url = f"sqlite:///{workdir / f'{name}.db'}"

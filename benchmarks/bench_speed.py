@@ -227,7 +227,7 @@ def show(times: dict[str, list[float]], baseline: str, unit: str = "ms") -> None
 
 def migrated_sqlite(path: Path) -> str:
     from storage.engine import create_database_engine
-    from storage.migrations import upgrade_database
+    from storage.migrations.upgrade import upgrade_database
 
     url = f"sqlite:///{path}"
     engine = create_database_engine(url)
@@ -339,7 +339,7 @@ def bench_import_postgres(corpus: Path, url: str, rounds: int) -> None:
     from sqlalchemy.engine import make_url
 
     from storage.engine import create_database_engine
-    from storage.migrations import upgrade_database
+    from storage.migrations.upgrade import upgrade_database
 
     admin = create_engine(url)
     parsed = make_url(url)

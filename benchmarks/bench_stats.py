@@ -34,7 +34,8 @@ from typing import Any
 
 import numpy as np
 
-from review_app.calibration import compare_to_reference, kappa_estimate, like_for_like
+from review_app.calibration.like_for_like import kappa_estimate, like_for_like
+from review_app.calibration.reference import compare_to_reference
 from review_app.stats.alt_test import alt_test
 from review_app.stats.ppi import ppi_mean
 
@@ -189,7 +190,7 @@ def build_database(engine: Any, operator: Any, tmp: Path, arguments: argparse.Na
     from review_app.services.judging.judge_import import import_verdicts
     from review_app.services.rubrics.rubric_catalog import sync_rubrics
     from review_app.services.team.audit_samples import draw_audit_sample
-    from storage.migrations import upgrade_database
+    from storage.migrations.upgrade import upgrade_database
     from tests.judge_support import write_jsonl
 
     upgrade_database(engine)

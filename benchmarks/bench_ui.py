@@ -64,7 +64,7 @@ def build_database(path: Path, *, n_cases: int, n_events: int) -> None:
     from review_app.services.team.people import add_person
     from review_app.services.team.queue import assign_cases
     from storage.engine import create_database_engine
-    from storage.migrations import upgrade_database
+    from storage.migrations.upgrade import upgrade_database
 
     engine = create_database_engine(f"sqlite:///{path}")
     upgrade_database(engine)

@@ -44,7 +44,7 @@ from review_app.services.rubrics.rubric_catalog import sync_rubrics  # noqa: E40
 from review_app.services.team.people import add_person  # noqa: E402
 from review_app.services.team.queue import assign_cases  # noqa: E402
 from storage.engine import create_database_engine  # noqa: E402
-from storage.migrations import upgrade_database  # noqa: E402
+from storage.migrations.upgrade import upgrade_database  # noqa: E402
 
 RUBRIC = "role-adherence@1"
 

@@ -55,7 +55,7 @@ def load_demo_database(path: Path, *, local_user: str = LOCAL_USER) -> None:
     from review_app.services.access.actors import operator_actor
     from review_app.services.exchange.demo import load_demo
     from storage.engine import create_database_engine
-    from storage.migrations import upgrade_database
+    from storage.migrations.upgrade import upgrade_database
 
     engine = create_database_engine(f"sqlite:///{path}")
     try:

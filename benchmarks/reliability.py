@@ -478,7 +478,7 @@ def run_database(name: str, url: str, args: argparse.Namespace, workdir: Path) -
     from review_app.services.cases.importing import import_paths
     from review_app.services.rubrics.rubric_catalog import sync_rubrics
     from storage.engine import create_database_engine
-    from storage.migrations import upgrade_database
+    from storage.migrations.upgrade import upgrade_database
 
     print(f"\n== {name} ==")
     ok = True

@@ -3,7 +3,7 @@
 ``inspect`` runs from a light module (standard library, orjson, the evaluator)
 without loading Typer, SQLAlchemy or pydantic, so a CI step that inspects one
 fixture per call pays little more than Python's start-up; ``inspect --help`` and
-every other command go through the Typer application in :mod:`review_app.cli`.
+every other command go through the Typer application in :mod:`review_app.cli.application`.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     # (bootstrap resamples x conversations) are short, and on a busy machine OpenBLAS
     # threads waiting for each other made `agreement` several times slower.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    from review_app.cli import main as cli_main
+    from review_app.cli.application import main as cli_main
 
     if argv is not None:
         sys.argv[1:] = args

@@ -37,7 +37,8 @@ from review_app import input_policy
 from review_app.errors import InputError
 from review_app.files.limits import MAX_RUBRIC_FILE_BYTES
 from review_app.files.named_rows import named_rows
-from review_app.rubrics import Rubric
+from review_app.files.text import check_short_text, read_short_text
+from review_app.rubrics.model import Rubric
 
 PROMPT_FILE = re.compile(r"v(?P<version>[1-9][0-9]{0,9})\.txt")
 JUDGE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}")
@@ -87,13 +88,9 @@ def check_prompt_text(text: str, *, source: str, field: str | None = None) -> se
     """
     if not text.strip():
         raise InputError("the prompt is empty", source=source, field=field)
-    if len(text.encode("utf-8")) > MAX_RUBRIC_FILE_BYTES:
-        raise InputError(
-            f"the text is larger than {MAX_RUBRIC_FILE_BYTES // 1024} KB; "
-            "a judge prompt is a short text",
-            source=source,
-            field=field,
-        )
+    check_short_text(
+        text, limit=MAX_RUBRIC_FILE_BYTES, kind="a judge prompt", source=source, field=field
+    )
     template = string.Template(text)
     # Each placeholder (and each stray $) where it is, so an error names its line;
     # "$$" escapes are matched as such and never mistaken for a placeholder. Lines are
@@ -145,16 +142,7 @@ def load_judge_prompt(path: Path) -> JudgePrompt:
     match = PROMPT_FILE.fullmatch(path.name)
     if match is None:
         raise InputError("a judge prompt file is named v<N>.txt", source=source)
-    try:
-        if path.stat().st_size > MAX_RUBRIC_FILE_BYTES:
-            raise InputError(
-                f"the file is larger than {MAX_RUBRIC_FILE_BYTES // 1024} KB; "
-                "a judge prompt is a short text",
-                source=source,
-            )
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError(f"cannot be read as UTF-8 text ({error})", source=source) from None
+    text = read_short_text(path, limit=MAX_RUBRIC_FILE_BYTES, kind="a judge prompt")
     check_prompt_text(text, source=source)
     return JudgePrompt(
         judge=path.parent.name, version=f"v{match['version']}", text=text, source=source

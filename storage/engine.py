@@ -228,7 +228,7 @@ _engines_lock = threading.Lock()
 
 def shared_engine(url: str | None = None) -> Engine:
     """One engine per URL for this process, created and migrated on first use."""
-    from storage.migrations import upgrade_database
+    from storage.migrations.upgrade import upgrade_database
 
     resolved = database_url(url)
     with _engines_lock:

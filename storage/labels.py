@@ -50,9 +50,9 @@ def add_label(
     """Append a label and return its id; the reviewer's earlier label on that turn stops
     being current.
 
-    Call it after :func:`lock_assignment` for the same case and reviewer: the lock makes
-    concurrent saves take turns, and the partial unique index ``ux_labels_current_unit``
-    refuses a second current label should a caller forget.
+    Call it after :func:`storage.assignments.lock_assignment` for the same case and reviewer:
+    the lock makes concurrent saves take turns, and the partial unique index
+    ``ux_labels_current_unit`` refuses a second current label should a caller forget.
     """
     unit = current_of_unit(Label, rubric_id=rubric_id, version=version, case_id=case_id, turn=turn)
     of_reviewer = col(Label.reviewer_id) == reviewer_id

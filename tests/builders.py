@@ -8,7 +8,7 @@ import io
 from collections.abc import Sequence
 from pathlib import Path
 
-from review_app.rubrics import load_rubric_file
+from review_app.rubrics.parsing import load_rubric_file
 from review_app.services.exchange.labels_io import LABEL_COLUMNS
 
 REPO = Path(__file__).resolve().parents[1]

@@ -17,7 +17,12 @@ HEAVY = (
     "numpy",
 )
 
-SHARED_CLI = ("review_app.cli.shared", "review_app.cli.output", "review_app.cli.progress")
+SHARED_CLI = (
+    "review_app.cli.application",
+    "review_app.cli.shared",
+    "review_app.cli.output",
+    "review_app.cli.progress",
+)
 """The command line's modules every command may use; each other module of
 ``review_app.cli`` holds commands (or their rendering) and is loaded only for them."""
 

@@ -27,7 +27,7 @@ from benchmarks.schemas import schema_of_its_own
 from review_app.evaluator import EVALUATOR_VERSION
 from review_app.services.cases.case_views import LANES
 from storage.engine import create_database_engine
-from storage.migrations import upgrade_database
+from storage.migrations.upgrade import upgrade_database
 
 REPO = Path(__file__).resolve().parents[1]
 DEMO_CASES = REPO / "review_app" / "demo_data" / "cases"
@@ -161,7 +161,7 @@ def invoke_cli(
 ) -> CliResult:
     """``review-app ARGS`` with exactly the environment ``env``, run in ``cwd``.
 
-    In-process by default (Typer's ``CliRunner`` on :data:`review_app.cli.app`): the
+    In-process by default (Typer's ``CliRunner`` on :data:`review_app.cli.application.app`): the
     environment and working directory are swapped in for the call and put back
     after it and engines the command opened are disposed, so a call sees what a
     fresh process would. An exception that
@@ -183,7 +183,7 @@ def invoke_cli(
 
     from typer.testing import CliRunner
 
-    from review_app.cli import app
+    from review_app.cli.application import app
     from storage import engine as engines
 
     saved_environment = dict(os.environ)

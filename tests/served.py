@@ -1,4 +1,5 @@
-"""``review-app serve`` in a subprocess for the browser tests: start, wait, stop; and the
+"""``review-app serve`` in a subprocess for the browser tests: start, wait, stop; a server
+on the demo data (:func:`demo_server`, what most browser modules serve); and the
 Chromium they drive it with."""
 
 from __future__ import annotations
@@ -10,11 +11,17 @@ import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from sqlalchemy import Engine
 
+from review_app.services.access.actors import operator_actor
+from review_app.services.exchange.demo import load_demo
+from storage.engine import create_database_engine
+from storage.migrations.upgrade import upgrade_database
 from tests.conftest import REPO, review_app_command
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -174,3 +181,45 @@ def until_equal(found: Callable[[], T], expected: T, *, seconds: float = 60) -> 
     while (value := found()) != expected:
         assert time.monotonic() < deadline, f"found {value}, expected {expected}"
         time.sleep(0.1)
+
+
+@dataclass
+class Served:
+    """A running server: its address, an engine on its database (for reading back what
+    the browser stored), its log and the folder it runs in."""
+
+    url: str
+    engine: Engine
+    log: Path
+    root: Path
+
+
+@contextmanager
+def demo_server(
+    root: Path,
+    *,
+    user: str,
+    queue_everything: bool = True,
+    prepare: Callable[[Engine], object] | None = None,
+) -> Iterator[Served]:
+    """``review-app serve`` on a demo-loaded SQLite file in ``root``, signed in through local
+    mode as ``user``; skipped without a browser (:func:`require_browser`).
+
+    ``queue_everything``: ``user`` is the demo's local user, an admin with every demo case
+    in their queue; else the demo is loaded without one and ``prepare`` makes ``user``.
+    ``prepare``: more data before the server starts (people, queues, cases)."""
+    require_browser()
+    database = f"sqlite:///{root / 'review.db'}"
+    engine = create_database_engine(database)
+    try:
+        upgrade_database(engine)
+        load_demo(engine, operator_actor(), local_user=user if queue_everything else None)
+        if prepare is not None:
+            prepare(engine)
+        port = free_port()
+        url = f"http://127.0.0.1:{port}"
+        with serving(database, root, port=port, user=user) as (process, log):
+            wait_healthy(url, process, log)
+            yield Served(url, engine, log, root)
+    finally:
+        engine.dispose()

@@ -19,28 +19,36 @@ from sklearn.metrics import cohen_kappa_score
 from statsmodels.stats.inter_rater import aggregate_raters
 from statsmodels.stats.inter_rater import fleiss_kappa as statsmodels_fleiss_kappa
 
-from review_app.agreement import (
+from review_app.agreement.bootstrap import (
+    _bootstrap_alphas,
+    alpha_bootstrap_ci,
+    intervals_of_alpha_and_pairs,
+    kappa_pairs_bootstrap_ci,
+)
+from review_app.agreement.coefficients import (
     SMALL_SAMPLE_WARNING,
     Coefficient,
-    RatingTable,
-    agreement_summary,
-    alpha_bootstrap_ci,
-    any_break_alpha,
-    break_mapping_from_verdicts,
     cohen_kappa_pairs,
-    conversation_first_breaks,
-    first_break_agreement,
     fleiss_kappa,
     gwet_ac1,
-    kappa_pairs_bootstrap_ci,
     krippendorff_alpha,
     per_label_alpha,
     percent_agreement,
-    verdict_mapping_from_verdicts,
 )
-from review_app.agreement.bootstrap import _bootstrap_alphas, intervals_of_alpha_and_pairs
-from review_app.calibration import kappa_estimate
-from review_app.stats.core import CLUSTER_METHOD, UNIT_METHOD, resample_weights
+from review_app.agreement.conversations import (
+    any_break_alpha,
+    conversation_first_breaks,
+    first_break_agreement,
+)
+from review_app.agreement.summary import agreement_summary, verdict_mapping_from_verdicts
+from review_app.calibration.like_for_like import kappa_estimate
+from review_app.stats.core import (
+    CLUSTER_METHOD,
+    UNIT_METHOD,
+    break_mapping_from_verdicts,
+    resample_weights,
+)
+from review_app.stats.table import RatingTable
 from tests.builders import ROLE_ADHERENCE_VERDICTS
 
 NAN = math.nan

@@ -28,9 +28,10 @@ from sqlalchemy import func, select
 from sqlmodel import Session, col
 from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
 
-from review_app.agreement import RatingTable, first_break_agreement
+from review_app.agreement.conversations import first_break_agreement
 from review_app.errors import InputError, NotFound, PermissionDenied
-from review_app.rubrics import Rubric, default_rubrics_dir
+from review_app.rubrics.catalog import default_rubrics_dir
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import Actor, operator_actor, sign_in
 from review_app.services.cases.importing import import_paths
 from review_app.services.exchange.demo import DEMO_CASES, load_demo
@@ -52,6 +53,7 @@ from review_app.services.review.agreement_reports import (
     rating_table,
 )
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
+from review_app.stats.table import RatingTable
 from storage.labels import (
     LabelColumns,
     current_label_columns,

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from review_app.errors import InputError, PermissionDenied
-from review_app.formats import ImportOptions
+from review_app.formats.options import ImportOptions
 from review_app.services.cases.importing import import_paths
 from review_app.services.exchange import export, labels_io
 from review_app.services.exchange.demo import DEMO_CASES, DEMO_LABELS, DEMO_VERDICTS

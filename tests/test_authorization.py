@@ -23,8 +23,8 @@ from sqlalchemy import Engine
 
 import review_app.services as services_package
 from review_app.errors import PermissionDenied
-from review_app.formats import ImportOptions
-from review_app.rubrics import Rubric
+from review_app.formats.options import ImportOptions
+from review_app.rubrics.model import Rubric
 from review_app.services.access import actors, case_access
 from review_app.services.access.actors import Actor
 from review_app.services.cases import case_views as cases
@@ -59,7 +59,7 @@ from review_app.services.review import agreement_reports, reliability
 from review_app.services.rubrics import rubric_carry, rubric_catalog, rubric_drafts
 from review_app.services.team import audit_samples, people, queue, team
 from storage.engine import create_database_engine
-from storage.migrations import upgrade_database
+from storage.migrations.upgrade import upgrade_database
 from tests.actors import operator, signed_in
 
 RUBRIC = "role-adherence@1"

@@ -21,7 +21,7 @@ from sqlalchemy import Engine
 from review_app.services.access.actors import operator_actor
 from review_app.services.cases.importing import import_paths
 from storage.engine import create_database_engine
-from storage.migrations import upgrade_database
+from storage.migrations.upgrade import upgrade_database
 from tests.conftest import DEMO_CASES, CliResult, Database, row_counts
 
 CONTRACT: dict[str, Any] = {

@@ -25,23 +25,20 @@ from sqlmodel import Session, col
 
 from review_app.services.access.actors import Actor, operator_actor, sign_in
 from review_app.services.cases.importing import import_paths
-from review_app.services.exchange.demo import DEMO_CASES, load_demo
+from review_app.services.exchange.demo import DEMO_CASES
 from review_app.services.labels.labeling import case_labels
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
 from review_app.services.team.people import add_person
 from review_app.services.team.queue import assign_cases
-from storage.engine import SQLITE_BUSY_TIMEOUT_MS, create_database_engine
-from storage.migrations import upgrade_database
+from storage.engine import SQLITE_BUSY_TIMEOUT_MS
 from storage.models import Label, Reviewer
 from tests.conftest import write_lock
 from tests.served import (
     IDLE,
+    Served,
     chromium,
-    free_port,
-    require_browser,
-    serving,
+    demo_server,
     until_equal,
-    wait_healthy,
 )
 
 pytestmark = pytest.mark.browser
@@ -69,21 +66,8 @@ def _hostile_case() -> dict[str, Any]:
     return case
 
 
-@dataclass
-class Server:
-    url: str
-    engine: Engine
-    log: Path
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    require_browser()
-    root = tmp_path_factory.mktemp("served")
-    database = f"sqlite:///{root / 'review.db'}"
-    engine = create_database_engine(database)
-    upgrade_database(engine)
-    load_demo(engine, operator_actor())
+def _queue_rita(engine: Engine, root: Path) -> None:
+    """rita, a reviewer with two demo cases and a hostile one in her queue."""
     operator = Actor.operator()
     add_person(engine, operator, name=REVIEWER, role="reviewer")
     rubric = sync_rubrics(engine, operator_actor()).get(RUBRIC)
@@ -96,18 +80,18 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
         engine, operator, rubric=rubric, reviewers=[REVIEWER], overlap=4, case_ids=[HOSTILE_CASE]
     )
 
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    try:
-        with serving(database, root, port=port, user=REVIEWER) as (process, log):
-            wait_healthy(url, process, log)
-            yield Server(url, engine, log)
-    finally:
-        engine.dispose()
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    root = tmp_path_factory.mktemp("served")
+    with demo_server(
+        root, user=REVIEWER, queue_everything=False, prepare=lambda e: _queue_rita(e, root)
+    ) as served:
+        yield served
 
 
 @pytest.fixture(scope="module")
-def browser(server: Server) -> Iterator[Any]:
+def browser(server: Served) -> Iterator[Any]:
     with chromium() as launched:
         yield launched
 
@@ -157,14 +141,14 @@ def _settled(page: Any) -> None:
     page.wait_for_selector(IDLE, timeout=30_000)
 
 
-def _labels(server: Server, case_id: str) -> dict[int, str]:
+def _labels(server: Served, case_id: str) -> dict[int, str]:
     reviewer = sign_in(server.engine, name=REVIEWER, auth_mode="local")
     rubric = sync_rubrics(server.engine, operator_actor()).get(RUBRIC)
     found = case_labels(server.engine, reviewer, case_id=case_id, rubric=rubric)
     return {turn: row.code for turn, row in found.mine.items()}
 
 
-def _wait_for_labels(server: Server, case_id: str, expected: dict[int, str]) -> None:
+def _wait_for_labels(server: Served, case_id: str, expected: dict[int, str]) -> None:
     until_equal(lambda: _labels(server, case_id), expected)
 
 
@@ -174,7 +158,7 @@ def _assert_only_loopback(traffic: Traffic) -> None:
     assert [url for url in traffic.requested if not _stays_local(url)] == []
 
 
-def _label_rows(server: Server, case_id: str) -> list[tuple[int, str, float]]:
+def _label_rows(server: Served, case_id: str) -> list[tuple[int, str, float]]:
     """Every label row rita stored on the case, oldest first: (turn, code, stored at)."""
     with Session(server.engine) as session:
         rows = session.execute(
@@ -228,7 +212,7 @@ def _in_view(rect: dict[str, float]) -> bool:
 
 
 def test_fast_typing_on_a_fresh_page_labels_every_turn_once(
-    server: Server, page: tuple[Any, Traffic]
+    server: Served, page: tuple[Any, Traffic]
 ) -> None:
     tab, traffic = page
     case_id = QUEUED[0]
@@ -298,7 +282,7 @@ def test_fast_typing_on_a_fresh_page_labels_every_turn_once(
 
 
 def test_keyboard_path_from_the_queue_keeps_the_focused_turn_in_view(
-    server: Server, browser: Any
+    server: Served, browser: Any
 ) -> None:
     """At 1280x800: N opens the next case from the queue, one key per assistant turn
     labels it (the focused turn in the window after every key), N opens the next."""
@@ -382,7 +366,7 @@ def test_keyboard_path_from_the_queue_keeps_the_focused_turn_in_view(
 
 
 def test_rationale_key_opens_the_rationale_and_enter_returns(
-    server: Server, page: tuple[Any, Traffic]
+    server: Served, page: tuple[Any, Traffic]
 ) -> None:
     tab, _ = page
     case_id = HOSTILE_CASE
@@ -420,7 +404,7 @@ def test_rationale_key_opens_the_rationale_and_enter_returns(
     assert mine[focused].rationale == "Said 12 things"
 
 
-def test_transcript_markup_stays_inert(server: Server, page: tuple[Any, Traffic]) -> None:
+def test_transcript_markup_stays_inert(server: Served, page: tuple[Any, Traffic]) -> None:
     from playwright.sync_api import expect
 
     tab, traffic = page
@@ -451,7 +435,7 @@ def test_transcript_markup_stays_inert(server: Server, page: tuple[Any, Traffic]
 
 
 def test_a_key_pressed_while_the_database_is_busy_is_stored_once_it_is_free(
-    server: Server, page: tuple[Any, Traffic]
+    server: Served, page: tuple[Any, Traffic]
 ) -> None:
     """The server's save waits its whole busy timeout (30 s) on a lock this test holds,
     then gives up; the panel keeps the key and sends it again by itself once the lock is

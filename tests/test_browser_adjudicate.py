@@ -10,26 +10,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from sqlalchemy import Engine
 
 from review_app.services.access.actors import Actor, operator_actor
-from review_app.services.exchange.demo import DEMO_CASES, load_demo
+from review_app.services.exchange.demo import DEMO_CASES
 from review_app.services.labels.adjudication import disagreement_queue, gold_labels
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
-from storage.engine import create_database_engine
-from storage.migrations import upgrade_database
 from tests.served import (
     IDLE,
+    Served,
     chromium,
-    free_port,
-    require_browser,
-    serving,
+    demo_server,
     until_equal,
-    wait_healthy,
 )
 
 pytestmark = pytest.mark.browser
@@ -39,32 +34,14 @@ RUBRIC = "role-adherence@1"
 WIDTH, HEIGHT = 1280, 800
 
 
-@dataclass
-class Server:
-    url: str
-    engine: Engine
-
-
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    require_browser()
-    root = tmp_path_factory.mktemp("adjudicate")
-    database = f"sqlite:///{root / 'review.db'}"
-    engine = create_database_engine(database)
-    upgrade_database(engine)
-    load_demo(engine, operator_actor(), local_user=OWNER)
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    try:
-        with serving(database, root, port=port, user=OWNER) as (process, log):
-            wait_healthy(url, process, log)
-            yield Server(url, engine)
-    finally:
-        engine.dispose()
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    with demo_server(tmp_path_factory.mktemp("adjudicate"), user=OWNER) as served:
+        yield served
 
 
 @pytest.fixture
-def tab(server: Server) -> Iterator[Any]:
+def tab(server: Served) -> Iterator[Any]:
     with chromium() as browser:
         context = browser.new_context(viewport={"width": WIDTH, "height": HEIGHT})
         try:
@@ -93,7 +70,7 @@ def _within_viewport(box: dict[str, float] | None) -> bool:
     )
 
 
-def test_keys_alone_record_a_gold_label_on_the_first_screen(server: Server, tab: Any) -> None:
+def test_keys_alone_record_a_gold_label_on_the_first_screen(server: Served, tab: Any) -> None:
     rubric = _rubric(server.engine)
     queue = disagreement_queue(server.engine, Actor.operator(), rubric=rubric)
     first, second = queue[0], queue[1]
@@ -142,7 +119,7 @@ def test_keys_alone_record_a_gold_label_on_the_first_screen(server: Server, tab:
     until_equal(lambda: stored(second.case_id, second.turn), (rubric.labels[2].code, "adjudicated"))
 
 
-def test_the_queues_unit_names_are_not_cut_off(server: Server, tab: Any) -> None:
+def test_the_queues_unit_names_are_not_cut_off(server: Served, tab: Any) -> None:
     tab.goto(f"{server.url}/adjudicate")
     tab.wait_for_selector(IDLE, timeout=30_000)
     tab.get_by_text("Show the disagreement queue").first.click()

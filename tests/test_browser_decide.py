@@ -15,7 +15,7 @@ import pytest
 from review_app.services.access.actors import operator_actor
 from review_app.services.exchange.demo import load_demo
 from storage.engine import create_database_engine
-from storage.migrations import upgrade_database
+from storage.migrations.upgrade import upgrade_database
 from tests.served import IDLE, chromium, free_port, require_browser, serving, wait_healthy
 
 pytestmark = pytest.mark.browser

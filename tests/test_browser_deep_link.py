@@ -23,7 +23,7 @@ from review_app.services.rubrics.rubric_catalog import sync_rubrics
 from review_app.services.team.people import add_person
 from review_app.services.team.queue import assign_cases
 from storage.engine import create_database_engine
-from storage.migrations import upgrade_database
+from storage.migrations.upgrade import upgrade_database
 from tests.served import IDLE, chromium, free_port, require_browser, serving, wait_listening
 
 pytestmark = pytest.mark.browser

@@ -21,7 +21,7 @@ import pytest
 from sqlalchemy import Engine, select
 from sqlmodel import Session, col
 
-from review_app.rubrics import NAVIGATION_KEYS
+from review_app.rubrics.keys import NAVIGATION_KEYS
 from review_app.services.access.actors import Actor, operator_actor, sign_in
 from review_app.services.exchange.demo import load_demo
 from review_app.services.labels.labeling import case_labels, record_label
@@ -29,7 +29,7 @@ from review_app.services.rubrics.rubric_catalog import sync_rubrics
 from review_app.services.team.people import add_person
 from review_app.services.team.queue import assign_cases
 from storage.engine import create_database_engine
-from storage.migrations import upgrade_database
+from storage.migrations.upgrade import upgrade_database
 from storage.models import Label, Reviewer
 from tests.conftest import cli_test_environment, invoke_cli
 from tests.keys_support import BUNDLED_V1, NARROWED, NEW_CODE, role_adherence_v2

@@ -21,7 +21,7 @@ from review_app.services.jobs.runner import list_jobs
 from review_app.services.reports.report_jobs import REPORT_JOB
 from review_app.services.reports.report_store import INLINE_ROWS_ENV
 from storage.engine import create_database_engine
-from storage.migrations import upgrade_database
+from storage.migrations.upgrade import upgrade_database
 from tests.served import (
     IDLE,
     chromium,

@@ -23,7 +23,7 @@ from review_app.services.reports import report_store
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
 from review_app.services.team.people import add_person, list_people
 from storage.engine import create_database_engine
-from storage.migrations import upgrade_database
+from storage.migrations.upgrade import upgrade_database
 from tests.served import IDLE, chromium, free_port, require_browser, serving, wait_healthy
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

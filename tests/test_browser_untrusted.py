@@ -35,7 +35,7 @@ from review_app.services.labels.labeling import record_label
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
 from review_app.services.team.queue import assign_cases
 from storage.engine import create_database_engine
-from storage.migrations import upgrade_database
+from storage.migrations.upgrade import upgrade_database
 from tests.conftest import postgres_schema
 from tests.served import IDLE, chromium, free_port, require_browser, serving, wait_healthy
 

@@ -9,28 +9,21 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine
 
 from review_app.services.access.actors import operator_actor, sign_in
-from review_app.services.exchange.demo import load_demo
 from review_app.services.labels.labeling import case_labels
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
 from review_app.services.team.queue import next_case
-from storage.engine import create_database_engine
-from storage.migrations import upgrade_database
 from tests.served import (
     IDLE,
+    Served,
     chromium,
-    free_port,
-    require_browser,
-    serving,
+    demo_server,
     until_equal,
-    wait_healthy,
 )
 
 pytestmark = pytest.mark.browser
@@ -44,32 +37,14 @@ FINISHED_CASE = "travel-persona-tone-drift"
 AFTER_N_CASE = "support-false-refund-claim"
 
 
-@dataclass
-class Server:
-    url: str
-    engine: Engine
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    with demo_server(tmp_path_factory.mktemp("walkthrough"), user=USER) as served:
+        yield served  # lee gets every case
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
-    require_browser()
-    root = tmp_path_factory.mktemp("walkthrough")
-    database = f"sqlite:///{root / 'review.db'}"
-    engine = create_database_engine(database)
-    upgrade_database(engine)
-    load_demo(engine, operator_actor(), local_user=USER)  # lee gets every case
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    try:
-        with serving(database, root, port=port, user=USER) as (process, log):
-            wait_healthy(url, process, log)
-            yield Server(url, engine)
-    finally:
-        engine.dispose()
-
-
-@pytest.fixture(scope="module")
-def browser(server: Server) -> Iterator[Any]:
+def browser(server: Served) -> Iterator[Any]:
     with chromium() as launched:
         yield launched
 
@@ -92,21 +67,21 @@ def _ready(tab: Any) -> None:
     tab.wait_for_selector('body[data-review-keys="ready"]', state="attached", timeout=30_000)
 
 
-def _labels(server: Server, case_id: str) -> dict[int, str]:
+def _labels(server: Served, case_id: str) -> dict[int, str]:
     me = sign_in(server.engine, name=USER, auth_mode="local")
     rubric = sync_rubrics(server.engine, operator_actor()).get(RUBRIC)
     found = case_labels(server.engine, me, case_id=case_id, rubric=rubric)
     return {turn: row.code for turn, row in found.mine.items()}
 
 
-def _assistant_turns(server: Server, case_id: str) -> list[int]:
+def _assistant_turns(server: Served, case_id: str) -> list[int]:
     from review_app.services.cases.case_views import load_case_view
 
     view = load_case_view(server.engine, operator_actor(), case_id=case_id)
     return [t.turn for t in view.turns if t.actor == "assistant"]
 
 
-def _following(server: Server, after: str | None) -> str:
+def _following(server: Served, after: str | None) -> str:
     me = sign_in(server.engine, name=USER, auth_mode="local")
     rubric = sync_rubrics(server.engine, operator_actor()).get(RUBRIC)
     found = next_case(server.engine, me, rubric=rubric, after=after)
@@ -122,7 +97,7 @@ def _panel(tab: Any) -> Any:
 
 
 def test_a_label_key_right_after_n_on_the_review_page_labels_the_next_case(
-    server: Server, tab: Any
+    server: Served, tab: Any
 ) -> None:
     opened = AFTER_N_CASE
     following = _following(server, opened)
@@ -139,7 +114,7 @@ def test_a_label_key_right_after_n_on_the_review_page_labels_the_next_case(
 
 
 def test_a_label_key_right_after_n_on_the_queue_labels_the_case_it_opens(
-    server: Server, tab: Any
+    server: Served, tab: Any
 ) -> None:
     opens = _following(server, None)
     before = _labels(server, opens)
@@ -156,7 +131,7 @@ def test_a_label_key_right_after_n_on_the_queue_labels_the_case_it_opens(
     assert not tab.locator('[data-testid="stException"]').count()
 
 
-def test_a_label_key_after_clicking_the_sidebar_switch_is_heard(server: Server, tab: Any) -> None:
+def test_a_label_key_after_clicking_the_sidebar_switch_is_heard(server: Served, tab: Any) -> None:
     case_id = SIDEBAR_CASE
     tab.goto(f"{server.url}/review?case={case_id}")
     _ready(tab)
@@ -174,7 +149,7 @@ def test_a_label_key_after_clicking_the_sidebar_switch_is_heard(server: Server, 
 # --- 4. a finished case says so -----------------------------------------------------------
 
 
-def test_a_finished_case_says_n_opens_the_next(server: Server, tab: Any) -> None:
+def test_a_finished_case_says_n_opens_the_next(server: Served, tab: Any) -> None:
     from playwright.sync_api import expect
 
     case_id = FINISHED_CASE
@@ -200,7 +175,7 @@ def _readme_pages() -> list[str]:
     return paths
 
 
-def test_every_page_in_the_readme_opens_by_its_address(server: Server, tab: Any) -> None:
+def test_every_page_in_the_readme_opens_by_its_address(server: Served, tab: Any) -> None:
     from playwright.sync_api import expect
 
     for path in _readme_pages():
@@ -224,7 +199,7 @@ def _rgb(colour: str) -> tuple[int, ...]:
     return tuple(int(float(v)) for v in found[:3])
 
 
-def test_the_focus_outline_is_not_a_violations_red(server: Server, tab: Any) -> None:
+def test_the_focus_outline_is_not_a_violations_red(server: Served, tab: Any) -> None:
     tab.goto(f"{server.url}/review?case={VIOLATION_CASE}")
     _ready(tab)
     tab.wait_for_selector('[data-review-focus="1"]')

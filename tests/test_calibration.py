@@ -30,20 +30,17 @@ from sklearn.metrics import (
     recall_score,
 )
 
-from review_app.calibration import (
+from review_app.calibration.few_shot import few_shot_examples
+from review_app.calibration.first_break import first_break_comparison
+from review_app.calibration.reference import (
     AgreementReport,
-    CalibrationMap,
-    Estimate,
-    break_mapping_from_verdicts,
     classify_disagreement,
-    compare_prompt_versions,
     compare_to_reference,
-    few_shot_examples,
-    first_break_comparison,
-    fit_calibration_map,
-    reliability,
-    threshold_sweep,
 )
+from review_app.calibration.score_map import CalibrationMap, fit_calibration_map
+from review_app.calibration.scores import reliability, threshold_sweep
+from review_app.calibration.versions import compare_prompt_versions
+from review_app.stats.core import Estimate, break_mapping_from_verdicts
 from tests.builders import ROLE_ADHERENCE_VERDICTS
 
 BREAK_MAPPING = break_mapping_from_verdicts(ROLE_ADHERENCE_VERDICTS)

@@ -13,12 +13,12 @@ import pytest
 import typer
 
 import storage.engine
-from review_app.cli import app
+from review_app.cli.application import app
 from review_app.evaluator import compiled, diagnostic, evaluate_case, lane
 from review_app.services.access.actors import operator_actor
 from review_app.services.cases.importing import import_paths
 from storage.engine import create_database_engine
-from storage.migrations import upgrade_database
+from storage.migrations.upgrade import upgrade_database
 from tests.conftest import DEMO_CASES, REPO, Database, row_counts, write_lock
 
 EXPECTED: dict[str, dict[str, Any]] = json.loads(

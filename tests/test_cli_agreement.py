@@ -25,7 +25,7 @@ from review_app.services.exchange.labels_io import import_labels
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
 from review_app.services.team.people import add_person
 from storage.engine import create_database_engine
-from storage.migrations import upgrade_database
+from storage.migrations.upgrade import upgrade_database
 from storage.models import Assignment, Label, Reviewer
 from tests.builders import AGREEMENT_REPORT_KEYS
 from tests.conftest import Database, cli_test_environment, invoke_cli

@@ -24,7 +24,7 @@ from review_app.services.exchange.demo import DEMO_CASES, load_demo
 from review_app.services.exchange.export import export_data
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
 from storage.engine import create_database_engine
-from storage.migrations import upgrade_database
+from storage.migrations.upgrade import upgrade_database
 from tests.conftest import cli_test_environment, invoke_cli
 
 RUBRIC = "role-adherence@1"

@@ -21,7 +21,7 @@ from review_app.services.judging.runs import RunListing, list_judge_runs
 from review_app.services.labels.adjudication import record_gold
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
 from storage.engine import create_database_engine
-from storage.migrations import upgrade_database
+from storage.migrations.upgrade import upgrade_database
 from tests.conftest import DEMO_CASES
 from tests.judge_support import CliResult, FakeChatServer, run_review_app, serve
 

@@ -8,7 +8,7 @@ module into a command that does not need it fails here, naming the command.
 
 Nor does a command build the rest of the command line: ``review-app reviewers list``
 imports ``review_app.cli.reviewers`` (and the modules every command shares), not the
-other commands' modules, their services or their options (review_app/cli/__init__.py).
+other commands' modules, their services or their options (review_app/cli/application.py).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import pytest
 from review_app.services.access.actors import operator_actor
 from review_app.services.exchange.demo import load_demo
 from storage.engine import create_database_engine
-from storage.migrations import upgrade_database
+from storage.migrations.upgrade import upgrade_database
 from tests.command_probe import HEAVY, LOADED_OUT_ENV, probe_command
 from tests.conftest import DEMO_CASES, cli_test_environment
 

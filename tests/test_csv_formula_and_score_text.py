@@ -12,7 +12,7 @@ import pytest
 from review_app.errors import InputError
 from review_app.files.csv_safety import neutralise_cell, restore_cell
 from review_app.judging import read_verdict_file
-from review_app.rubrics import load_rubric_file
+from review_app.rubrics.parsing import load_rubric_file
 from review_app.services.exchange.demo import load_demo
 from review_app.services.exchange.labels_io import export_labels_csv
 from review_app.services.labels.labeling import record_label

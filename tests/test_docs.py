@@ -13,9 +13,11 @@ from typing import Any
 
 from typer.main import get_command
 
-from review_app.agreement import RatingTable, agreement_summary
-from review_app.cli import app
-from review_app.formats import FORMATS, NATIVE, ImportOptions
+from review_app.agreement.summary import agreement_summary
+from review_app.cli.application import app
+from review_app.formats.detect import FORMATS, NATIVE
+from review_app.formats.options import ImportOptions
+from review_app.stats.table import RatingTable
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text(encoding="utf-8")

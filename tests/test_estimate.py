@@ -11,40 +11,25 @@ import pytest
 from sqlalchemy import Engine, func, select
 from sqlmodel import Session
 
-from benchmarks.corpus import generate_corpus
 from review_app.cli.render_judging import estimate_headline
 from review_app.errors import InputError
-from review_app.rubrics import Rubric
 from review_app.services.access.actors import Actor
-from review_app.services.cases.importing import import_paths
-from review_app.services.exchange.labels_io import import_labels
 from review_app.services.judging.estimate import break_rate_estimate
 from review_app.services.judging.judge_import import import_verdicts
 from review_app.services.judging.runs import list_judge_runs
-from review_app.services.rubrics.rubric_catalog import sync_rubrics
 from review_app.services.team.audit_samples import draw_audit_sample
 from storage.models import AuditSample, AuditUnit
 from tests.conftest import Database
+from tests.corpus_world import CorpusWorld
 from tests.judge_support import write_jsonl
 
 OPERATOR = Actor.operator()
 BREAKS = ["scope_break", "tone_break", "authority_break"]
 
 
-class World:
+class World(CorpusWorld):
     def __init__(self, engine: Engine, tmp_path: Path) -> None:
-        self.engine = engine
-        self.tmp = tmp_path
-        cases = list(generate_corpus(40, 25, seed=11))
-        import_paths(engine, OPERATOR, [write_jsonl(tmp_path / "corpus.jsonl", cases)])
-        self.catalog = sync_rubrics(engine, OPERATOR)
-        self.rubric: Rubric = self.catalog.get("role-adherence@1")
-        self.units = sorted(
-            (case["case_id"], event["turn"])
-            for case in cases
-            for event in case["transcript"]
-            if event["actor"] == "assistant"
-        )
+        super().__init__(engine, tmp_path, cases=40, events=25, seed=11)
         rng = np.random.default_rng(5)
         # Breaks cluster on later turns, so the first turns are an easy, biased sample.
         self.truth = {
@@ -65,18 +50,6 @@ class World:
         path = write_jsonl(tmp_path / "verdicts.jsonl", rows)
         import_verdicts(engine, OPERATOR, path, rubric=self.rubric)
         self.run_id = list_judge_runs(engine, OPERATOR, rubric=self.rubric)[0].id
-        self.labeled: set[tuple[str, int]] = set()
-
-    def label(self, units: list[tuple[str, int]], name: str) -> None:
-        lines = ["case_id,turn,reviewer,label,rubric,rationale"]
-        for case_id, turn in units:
-            for reviewer in ("rita", "sam"):
-                code = self.truth[(case_id, turn)]
-                lines.append(f"{case_id},{turn},{reviewer},{code},role-adherence@1,")
-        path = self.tmp / f"{name}.csv"
-        path.write_text("\n".join(lines) + "\n")
-        import_labels(self.engine, OPERATOR, path, catalog=self.catalog)
-        self.labeled.update(units)
 
 
 def expected(world: World, gold_units: list[tuple[str, int]]) -> dict[str, Any]:

@@ -25,15 +25,15 @@ from sqlalchemy import Engine
 
 from review_app.errors import InputError
 from review_app.evaluator import EVALUATOR_VERSION, evaluate_case
-from review_app.files.csv_safety import FORMULA_TRIGGERS
-from review_app.formats import read_deepeval, restore_cell
+from review_app.files.csv_safety import FORMULA_TRIGGERS, restore_cell
+from review_app.formats.deepeval import read_deepeval
 from review_app.formats.fixtures import (
     EXPORTER_VERSION,
     MANIFEST_NAME,
     TEST_MODULE_NAME,
     fixture_file_name,
 )
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import Actor, operator_actor, sign_in
 from review_app.services.cases.case_views import list_cases
 from review_app.services.cases.importing import import_paths
@@ -51,7 +51,7 @@ from review_app.services.labels.adjudication import record_gold
 from review_app.services.labels.labeling import record_label
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
 from storage.engine import create_database_engine
-from storage.migrations import upgrade_database
+from storage.migrations.upgrade import upgrade_database
 from tests.actors import assign
 from tests.builders import BREAK_CODES
 from tests.conftest import REPO, Database, postgres_schema

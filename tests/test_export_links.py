@@ -12,7 +12,7 @@ import pytest
 from review_app.services.access.actors import operator_actor
 from review_app.services.exchange.demo import load_demo
 from storage.engine import create_database_engine
-from storage.migrations import upgrade_database
+from storage.migrations.upgrade import upgrade_database
 
 RUBRIC = "role-adherence@1"
 VIOLATION = "support-delayed-refund-violation"

@@ -22,26 +22,15 @@ from sqlalchemy import text
 
 from review_app.case_records import CASE_ID_PATTERN, CaseRecord
 from review_app.errors import InputError
-from review_app.formats import (
-    FORMAT_NAMES,
-    FORMATS,
-    ImportOptions,
-    detect_format,
-    neutralise_cell,
-    parse_timestamp,
-    read_cases,
-    read_deepeval,
-    read_galtea,
-    read_openai,
-    read_openlayer,
-    restore_cell,
-    validate_contract,
-    write_deepeval,
-    write_galtea_csv,
-    write_openai_jsonl,
-    write_openlayer_csv,
-)
+from review_app.files.csv_safety import neutralise_cell, restore_cell
+from review_app.formats._contracts import validate_contract
 from review_app.formats._ids import slugify
+from review_app.formats.deepeval import read_deepeval, write_deepeval
+from review_app.formats.detect import FORMAT_NAMES, FORMATS, detect_format, read_cases
+from review_app.formats.galtea import read_galtea, write_galtea_csv
+from review_app.formats.openai_chat import read_openai, write_openai_jsonl
+from review_app.formats.openlayer import parse_timestamp, read_openlayer, write_openlayer_csv
+from review_app.formats.options import ImportOptions
 from review_app.services.access.actors import operator_actor
 from review_app.services.cases.importing import import_records
 from tests.conftest import Database, lane_counts

@@ -23,7 +23,7 @@ from sqlalchemy import Engine, text
 from sqlmodel import SQLModel
 
 from review_app.errors import InputError
-from review_app.rubrics import load_rubric_file
+from review_app.rubrics.parsing import load_rubric_file
 from review_app.services.access.actors import Actor, sign_in
 from review_app.services.cases.importing import import_paths
 from review_app.services.exchange.labels_io import import_labels
@@ -494,7 +494,7 @@ def test_the_migration_folds_stored_names_and_keeps_the_typed_form_for_display(
 ) -> None:
     from alembic import command
 
-    from storage.migrations import alembic_config, upgrade_database
+    from storage.migrations.upgrade import alembic_config, upgrade_database
 
     config = alembic_config()
     with database.engine.begin() as connection:

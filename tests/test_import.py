@@ -18,7 +18,7 @@ from benchmarks.corpus import generate_corpus
 from review_app.case_records import canonical_json
 from review_app.errors import InputError
 from review_app.evaluator import EVALUATOR_VERSION, diagnostic, evaluate_case, lane
-from review_app.formats import ImportOptions
+from review_app.formats.options import ImportOptions
 from review_app.services.access.actors import operator_actor
 from review_app.services.cases.case_rows import KNOWN_CASE_KEYS, KNOWN_EVENT_KEYS
 from review_app.services.cases.case_views import case_view, list_cases, load_case_view

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from sqlmodel import Session
 
-from review_app.formats import ImportOptions
+from review_app.formats.options import ImportOptions
 from review_app.services.access.actors import operator_actor
 from review_app.services.cases.case_views import case_view
 from review_app.services.cases.importing import import_paths

@@ -19,7 +19,7 @@ import orjson
 from sqlalchemy import text
 
 from benchmarks.corpus import generate_corpus
-from review_app.formats import ImportOptions
+from review_app.formats.options import ImportOptions
 from review_app.services.access.actors import operator_actor
 from review_app.services.cases.importing import CHUNK_EVENTS
 from tests.conftest import Database, cli_environment, review_app_command, row_counts

@@ -20,7 +20,7 @@ from sqlalchemy import Engine, text
 from sqlalchemy.exc import IntegrityError
 
 from review_app.errors import InputError
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import Actor, sign_in
 from review_app.services.cases.importing import import_paths
 from review_app.services.exchange.labels_io import import_labels
@@ -29,7 +29,7 @@ from review_app.services.labels.labeling import record_label
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
 from review_app.services.team.people import add_person, deactivate_person, set_role
 from storage.engine import create_database_engine
-from storage.migrations import upgrade_database
+from storage.migrations.upgrade import upgrade_database
 from tests.actors import assign
 from tests.conftest import DEMO_CASES, Database, postgres_schema
 

@@ -18,7 +18,7 @@ from review_app.services.jobs.runner import job_status
 from review_app.services.judging.endpoints import ENDPOINTS_ENV
 from review_app.services.judging.judge_jobs import start_judge_job
 from storage.engine import create_database_engine
-from storage.migrations import upgrade_database
+from storage.migrations.upgrade import upgrade_database
 from storage.models import BackgroundJob
 from tests.conftest import Database, postgres_schema
 from tests.judge_support import FakeChatServer

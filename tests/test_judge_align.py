@@ -25,7 +25,7 @@ import pytest
 from sqlmodel import Session, select
 
 from review_app.errors import InputError
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import operator_actor
 from review_app.services.cases.importing import import_paths
 from review_app.services.exchange.labels_io import import_labels

@@ -24,7 +24,7 @@ from sqlmodel import Session
 
 import storage.judging
 from review_app.errors import InputError
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import operator_actor
 from review_app.services.cases.importing import import_paths
 from review_app.services.jobs.runner import list_jobs, run_worker
@@ -450,7 +450,7 @@ def test_the_migration_names_existing_runs_endpoints(database: Database) -> None
     from alembic import command
     from sqlalchemy import text
 
-    from storage.migrations import alembic_config, upgrade_database
+    from storage.migrations.upgrade import alembic_config, upgrade_database
 
     config = alembic_config()
     with database.engine.begin() as connection:

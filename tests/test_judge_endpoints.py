@@ -22,7 +22,7 @@ from sqlalchemy import Engine
 from sqlmodel import Session
 
 from review_app.judging import JudgePrompt, find_judge_prompt
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import operator_actor
 from review_app.services.cases.importing import import_paths
 from review_app.services.judging import judge_runner, unit_prompts

@@ -17,7 +17,7 @@ from sqlalchemy.exc import DBAPIError
 
 from review_app.cli.render_judging import render_run_comparison
 from review_app.errors import DatabaseBusy, InputError, PermissionDenied
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import operator_actor, sign_in
 from review_app.services.cases.importing import import_paths
 from review_app.services.judging.judge_compare import compare_judge_runs
@@ -35,7 +35,7 @@ from review_app.services.labels.adjudication import record_gold
 from review_app.services.operations.audit import audit_entries
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
 from storage.engine import create_database_engine
-from storage.migrations import upgrade_database
+from storage.migrations.upgrade import upgrade_database
 from tests.conftest import Database, cli_test_environment, invoke_cli
 from tests.judge_support import FakeChatServer, serve, support_case, write_jsonl
 from tests.test_judge_service import RUBRICS, make_world

@@ -12,7 +12,7 @@ import pytest
 
 from review_app.errors import InputError
 from review_app.judging import find_judge_prompt
-from review_app.rubrics import parse_rubric_text
+from review_app.rubrics.parsing import parse_rubric_text
 from review_app.services.access.actors import operator_actor
 from review_app.services.judging.judge_runner import run_judge
 from tests.conftest import Database

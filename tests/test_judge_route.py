@@ -10,23 +10,19 @@ import pytest
 from sqlalchemy import Engine, select
 from sqlmodel import Session
 
-from benchmarks.corpus import generate_corpus
 from review_app.errors import InputError
-from review_app.rubrics import Rubric
 from review_app.services.access.actors import Actor
-from review_app.services.cases.importing import import_paths
 from review_app.services.exchange.export import export_data
-from review_app.services.exchange.labels_io import import_labels
 from review_app.services.judging.judge_import import import_verdicts
 from review_app.services.judging.runs import list_judge_runs
 from review_app.services.judging.selective import certified_verdicts, coverage_curve, route_judges
 from review_app.services.operations.audit import audit_entries
-from review_app.services.rubrics.rubric_catalog import sync_rubrics
 from review_app.services.team.audit_samples import draw_audit_sample
 from review_app.services.team.people import add_person
 from review_app.stats.selective import certify_threshold
 from storage.models import Assignment, CertifiedVerdict, Reviewer
 from tests.conftest import Database
+from tests.corpus_world import CorpusWorld
 from tests.judge_support import run_review_app, write_jsonl
 
 OPERATOR = Actor.operator()
@@ -40,22 +36,11 @@ RUN_KEYS = {
 }  # fmt: skip
 
 
-class World:
+class World(CorpusWorld):
     """A corpus, the truth, and two judges whose errors sit at low confidence."""
 
     def __init__(self, engine: Engine, tmp_path: Path) -> None:
-        self.engine = engine
-        self.tmp = tmp_path
-        cases = list(generate_corpus(60, 25, seed=11))
-        import_paths(engine, OPERATOR, [write_jsonl(tmp_path / "corpus.jsonl", cases)])
-        self.catalog = sync_rubrics(engine, OPERATOR)
-        self.rubric: Rubric = self.catalog.get("role-adherence@1")
-        self.units = sorted(
-            (case["case_id"], event["turn"])
-            for case in cases
-            for event in case["transcript"]
-            if event["actor"] == "assistant"
-        )
+        super().__init__(engine, tmp_path, cases=60, events=25, seed=11)
         rng = np.random.default_rng(5)
         self.truth = {
             u: (str(rng.choice(BREAKS)) if rng.random() < 0.2 else "in_role") for u in self.units
@@ -81,17 +66,6 @@ class World:
             )
         runs = {r.name.split("/")[0]: r.id for r in list_judge_runs(engine, OPERATOR)}
         self.run_ids = [runs[next(k for k in runs if k.startswith(n))] for n in ("cheap", "strong")]
-
-    def label(self, units: list[tuple[str, int]], name: str) -> None:
-        lines = ["case_id,turn,reviewer,label,rubric,rationale"]
-        for case_id, turn in units:
-            for reviewer in ("rita", "sam"):
-                lines.append(
-                    f"{case_id},{turn},{reviewer},{self.truth[(case_id, turn)]},role-adherence@1,"
-                )
-        path = self.tmp / f"{name}.csv"
-        path.write_text("\n".join(lines) + "\n")
-        import_labels(self.engine, OPERATOR, path, catalog=self.catalog)
 
     def arrays(self, k: int, units: list[tuple[str, int]]) -> tuple[np.ndarray, np.ndarray]:
         conf, wrong = [], []

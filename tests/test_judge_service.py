@@ -40,7 +40,7 @@ from benchmarks.corpus import generate_corpus
 from review_app.cli.render import render_judge_report
 from review_app.errors import InputError, NotFound, PermissionDenied
 from review_app.judging import JudgePrompt, find_judge_prompt
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import Actor, operator_actor, sign_in
 from review_app.services.cases.importing import import_paths
 from review_app.services.exchange.demo import DEMO_VERDICTS, load_demo

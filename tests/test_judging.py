@@ -26,7 +26,8 @@ from review_app.judging import (
     read_verdict_file,
     render_prompt,
 )
-from review_app.rubrics import Rubric, load_rubric_file
+from review_app.rubrics.model import Rubric
+from review_app.rubrics.parsing import load_rubric_file
 
 REPO = Path(__file__).resolve().parents[1]
 RUBRICS = REPO / "rubrics"

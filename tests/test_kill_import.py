@@ -91,7 +91,7 @@ elif mode == "label-before-commit":  # a label save's statements ran; its commit
     record_label(engine, ana, case_id=sys.argv[5], turn=int(sys.argv[6]), rubric=rubric,
                  code="scope_break")
     sys.exit(3)  # not reached
-from review_app.cli import main
+from review_app.cli.application import main
 
 sys.argv = ["review-app", "import", *sys.argv[4:]]
 main()

@@ -31,7 +31,7 @@ from review_app.services.exchange.labels_io import (
 from review_app.services.labels.labeling import record_label
 from review_app.services.rubrics.rubric_catalog import RubricCatalog, sync_rubrics
 from review_app.services.team.people import add_person, list_people
-from storage.migrations import upgrade_database
+from storage.migrations.upgrade import upgrade_database
 from storage.models import Label, Reviewer
 from tests.builders import write_label_csv
 from tests.conftest import Database, label_count

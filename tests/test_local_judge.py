@@ -27,7 +27,7 @@ from review_app.services.access.actors import operator_actor
 from review_app.services.exchange.demo import load_demo
 from review_app.services.judging.local_judge import local_judge_available
 from storage.engine import create_database_engine
-from storage.migrations import upgrade_database
+from storage.migrations.upgrade import upgrade_database
 from tests.conftest import cli_environment, review_app_command
 
 pytestmark = [pytest.mark.local_judge, pytest.mark.slow]

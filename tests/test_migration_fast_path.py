@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sqlalchemy import text
 
-from storage.migrations import (
+from storage.migrations.upgrade import (
     _head_from_version_files,
     _is_current,
     current_revision,

@@ -187,7 +187,7 @@ def _installed(tmp_path: Path, wheel: Path) -> Path:
 PROBE = (
     "import json, sys\n"
     "import review_app.evaluator as e\n"
-    "from review_app.cli import evaluator_build\n"
+    "from review_app.cli.application import evaluator_build\n"
     "result = e.evaluate_case(json.loads(sys.stdin.read()))\n"
     "print(e.compiled(), e.__file__.startswith(sys.argv[1]), evaluator_build())\n"
     "print(e.diagnostic(result))\n"

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from review_app.errors import InputError, NotFound, PermissionDenied
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import sign_in
 from review_app.services.cases.importing import import_paths
 from review_app.services.labels.labeling import record_label

@@ -15,7 +15,7 @@ from sqlalchemy import Engine
 from sqlmodel import Session
 
 from review_app.errors import InputError
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import Actor, operator_actor, sign_in
 from review_app.services.cases.importing import import_paths
 from review_app.services.exchange.demo import DEMO_CASES, load_demo

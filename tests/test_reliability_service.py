@@ -15,20 +15,17 @@ from sqlmodel import Session
 
 import storage.carry
 import storage.labels
-from benchmarks.corpus import generate_corpus
 from review_app.errors import PermissionDenied
-from review_app.rubrics import Rubric
 from review_app.services.access.actors import operator_actor
-from review_app.services.cases.importing import import_paths
 from review_app.services.exchange.labels_io import import_labels
 from review_app.services.labels.adjudication import record_gold
 from review_app.services.review.reliability import agreement_over_time_report, reliability_report
-from review_app.services.rubrics.rubric_catalog import sync_rubrics
 from review_app.services.team.people import add_person
 from storage.reviewers import reviewer_names
 from tests.actors import signed_in
 from tests.conftest import Database
-from tests.judge_support import run_review_app, write_jsonl
+from tests.corpus_world import CorpusWorld
+from tests.judge_support import run_review_app
 
 OPERATOR = operator_actor()
 NAMES = ("ana", "bo", "cy", "dee")
@@ -36,22 +33,11 @@ CODES = ["in_role", "tone_break", "scope_break", "authority_break"]
 CARELESS = {"tone_break": "in_role", "scope_break": "authority_break"}
 
 
-class Team:
+class Team(CorpusWorld):
     """A corpus labelled by four reviewers, cy careless on two codes."""
 
     def __init__(self, engine: Engine, tmp_path: Path) -> None:
-        self.engine = engine
-        self.tmp = tmp_path
-        cases = list(generate_corpus(70, 25, seed=3))
-        import_paths(engine, OPERATOR, [write_jsonl(tmp_path / "corpus.jsonl", cases)])
-        self.catalog = sync_rubrics(engine, OPERATOR)
-        self.rubric: Rubric = self.catalog.get("role-adherence@1")
-        self.units = sorted(
-            (case["case_id"], event["turn"])
-            for case in cases
-            for event in case["transcript"]
-            if event["actor"] == "assistant"
-        )
+        super().__init__(engine, tmp_path, cases=70, events=25, seed=3)
         rng = np.random.default_rng(8)
         self.truth = {u: str(rng.choice(CODES, p=[0.5, 0.2, 0.2, 0.1])) for u in self.units}
         self.labels: list[tuple[str, int, str, str]] = []

@@ -9,8 +9,8 @@ from typing import Any
 
 from sqlalchemy import text
 
-from review_app.formats import ImportOptions
-from review_app.rubrics import Rubric
+from review_app.formats.options import ImportOptions
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import Actor, sign_in
 from review_app.services.cases.importing import import_paths
 from review_app.services.judging.judge_import import import_verdicts

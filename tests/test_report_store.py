@@ -31,7 +31,7 @@ from sqlmodel import Session, select
 
 import storage.labels
 from review_app.errors import PermissionDenied
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import Actor
 from review_app.services.exchange.demo import load_demo
 from review_app.services.jobs import runner as jobs

@@ -301,7 +301,7 @@ def test_the_command_line_publishes_and_refuses(  # type: ignore[no-untyped-def]
 
 def sqlite_database_two(tmp_path: Path) -> Database:
     from storage.engine import create_database_engine
-    from storage.migrations import upgrade_database
+    from storage.migrations.upgrade import upgrade_database
 
     url = f"sqlite:///{tmp_path / 'second.db'}"
     engine = create_database_engine(url)

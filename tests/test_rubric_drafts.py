@@ -17,7 +17,7 @@ from sqlalchemy import select, text
 from sqlmodel import Session, col
 
 from review_app.errors import InputError, PermissionDenied
-from review_app.rubrics import load_rubric_file, parse_rubric_text
+from review_app.rubrics.parsing import load_rubric_file, parse_rubric_text
 from review_app.services.access.actors import Actor, operator_actor
 from review_app.services.cases.importing import import_paths
 from review_app.services.exchange.labels_io import import_labels
@@ -324,7 +324,7 @@ def test_the_migration_marks_what_has_acted_published_and_the_rest_draft(
     published (they acted); a later version nobody published is a draft."""
     from alembic import command
 
-    from storage.migrations import alembic_config, upgrade_database
+    from storage.migrations.upgrade import alembic_config, upgrade_database
 
     config = alembic_config()
     with database.engine.begin() as connection:

@@ -10,17 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from review_app.errors import InputError
-from review_app.rubrics import (
-    KEY_ORDER,
-    MAX_LABELS,
-    NAVIGATION_KEYS,
-    Rubric,
-    assign_keys,
-    keys_along,
-    load_rubrics,
-    parse_rubric_text,
-    rubric_from_dict,
-)
+from review_app.rubrics.catalog import load_rubrics
+from review_app.rubrics.keys import KEY_ORDER, MAX_LABELS, NAVIGATION_KEYS, assign_keys, keys_along
+from review_app.rubrics.model import Rubric
+from review_app.rubrics.parsing import parse_rubric_text, rubric_from_dict
 from tests.carry_support import V1, V2
 
 REPO = Path(__file__).resolve().parents[1]

@@ -7,13 +7,9 @@ from pathlib import Path
 import pytest
 
 from review_app.errors import InputError
-from review_app.rubrics import (
-    diff_rubrics,
-    load_rubric_file,
-    map_rubrics,
-    parse_rubric_text,
-    rubric_from_dict,
-)
+from review_app.rubrics.diff import diff_rubrics
+from review_app.rubrics.mapping import map_rubrics
+from review_app.rubrics.parsing import load_rubric_file, parse_rubric_text, rubric_from_dict
 from tests.carry_support import V1, V2, V2_DROPPING, write_rubrics
 
 

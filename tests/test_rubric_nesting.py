@@ -10,6 +10,7 @@ import pytest
 
 from review_app.errors import InputError
 from review_app.files import limits
+from review_app.files.text import holds_text, read_whole
 from review_app.judging import load_judge_prompt
 from review_app.rubrics.parsing import load_rubric_file, parse_rubric_text
 
@@ -68,3 +69,56 @@ def test_a_huge_rubric_or_prompt_file_is_refused(tmp_path: Path) -> None:
     prompt.write_text("$codes $conversation " + "x" * limits.MAX_RUBRIC_FILE_BYTES)
     with pytest.raises(InputError, match="larger than"):
         load_judge_prompt(prompt)
+    assert str(raised.value).endswith("the file is larger than 1024 KB; a rubric is a short text")
+
+
+def test_rubric_and_prompt_files_are_read_as_every_file_is(tmp_path: Path) -> None:
+    """Through review_app/files/: a bad byte is named by its line, a text typed in is
+    bounded like a file, a file over the bound is not read past it."""
+    folder = tmp_path / "demo"
+    folder.mkdir()
+    rubric = folder / "v1.yaml"
+    rubric.write_bytes(HEAD.encode() + b"description: caf\xe9\n")
+    with pytest.raises(InputError) as raised:
+        load_rubric_file(rubric)
+    assert (raised.value.source, raised.value.line, raised.value.message) == (
+        str(rubric),
+        4,
+        "not valid UTF-8 text",
+    )
+    prompt = tmp_path / "judge" / "v1.txt"
+    prompt.parent.mkdir()
+    prompt.write_bytes(b"Codes: $codes\n$conversation\n\xff\n")
+    with pytest.raises(InputError) as raised:
+        load_judge_prompt(prompt)
+    assert (raised.value.line, raised.value.message) == (3, "not valid UTF-8 text")
+    typed = "x" * (limits.MAX_RUBRIC_FILE_BYTES // 2) + "\u00e9" * (
+        limits.MAX_RUBRIC_FILE_BYTES // 3
+    )
+    with pytest.raises(InputError, match="the text is larger than 1024 KB; a rubric is a short"):
+        parse_rubric_text(typed, source="draft")
+    with pytest.raises(InputError, match="larger than 10 bytes"):
+        read_whole(rubric, limit=10)
+    assert holds_text(rubric, HEAD + "description: caf\ufffd\n") is False
+    rubric.write_text(HEAD, encoding="utf-8")
+    assert holds_text(rubric, HEAD) and not holds_text(rubric, HEAD + " ")
+    assert not holds_text(tmp_path / "missing.yaml", HEAD)
+
+
+def test_a_huge_prompt_file_given_to_the_command_exits_2_and_stores_nothing(
+    run_cli, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    before = run_cli("judge", "prompts", "list", "--rubric", "role-adherence@1", "--json")
+    assert before.returncode == 0, before.stderr
+    huge = tmp_path / "draft.txt"
+    huge.write_text("$codes $conversation " + "x" * limits.MAX_RUBRIC_FILE_BYTES)
+    created = run_cli(
+        "judge", "prompts", "create", "--rubric", "role-adherence@1", "--judge", "role-judge",
+        "--file", str(huge),
+    )  # fmt: skip
+    assert created.returncode == 2
+    assert created.stderr.strip().endswith(
+        f"{huge}: the file is larger than 1024 KB; a judge prompt is a short text"
+    ), created.stderr
+    after = run_cli("judge", "prompts", "list", "--rubric", "role-adherence@1", "--json")
+    assert after.stdout == before.stdout

@@ -13,17 +13,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from review_app.errors import InputError, NotFound
-from review_app.rubrics import (
-    Rubric,
-    default_rubrics_dir,
-    diff_rubrics,
-    get_rubric,
-    load_rubric_file,
-    load_rubrics,
-    parse_rubric_ref,
-    parse_rubric_text,
-    rubric_from_dict,
-)
+from review_app.rubrics.catalog import default_rubrics_dir, get_rubric, load_rubrics
+from review_app.rubrics.diff import diff_rubrics
+from review_app.rubrics.model import Rubric, parse_rubric_ref
+from review_app.rubrics.parsing import load_rubric_file, parse_rubric_text, rubric_from_dict
 
 REPO_RUBRICS = Path(__file__).resolve().parents[1] / "rubrics"
 SHIPPED_V1 = REPO_RUBRICS / "role-adherence" / "v1.yaml"
@@ -367,8 +360,10 @@ def test_file_name_must_be_v_n_yaml(tmp_path: Path, name: str) -> None:
 
 
 def test_missing_and_non_utf8_files(tmp_path: Path) -> None:
-    with pytest.raises(InputError, match="cannot read"):
-        load_rubric_file(tmp_path / "demo" / "v1.yaml")
+    missing = tmp_path / "demo" / "v1.yaml"
+    with pytest.raises(InputError, match=r"cannot be read \(No such file") as caught:
+        load_rubric_file(missing)  # as every file read whole (review_app/files/text.py)
+    assert caught.value.source == str(missing)
     path = write_rubric(tmp_path, "")
     path.write_bytes(b"id: d\xe9mo\n")
     with pytest.raises(InputError, match="UTF-8"):

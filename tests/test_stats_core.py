@@ -7,7 +7,7 @@ import pytest
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 from statsmodels.stats.proportion import proportion_confint
 
-from review_app.calibration import kappa_estimate
+from review_app.calibration.like_for_like import kappa_estimate
 from review_app.stats import core
 from review_app.stats.confusion import confusion_from_codes
 from review_app.stats.core import (

@@ -13,21 +13,17 @@ from scipy import stats
 from sqlalchemy import Engine, select
 from sqlmodel import Session
 
-from benchmarks.corpus import generate_corpus
 from review_app.errors import InputError
-from review_app.rubrics import Rubric
 from review_app.services.access.actors import operator_actor
-from review_app.services.cases.importing import import_paths
-from review_app.services.exchange.labels_io import import_labels
 from review_app.services.judging.estimate import break_rate_estimate
 from review_app.services.judging.judge_import import import_verdicts
 from review_app.services.judging.runs import list_judge_runs
 from review_app.services.judging.strata import stratified_estimate
 from review_app.services.judging.stratified_audit import allocation_plan, draw_stratified_sample
-from review_app.services.rubrics.rubric_catalog import sync_rubrics
 from review_app.services.team.audit_samples import draw_audit_sample
 from storage.models import AuditSample, AuditUnit
 from tests.conftest import Database
+from tests.corpus_world import CorpusWorld
 from tests.judge_support import run_review_app, write_jsonl
 
 OPERATOR = operator_actor()
@@ -49,23 +45,17 @@ def position_bin(position: int) -> str:
     return "17+"
 
 
-class World:
+class World(CorpusWorld):
     """A corpus whose judge is right on 60% of the first two answers and on 97% of the
     later ones: calibrated overall, broken at the start of the conversation."""
 
     def __init__(self, engine: Engine, tmp_path: Path) -> None:
-        self.engine = engine
-        self.tmp = tmp_path
-        cases = list(generate_corpus(70, 26, seed=4))
-        import_paths(engine, OPERATOR, [write_jsonl(tmp_path / "corpus.jsonl", cases)])
-        self.catalog = sync_rubrics(engine, OPERATOR)
-        self.rubric: Rubric = self.catalog.get("role-adherence@1")
+        super().__init__(engine, tmp_path, cases=70, events=26, seed=4)
         self.position: dict[tuple[str, int], int] = {}
-        for case in cases:
+        for case in self.cases:
             turns = [e["turn"] for e in case["transcript"] if e["actor"] == "assistant"]
             for ordinal, turn in enumerate(sorted(turns), start=1):
                 self.position[(case["case_id"], turn)] = ordinal
-        self.units = sorted(self.position)
         rng = np.random.default_rng(12)
         self.truth = {
             u: str(rng.choice(BREAKS)) if rng.random() < 0.25 else "in_role" for u in self.units
@@ -86,19 +76,6 @@ class World:
             engine, OPERATOR, write_jsonl(tmp_path / "v.jsonl", rows), rubric=self.rubric
         )
         self.run_id = list_judge_runs(engine, OPERATOR, rubric=self.rubric)[0].id
-        self.gold: set[tuple[str, int]] = set()
-
-    def label(self, units, name: str) -> None:
-        """Two reviewers give every unit its true code: unanimous gold."""
-        lines = ["case_id,turn,reviewer,label,rubric,rationale"]
-        for case_id, turn in units:
-            for reviewer in ("rita", "sam"):
-                lines.append(f"{case_id},{turn},{reviewer},{self.truth[(case_id, turn)]},"
-                             "role-adherence@1,")  # fmt: skip
-        path = self.tmp / f"{name}.csv"
-        path.write_text("\n".join(lines) + "\n")
-        import_labels(self.engine, OPERATOR, path, catalog=self.catalog)
-        self.gold.update(units)
 
     def drawn(self) -> list[tuple[str, int]]:
         with Session(self.engine) as session:

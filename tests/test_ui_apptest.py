@@ -25,7 +25,8 @@ import storage.engine
 import storage.labels
 from benchmarks.corpus import generate_corpus
 from review_app.errors import PermissionDenied
-from review_app.rubrics import Rubric, default_rubrics_dir
+from review_app.rubrics.catalog import default_rubrics_dir
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import Actor, operator_actor, sign_in
 from review_app.services.cases.case_views import list_cases
 from review_app.services.cases.importing import import_paths

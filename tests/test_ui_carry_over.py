@@ -124,7 +124,7 @@ def test_admin_publishes_and_the_reviewer_sees_the_re_review(
 def test_rubric_ambiguity_notes_are_listed_under_their_code(
     db_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from review_app.rubrics import load_rubric_file
+    from review_app.rubrics.parsing import load_rubric_file
     from review_app.services.access.actors import operator_actor
     from review_app.services.labels.adjudication import record_gold
     from storage.engine import shared_engine

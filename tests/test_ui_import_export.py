@@ -24,7 +24,7 @@ from streamlit.testing.v1 import AppTest
 import storage.engine
 import storage.labels
 from review_app.errors import InputError, PermissionDenied
-from review_app.formats import ImportOptions
+from review_app.formats.options import ImportOptions
 from review_app.services.access.actors import Actor, operator_actor, sign_in
 from review_app.services.cases.case_views import list_cases, load_case_view
 from review_app.services.exchange.demo import DEMO_CASES

@@ -23,7 +23,7 @@ from streamlit.testing.v1 import AppTest
 from review_app.cli.render import render_case_text
 from review_app.errors import InputError
 from review_app.judging import find_judge_prompt, judge_prompts
-from review_app.rubrics import default_rubrics_dir
+from review_app.rubrics.catalog import default_rubrics_dir
 from review_app.services.access.actors import Actor, operator_actor
 from review_app.services.cases.case_views import load_case_view
 from review_app.services.exchange.export import export_data

@@ -16,7 +16,7 @@ import streamlit as st
 from review_app.services.access.actors import operator_actor
 from review_app.services.exchange.demo import load_demo
 from storage.engine import create_database_engine
-from storage.migrations import upgrade_database
+from storage.migrations.upgrade import upgrade_database
 
 
 def demo_template(path: Path, *, local_user: str | None = None) -> Path:

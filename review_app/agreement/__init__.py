@@ -5,8 +5,9 @@ analysis is whatever the caller says it is (in the app a ``(case_id, turn)``
 pair); raters are reviewer names and values are label codes. Any rater may
 leave any unit unrated.
 
-Every coefficient comes back as a :class:`Coefficient`. When the data do not
-define a coefficient (no unit rated twice, a single category in use, ...) its
+Every coefficient comes back as a
+:class:`~review_app.agreement.coefficients.Coefficient`. When the data do not define a
+coefficient (no unit rated twice, a single category in use, ...) its
 ``value`` is ``None`` and ``reason`` says why in one sentence; no function here
 returns NaN or raises on data that are merely degenerate. Invalid input (a
 rater rating the same unit twice, a collapse mapping without an entry for a
@@ -15,11 +16,14 @@ code, ...) raises ``ValueError`` with an exact message.
 All per-unit work is vectorised with :func:`numpy.bincount` over integer
 codes, so a million ratings take milliseconds once the table is built.
 
-Split by concern: :mod:`.coefficients` (the coefficients of one table),
-:mod:`.bootstrap` (the intervals of alpha and of pairwise kappa), :mod:`.conversations`
-(first-break and any-break agreement per conversation), :mod:`.summary` (every figure
-as one dict);
-the table itself is :class:`review_app.stats.table.RatingTable`.
+Modules (the table itself is :class:`review_app.stats.table.RatingTable`):
+
+- ``coefficients``: the coefficients of one table (alpha, Fleiss, Gwet, pairwise kappa);
+- ``bootstrap``: the intervals of alpha and of pairwise kappa;
+- ``conversations``: first-break and any-break agreement per conversation;
+- ``summary``: every figure of a rubric version's labels as one dict;
+- ``over_time``: agreement per week (or batch), and late in a session;
+- ``reliability``: which reviewer can be trusted on which codes (Dawid-Skene).
 
 References
 ----------
@@ -38,47 +42,3 @@ Gwet, K. L. (2014). Handbook of Inter-Rater Reliability (4th ed.), chapter 4.
 Cohen, J. (1960). A coefficient of agreement for nominal scales. Educational
     and Psychological Measurement, 20(1), 37-46.
 """
-
-from review_app.agreement.bootstrap import alpha_bootstrap_ci, kappa_pairs_bootstrap_ci
-from review_app.agreement.coefficients import (
-    SMALL_SAMPLE_UNITS,
-    SMALL_SAMPLE_WARNING,
-    Coefficient,
-    cohen_kappa_pairs,
-    fleiss_kappa,
-    gwet_ac1,
-    krippendorff_alpha,
-    per_label_alpha,
-    percent_agreement,
-)
-from review_app.agreement.conversations import (
-    FirstBreakAgreement,
-    any_break_alpha,
-    conversation_first_breaks,
-    first_break_agreement,
-)
-from review_app.agreement.summary import agreement_summary, verdict_mapping_from_verdicts
-from review_app.stats.core import break_mapping_from_verdicts
-from review_app.stats.table import RatingTable
-
-__all__ = [
-    "SMALL_SAMPLE_UNITS",
-    "SMALL_SAMPLE_WARNING",
-    "Coefficient",
-    "FirstBreakAgreement",
-    "RatingTable",
-    "agreement_summary",
-    "alpha_bootstrap_ci",
-    "any_break_alpha",
-    "break_mapping_from_verdicts",
-    "cohen_kappa_pairs",
-    "conversation_first_breaks",
-    "first_break_agreement",
-    "fleiss_kappa",
-    "gwet_ac1",
-    "kappa_pairs_bootstrap_ci",
-    "krippendorff_alpha",
-    "per_label_alpha",
-    "percent_agreement",
-    "verdict_mapping_from_verdicts",
-]

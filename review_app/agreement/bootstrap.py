@@ -127,7 +127,8 @@ def kappa_pairs_bootstrap_ci(
     cluster_of: Callable[[Any], Hashable] | None = None,
     min_units: int = MIN_BOOTSTRAP_UNITS,
 ) -> dict[str, Coefficient]:
-    """:func:`cohen_kappa_pairs` with a percentile bootstrap interval for every pair.
+    """:func:`~review_app.agreement.coefficients.cohen_kappa_pairs` with a percentile bootstrap
+    interval for every pair.
 
     Every pair is measured on the same resamples: each draws the table's pairable
     units with replacement (as many as there are) or, with ``cluster_of`` (a unit ->

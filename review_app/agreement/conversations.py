@@ -56,7 +56,8 @@ class FirstBreakAgreement:
     warning: str | None = None
 
     def to_dict(self, *, count_key: Literal["n_units"] = "n_units") -> FirstBreakAgreementJson:
-        """JSON-ready form: the agreement keys of :meth:`Estimate.to_dict` and the counts."""
+        """JSON-ready form: the agreement keys of
+        :meth:`~review_app.stats.core.Estimate.to_dict` and the counts."""
         return {
             "value": None if self.value is None else float(self.value),
             "n_units": int(self.n_units),

@@ -92,7 +92,7 @@ def agreement_summary(
 
     ``break_mapping`` collapses codes to break / no break (``break_value`` names
     the break category; ``None`` drops a code) and ``verdict_mapping`` to the
-    verdicts; :func:`break_mapping_from_verdicts` and
+    verdicts; :func:`~review_app.stats.codes.break_mapping_from_verdicts` and
     :func:`verdict_mapping_from_verdicts` build both from a rubric.
     ``conversation_of`` and ``turn_of`` take a unit apart for the
     conversation-level figures, which are computed on the break collapse.

@@ -2,130 +2,33 @@
 
 Each command opens the database (migrating it on first use) and calls one service
 function. Bad input gives one sentence on stderr naming the file, line or field,
-and exit code 2; never a traceback (:class:`~review_app.cli.shared.ErrorsAsMessages`).
+and exit code 2; never a traceback. A call builds only the command it runs: its
+module, and what every command shares.
 
-This module assembles the application; the commands live in one module per concern.
-``review-app inspect`` without ``--help`` never comes here (``review_app.__main__``).
+Modules:
+
+- ``application``: the application assembled, each command or group from its module
+  only when called (``build_app``, ``main``);
+- ``shared``: what every command uses: exit codes of bad input, shared options, the
+  database and the operator (``ErrorsAsMessages``);
+- ``output``: what commands print: JSON, tables, untrusted text made safe for a terminal;
+- ``progress``: progress bars on a terminal only;
+- ``case_files``: inspect case files (no database) and import them;
+- ``cases``: list and show imported cases;
+- ``labels``: human labels in and out in bulk;
+- ``reviewers``: who reviews in which role, and their queues (assign);
+- ``rubrics``: the rubric versions: list, show with its keys, compare two, publish the next;
+- ``agreement``: inter-rater agreement of a rubric version's labels, and drift;
+- ``judge``: judges' verdicts in, judge runs, and how far to trust them;
+- ``jobs``: background jobs: list them, stop one, run a worker;
+- ``export``: labeled regression fixtures and data exports;
+- ``admin``: looking after the database: the audit log, backup and restore;
+- ``server``: serving the review application (serve), and the demo;
+- ``render``: a case view as plain text and JSON;
+- ``render_judging``: judging reports as text for the terminal;
+- ``render_reviewers``: reviewer reliability and agreement over time as text;
+- ``render_strata``: the break rate by stratum and a draw by stratum as text.
+
+``python -m review_app.cli`` (``__main__``) runs the application without the light
+``inspect`` path of ``review_app.__main__``.
 """
-
-from __future__ import annotations
-
-import sys
-from functools import cache
-from importlib import import_module
-from typing import Annotated, Any
-
-import typer
-
-from review_app import __version__
-from review_app.cli.shared import ErrorsAsMessages
-
-__all__ = ["app", "build_app", "main"]
-
-
-def evaluator_build() -> str:
-    """How the evaluator runs here: ``evaluator compiled with mypyc``, or ``evaluator in
-    pure Python`` with the reason the install recorded (hatch_build.py: no compiler, no
-    headers, mypyc failed, or asked for)."""
-    from review_app.evaluator import compiled
-
-    if compiled():
-        return "evaluator compiled with mypyc"
-    from importlib.metadata import PackageNotFoundError, distribution
-
-    try:
-        note = distribution("role-review").read_text("extra_metadata/evaluator-build.txt")
-    except (PackageNotFoundError, OSError):
-        note = None
-    note = (note or "").strip()
-    # The installed build may be compiled while this process runs a checkout's source.
-    return note if note.startswith("evaluator in pure Python (") else "evaluator in pure Python"
-
-
-def version_callback(value: bool) -> None:
-    if value:
-        typer.echo(f"review-app {__version__} ({evaluator_build()})")
-        raise typer.Exit()
-
-
-def _root(
-    version: Annotated[
-        bool,
-        typer.Option(
-            "--version", callback=version_callback, is_eager=True, help="Show the version."
-        ),
-    ] = False,
-) -> None:
-    """Role Review command line."""
-
-
-# --help lists the commands in this order, then the groups in theirs: (name, module of
-# review_app.cli, the function or Typer application there).
-COMMANDS = (
-    ("inspect", "case_files", "inspect"),
-    ("import", "case_files", "import_"),
-    ("assign", "reviewers", "assign"),
-    ("agreement", "agreement", "agreement"),
-    ("drift", "agreement", "drift"),
-    ("export", "export", "export"),
-    ("audit", "admin", "audit"),
-    ("serve", "server", "serve"),
-    ("demo", "server", "demo"),
-    ("backup", "admin", "backup"),
-    ("restore", "admin", "restore"),
-)
-GROUPS = (
-    ("cases", "cases", "cases_app"),
-    ("labels", "labels", "labels_app"),
-    ("reviewers", "reviewers", "reviewers_app"),
-    ("rubrics", "rubrics", "rubrics_app"),
-    ("judge", "judge", "judge_app"),
-    ("jobs", "jobs", "jobs_app"),
-)
-
-
-def _part(module: str, name: str) -> Any:
-    return getattr(import_module(f"review_app.cli.{module}"), name)
-
-
-@cache
-def build_app(only: str | None = None) -> typer.Typer:
-    """The ``review-app`` application; ``only``: with that one command or group alone
-    (what a call of it needs: the other commands' modules, their services and their
-    options are neither imported nor built). Its help and errors are the whole
-    application's for that command."""
-    built = typer.Typer(
-        cls=ErrorsAsMessages,
-        name="review-app",
-        help=(
-            "Role Review: human review of chatbot conversations for role adherence. "
-            "Deterministic role-contract findings, per-turn labels against versioned "
-            "rubrics, inter-rater agreement, LLM-judge calibration and regression-fixture "
-            "export."
-        ),
-        no_args_is_help=True,
-        add_completion=False,
-        pretty_exceptions_enable=False,
-        rich_markup_mode=None,
-    )
-    built.callback()(_root)
-    for name, module, function in COMMANDS:
-        if only in (None, name):
-            built.command(name)(_part(module, function))
-    for name, module, group in GROUPS:
-        if only in (None, name):
-            built.add_typer(_part(module, group), name=name)
-    return built
-
-
-def __getattr__(name: str) -> Any:
-    # ``review_app.cli.app``: the whole application (the tests and the docs check walk it)
-    if name == "app":
-        return build_app()
-    raise AttributeError(name)
-
-
-def main() -> None:
-    first = sys.argv[1] if len(sys.argv) > 1 else None
-    known = {name for name, _, _ in COMMANDS} | {name for name, _, _ in GROUPS}
-    build_app(first if first in known else None)()

@@ -114,11 +114,13 @@ def prompts_create(
     The text is checked as a template file is: known placeholders only, $codes, and
     some of the conversation ($conversation, $recent or $reply).
     """
-    from review_app.files.text import read_text_file
+    from review_app.files.limits import MAX_RUBRIC_FILE_BYTES
+    from review_app.files.text import read_short_text
     from review_app.services.judging.judge_prompts import create_judge_prompt
 
     if file is not None:
-        text, source = read_text_file(file), str(file)
+        text = read_short_text(file, limit=MAX_RUBRIC_FILE_BYTES, kind="a judge prompt")
+        source = str(file)
     else:
         text, source = sys.stdin.read(), "<stdin>"
     engine = open_engine(db)

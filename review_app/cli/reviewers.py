@@ -19,7 +19,7 @@ from review_app.cli.shared import (
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
-    from review_app.rubrics import Rubric
+    from review_app.rubrics.model import Rubric
 
 reviewers_app = typer.Typer(help="Reviewers and their roles.", no_args_is_help=True)
 

@@ -50,7 +50,7 @@ def rubrics_list(as_json: JsonOption = False, db: DbOption = None) -> None:
 
 
 def _canonical(ref: str) -> str:
-    from review_app.rubrics import parse_rubric_ref
+    from review_app.rubrics.model import parse_rubric_ref
 
     rubric_id, version = parse_rubric_ref(ref)
     return f"{rubric_id}@{version}"
@@ -95,7 +95,7 @@ def rubrics_diff(
     """What changed between two rubric versions, drafts included (JSON); for consecutive
     versions also the mapping: how each newer label relates to the older codes (from:,
     change:)."""
-    from review_app.rubrics import diff_rubrics
+    from review_app.rubrics.diff import diff_rubrics
 
     known = catalog(open_engine(db))
     print_json(diff_rubrics(known.any_version(old), known.any_version(new)).to_dict())
@@ -148,6 +148,7 @@ def rubrics_export(
 ) -> None:
     """Write a rubric version's YAML (as stored: a draft written in the app, or a published
     version) for version control; it reads back as the same version."""
+    from review_app.files.text import holds_text
     from review_app.services.rubrics.rubric_drafts import export_text
 
     engine = open_engine(db)
@@ -158,7 +159,7 @@ def rubrics_export(
         return
     rubric_id, version = _split(ref)
     target = out / rubric_id / f"v{version}.yaml" if out.is_dir() else out
-    if target.exists() and target.read_text(encoding="utf-8") != text:
+    if target.exists() and not holds_text(target, text):
         raise InputError(
             "the file exists with other content; not overwritten (move it or choose --out)",
             source=str(target),
@@ -169,6 +170,6 @@ def rubrics_export(
 
 
 def _split(ref: str) -> tuple[str, int]:
-    from review_app.rubrics import parse_rubric_ref
+    from review_app.rubrics.model import parse_rubric_ref
 
     return parse_rubric_ref(ref)

@@ -15,46 +15,18 @@ Every reader takes the import's :class:`~review_app.formats.options.ImportOption
 (the same object the command line and the import page build), each format the
 options it names in its ``OPTIONS``; the rules of each format are in its module's
 documentation and in docs/reference.md, "Foreign formats".
+
+Modules:
+
+- ``detect``: which format a file is in, the registry of formats, reading by format;
+- ``options``: what one import is asked for, the typed options every reader takes;
+- ``deepeval``: deepeval conversational test cases, read and written;
+- ``galtea``: Galtea-style conversation rows, read and written;
+- ``openai_chat``: OpenAI chat-completions message lists as JSONL, read and written;
+- ``openlayer``: Openlayer session tables, read and written;
+- ``fixtures``: labeled regression fixtures for CI (cases, a pytest module, a manifest);
+- ``_context``: what one reader call knows (the file, the options, the ids so far);
+- ``_contracts``: contracts given as an option or embedded in a record, the tool map;
+- ``_ids``: case ids made from the names records carry, unique within a file;
+- ``_sessions``: session-rows tables (Galtea, Openlayer) grouped into conversations.
 """
-
-from __future__ import annotations
-
-from review_app.files.csv_safety import neutralise_cell, restore_cell
-from review_app.formats._contracts import validate_contract
-from review_app.formats.deepeval import read_deepeval, write_deepeval
-from review_app.formats.detect import (
-    FORMAT_NAMES,
-    FORMATS,
-    NATIVE,
-    CaseFormat,
-    detect_format,
-    open_cases,
-    read_cases,
-)
-from review_app.formats.galtea import read_galtea, write_galtea_csv
-from review_app.formats.openai_chat import read_openai, write_openai_jsonl
-from review_app.formats.openlayer import parse_timestamp, read_openlayer, write_openlayer_csv
-from review_app.formats.options import ImportOptions
-
-__all__ = [
-    "FORMATS",
-    "FORMAT_NAMES",
-    "NATIVE",
-    "CaseFormat",
-    "ImportOptions",
-    "detect_format",
-    "neutralise_cell",
-    "open_cases",
-    "parse_timestamp",
-    "read_cases",
-    "read_deepeval",
-    "read_galtea",
-    "read_openai",
-    "read_openlayer",
-    "restore_cell",
-    "validate_contract",
-    "write_deepeval",
-    "write_galtea_csv",
-    "write_openai_jsonl",
-    "write_openlayer_csv",
-]

@@ -16,12 +16,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from review_app import __version__
 from review_app.case_records import EXPECTED_BLOCK
 from review_app.evaluator import EVALUATOR_VERSION, diagnostic, evaluate_case
 from review_app.files.discovery import EXPORT_MANIFEST_NAME, EXPORTER_NAME
+from review_app.version import VERSION
 
-EXPORTER_VERSION = f"{EXPORTER_NAME} {__version__} / fixtures 1"
+EXPORTER_VERSION = f"{EXPORTER_NAME} {VERSION} / fixtures 1"
 TEST_MODULE_NAME = "test_role_fixtures.py"
 MANIFEST_NAME = EXPORT_MANIFEST_NAME
 _SAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")

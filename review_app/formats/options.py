@@ -23,7 +23,7 @@ class ImportOptions:
     """The options of one import (``review-app import``, the import page)."""
 
     format: str | None = None
-    """The files' format (a name of :data:`review_app.formats.FORMATS`); ``None``:
+    """The files' format (a name of :data:`review_app.formats.detect.FORMATS`); ``None``:
     detected per file."""
     replace: bool = False
     """Overwrite stored cases whose content changed (else they are refused)."""

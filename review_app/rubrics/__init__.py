@@ -4,8 +4,8 @@ A rubric lives in ``<root>/<id>/v<N>.yaml`` (docs/reference.md, "Rubric files") 
 to as ``<id>@<N>``. Once labels refer to a version it is immutable; a change of
 content is a new file ``v<N+1>.yaml``.
 
-Identity. :attr:`Rubric.sha256` is the SHA-256 of a canonical JSON form of the
-*parsed* content (keys sorted, defaults filled in, text stripped of leading and
+Identity. :attr:`~review_app.rubrics.model.Rubric.sha256` is the SHA-256 of a canonical
+JSON form of the *parsed* content (keys sorted, defaults filled in, text stripped of leading and
 trailing whitespace). Comments, indentation, quoting style and blank lines therefore
 do not change it; any change to a value, to the order of labels or examples, or to
 the text a reviewer reads does.
@@ -19,74 +19,17 @@ can be decided at all, so ``fail`` means that label applies.
 
 Rubric references accept ``role-adherence@1`` and, because the files are named
 ``v1.yaml``, also ``role-adherence@v1``; both mean version 1. The canonical form
-(:attr:`Rubric.ref`) is the one without ``v``.
+(:attr:`~review_app.rubrics.model.Rubric.ref`) is the one without ``v``.
 
-Split by concern: :mod:`.model` (the rubric, its identity and references),
-:mod:`.parsing` (reading and validating a file), :mod:`.catalog` (the rubrics
-directory), :mod:`.diff` (what changed between versions), :mod:`.mapping` (how the
-labels of version N+1 relate to the codes of version N), :mod:`.keys` (which key labels
-with which code, kept from version to version).
+Modules:
+
+- ``model``: the rubric, its identity and references;
+- ``parsing``: reading and validating a rubric file or text;
+- ``catalog``: the rubrics directory;
+- ``diff``: what changed between two versions;
+- ``mapping``: how the labels of version N+1 relate to the codes of version N;
+- ``keys``: which key labels with which code, kept from version to version;
+- ``editing``: the next version written as YAML text (a draft, one code's fields changed).
 
 This package reads files and nothing else: no storage, no user interface.
 """
-
-from review_app.rubrics.catalog import default_rubrics_dir, get_rubric, load_rubrics
-from review_app.rubrics.diff import FieldChange, LabelChange, RubricDiff, diff_rubrics
-from review_app.rubrics.keys import (
-    KEY_ORDER,
-    MAX_LABELS,
-    NAVIGATION_KEYS,
-    KeyMap,
-    assign_keys,
-    keys_along,
-)
-from review_app.rubrics.mapping import (
-    CARRIED_CHANGES,
-    RE_REVIEW_CHANGES,
-    LabelOrigin,
-    RubricMapping,
-    map_rubrics,
-)
-from review_app.rubrics.model import (
-    APPLIES_TO,
-    CHANGES,
-    EXAMPLE_KINDS,
-    VERDICTS,
-    Rubric,
-    RubricExample,
-    RubricLabel,
-    parse_rubric_ref,
-)
-from review_app.rubrics.parsing import load_rubric_file, parse_rubric_text, rubric_from_dict
-
-__all__ = [
-    "APPLIES_TO",
-    "CARRIED_CHANGES",
-    "CHANGES",
-    "EXAMPLE_KINDS",
-    "KEY_ORDER",
-    "MAX_LABELS",
-    "NAVIGATION_KEYS",
-    "RE_REVIEW_CHANGES",
-    "VERDICTS",
-    "FieldChange",
-    "KeyMap",
-    "LabelChange",
-    "LabelOrigin",
-    "Rubric",
-    "RubricDiff",
-    "RubricExample",
-    "RubricLabel",
-    "RubricMapping",
-    "assign_keys",
-    "default_rubrics_dir",
-    "diff_rubrics",
-    "get_rubric",
-    "keys_along",
-    "load_rubric_file",
-    "load_rubrics",
-    "map_rubrics",
-    "parse_rubric_ref",
-    "parse_rubric_text",
-    "rubric_from_dict",
-]

@@ -159,7 +159,8 @@ class Rubric:
         }
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready form; :func:`rubric_from_dict` reads it back."""
+        """Plain JSON-ready form; :func:`~review_app.rubrics.parsing.rubric_from_dict` reads it
+        back."""
         return {
             "id": self.id,
             "version": self.version,

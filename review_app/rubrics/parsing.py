@@ -17,7 +17,7 @@ import yaml
 from review_app import input_policy
 from review_app.errors import InputError
 from review_app.files.limits import MAX_RUBRIC_FILE_BYTES, MAX_YAML_DEPTH
-from review_app.files.text import decode_utf8
+from review_app.files.text import check_short_text, read_short_text
 from review_app.rubrics.keys import MAX_LABELS, key_problem, normalize_key
 from review_app.rubrics.model import (
     APPLIES_TO,
@@ -134,7 +134,8 @@ def _read_yaml(text: str, source: str) -> tuple[Any, _Locations]:
     """The document's node tree and where its keys and values are, read with libyaml; a
     file it refuses is read again in Python, whose errors (and limits) are the ones
     a rubric's author is told."""
-    if _FAST_LOADER is not None and len(text) <= MAX_RUBRIC_FILE_BYTES:
+    check_short_text(text, limit=MAX_RUBRIC_FILE_BYTES, kind="a rubric", source=source)
+    if _FAST_LOADER is not None:
         try:
             return _read_yaml_with(text, source, _FAST_LOADER)
         except (InputError, yaml.YAMLError, ValueError, RecursionError):
@@ -143,11 +144,6 @@ def _read_yaml(text: str, source: str) -> tuple[Any, _Locations]:
 
 
 def _read_yaml_with(text: str, source: str, loader_class: Any) -> tuple[Any, _Locations]:
-    if len(text) > MAX_RUBRIC_FILE_BYTES:
-        raise InputError(
-            f"the file is larger than {MAX_RUBRIC_FILE_BYTES // 1024} KB; a rubric is a short text",
-            source=source,
-        )
     # The events are read one by one (no recursion) and the nesting checked before
     # anything recursive (composing, indexing, constructing) sees the document.
     depth = 0
@@ -564,6 +560,12 @@ def rubric_from_dict(data: Mapping[str, Any], *, source: str = "<rubric>") -> Ru
 
 def load_rubric_file(path: str | os.PathLike[str]) -> Rubric:
     """Load ``<root>/<id>/v<N>.yaml``: content rules plus id = directory, version = N."""
+    return read_rubric_file(path)[0]
+
+
+def read_rubric_file(path: str | os.PathLike[str]) -> tuple[Rubric, str]:
+    """:func:`load_rubric_file`, with the file's text as read (once, through
+    :func:`review_app.files.text.read_short_text`)."""
     file_path = Path(path)
     source = str(path)
     name_match = _FILE_NAME_PATTERN.fullmatch(file_path.name)
@@ -573,20 +575,7 @@ def load_rubric_file(path: str | os.PathLike[str]) -> Rubric:
             f'got "{file_path.name}"',
             source=source,
         )
-    try:
-        if file_path.stat().st_size > MAX_RUBRIC_FILE_BYTES:
-            raise InputError(
-                f"the file is larger than {MAX_RUBRIC_FILE_BYTES // 1024} KB; "
-                "a rubric is a short text",
-                source=source,
-            )
-        raw = file_path.read_bytes()
-    except OSError as error:
-        raise InputError(
-            f"cannot read the file: {error.strerror or error}", source=source
-        ) from None
-    text = decode_utf8(raw, source=source)
-
+    text = read_short_text(file_path, limit=MAX_RUBRIC_FILE_BYTES, kind="a rubric")
     data, locations = _read_yaml(text, source)
     validator = _Validator(source, locations)
     rubric = validator.rubric(data)
@@ -601,4 +590,4 @@ def load_rubric_file(path: str | os.PathLike[str]) -> Rubric:
         raise validator.error(
             f"version {rubric.version} does not match the file name {file_path.name}", "version"
         )
-    return rubric
+    return rubric, text

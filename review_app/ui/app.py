@@ -14,7 +14,8 @@ from review_app.errors import DatabaseBusy, InputError, PermissionDenied
 from review_app.services.access.actors import one_role_read
 from review_app.services.operations.page_run import one_token_read
 from review_app.services.reports.report_store import page_budget
-from review_app.ui import auth, keys, registry, session
+from review_app.ui import auth, registry, session
+from review_app.ui.keys import panel
 from review_app.ui.safe import code_span, error_text, escape
 
 # An emoji favicon is drawn in the browser; a Material icon would be fetched from
@@ -54,7 +55,7 @@ with one_role_read(), one_token_read(), page_budget():
     if navigation.url_path in ("review", "queue", ""):  # "": the root shows the queue
         # First on the page: label keys pressed while the review page loads (or right
         # after N on the queue) are kept.
-        keys.early_keys()
+        panel.early_keys()
 
     with st.sidebar:
         if signed_in.auth_mode == "local":

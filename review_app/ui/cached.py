@@ -14,7 +14,7 @@ from typing import Any
 import streamlit as st
 from sqlalchemy import Engine
 
-from review_app.rubrics import default_rubrics_dir
+from review_app.rubrics.catalog import default_rubrics_dir
 from review_app.services.access.actors import Actor, authorize
 from review_app.services.cases.case_views import CaseView, case_fingerprint, load_case_view
 from review_app.services.judging.drift import DriftReport

@@ -10,7 +10,7 @@ from typing import Any
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import Actor
 from review_app.services.labels.adjudication import DisagreementUnit
 from review_app.services.reports.report_store import Shown

@@ -11,8 +11,8 @@ How: a directory of links to Streamlit's static files, but for a copy of
 ``index.html`` with the script added, and Streamlit told to serve that directory
 (``streamlit.file_util.get_static_dir``, read when the server builds its routes). If
 Streamlit's ``index.html`` has no ``<head>``, nothing changes: the entry script still
-draws the same listener with the first element of every run (``keys.early_keys``).
-Outside ``review_app.ui.keys`` (which declares a component when imported): the
+draws the same listener with the first element of every run (``panel.early_keys``).
+Outside ``review_app.ui.keys.panel`` (which declares a component when imported): the
 launcher calls it before Streamlit starts.
 """
 

@@ -15,7 +15,7 @@ from sqlalchemy import Engine
 from review_app.agreement.over_time import PeriodJson
 from review_app.agreement.reliability import ReviewerReliabilityJson
 from review_app.errors import InputError, NotFound, PermissionDenied
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import Actor
 from review_app.services.judging.judge_report import JudgeRunReport
 from review_app.services.judging.strata import STRATA_BY, StratifiedBlock

@@ -12,7 +12,8 @@ import streamlit as st
 from sqlalchemy import Engine
 
 from review_app.errors import InputError, NotFound, PermissionDenied
-from review_app.rubrics import CHANGES, EXAMPLE_KINDS, VERDICTS, Rubric, RubricDiff
+from review_app.rubrics.diff import RubricDiff
+from review_app.rubrics.model import CHANGES, EXAMPLE_KINDS, VERDICTS, Rubric
 from review_app.services.access.actors import Actor
 from review_app.services.rubrics.rubric_carry import publish_rubric
 from review_app.services.rubrics.rubric_catalog import RubricCatalog

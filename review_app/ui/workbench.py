@@ -12,7 +12,7 @@ import streamlit as st
 from sqlalchemy import Engine
 
 from review_app.errors import InputError, NotFound, PermissionDenied
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import Actor
 from review_app.services.jobs.runner import stop_job
 from review_app.services.judging.endpoints import BUNDLED_HOST, list_endpoints

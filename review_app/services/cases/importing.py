@@ -26,7 +26,8 @@ from sqlalchemy import Connection, Engine
 from review_app.case_records import CaseRecord, content_sha256
 from review_app.errors import InputError
 from review_app.files.discovery import discover_case_files
-from review_app.formats import FORMATS, ImportOptions, open_cases
+from review_app.formats.detect import FORMATS, open_cases
+from review_app.formats.options import ImportOptions
 from review_app.services.access.actors import Actor, authorize
 from review_app.services.cases.case_rows import ContractHashes, PreparedCase, prepare_case
 from review_app.services.cases.file_import import file_sha256
@@ -378,7 +379,7 @@ def import_paths(
     """Import case files (and directories of them), each case whole (see :func:`import_records`).
 
     ``options`` (the command line's or the import page's, passed on unchanged) name the
-    files' format (see :data:`review_app.formats.FORMATS`; without it each file's format
+    files' format (see :data:`review_app.formats.detect.FORMATS`; without it each file's format
     is detected), whether to replace changed cases, and the readers' options. Stops at
     the first file that cannot be stored by raising ``InputError``: nothing of that
     file is stored; the files before it stay imported (``on_file_done`` heard of each).

@@ -28,7 +28,7 @@ import storage.labels
 from review_app.errors import InputError
 from review_app.files.csv_safety import csv_text
 from review_app.files.discovery import export_manifest
-from review_app.formats import write_deepeval
+from review_app.formats.deepeval import write_deepeval
 from review_app.formats.fixtures import (
     EXPORTER_VERSION,
     MANIFEST_NAME,
@@ -43,7 +43,7 @@ from review_app.formats.fixtures import (
     redact_case,
     redact_text,
 )
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import Actor, authorize
 from review_app.services.cases.case_selection import selected_cases
 from review_app.services.cases.case_views import CaseView, case_view, check_lane

@@ -31,7 +31,7 @@ from review_app import input_policy
 from review_app.errors import InputError, PermissionDenied
 from review_app.files.csv_safety import csv_text, neutralise_cell, restore_cell
 from review_app.files.named_rows import named_rows
-from review_app.rubrics import Rubric, parse_rubric_ref
+from review_app.rubrics.model import Rubric, parse_rubric_ref
 from review_app.services.access.actors import Actor, authorize, check_new_person_name, display_of
 from review_app.services.access.case_access import not_in_queue
 from review_app.services.cases.file_import import file_sha256, record_error, with_stored_turns

@@ -21,8 +21,9 @@ from sqlalchemy import Engine
 
 from review_app.errors import InputError
 from review_app.evaluator import lane
-from review_app.formats import FORMATS, ImportOptions, open_cases
-from review_app.rubrics import Rubric
+from review_app.formats.detect import FORMATS, open_cases
+from review_app.formats.options import ImportOptions
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import Actor, authorize
 from review_app.services.cases.importing import ImportSummary, StoredConflicts, import_paths
 from review_app.services.exchange.export import ExportResult

@@ -49,7 +49,7 @@ from sqlmodel import Session
 
 from review_app.errors import InputError
 from review_app.judging import PLACEHOLDERS, JudgePrompt, check_prompt_text, event_block
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import Actor, authorize
 from review_app.services.jobs.runner import (
     Heartbeat,

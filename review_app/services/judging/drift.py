@@ -24,7 +24,7 @@ import storage.cases
 from review_app.agreement.coefficients import krippendorff_alpha
 from review_app.errors import InputError
 from review_app.evaluator import EVALUATOR_VERSION
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import Actor, authorize
 from review_app.services.judging.runs import run_name, run_verdicts
 from review_app.services.labels.adjudication import gold_labels

@@ -21,7 +21,7 @@ import numpy as np
 from sqlalchemy import Engine
 
 from review_app.errors import InputError
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import Actor, authorize
 from review_app.services.judging.runs import run_name, run_verdicts
 from review_app.services.judging.strata import (

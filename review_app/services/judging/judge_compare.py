@@ -18,7 +18,7 @@ from sqlalchemy import Engine
 from sqlmodel import Session
 
 from review_app.errors import InputError
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import Actor, authorize
 from review_app.services.judging.judge_prompts import prompt_refs_for
 from review_app.services.judging.run_defaults import confound, default_pair, team_judge

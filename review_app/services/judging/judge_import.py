@@ -19,7 +19,7 @@ from review_app.judging import (
     VerdictRecord,
     read_verdict_file,
 )
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import Actor, authorize
 from review_app.services.cases.file_import import file_sha256, record_error, with_stored_turns
 from review_app.services.judging.runs import find_or_create_run, run_name

@@ -20,7 +20,7 @@ from sqlalchemy import Engine
 from sqlmodel import Session
 
 from review_app.errors import InputError
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import Actor, authorize
 from review_app.services.jobs.runner import (
     Heartbeat,

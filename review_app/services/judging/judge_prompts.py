@@ -35,7 +35,8 @@ from review_app.judging import (
     find_judge_prompt,
     load_judge_prompt,
 )
-from review_app.rubrics import Rubric, default_rubrics_dir
+from review_app.rubrics.catalog import default_rubrics_dir
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import Actor, authorize
 from review_app.services.judging.unit_prompts import unit_messages
 from storage import audit, judging

@@ -21,15 +21,28 @@ from sqlalchemy import Engine
 from sqlmodel import Session
 
 import storage.units
-from review_app import calibration
-from review_app.calibration.first_break import FirstBreakJson
-from review_app.calibration.like_for_like import LikeForLike
-from review_app.calibration.reference import AgreementJson
-from review_app.calibration.score_map import CalibrationMapJson
-from review_app.calibration.scores import ReliabilityJson, ThresholdSweepJson
-from review_app.calibration.versions import VersionComparisonJson
+from review_app.calibration.few_shot import few_shot_examples
+from review_app.calibration.first_break import (
+    FirstBreakJson,
+    first_break_comparison,
+    first_break_turns,
+)
+from review_app.calibration.like_for_like import LikeForLike, like_for_like
+from review_app.calibration.reference import (
+    AgreementJson,
+    classify_disagreement,
+    compare_to_reference,
+)
+from review_app.calibration.score_map import CalibrationMap, CalibrationMapJson, fit_calibration_map
+from review_app.calibration.scores import (
+    ReliabilityJson,
+    ThresholdSweepJson,
+    reliability,
+    threshold_sweep,
+)
+from review_app.calibration.versions import VersionComparisonJson, compare_prompt_versions
 from review_app.errors import InputError, NotFound
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import Actor, authorize
 from review_app.services.cases.case_views import case_view
 from review_app.services.judging.align import confirmation_cases
@@ -216,7 +229,7 @@ def calibration_report(
         def compare(
             reference: dict[tuple[str, int], str], judged: dict[tuple[str, int], str] = judged
         ) -> AgreementJson:
-            return calibration.compare_to_reference(
+            return compare_to_reference(
                 reference=reference,
                 judged=judged,
                 break_mapping=break_mapping,
@@ -226,7 +239,7 @@ def calibration_report(
                 cluster_of=_conversation_of,
             ).to_dict()
 
-        judge_first = calibration.first_break_turns(judged, break_codes)
+        judge_first = first_break_turns(judged, break_codes)
         shared_cases = {c: gold_first[c] for c in gold_first if c in judge_first}
         report["runs"].append(
             {
@@ -254,7 +267,7 @@ def calibration_report(
                     for reviewer, labels in sorted(by_reviewer.items())
                     if judged
                 },
-                "like_for_like": calibration.like_for_like(
+                "like_for_like": like_for_like(
                     by_reviewer,
                     judged,
                     cluster_of=_conversation_of,
@@ -262,7 +275,7 @@ def calibration_report(
                     seed=seed,
                 ),
                 "first_break": (
-                    calibration.first_break_comparison(
+                    first_break_comparison(
                         reference=shared_cases, judged={c: judge_first[c] for c in shared_cases}
                     ).to_dict()
                     if shared_cases
@@ -277,7 +290,7 @@ def calibration_report(
     # compare the others on.
     coded_runs = {name: judged for name, judged in judged_by_run.items() if judged}
     if len(coded_runs) >= 2:
-        report["versions"] = calibration.compare_prompt_versions(
+        report["versions"] = compare_prompt_versions(
             verdicts=coded_runs,
             reference=gold_codes,
             break_mapping=break_mapping,
@@ -316,7 +329,7 @@ def _judge_versions_side_by_side(
             judged = {
                 unit: code for unit, code in TurnVerdicts(stored).coded().items() if unit in common
             }
-            result = calibration.compare_to_reference(
+            result = compare_to_reference(
                 reference=reference,
                 judged=judged,
                 break_mapping=rubric.break_mapping(),
@@ -396,14 +409,14 @@ def _score_section(
         return None
     section: ScoreSection = {
         "n": len(scores),
-        "sweep": calibration.threshold_sweep(y_true=y_true, scores=scores).to_dict(),
-        "reliability": calibration.reliability(y_true=y_true, probabilities=scores).to_dict(),
+        "sweep": threshold_sweep(y_true=y_true, scores=scores).to_dict(),
+        "reliability": reliability(y_true=y_true, probabilities=scores).to_dict(),
     }
     if run.calibration_json:
-        stored = calibration.CalibrationMap.from_dict(json.loads(run.calibration_json))
+        stored = CalibrationMap.from_dict(json.loads(run.calibration_json))
         calibrated = [float(v) for v in stored.transform(scores)]
         section["calibration_map"] = stored.to_dict()
-        section["calibrated_reliability"] = calibration.reliability(
+        section["calibrated_reliability"] = reliability(
             y_true=y_true, probabilities=calibrated
         ).to_dict()
     return section
@@ -424,7 +437,7 @@ def _disagreements(
         reference = gold_codes[(case_id, turn)]
         if label is None or columns.errors[i] is not None:
             continue
-        kind = calibration.classify_disagreement(reference, label, break_mapping)
+        kind = classify_disagreement(reference, label, break_mapping)
         if kind == "agree":
             continue
         ids.append(columns.ids[i])
@@ -475,7 +488,7 @@ def fit_run_calibration(
     method: str = "isotonic",
     cv: int = 5,
     seed: int = 0,
-) -> calibration.CalibrationMap:
+) -> CalibrationMap:
     """Fit a score calibration map on the gold units and store it with the run; the map
     (its ``heldout_*`` fields describe the cross-validated fit)."""
     actor = authorize(engine, actor, "policy_owner")
@@ -489,7 +502,7 @@ def fit_run_calibration(
     if min(breaks, len(y_true) - breaks) < cv:
         raise NotEnoughGold(run_id, cv=cv, breaks=breaks, clean=len(y_true) - breaks)
     try:
-        fitted = calibration.fit_calibration_map(
+        fitted = fit_calibration_map(
             y_true=y_true,
             scores=scores,
             method=cast(Literal["isotonic", "platt"], method),
@@ -527,7 +540,7 @@ def calibrated_probability(
             raise NotFound(f"no judge run {run_id}")
         if not run.calibration_json:
             raise InputError(f"run {run_id} has no calibration map yet", field="--run")
-        mapping = calibration.CalibrationMap.from_dict(json.loads(run.calibration_json))
+        mapping = CalibrationMap.from_dict(json.loads(run.calibration_json))
     return [float(v) for v in mapping.transform(list(scores))]
 
 
@@ -587,7 +600,7 @@ def few_shot_material(
         for case_id, turn in adjudicated
     ]
     # the core gives the example shape (FewShotExample); context and reply are read below
-    examples = calibration.few_shot_examples(
+    examples = few_shot_examples(
         candidates,
         verdict_by_code={label.code: label.verdict for label in rubric.labels},
         per_label=per_label,

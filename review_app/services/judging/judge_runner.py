@@ -31,7 +31,7 @@ from review_app.judging import (
     JudgePrompt,
     PreparedPrompt,
 )
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import Actor, authorize
 from review_app.services.cases.case_selection import selected_cases
 from review_app.services.judging.judge_prompts import store_for_run

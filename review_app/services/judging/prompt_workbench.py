@@ -17,7 +17,7 @@ from sqlmodel import Session
 
 from review_app.errors import InputError
 from review_app.judging import PLACEHOLDERS, ChatMessage, check_prompt_text
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import Actor, authorize
 from review_app.services.jobs.runner import JobView, list_jobs
 from review_app.services.judging.endpoints import find_endpoint

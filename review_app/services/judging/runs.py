@@ -25,7 +25,7 @@ from sqlalchemy import Engine
 from sqlmodel import Session
 
 from review_app.errors import NotFound
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import Actor, authorize
 from review_app.services.operations.page_run import token_part
 from storage import cases as cases_storage

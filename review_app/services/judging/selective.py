@@ -24,7 +24,7 @@ from sqlmodel import Session
 
 import storage.certified_verdicts
 from review_app.errors import InputError
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import Actor, authorize
 from review_app.services.judging.runs import run_verdicts
 from review_app.services.labels.adjudication import gold_labels
@@ -238,7 +238,7 @@ class Routing:
     decisions: list[dict[str, Any]]
     """The decided units' certified verdicts, rows of ``certified_verdicts``: ``case_id``,
     ``turn``, ``run_id``, ``label``, ``confidence``, ``threshold``, ``alpha``, ``delta``
-    (:func:`storage.selective.replace_certified`)."""
+    (:func:`storage.certified_verdicts.replace_certified`)."""
     escalated: list[Unit]
     """The units no run decides, for reviewers."""
 

@@ -39,7 +39,7 @@ from review_app.agreement.coefficients import SMALL_SAMPLE_UNITS
 from review_app.calibration.reference import compare_to_reference
 from review_app.errors import InputError
 from review_app.evaluator import EVALUATOR_VERSION
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import Actor, authorize
 from review_app.services.cases.case_views import LANES
 from review_app.services.judging.runs import run_verdicts

@@ -27,7 +27,7 @@ from sqlmodel import Session
 
 import storage.audit_samples
 from review_app.errors import InputError
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import Actor, authorize
 from review_app.services.judging.strata import (
     StrataBudget,

@@ -35,7 +35,7 @@ from review_app.judging import (
     JudgeAnswerError,
     parse_judge_answer,
 )
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 
 if TYPE_CHECKING:
     import aiohttp

@@ -18,7 +18,7 @@ from sqlmodel import Session
 
 from review_app.errors import InputError, NotFound
 from review_app.judging import ChatMessage, JudgePrompt, PreparedPrompt, PromptTooLarge, event_block
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from review_app.services.judging.transport import DEFAULT_MAX_PROMPT_BYTES, UnitPrompt
 from storage import cases as cases_storage
 from storage.engine import read_only

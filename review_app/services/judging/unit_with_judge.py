@@ -13,7 +13,7 @@ from sqlalchemy import Engine
 from sqlmodel import Session
 
 import storage.judging
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import Actor
 from review_app.services.judging.run_defaults import run_choices
 from review_app.services.labels.adjudication import JudgeOnUnit, UnitDetail, unit_detail

@@ -29,15 +29,15 @@ import storage.gold
 import storage.judging
 import storage.labels
 from review_app import input_policy
-from review_app.agreement import RatingTable
-from review_app.calibration import first_break_turns
+from review_app.calibration.first_break import first_break_turns
 from review_app.errors import InputError, NotFound
 from review_app.evaluator import EVALUATOR_VERSION
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import Actor, authorize
 from review_app.services.access.case_access import checked_case_id
 from review_app.services.cases.case_views import TurnView, case_view
 from review_app.services.labels.label_table import load_rating_table
+from review_app.stats.table import RatingTable
 from storage import audit, cases
 from storage.engine import read_only
 from storage.judging import UnitVerdict

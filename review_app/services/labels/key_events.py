@@ -20,7 +20,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
 
 from review_app.errors import InputError, NotFound
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import Actor, authorize
 from review_app.services.labels.labeling import (
     AlreadyApplied,

@@ -22,9 +22,8 @@ import numpy as np
 import numpy.typing as npt
 from sqlmodel import Session
 
-from review_app.agreement import RatingTable
 from review_app.stats.core import canonical_order
-from review_app.stats.table import factorize
+from review_app.stats.table import RatingTable, factorize
 from storage import labels
 from storage.labels import GroupedLabels, LabelColumns
 

@@ -17,7 +17,7 @@ from sqlmodel import Session
 
 from review_app import input_policy
 from review_app.errors import InputError
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import Actor, authorize, require_reviewer_id
 from review_app.services.access.case_access import check_case_access, checked_case_id
 from storage import assignments, audit, cases, labels

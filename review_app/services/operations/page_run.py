@@ -18,7 +18,7 @@ from typing import Any, TypeVar
 from sqlalchemy import Engine
 from sqlmodel import Session
 
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from storage.engine import on_every_commit
 
 T = TypeVar("T")

@@ -65,7 +65,7 @@ import storage.judging
 import storage.units
 from review_app.errors import DatabaseBusy, InputError
 from review_app.evaluator import EVALUATOR_VERSION
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import Actor, authorize
 from review_app.services.jobs.runner import (
     Heartbeat,
@@ -276,8 +276,9 @@ def _data_token(
 ) -> str:
     """The token of the data a report reads (text), from one read transaction (its parts
     agree with one another); a few index searches, milliseconds at team scale. Inside
-    :func:`one_token_read` the parts read earlier in the run are reused (a report
-    computed after them reads at least the data they count)."""
+    :func:`~review_app.services.operations.page_run.one_token_read` the parts read earlier
+    in the run are reused (a report computed after them reads at least the data they
+    count)."""
     parts: dict[str, Any] = {
         "code": code_version(),
         "evaluator": EVALUATOR_VERSION,

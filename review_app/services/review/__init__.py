@@ -1,9 +1,10 @@
 """What policy owners read about their reviewers: agreement reports, reviewer reliability and
 agreement over time.
 
-Use cases by module:
+Modules:
 
-- ``agreement_reports``: ``load_label_columns``, ``label_token``, ``agreement_report``,
-  ``dashboard_data``, ``confusion_between``
-- ``reliability``: ``reliability_report``, ``agreement_over_time_report``
+- ``agreement_reports``: inter-rater agreement of the labels of one rubric version, and the
+  dashboard's data (``agreement_report``, ``dashboard_data``, ``confusion_between``);
+- ``reliability``: which reviewer to trust on which codes, and agreement over time
+  (``reliability_report``, ``agreement_over_time_report``).
 """

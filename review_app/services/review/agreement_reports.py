@@ -25,18 +25,19 @@ from sqlmodel import Session
 
 import storage.gold
 import storage.units
-from review_app.agreement import RatingTable, agreement_summary
 from review_app.agreement.summary import (
     BootstrapJson,
     ConversationAgreementJson,
     PairKappaJson,
+    agreement_summary,
 )
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import Actor, authorize
 from review_app.services.labels.adjudication import gold_counts
 from review_app.services.labels.label_table import load_rating_table, rating_table
 from review_app.stats.confusion import confusion_from_codes
 from review_app.stats.core import UnitsEstimateJson
+from review_app.stats.table import RatingTable
 from storage import labels
 from storage.engine import read_only
 from storage.labels import LabelColumns

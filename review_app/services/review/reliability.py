@@ -37,7 +37,7 @@ from review_app.agreement.reliability import (
     reviewer_reliability,
 )
 from review_app.errors import InputError
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import Actor, authorize
 from review_app.stats.core import CLUSTER_METHOD, EstimateJson
 from storage.engine import read_only

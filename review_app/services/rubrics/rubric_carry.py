@@ -21,7 +21,8 @@ from sqlmodel import Session
 
 import storage.units
 from review_app.errors import InputError
-from review_app.rubrics import RE_REVIEW_CHANGES, Rubric, RubricMapping, map_rubrics
+from review_app.rubrics.mapping import RE_REVIEW_CHANGES, RubricMapping, map_rubrics
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import Actor, authorize, require_reviewer_id
 from review_app.services.rubrics.rubric_catalog import (
     RubricCatalog,

@@ -19,14 +19,10 @@ from sqlmodel import Session
 
 import storage.labels
 from review_app.errors import InputError, NotFound
-from review_app.rubrics import (
-    Rubric,
-    default_rubrics_dir,
-    diff_rubrics,
-    load_rubric_file,
-    parse_rubric_ref,
-    rubric_from_dict,
-)
+from review_app.rubrics.catalog import default_rubrics_dir
+from review_app.rubrics.diff import diff_rubrics
+from review_app.rubrics.model import Rubric, parse_rubric_ref
+from review_app.rubrics.parsing import read_rubric_file, rubric_from_dict
 from review_app.services.access.actors import Actor, authorize
 from storage import audit, rubric_versions
 from storage.engine import read_only
@@ -196,10 +192,10 @@ def sync_rubrics(
     actor = authorize(engine, actor, "reviewer")
     root = directory or default_rubrics_dir()
     catalog = RubricCatalog()
-    loaded: list[tuple[Rubric, str | None]] = []
+    loaded: list[tuple[Rubric, str]] = []
     for path in _rubric_files(root):
         try:
-            rubric = load_rubric_file(path)
+            rubric, text = read_rubric_file(path)
         except InputError as error:
             # Named by the version it would be (or its folder and file), never by the
             # server's directories: the reason is shown on pages.
@@ -209,10 +205,6 @@ def sync_rubrics(
                 error.message, source=name, line=error.line, field=error.field
             ).describe()
             continue
-        try:
-            text: str | None = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            text = None
         loaded.append((rubric, text))
     with Session(engine) as session:
         labeled = {
@@ -257,8 +249,7 @@ def sync_rubrics(
                     _audit_stored(session, actor, rubric, before, "rubric_publish")
                     catalog.stored[ref] = rubric
                 catalog.usable[ref] = rubric
-                if text is not None:
-                    catalog.yaml_texts[ref] = text
+                catalog.yaml_texts[ref] = text
                 continue
             if (
                 stored_row is not None
@@ -294,8 +285,7 @@ def sync_rubrics(
                     saved_by=saved_by,
                     saved_at="",
                 )
-            if text is not None:
-                catalog.yaml_texts[ref] = text
+            catalog.yaml_texts[ref] = text
         for ref, row in stored_rows.items():
             if ref in catalog.usable or ref in catalog.refused or ref in catalog.drafts:
                 continue

@@ -16,9 +16,10 @@ from sqlalchemy import Engine
 from sqlmodel import Session
 
 from review_app.errors import InputError, NotFound
-from review_app.files.limits import MAX_RUBRIC_FILE_BYTES
-from review_app.rubrics import Rubric, RubricDiff, diff_rubrics, parse_rubric_text
+from review_app.rubrics.diff import RubricDiff, diff_rubrics
 from review_app.rubrics.editing import next_version_text, rubric_yaml, with_code
+from review_app.rubrics.model import Rubric
+from review_app.rubrics.parsing import parse_rubric_text
 from review_app.services.access.actors import Actor, authorize
 from review_app.services.rubrics.rubric_carry import CarryReport, publish_rubric
 from review_app.services.rubrics.rubric_catalog import (
@@ -89,11 +90,6 @@ def check_draft(
 def _read_draft(current: Rubric, text: str) -> tuple[Rubric, RubricDiff]:
     rubric_id, version = current.id, current.version + 1
     source = file_name(rubric_id, version)
-    if len(text.encode("utf-8")) > MAX_RUBRIC_FILE_BYTES:
-        raise InputError(
-            f"the text is larger than {MAX_RUBRIC_FILE_BYTES // 1024} KB; a rubric is a short text",
-            source=source,
-        )
     rubric = parse_rubric_text(text, source=source)
     if rubric.id != rubric_id:
         raise InputError(

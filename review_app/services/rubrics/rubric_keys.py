@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from review_app.rubrics import KeyMap, Rubric, keys_along
+from review_app.rubrics.keys import KeyMap, keys_along
+from review_app.rubrics.model import Rubric
 from review_app.services.rubrics.rubric_catalog import RubricCatalog
 
 

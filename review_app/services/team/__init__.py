@@ -1,13 +1,13 @@
 """The team and its work: people and roles, the team page, queues and assignments, audit
 samples.
 
-Use cases by module:
+Modules:
 
-- ``people``: ``list_people``, ``add_person``, ``set_role``, ``deactivate_person``,
-  ``reactivate_person``, ``preview_rights_change``
-- ``team``: ``team_view``
-- ``queue``: ``queue_page``, ``open_review_work``, ``next_case``, ``assign_cases``,
-  ``informative_queue``
-- ``audit_samples``: ``draw_audit_sample``, ``draw_uncertainty_sample``, ``uncertainty_sample``,
-  ``audited_units``
+- ``people``: the team's people: listing, adding, roles, deactivation and the rights forms'
+  previews (``list_people``, ``add_person``, ``set_role``, ``preview_rights_change``);
+- ``team``: the team as a policy owner sees it (``team_view``);
+- ``queue``: reviewers' queues and how policy owners fill them (``queue_page``,
+  ``next_case``, ``assign_cases``, ``informative_queue``);
+- ``audit_samples``: turns drawn uniformly at random, so that their gold is a random
+  sample (``draw_audit_sample``, ``audited_units``).
 """

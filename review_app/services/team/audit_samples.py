@@ -23,7 +23,7 @@ import storage.audit_samples
 import storage.cases
 import storage.reviewers
 from review_app.errors import InputError
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import Actor, authorize
 from review_app.services.team.people import assignable_people
 from review_app.services.team.queue import AssignmentReport, assign_cases

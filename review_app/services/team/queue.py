@@ -26,7 +26,7 @@ import storage.labels
 from review_app import input_policy
 from review_app.errors import InputError
 from review_app.evaluator import EVALUATOR_VERSION
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import Actor, authorize
 from review_app.services.cases.case_views import check_lane
 from review_app.services.team.people import assignable_people

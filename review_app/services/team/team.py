@@ -15,7 +15,7 @@ from sqlalchemy import Engine
 from sqlmodel import Session
 
 import storage.cases
-from review_app.rubrics import Rubric
+from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import Actor, authorize
 from storage import assignments, reviewers
 from storage.engine import read_only

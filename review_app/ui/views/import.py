@@ -5,7 +5,8 @@ from __future__ import annotations
 import streamlit as st
 
 from review_app.errors import InputError, PermissionDenied
-from review_app.formats import FORMAT_NAMES, ImportOptions
+from review_app.formats.detect import FORMAT_NAMES
+from review_app.formats.options import ImportOptions
 from review_app.services.exchange.uploads import (
     import_label_upload,
     import_upload,

@@ -1,7 +1,7 @@
 """Review: one conversation turn by turn, findings pre-marked, labels per assistant turn.
 
 ``review?case=<case_id>`` opens a case directly. Keyboard (caught in the browser by
-the labeling panel, :mod:`review_app.ui.keys`): the key beside a code (the version's
+the labeling panel, :mod:`review_app.ui.keys.panel`): the key beside a code (the version's
 key map, docs/reference.md "Label keys") labels the focused turn and moves to the next
 unlabeled one, J / K move to the next / previous turn, R opens the rationale of the
 focused turn (Enter keeps it), N opens the next case in the queue. Each label key is
@@ -24,7 +24,8 @@ from review_app.services.labels.labeling import CaseLabels, case_labels
 from review_app.services.rubrics.rubric_carry import ReReviewItem, re_review_queue
 from review_app.services.rubrics.rubric_keys import key_map_for
 from review_app.services.team.queue import next_case
-from review_app.ui import cached, common, keys, registry, session
+from review_app.ui import cached, common, registry, session
+from review_app.ui.keys import panel
 from review_app.ui.safe import code_list, code_span, error_text, escape
 
 AVATARS = {
@@ -69,7 +70,7 @@ label_keys = key_map_for(rubric_catalog, rubric) if rubric is not None else None
 def _apply_keys() -> None:
     """Store the label keys the browser queued (each once), then follow its focus and
     run its command. Runs before anything is drawn, so the page shows the result."""
-    sent: Any = st.session_state.get(keys.KEY)
+    sent: Any = st.session_state.get(panel.KEY)
     if rubric is None or not isinstance(sent, dict) or sent.get("case") != case_id:
         return
     try:
@@ -343,7 +344,7 @@ with reference:
     # Drawn before the transcript: the sooner the panel is in the browser, the sooner
     # it listens for keys.
     if rubric is not None and labels is not None and labelable:
-        keys.keyboard(
+        panel.keyboard(
             case=case_id,
             rubric=rubric.ref,
             turns=labelable_turns,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from review_app.errors import InputError
-from review_app.rubrics import diff_rubrics
+from review_app.rubrics.diff import diff_rubrics
 from review_app.services.labels.adjudication import AmbiguityNote, ambiguity_notes
 from review_app.services.rubrics.rubric_carry import carry_history
 from review_app.services.rubrics.rubric_catalog import has_labels
