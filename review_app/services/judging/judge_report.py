@@ -22,6 +22,7 @@ from sqlmodel import Session
 
 import storage.units
 from review_app import calibration
+from review_app.calibration.few_shot import FewShotJson
 from review_app.calibration.first_break import FirstBreakJson
 from review_app.calibration.like_for_like import LikeForLike
 from review_app.calibration.reference import AgreementJson
@@ -31,7 +32,7 @@ from review_app.calibration.versions import VersionComparisonJson
 from review_app.errors import InputError, NotFound
 from review_app.rubrics import Rubric
 from review_app.services.access.actors import Actor, authorize
-from review_app.services.cases.case_views import case_view
+from review_app.services.cases.case_views import CaseView, case_view
 from review_app.services.judging.runs import run_name, run_verdicts
 from review_app.services.judging.turn_verdicts import TurnVerdicts
 from review_app.services.labels.adjudication import gold_labels
@@ -146,17 +147,8 @@ class JudgeCalibrationReport(TypedDict):
     rubric_versions: JudgeVersionsSideBySide | None
 
 
-class FewShotExample(TypedDict):
-    """An adjudicated example in the rubric example shape, with its unit."""
-
-    label: str
-    kind: str
-    context: str
-    reply: str
-    why: str
-    case_id: str
-    turn: int
-    judge_label: str | None
+FewShotExample = FewShotJson
+"""An adjudicated example in the rubric example shape, with its unit."""
 
 
 def calibration_report(
@@ -594,7 +586,7 @@ def few_shot_material(
         seed=seed,
     )
     with Session(read_only(engine)) as session:
-        by_case: dict[str, Any] = {}
+        by_case: dict[str, CaseView] = {}
         for example in examples:
             case_id, turn = example["case_id"], example["turn"]
             if case_id not in by_case:
@@ -603,7 +595,7 @@ def few_shot_material(
             reply = texts[-1].text if texts and texts[-1].turn == turn else ""
             context = next((t.text for t in reversed(texts[:-1]) if t.actor == "user"), "")
             example["reply"], example["context"] = reply or "", context or ""
-    return cast(list[FewShotExample], examples)
+    return examples
 
 
 def disagreement_explorer(
