@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import math
 from collections.abc import Collection, Hashable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from review_app.stats.checks import check_int, check_seed
 from review_app.stats.core import (
@@ -16,6 +16,19 @@ from review_app.stats.units import Unit
 _EXAMPLE_KINDS = ("pass", "fail", "borderline")
 
 
+class FewShotJson(TypedDict):
+    """A chosen example: the rubric example shape and its unit."""
+
+    label: str
+    kind: str
+    context: str
+    reply: str
+    why: str
+    case_id: str
+    turn: int
+    judge_label: str | None
+
+
 def few_shot_examples(
     candidates: Sequence[Mapping[str, Any]],
     *,
@@ -24,7 +37,7 @@ def few_shot_examples(
     kinds: Collection[str] = _EXAMPLE_KINDS,
     exclude_units: Collection[Hashable] = (),
     seed: int = 0,
-) -> list[dict[str, Any]]:
+) -> list[FewShotJson]:
     """Choose adjudicated, contrasting examples for a judge prompt.
 
     ``candidates`` are gold units as dicts with the fields ``case_id``, ``turn``,
@@ -98,7 +111,7 @@ def few_shot_examples(
         return float(value) if math.isfinite(value) else 0.0
 
     kind_order = {"fail": 0, "borderline": 1, "pass": 2}
-    chosen: list[dict[str, Any]] = []
+    chosen: list[FewShotJson] = []
     used_cases: set[Any] = set()
     for code in sorted(by_code, key=lambda c: (kind_order[verdict_by_code[c]], c)):
         pool = list(by_code[code])

@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -45,7 +45,10 @@ from scipy import stats
 
 from review_app.stats.checks import check_confidence, check_finite_vector
 
-__all__ = ["PpiEstimate", "ppi_mean"]
+__all__ = ["PpiEstimate", "PpiJson", "ppi_mean"]
+
+PpiJson = TypedDict("PpiJson", {"value": float, "ci95": list[float], "lambda": float})
+""":meth:`PpiEstimate.to_dict`."""
 
 
 @dataclass(frozen=True)
@@ -65,7 +68,7 @@ class PpiEstimate:
     imputed_variance: float
     confidence: float
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> PpiJson:
         return {"value": self.value, "ci95": list(self.ci95), "lambda": self.lam}
 
     def gold_units_to_halve_width(self) -> int | None:

@@ -21,7 +21,7 @@ from sqlalchemy import Engine
 from sqlmodel import Session
 
 import storage.units
-from review_app.calibration.few_shot import few_shot_examples
+from review_app.calibration.few_shot import FewShotJson, few_shot_examples
 from review_app.calibration.first_break import (
     FirstBreakJson,
     first_break_comparison,
@@ -44,7 +44,7 @@ from review_app.calibration.versions import VersionComparisonJson, compare_promp
 from review_app.errors import InputError, NotFound
 from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import Actor, authorize
-from review_app.services.cases.case_views import case_view
+from review_app.services.cases.case_views import CaseView, case_view
 from review_app.services.judging.align import confirmation_cases
 from review_app.services.judging.runs import run_name, run_verdicts
 from review_app.services.judging.turn_verdicts import TurnVerdicts
@@ -160,17 +160,8 @@ class JudgeCalibrationReport(TypedDict):
     rubric_versions: JudgeVersionsSideBySide | None
 
 
-class FewShotExample(TypedDict):
-    """An adjudicated example in the rubric example shape, with its unit."""
-
-    label: str
-    kind: str
-    context: str
-    reply: str
-    why: str
-    case_id: str
-    turn: int
-    judge_label: str | None
+FewShotExample = FewShotJson
+"""An adjudicated example in the rubric example shape, with its unit."""
 
 
 def calibration_report(
@@ -607,7 +598,7 @@ def few_shot_material(
         seed=seed,
     )
     with Session(read_only(engine)) as session:
-        by_case: dict[str, Any] = {}
+        by_case: dict[str, CaseView] = {}
         for example in examples:
             case_id, turn = example["case_id"], example["turn"]
             if case_id not in by_case:
@@ -616,7 +607,7 @@ def few_shot_material(
             reply = texts[-1].text if texts and texts[-1].turn == turn else ""
             context = next((t.text for t in reversed(texts[:-1]) if t.actor == "user"), "")
             example["reply"], example["context"] = reply or "", context or ""
-    return cast(list[FewShotExample], examples)
+    return examples
 
 
 def disagreement_explorer(
