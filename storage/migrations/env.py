@@ -5,7 +5,7 @@ from typing import Any
 from alembic import context
 from sqlmodel import SQLModel
 
-import storage.models  # noqa: F401  (registers the tables)
+import storage.models  # registers the tables
 
 config = context.config
 target_metadata = SQLModel.metadata
@@ -24,6 +24,8 @@ def run_migrations() -> None:
 
 
 def _run(connection: Any) -> None:
+    # The partial indexes' predicates as this dialect's options (autogenerate renders them)
+    storage.models.declare_partial_indexes(connection.dialect.name)
     context.configure(
         connection=connection,
         target_metadata=target_metadata,
