@@ -17,7 +17,7 @@ from sqlalchemy.dialects import postgresql
 from sqlalchemy.schema import CreateIndex
 from sqlmodel import SQLModel
 
-import storage.models  # registers the tables
+import storage.models
 from tests.conftest import Database
 
 
@@ -25,7 +25,7 @@ def test_migrations_build_the_declared_schema(database: Database) -> None:
     with database.engine.connect() as connection:
         storage.models.declare_partial_indexes(connection.dialect.name)
         context = MigrationContext.configure(connection, opts={"compare_type": True})
-        differences = compare_metadata(context, SQLModel.metadata)
+        differences = compare_metadata(context, storage.models.define_all())
     assert differences == []
 
 
@@ -45,7 +45,7 @@ def test_the_tables_load_no_dialect_they_are_not_used_on() -> None:
 
 def test_tables_created_from_the_models_keep_their_partial_indexes() -> None:
     engine = create_engine("sqlite://")
-    SQLModel.metadata.create_all(engine)
+    storage.models.define_all().create_all(engine)
     with engine.connect() as connection:
         created = dict(
             connection.exec_driver_sql(
@@ -59,3 +59,31 @@ def test_tables_created_from_the_models_keep_their_partial_indexes() -> None:
     (current,) = [index for index in labels.indexes if index.name == "ux_labels_current_unit"]
     compiled = str(CreateIndex(current).compile(dialect=postgresql.dialect()))
     assert compiled.endswith("WHERE current"), compiled
+
+
+def test_each_table_family_defines_the_tables_its_keys_name() -> None:
+    """``from storage.models import X`` defines X's family alone (issue 38); each family's
+    module imports the families its foreign keys name, so every key of a table defined
+    alone resolves (a flush sorts the tables by their keys). Each family in a fresh
+    process."""
+    code = (
+        "import sys; from importlib import import_module; from sqlmodel import SQLModel\n"
+        "import storage.models\n"
+        "for home in sys.argv[1:]:\n"
+        "    import_module(f'storage.tables.{home}')\n"
+        "for table in SQLModel.metadata.tables.values():\n"
+        "    for key in table.foreign_keys:\n"
+        "        key.column  # raises when the table it names is not defined\n"
+        "print(len(SQLModel.metadata.tables))\n"
+    )
+    for home in sorted(set(storage.models.HOMES.values())):
+        completed = subprocess.run(
+            [sys.executable, "-c", code, home], capture_output=True, text=True
+        )
+        assert completed.returncode == 0, (home, completed.stderr[-800:])
+    tables = {
+        getattr(storage.models, name).__table__
+        for name in storage.models.HOMES
+        if hasattr(getattr(storage.models, name), "__table__")
+    }
+    assert tables == set(storage.models.define_all().tables.values())

@@ -3,12 +3,11 @@ from __future__ import annotations
 from typing import Any
 
 from alembic import context
-from sqlmodel import SQLModel
 
-import storage.models  # registers the tables
+import storage.models
 
 config = context.config
-target_metadata = SQLModel.metadata
+target_metadata = storage.models.define_all()
 
 
 def run_migrations() -> None:
