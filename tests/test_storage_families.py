@@ -23,7 +23,7 @@ STORAGE = REPO / "storage"
 
 INFRASTRUCTURE = {
     "__init__": "the package",
-    "models": "the tables themselves",
+    "models": "the tables themselves (their names; storage/tables/ defines them)",
     "engine": "engines and sessions",
     "bulk": "bulk inserts, IN-list chunks and SQL text shared by the families",
     "backup": "copies of the whole database",
