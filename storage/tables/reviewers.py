@@ -9,8 +9,6 @@ from sqlmodel.main import SQLModelConfig
 
 from storage.tables import utcnow
 
-# --- reviewers, rubrics, assignments, labels -------------------------------
-
 REVIEWER_ROLES = ("reviewer", "policy_owner", "admin")
 
 
