@@ -126,6 +126,7 @@ def main() -> None:
                 HOME=str(workdir / "home"),
                 REVIEW_APP_DATABASE_URL=f"sqlite:///{template}",
             )
+            env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed copy has its bytecode
             timed([sys.executable, "-m", "review_app", "import", str(corpus)], env, workdir)
             size = prompt_bytes(one_turn_cases(1)[0])
             command = [

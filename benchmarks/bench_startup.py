@@ -81,6 +81,10 @@ def main() -> None:
         database = workdir / "demo.db"
         load_demo_database(database)
         env = dict(os.environ)
+        # An installed copy has its bytecode compiled (pip compiles it, a checkout writes
+        # __pycache__ on first use); without this the project's modules were compiled from
+        # source on every run while the floor's (site-packages) were not.
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
         env.update(
             HOME=str(workdir / "home"),
             REVIEW_APP_DATABASE_URL=f"sqlite:///{database}",

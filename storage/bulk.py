@@ -16,7 +16,6 @@ from itertools import chain
 from typing import Any
 
 from sqlalchemy import Connection, Engine, bindparam, insert, text
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session
 
 
@@ -83,11 +82,23 @@ def insert_ignoring_conflicts(connection: Connection, table: Any, *, keys: Seque
     failing, and both then read the one row.
     """
     name = connection.dialect.name
-    if name == "postgresql":
-        return postgresql.insert(table).on_conflict_do_nothing(index_elements=list(keys))
-    if name == "sqlite":
-        return sqlite.insert(table).on_conflict_do_nothing(index_elements=list(keys))
+    if name in ("postgresql", "sqlite"):
+        statement = dialect_insert(name)(table)
+        return statement.on_conflict_do_nothing(index_elements=list(keys))
     return insert(table)  # pragma: no cover - other databases: plain insert
+
+
+def dialect_insert(dialect_name: str) -> Any:
+    """The ``insert`` of ``dialect_name`` (``postgresql`` or ``sqlite``), the one with
+    ``ON CONFLICT``. Its module is loaded here, on first use: importing the PostgreSQL
+    dialect cost a SQLite command about a tenth of its start-up (issue 38)."""
+    if dialect_name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+
+        return postgresql_insert
+    from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+    return sqlite_insert
 
 
 CHUNK = 500

@@ -13,10 +13,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy import select as sql_select
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlmodel import Session, col, select
 
+from storage.bulk import dialect_insert
 from storage.models import ComputedReport
 
 
@@ -88,8 +87,7 @@ def store_report(
         "seconds": seconds,
         "computed_at": now,
     }
-    insert = postgresql_insert if session.get_bind().dialect.name == "postgresql" else sqlite_insert
-    statement = insert(ComputedReport).values(**values)
+    statement = dialect_insert(session.get_bind().dialect.name)(ComputedReport).values(**values)
     statement = statement.on_conflict_do_update(
         index_elements=[col(ComputedReport.key)],
         set_={

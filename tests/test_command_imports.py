@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -125,3 +126,55 @@ def test_the_check_sees_a_heavy_import(demo_url: str, tmp_path: Path) -> None:
         tmp_path=tmp_path,
     )
     assert "scipy" in modules
+
+
+# The table families (storage/tables/) a command reading the database defines: its own
+# and what its services' storage modules name (issue 38: each table defined costs start-up).
+TABLE_FAMILIES: dict[tuple[str, ...], frozenset[str]] = {
+    ("reviewers", "list"): frozenset(
+        {"assignments", "audit", "cases", "gold", "labels", "reviewers", "rubric_versions"}
+    ),
+    ("cases", "list", "--json"): frozenset(
+        {"assignments", "audit", "cases", "gold", "labels", "reviewers", "rubric_versions"}
+    ),
+    ("judge", "runs", "--json"): frozenset(
+        {
+            "assignments",
+            "audit",
+            "cases",
+            "gold",
+            "judging",
+            "labels",
+            "reviewers",
+            "rubric_versions",
+            "team_judges",
+        }
+    ),
+}
+
+_TABLES_PROBE = """
+import atexit, sys
+atexit.register(lambda: print(" ".join(sorted(
+    m.rsplit(".", 1)[1] for m in sys.modules if m.startswith("storage.tables.")))))
+sys.argv = ["review-app", *sys.argv[1:]]
+from review_app.__main__ import main
+main()
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", list(TABLE_FAMILIES), ids=" ".join)
+def test_a_command_defines_only_the_tables_it_reads(
+    command: tuple[str, ...], demo_url: str, tmp_path: Path
+) -> None:
+    completed = subprocess.run(
+        [sys.executable, "-c", _TABLES_PROBE, *command],
+        capture_output=True,
+        text=True,
+        env=cli_test_environment(tmp_path / "home", demo_url),
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert completed.returncode == 0, completed.stderr
+    defined = set(completed.stdout.splitlines()[-1].split())
+    assert defined <= TABLE_FAMILIES[command], sorted(defined - TABLE_FAMILIES[command])

@@ -20,7 +20,6 @@ from typing import Any
 
 import pytest
 from sqlalchemy import text
-from sqlmodel import SQLModel
 
 from review_app.services.access.actors import operator_actor
 from review_app.services.cases.importing import import_paths
@@ -29,6 +28,7 @@ from review_app.services.judging.judge_prompts import prompt_for_run
 from review_app.services.judging.judge_runner import run_judge
 from review_app.services.judging.transport import EndpointSettings
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
+from storage.models import define_all
 from tests.conftest import DEMO_CASES, Database, cli_environment, review_app_command
 from tests.judge_support import (
     FakeChatServer,
@@ -162,7 +162,7 @@ def _everything_stored(database: Database) -> str:
     """Every value of every table as text (not a row's repr, which SQLAlchemy shortens)."""
     chunks = []
     with database.engine.connect() as connection:
-        for table in SQLModel.metadata.sorted_tables:
+        for table in define_all().sorted_tables:
             for row in connection.execute(text(f"SELECT * FROM {table.name}")):
                 chunks.extend(str(value) for value in row)
     return "\n".join(chunks)

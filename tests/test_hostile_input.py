@@ -20,7 +20,6 @@ from typing import Any
 
 import pytest
 from sqlalchemy import Engine, text
-from sqlmodel import SQLModel
 
 from review_app.errors import InputError
 from review_app.rubrics.parsing import load_rubric_file
@@ -32,6 +31,7 @@ from review_app.services.labels.adjudication import record_gold
 from review_app.services.labels.labeling import record_label
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
 from review_app.services.team.people import add_person
+from storage.models import define_all
 from tests.actors import assign
 from tests.conftest import DEMO_CASES, REPO, CliResult, Database
 
@@ -302,7 +302,7 @@ def all_row_counts(engine: Engine) -> dict[str, int]:
     with engine.connect() as connection:
         return {
             table: int(connection.execute(text(f"SELECT count(*) FROM {table}")).scalar_one())
-            for table in sorted(SQLModel.metadata.tables)
+            for table in sorted(define_all().tables)
         }
 
 

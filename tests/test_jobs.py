@@ -312,7 +312,8 @@ def test_judge_run_on_a_named_endpoint_in_the_foreground_stores_no_key_anywhere(
     database: Database, tmp_path: Path, server: FakeChatServer, configured: Path
 ) -> None:
     from sqlalchemy import text
-    from sqlmodel import SQLModel
+
+    from storage.models import define_all
 
     load_cases(database, tmp_path, 2)
     home = tmp_path / "home"
@@ -334,7 +335,7 @@ def test_judge_run_on_a_named_endpoint_in_the_foreground_stores_no_key_anywhere(
         if path.is_file():
             assert SECRET not in path.read_text(errors="replace")
     with database.engine.connect() as connection:
-        for table in SQLModel.metadata.sorted_tables:
+        for table in define_all().sorted_tables:
             rows = connection.execute(text(f"SELECT * FROM {table.name}")).all()
             # each value whole: a row's repr shortens long values
             assert SECRET not in "\n".join(str(v) for row in rows for v in row), table.name

@@ -16,8 +16,6 @@ import ast
 import re
 from pathlib import Path
 
-from sqlmodel import SQLModel
-
 import storage.models
 
 REPO = Path(__file__).resolve().parents[1]
@@ -25,7 +23,7 @@ STORAGE = REPO / "storage"
 
 INFRASTRUCTURE = {
     "__init__": "the package",
-    "models": "the tables themselves",
+    "models": "the tables themselves (their names; storage/tables/ defines them)",
     "engine": "engines and sessions",
     "bulk": "bulk inserts, IN-list chunks and SQL text shared by the families",
     "backup": "copies of the whole database",
@@ -104,12 +102,11 @@ _WORD = re.compile(r"[a-z_]+")
 
 def model_tables() -> dict[str, str]:
     """Model class name -> its table, for the table classes of ``storage.models``."""
-    tables = set(SQLModel.metadata.tables.values())
+    tables = set(storage.models.define_all().tables.values())
     found: dict[str, str] = {}
-    for name, value in vars(storage.models).items():
-        table = getattr(value, "__table__", None)
-        own = isinstance(value, type) and value.__module__ == storage.models.__name__
-        if own and table is not None and table in tables:
+    for name in storage.models.HOMES:
+        table = getattr(getattr(storage.models, name), "__table__", None)
+        if table is not None and table in tables:
             found[name] = table.name
     return found
 
@@ -188,7 +185,7 @@ def test_every_table_has_one_home() -> None:
         for table in tables:
             owners.setdefault(table, []).append(module)
     assert {table: found for table, found in owners.items() if len(found) > 1} == {}
-    assert set(owners) == set(SQLModel.metadata.tables)
+    assert set(owners) == set(storage.models.define_all().tables)
 
 
 def test_each_module_queries_its_own_family() -> None:

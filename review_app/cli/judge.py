@@ -180,11 +180,14 @@ def judge_runs(
     from review_app.services.judging.runs import list_judge_runs
 
     engine = open_engine(db)
-    chosen = catalog(engine).for_reports(rubric) if rubric else None
+    rubrics = catalog(engine) if rubric else None  # the runs' rubrics: read once, below
+    chosen = rubrics.for_reports(rubric) if rubrics and rubric else None
     runs = list_judge_runs(engine, operator(), rubric=chosen)
+    if runs and rubrics is None:
+        rubrics = catalog(engine)
     teams = {
         known.ref: team_judge(engine, operator(), rubric=known)
-        for known in {catalog(engine).for_reports(run.rubric) for run in runs}
+        for known in {rubrics.for_reports(run.rubric) for run in runs if rubrics}
     }
     marked = {run.id for run in runs if (team := teams.get(run.rubric)) and team.matches(run)}
     if as_json:

@@ -17,17 +17,19 @@ def _absent_values_without_adapters() -> None:
     default ``None``): that imports pydantic's validation machinery, about a tenth of a
     light command's start-up (``reviewers list``). An absent value is given what Typer's
     own coercion gives it (``None``, or ``()`` for an option taking several values)
-    without one; the required check and the callback run as before. Given values go
-    through Typer's coercion unchanged."""
+    without one, as is a default already of its option's plain type (``--limit``'s 50 for
+    an ``int``: what the coercion would return); the required check and the callback run
+    as before. Given values go through Typer's coercion unchanged."""
     parameter: Any = getattr(typer.core, "_TyperParameter", None)
     if parameter is None or not hasattr(parameter, "get_runtime_param"):
         return  # an older Typer: click's own types, nothing to skip
     typer_process_value = parameter.process_value
 
     def process_value(self: Any, ctx: Any, value: Any) -> Any:
-        if value is not None:
+        if value is not None and not _plain_default(self, ctx, value):
             return typer_process_value(self, ctx, value)
-        value = () if self.multiple or self.nargs == -1 else None
+        if value is None:
+            value = () if self.multiple or self.nargs == -1 else None
         if self.required and self.value_is_missing(value):
             from typer._click.exceptions import MissingParameter
 
@@ -37,6 +39,19 @@ def _absent_values_without_adapters() -> None:
         return value
 
     parameter.process_value = process_value
+
+
+def _plain_default(parameter: Any, ctx: Any, value: Any) -> bool:
+    """Whether ``value`` is the option's own default and already of its plain type."""
+    from typer._click.core import ParameterSource
+
+    annotation = getattr(getattr(parameter, "type_descriptor", None), "annotation", None)
+    return (
+        annotation in (int, float, str, bool)
+        and type(value) is annotation
+        and not parameter.multiple
+        and ctx.get_parameter_source(parameter.name) is ParameterSource.DEFAULT
+    )
 
 
 _absent_values_without_adapters()

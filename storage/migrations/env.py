@@ -3,12 +3,11 @@ from __future__ import annotations
 from typing import Any
 
 from alembic import context
-from sqlmodel import SQLModel
 
-import storage.models  # noqa: F401  (registers the tables)
+import storage.models
 
 config = context.config
-target_metadata = SQLModel.metadata
+target_metadata = storage.models.define_all()
 
 
 def run_migrations() -> None:
@@ -24,6 +23,8 @@ def run_migrations() -> None:
 
 
 def _run(connection: Any) -> None:
+    # The partial indexes' predicates as this dialect's options (autogenerate renders them)
+    storage.models.declare_partial_indexes(connection.dialect.name)
     context.configure(
         connection=connection,
         target_metadata=target_metadata,
