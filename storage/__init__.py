@@ -5,7 +5,8 @@ these queries inside the transactions they open.
 
 Modules:
 
-- ``models``: the SQLModel tables;
+- ``models``: the SQLModel tables by name, each family defined on first use;
+- ``tables``: the tables' definitions, a module per table family;
 - ``engine``: database engines: SQLite by default, PostgreSQL for teams;
 - ``migrations``: Alembic migrations, applied by every command on start;
 - ``write_queue``: SQLite writers wait their turn behind a lock file;

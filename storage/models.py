@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import MetaData
 from sqlmodel import SQLModel
 
-from storage.tables import PARTIAL_INDEX_DIALECTS, declare_partial_indexes, utcnow
+from storage.tables.base import PARTIAL_INDEX_DIALECTS, declare_partial_indexes, utcnow
 
 if TYPE_CHECKING:
     from storage.tables.assignments import Assignment

@@ -155,7 +155,8 @@ TABLE_FAMILIES: dict[tuple[str, ...], frozenset[str]] = {
 _TABLES_PROBE = """
 import atexit, sys
 atexit.register(lambda: print(" ".join(sorted(
-    m.rsplit(".", 1)[1] for m in sys.modules if m.startswith("storage.tables.")))))
+    m.rsplit(".", 1)[1] for m in sys.modules
+    if m.startswith("storage.tables.") and m != "storage.tables.base"))))
 sys.argv = ["review-app", *sys.argv[1:]]
 from review_app.__main__ import main
 main()

@@ -1,65 +1,28 @@
-"""The tables, one module per table family (named as the storage module that queries
-it), each defined when first imported: a command pays for the tables it uses, not for
-all of them (issue 38: defining every SQLModel table cost a light command about a fifth
-of its start-up). :mod:`storage.models` names every table; ``storage.models.define_all``
-defines them all (the migrations, the schema's tests).
+"""The tables, one module per table family (named as the storage module that queries it),
+each defined when first imported: a command pays for the tables it uses, not for all of
+them (issue 38: defining every SQLModel table cost a light command about a fifth of its
+start-up). :mod:`storage.models` names every table; ``storage.models.define_all``
+defines them all (the migrations, the schema's tests). A family's module imports the
+families whose tables its foreign keys name, so that they are defined before it.
 
-A family's module imports the families whose tables its foreign keys name
-(``REFERENCED``), so that they are defined before it.
+Modules:
+
+- ``base``: what every family shares: the timestamp default, partial unique indexes per
+  dialect, deferred validator builds;
+- ``assignments``: assignments: who reviews which case;
+- ``audit``: the audit log;
+- ``audit_samples``: audit samples and the units they drew;
+- ``carry``: carry-overs into the next rubric version and re-reviews;
+- ``cases``: contracts, cases, events, evaluations and findings;
+- ``certified_verdicts``: certified judge verdicts;
+- ``gold``: gold labels;
+- ``jobs``: background jobs;
+- ``judge_prompts``: judge prompt versions;
+- ``judging``: judge runs and their verdicts;
+- ``labels``: labels and label events;
+- ``prompt_align``: judge align's confirmation sets, tests, candidates and proposals;
+- ``reports``: computed reports;
+- ``reviewers``: reviewers;
+- ``rubric_versions``: rubric versions;
+- ``team_judges``: the team's judge per rubric version.
 """
-
-from __future__ import annotations
-
-from datetime import UTC, datetime
-
-from sqlalchemy import Connection, Index, event, text
-from sqlmodel import SQLModel
-
-# Pydantic builds a model's validator and serializer when it is first used, not when its
-# class is defined: a command that reads one table pays for one, not for every table's
-# (issue 38: a command's start-up).
-SQLModel.model_config["defer_build"] = True
-
-
-def utcnow() -> datetime:
-    return datetime.now(UTC)
-
-
-PARTIAL_INDEX_DIALECTS = ("sqlite", "postgresql")
-"""The dialects whose partial indexes the tables declare (``<dialect>_where``)."""
-
-
-def one_current_row(name: str, *columns: str) -> Index:
-    """A partial unique index: at most one row with ``current`` set per ``columns``.
-
-    Its predicate is kept in ``info["where"]`` and given to a dialect as
-    ``<dialect>_where`` by :func:`declare_partial_indexes`, not here: a dialect option
-    given at definition loads that dialect's module, and the PostgreSQL dialect cost a
-    SQLite command about a tenth of its start-up (issue 38). The migrations create these
-    indexes with their own ``sqlite_where``/``postgresql_where``.
-    """
-    index = Index(name, *columns, unique=True, info={"where": "current"})
-    event.listen(index, "after_parent_attach", _declare_when_created)
-    return index
-
-
-def declare_partial_indexes(dialect_name: str) -> None:
-    """Give the defined tables' partial indexes their predicate as ``dialect_name``'s
-    option (``postgresql_where``, ``sqlite_where``), so that the tables create, compare
-    and autogenerate as declared on that dialect; idempotent. Called when a table is
-    created from these definitions (``create_all``) and by the migrations' environment."""
-    if dialect_name not in PARTIAL_INDEX_DIALECTS:
-        return
-    for table in SQLModel.metadata.tables.values():
-        for index in table.indexes:
-            where = index.info.get("where")
-            if where is not None and index.dialect_options[dialect_name]["where"] is None:
-                index.dialect_options[dialect_name]["where"] = text(where)
-
-
-def _declare_when_created(_index: Index, table: object) -> None:
-    event.listen(table, "before_create", _before_create)
-
-
-def _before_create(_target: object, connection: Connection, **_kw: object) -> None:
-    declare_partial_indexes(connection.dialect.name)

@@ -7,7 +7,7 @@ from datetime import datetime
 from sqlalchemy import Column, Index, Text
 from sqlmodel import Field, SQLModel
 
-from storage.tables import utcnow
+from storage.tables.base import utcnow
 
 # --- audit log -------------------------------------------------------------
 

@@ -6,7 +6,8 @@ from datetime import datetime
 
 from sqlmodel import Field, SQLModel
 
-from storage.tables import cases, judging, reviewers, utcnow
+from storage.tables import cases, judging, reviewers
+from storage.tables.base import utcnow
 
 REFERENCED = (cases, judging, reviewers)
 """The families whose tables this one's foreign keys name, defined before it: a flush

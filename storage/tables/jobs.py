@@ -7,7 +7,8 @@ from datetime import datetime
 from sqlalchemy import Column, Index, Text
 from sqlmodel import Field, SQLModel
 
-from storage.tables import reviewers, utcnow
+from storage.tables import reviewers
+from storage.tables.base import utcnow
 
 REFERENCED = (reviewers,)
 """The families whose tables this one's foreign keys name, defined before it: a flush

@@ -8,7 +8,8 @@ from sqlalchemy import Column, Index, Text
 from sqlmodel import Field, SQLModel
 from sqlmodel.main import SQLModelConfig
 
-from storage.tables import cases, utcnow
+from storage.tables import cases
+from storage.tables.base import utcnow
 
 REFERENCED = (cases,)
 """The families whose tables this one's foreign keys name, defined before it: a flush

@@ -7,7 +7,8 @@ from datetime import datetime
 from sqlalchemy import Column, Index, Text, false
 from sqlmodel import Field, SQLModel
 
-from storage.tables import cases, one_current_row, reviewers, utcnow
+from storage.tables import cases, reviewers
+from storage.tables.base import one_current_row, utcnow
 
 REFERENCED = (cases, reviewers)
 """The families whose tables this one's foreign keys name, defined before it: a flush

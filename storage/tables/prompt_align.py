@@ -7,7 +7,8 @@ from datetime import datetime
 from sqlalchemy import CheckConstraint, Column, Index, Text
 from sqlmodel import Field, SQLModel
 
-from storage.tables import jobs, judge_prompts, utcnow
+from storage.tables import jobs, judge_prompts
+from storage.tables.base import utcnow
 
 REFERENCED = (jobs, judge_prompts)
 """The families whose tables this one's foreign keys name, defined before it: a flush

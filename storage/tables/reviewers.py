@@ -7,7 +7,7 @@ from datetime import datetime
 from sqlmodel import Field, SQLModel
 from sqlmodel.main import SQLModelConfig
 
-from storage.tables import utcnow
+from storage.tables.base import utcnow
 
 REVIEWER_ROLES = ("reviewer", "policy_owner", "admin")
 

@@ -7,7 +7,7 @@ from datetime import datetime
 from sqlalchemy import Column, String, Text
 from sqlmodel import Field, SQLModel
 
-from storage.tables import utcnow
+from storage.tables.base import utcnow
 
 RUBRIC_STATES = ("draft", "published")
 """A stored rubric version's state: a draft never acts (no labels, no queue, no default);

@@ -7,7 +7,8 @@ from datetime import datetime
 from sqlalchemy import Index
 from sqlmodel import Field, SQLModel
 
-from storage.tables import judging, utcnow
+from storage.tables import judging
+from storage.tables.base import utcnow
 
 REFERENCED = (judging,)
 """The families whose tables this one's foreign keys name, defined before it: a flush
