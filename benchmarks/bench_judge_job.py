@@ -113,7 +113,7 @@ def page_rerun(url: str):  # type: ignore[no-untyped-def]
 def as_job(engine, corpus: Path, url: str) -> tuple[int, float, list[float], list[float]]:  # type: ignore[no-untyped-def]
     from review_app.services.access.actors import operator_actor
     from review_app.services.jobs.runner import job_status, run_worker
-    from review_app.services.judging.judge_jobs import start_judge_job
+    from review_app.services.judging.judge_run_kind import start_judge_job
     from review_app.services.team.people import add_person
 
     load(engine, corpus)

@@ -42,6 +42,7 @@ from review_app.services.judging import (
     judge_jobs,
     judge_prompts,
     judge_report,
+    judge_run_kind,
     judge_runner,
     prompt_workbench,
     run_defaults,
@@ -339,8 +340,8 @@ GUARDED: dict[str, tuple[Call, str]] = {
         "denied",
     ),
     "endpoints.list_endpoints": (lambda w, a: endpoints.list_endpoints(w.engine, a), "denied"),
-    "judge_jobs.start_judge_job": (
-        lambda w, a: judge_jobs.start_judge_job(
+    "judge_run_kind.start_judge_job": (
+        lambda w, a: judge_run_kind.start_judge_job(
             w.engine, a, rubric=RUBRIC, prompt="role-judge@v1", endpoint="nowhere"
         ),
         "denied",

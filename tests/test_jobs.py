@@ -28,7 +28,7 @@ from review_app.services.access.actors import operator_actor, sign_in
 from review_app.services.cases.importing import import_paths
 from review_app.services.jobs.runner import job_status, list_jobs, run_worker, stop_job
 from review_app.services.judging.endpoints import ENDPOINTS_ENV, endpoint_settings, parse_endpoints
-from review_app.services.judging.judge_jobs import start_judge_job
+from review_app.services.judging.judge_run_kind import start_judge_job
 from review_app.services.operations.audit import audit_entries
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
 from storage import jobs as job_storage

@@ -16,7 +16,7 @@ from sqlmodel import Session, select
 
 from review_app.services.jobs.runner import job_status
 from review_app.services.judging.endpoints import ENDPOINTS_ENV
-from review_app.services.judging.judge_jobs import start_judge_job
+from review_app.services.judging.judge_run_kind import start_judge_job
 from storage.engine import create_database_engine
 from storage.migrations.upgrade import upgrade_database
 from storage.models import BackgroundJob

@@ -20,7 +20,7 @@ import pytest
 from review_app.services.access.actors import operator_actor
 from review_app.services.cases.importing import import_paths
 from review_app.services.judging.endpoints import ENDPOINTS_ENV
-from review_app.services.judging.judge_jobs import start_judge_job
+from review_app.services.judging.judge_run_kind import start_judge_job
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
 from tests.conftest import Database, cli_environment, review_app_command
 from tests.judge_support import support_case, write_jsonl

@@ -329,7 +329,7 @@ def judge_run(
                 "give --endpoint NAME",
                 field="--background",
             )
-        from review_app.services.judging.judge_jobs import start_judge_job
+        from review_app.services.judging.judge_run_kind import start_judge_job
 
         job = start_judge_job(
             engine,

@@ -8,7 +8,7 @@ Above every floor of ``services/``: it gathers the kinds the floors register
 from __future__ import annotations
 
 from review_app.services.judging.align import ALIGN_JOB_KIND
-from review_app.services.judging.judge_jobs import JUDGE_RUN_KIND
+from review_app.services.judging.judge_run_kind import JUDGE_RUN_KIND
 from review_app.services.reports.report_store import REPORT_JOB_KIND
 
 ENDPOINT_KINDS: tuple[str, ...] = (JUDGE_RUN_KIND.name, ALIGN_JOB_KIND.name)

@@ -10,7 +10,9 @@ Modules:
   on gold or on every turn (``preview_prompt``, ``run_on_gold_units``,
   ``run_on_every_turn``, ``compare_for_workbench``);
 - ``judge_jobs``: a judge run as one piece of work, in the foreground or as a stored job
-  (``run_judge_job``, ``start_judge_job``);
+  (``run_judge_job``);
+- ``judge_run_kind``: judge runs as background jobs: queued, and run by a worker
+  (``start_judge_job``);
 - ``align``: a better prompt suggested by an optimiser and confirmed on gold it never saw;
 - ``judge_runner``: a judge run's orchestration: units asked, verdicts stored as they
   arrive, resumable (``run_judge``, ``select_case_ids``);

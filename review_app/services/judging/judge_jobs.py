@@ -1,36 +1,24 @@
 """A judge run as one piece of work, whoever starts it: the command line in the
-foreground, or a stored job a worker runs (the workbench's Run buttons, ``judge run
---background``).
+foreground, or a stored job a worker runs (review_app/services/judging/judge_run_kind.py:
+the workbench's Run buttons, ``judge run --background``).
 
 :func:`run_judge_job` assembles the run from what it asks (rubric version, prompt,
 which cases or units) and runs it: the command line calls it with the settings it was
-given, and the worker calls it (through the job kind registered here) with the settings
-of the endpoint the job names. :func:`start_judge_job` queues the job: it stores the
-endpoint's name, never its key (read when the job runs).
+given, the worker with the settings of the endpoint the job names. This module stays
+light (no statistics): ``judge run``'s start-up is part of its speed target.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TypedDict, cast
+from typing import TypedDict
 
 from sqlalchemy import Engine
-from sqlmodel import Session
 
 from review_app.errors import InputError
 from review_app.rubrics.model import Rubric
 from review_app.services.access.actors import Actor, authorize
-from review_app.services.jobs.runner import (
-    Heartbeat,
-    JobKind,
-    JobOutcome,
-    JobView,
-    add_job_row,
-    register_job_kind,
-)
-from review_app.services.judging.endpoints import endpoint_settings, find_endpoint
 from review_app.services.judging.judge_prompts import JudgePrompt, prompt_for_run
 from review_app.services.judging.judge_runner import (
     JudgeRunSummary,
@@ -38,9 +26,7 @@ from review_app.services.judging.judge_runner import (
     select_case_ids,
 )
 from review_app.services.judging.transport import EndpointSettings
-from review_app.services.labels.adjudication import gold_labels
 from review_app.services.rubrics.rubric_catalog import sync_rubrics
-from storage import jobs as job_storage
 
 JUDGE_RUN = "judge_run"
 GOLD_SCOPE = "gold"
@@ -98,66 +84,6 @@ def scope_words(asked: JudgeRunAsked) -> str:
     return "every turn"
 
 
-def start_judge_job(
-    engine: Engine,
-    actor: Actor,
-    *,
-    rubric: str,
-    prompt: str,
-    endpoint: str,
-    judge: str | None = None,
-    case_ids: Sequence[str] | None = None,
-    lane: str | None = None,
-    limit: int | None = None,
-    scope: str | None = None,
-    retries: int = 3,
-    timeout: float = 120.0,
-    max_tokens: int = 300,
-) -> JobView:
-    """Queue a judge run of ``prompt`` (``judge@vN``) on ``rubric`` (``id@version``) at the
-    endpoint called ``endpoint``; a worker runs it (:func:`run_judge_job`). The job stores
-    the endpoint's name, never its key (read when the job runs). ``scope`` ``gold`` asks
-    only the units with gold when the job runs (:data:`GOLD_SCOPE`); else every turn of
-    the chosen cases."""
-    actor = authorize(engine, actor, "policy_owner")
-    find_endpoint(endpoint)  # refuse an unknown name now, not in the worker
-    chosen, template = resolve_rubric_and_prompt(
-        engine, actor, rubric=rubric, prompt=prompt, judge=judge
-    )
-    if limit is not None and limit < 1:
-        raise InputError("--limit is at least 1", field="--limit")
-    if scope not in (None, GOLD_SCOPE):
-        raise InputError(f"scope is {GOLD_SCOPE!r} or none, got {scope!r}", field="scope")
-    asked: JudgeRunAsked = {
-        "rubric": chosen.ref,
-        "prompt": template.ref,
-        "prompt_source": prompt_source(prompt),
-        "judge": judge,
-        "endpoint": endpoint,
-        "case_ids": list(case_ids) if case_ids else None,
-        "lane": lane,
-        "limit": limit,
-        "scope": scope,
-        "retries": retries,
-        "timeout": timeout,
-        "max_tokens": max_tokens,
-    }
-    parameters = dict(asked)
-    with Session(engine) as session:
-        same = job_storage.unfinished_same(
-            session, kind=JUDGE_RUN, parameters_json=json.dumps(parameters, sort_keys=True)
-        )
-        if same is not None:
-            # Two workers would ask the same units at once; one job does the run.
-            raise InputError(
-                f"job {same} already runs this judge on these cases; wait for it or stop it",
-                field="--background",
-            )
-        view = add_job_row(session, actor, kind=JUDGE_RUN, parameters=parameters)
-        session.commit()
-        return view
-
-
 def run_judge_job(
     engine: Engine,
     actor: Actor,
@@ -166,21 +92,25 @@ def run_judge_job(
     prompt: JudgePrompt,
     asked: JudgeRunAsked,
     settings: EndpointSettings | Sequence[EndpointSettings],
+    units: Sequence[tuple[str, int]] | None = None,
     progress: Callable[[int, int], None] | None = None,
     stop: Callable[[], bool] | None = None,
     counted: Callable[[int, int], None] | None = None,
 ) -> JudgeRunSummary:
     """Run ``prompt`` on what ``asked`` names with ``settings``: the one assembly of a
     judge run, for the command line's foreground run and for the worker (both resolve
-    ``rubric`` and ``prompt`` first with :func:`resolve_rubric_and_prompt`). Chooses the
-    units (the gold ones for ``scope`` ``gold``, else every turn of the chosen cases) and
-    runs :func:`~review_app.services.judging.judge_runner.run_judge` (resumable: units
+    ``rubric`` and ``prompt`` first with :func:`resolve_rubric_and_prompt`). Asks
+    ``units`` when given (a ``gold`` scope's: the worker reads them,
+    review_app/services/judging/judge_run_kind.py), else every turn of the chosen cases,
+    and runs :func:`~review_app.services.judging.judge_runner.run_judge` (resumable: units
     already answered are not asked again)."""
     actor = authorize(engine, actor, "policy_owner")
-    units: list[tuple[str, int]] | None = None
-    if asked.get("scope") == GOLD_SCOPE:
-        units = sorted(gold_labels(engine, actor, rubric=rubric).labels)
+    if units is not None:
         case_ids = sorted({case_id for case_id, _ in units})
+    elif asked.get("scope") == GOLD_SCOPE:
+        raise InputError(
+            "a run of the gold units names them (the worker reads them)", field="scope"
+        )
     else:
         case_ids = select_case_ids(
             engine, case_ids=asked.get("case_ids"), lane=asked.get("lane"), limit=asked.get("limit")
@@ -192,64 +122,9 @@ def run_judge_job(
         prompt=prompt,
         settings=settings,
         case_ids=case_ids,
-        units=units,
+        units=list(units) if units is not None else None,
         scope=scope_words(asked),
         progress=progress,
         stop=stop,
         counted=counted,
     )
-
-
-def _run_judge_run_job(engine: Engine, actor: Actor, view: JobView, beat: Heartbeat) -> JobOutcome:
-    asked = cast(JudgeRunAsked, view.parameters)  # stored by start_judge_job
-    settings = endpoint_settings(
-        asked["endpoint"],
-        retries=asked.get("retries", 3),
-        timeout=asked.get("timeout", 120.0),
-        max_tokens=asked.get("max_tokens", 300),
-    )
-    skipped = [0]
-
-    def counted(units: int, already: int) -> None:
-        skipped[0] = already
-        beat.progress(already, units)
-
-    def progress(done: int, total: int) -> None:
-        beat.progress(skipped[0] + done, skipped[0] + total)
-
-    rubric, prompt = resolve_rubric_and_prompt(
-        engine,
-        actor,
-        rubric=asked["rubric"],
-        prompt=asked.get("prompt_source") or asked["prompt"],
-        judge=asked.get("judge"),
-    )
-    summary = run_judge_job(
-        engine,
-        actor,
-        rubric=rubric,
-        prompt=prompt,
-        asked=asked,
-        settings=settings,
-        progress=progress,
-        stop=beat.should_stop,
-        counted=counted,
-    )
-    if summary.stopped:
-        status = "stopped"
-    elif summary.all_failed:
-        status = "failed"  # the first error says why; the counts are in the result
-    else:
-        status = "done"  # any failures are counted in the result ("k of n failed")
-    return JobOutcome(
-        status=status,
-        result=summary.to_dict(),
-        done=summary.skipped + summary.answered + summary.answer_errors + summary.endpoint_errors,
-        total=summary.units,
-        error=f"every request failed at the endpoint; the first: {summary.first_error}"
-        if status == "failed"
-        else None,
-    )
-
-
-JUDGE_RUN_KIND = register_job_kind(JobKind(name=JUDGE_RUN, handler=_run_judge_run_job))

@@ -22,12 +22,13 @@ from review_app.services.access.actors import Actor, authorize
 from review_app.services.jobs.runner import JobView, list_jobs
 from review_app.services.judging.endpoints import find_endpoint
 from review_app.services.judging.judge_compare import compare_judge_runs
-from review_app.services.judging.judge_jobs import GOLD_SCOPE, JUDGE_RUN, start_judge_job
+from review_app.services.judging.judge_jobs import GOLD_SCOPE, JUDGE_RUN
 from review_app.services.judging.judge_prompts import (
     parse_prompt_ref,
     preview_messages,
     prompt_refs_for,
 )
+from review_app.services.judging.judge_run_kind import start_judge_job
 from review_app.services.judging.run_defaults import Pairing, default_pair, team_judge
 from review_app.services.judging.runs import RunListing, list_judge_runs, rubric_listings
 from review_app.services.labels.adjudication import gold_labels
