@@ -80,7 +80,7 @@ from storage import prompt_align as align_storage
 from storage.engine import read_only
 
 if TYPE_CHECKING:
-    from review_app.services.judging.judge_runner import EndpointSettings
+    from review_app.services.judging.transport import EndpointSettings
     from review_app.stats.paired import PairedComparison
 
 log = logging.getLogger(__name__)
