@@ -58,7 +58,7 @@ from review_app.services.operations import audit, backup
 from review_app.services.reports import report_jobs, report_store
 from review_app.services.review import agreement_reports, reliability
 from review_app.services.rubrics import rubric_carry, rubric_catalog, rubric_drafts
-from review_app.services.team import audit_samples, people, queue, team
+from review_app.services.team import audit_samples, people, queue, rights, team
 from storage.engine import create_database_engine
 from storage.migrations.upgrade import upgrade_database
 from tests.actors import operator, signed_in
@@ -447,6 +447,10 @@ GUARDED: dict[str, tuple[Call, str]] = {
         lambda w, a: run_defaults.team_judge(w.engine, a, rubric=w.rubric),
         "denied",
     ),
+    "run_defaults.team_judge_runs": (
+        lambda w, a: run_defaults.team_judge_runs(w.engine, a, runs=[]),
+        "denied",
+    ),
     "run_defaults.choose_team_judge": (
         lambda w, a: run_defaults.choose_team_judge(w.engine, a, rubric=w.rubric, run_id=w.run_id),
         "denied",
@@ -530,8 +534,8 @@ GUARDED: dict[str, tuple[Call, str]] = {
         lambda w, a: people.reactivate_person(w.engine, a, name="ana"),
         "denied",
     ),
-    "people.preview_rights_change": (
-        lambda w, a: people.preview_rights_change(w.engine, a, name="ana", change="deactivate"),
+    "rights.preview_rights_change": (
+        lambda w, a: rights.preview_rights_change(w.engine, a, name="ana", change="deactivate"),
         "denied",
     ),
     "queue.plan_assignment": (
@@ -843,7 +847,7 @@ EXEMPT: dict[str, str] = {
     "align.verdict_sentence": "pure: words for an align result",
     "runner.add_job_row": "takes an open Session: the caller authorized and commits",
     "actors.sign_in_configured": "no data: the sign-in setting from the environment and files",
-    "people.rights_of": "pure: words for a role's rights",
+    "rights.rights_of": "pure: words for a role's rights",
     "audit_samples.earlier_draw": "takes an open Session: a building block of the draws",
     "local_judge.local_judge_available": "no data: whether a package is installed",
     "local_judge.local_server_command": "no data: a command line",
@@ -853,6 +857,8 @@ EXEMPT: dict[str, str] = {
     "actors.display_of": "pure: the display form of a typed name",
     "actors.check_role_name": "pure: validates a role",
     "actors.role_with_article": "pure: a role's name with its article, for sentences",
+    "actors.role_words": "pure: a role's name as words",
+    "actors.is_self": "pure: whether a name is the acting person's",
     "database.database_url": "no data: which database URL to use",
     "database.open_database": "opens and migrates the database; reads no rows",
     "actors.configured_admins": "reads an environment variable",

@@ -20,11 +20,11 @@ from review_app.services.team.people import (
     add_person,
     deactivate_person,
     list_people,
-    preview_rights_change,
     reactivate_person,
     set_role,
 )
 from review_app.services.team.queue import assign_cases, queue_page
+from review_app.services.team.rights import preview_rights_change
 from tests.actors import assign, operator, signed_in
 from tests.conftest import DEMO_CASES, Database
 

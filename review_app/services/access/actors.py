@@ -177,6 +177,17 @@ def _denied(actor: Actor, role: str, minimum: str) -> PermissionDenied:
     )
 
 
+def role_words(role: str) -> str:
+    """A role's name as words: ``"policy owner"``."""
+    return role.replace("_", " ")
+
+
+def is_self(actor: Actor, name: str) -> bool:
+    """Whether ``name`` is the signed-in person acting (the command line's operator is
+    nobody's name: ``operator`` is reserved)."""
+    return actor.reviewer_id is not None and actor.name == name
+
+
 def role_with_article(role: str) -> str:
     """``"a reviewer"``, ``"a policy owner"``, ``"an admin"``."""
     words = role.replace("_", " ")

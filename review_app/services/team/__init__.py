@@ -3,8 +3,10 @@ samples.
 
 Modules:
 
-- ``people``: the team's people: listing, adding, roles, deactivation and the rights forms'
-  previews (``list_people``, ``add_person``, ``set_role``, ``preview_rights_change``);
+- ``people``: the team's people: listing, adding, roles, deactivation and reactivation
+  (``list_people``, ``add_person``, ``set_role``, ``deactivate_person``);
+- ``rights``: what a change of someone's rights would do, before it is applied
+  (``preview_rights_change``, ``rights_of``);
 - ``team``: the team as a policy owner sees it (``team_view``);
 - ``queue``: reviewers' queues and how policy owners fill them (``queue_page``,
   ``next_case``, ``assign_cases``, ``informative_queue``);

@@ -27,7 +27,6 @@ from review_app.services.team.audit_samples import draw_audit_sample
 from review_app.services.team.people import (
     add_person,
     deactivate_person,
-    preview_rights_change,
     reactivate_person,
     set_role,
 )
@@ -37,6 +36,7 @@ from review_app.services.team.queue import (
     assign_cases,
     plan_assignment,
 )
+from review_app.services.team.rights import preview_rights_change
 from review_app.services.team.team import team_view
 from review_app.ui import cached, common, reviewer_figures
 from review_app.ui.safe import error_text, escape
