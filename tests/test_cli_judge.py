@@ -136,6 +136,29 @@ def test_judge_runs_as_json(demo_cli: Cli) -> None:
     }
 
 
+def test_judge_runs_through_the_entry_point_marks_the_teams_judge(demo_cli: Cli) -> None:
+    """The real entry point builds the judge group with ``runs`` alone: the listing, the
+    team's judge (read from its table, no rubric file) and the group's help and errors
+    are what the whole command line gives."""
+    listed = demo_cli("judge", "runs", "--json", subprocess=True)
+    assert listed.returncode == 0, listed.stderr
+    marked = [(r["name"], r["team_judge"]) for r in json.loads(listed.stdout)]
+    assert marked == [
+        ("role-judge@v1/gemma-3-270m-it", False),
+        ("role-judge@v2/gemma-3-270m-it", True),
+    ]
+    assert demo_cli("judge", "runs", subprocess=True).stdout.count("[the team's judge]") == 1
+
+    unknown = demo_cli("judge", "rnus", subprocess=True)
+    assert unknown.returncode == 2
+    assert "No such command 'rnus'" in unknown.stderr
+    group_help = demo_cli("judge", "--help", subprocess=True).stdout
+    assert all(name in group_help for name in ("runs", "report", "prompts", "estimate"))
+    prompts = demo_cli("judge", "prompts", "list", "--rubric", RUBRIC, subprocess=True)
+    assert prompts.returncode == 0, prompts.stderr
+    assert "role-judge@v2" in prompts.stdout
+
+
 def test_judge_report_as_json_and_as_text(demo_cli: Cli) -> None:
     result = demo_cli("judge", "report", "--rubric", RUBRIC, "--json", "--resamples", "100")
     assert result.returncode == 0, result.stderr

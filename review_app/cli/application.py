@@ -9,6 +9,7 @@ and exit code 2; never a traceback (:class:`~review_app.cli.shared.ErrorsAsMessa
 
 from __future__ import annotations
 
+import copy
 import sys
 from functools import cache
 from importlib import import_module
@@ -85,12 +86,35 @@ def _part(module: str, name: str) -> Any:
     return getattr(import_module(f"review_app.cli.{module}"), name)
 
 
+def _group_with(group: typer.Typer, command: str | None) -> typer.Typer:
+    """``group`` with its subcommand or subgroup ``command`` alone, when it has one of
+    that name (Typer builds every command's parameters of a group it is asked to run: a
+    tenth of ``judge runs``'s start-up); else ``group`` whole, for its help and errors."""
+    if command is None:
+        return group
+    commands = [info for info in group.registered_commands if _command_name(info) == command]
+    groups = [info for info in group.registered_groups if info.name == command]
+    if not commands and not groups:
+        return group
+    trimmed = copy.copy(group)
+    trimmed.registered_commands = commands
+    trimmed.registered_groups = groups
+    return trimmed
+
+
+def _command_name(info: Any) -> str:
+    """The name a registered command is called by (Typer's rule when none was given)."""
+    if info.name:
+        return str(info.name)
+    return str(info.callback.__name__).lower().replace("_", "-")
+
+
 @cache
-def build_app(only: str | None = None) -> typer.Typer:
+def build_app(only: str | None = None, subcommand: str | None = None) -> typer.Typer:
     """The ``review-app`` application; ``only``: with that one command or group alone
     (what a call of it needs: the other commands' modules, their services and their
-    options are neither imported nor built). Its help and errors are the whole
-    application's for that command."""
+    options are neither imported nor built), and of that group ``subcommand`` alone.
+    Its help and errors are the whole application's for that command."""
     built = typer.Typer(
         cls=ErrorsAsMessages,
         name="review-app",
@@ -111,7 +135,7 @@ def build_app(only: str | None = None) -> typer.Typer:
             built.command(name)(_part(module, function))
     for name, module, group in GROUPS:
         if only in (None, name):
-            built.add_typer(_part(module, group), name=name)
+            built.add_typer(_group_with(_part(module, group), subcommand), name=name)
     return built
 
 
@@ -126,4 +150,7 @@ def __getattr__(name: str) -> Any:
 def main() -> None:
     first = sys.argv[1] if len(sys.argv) > 1 else None
     known = {name for name, _, _ in COMMANDS} | {name for name, _, _ in GROUPS}
-    build_app(first if first in known else None)()
+    groups = {name for name, _, _ in GROUPS}
+    second = sys.argv[2] if first in groups and len(sys.argv) > 2 else None
+    subcommand = second if second and not second.startswith("-") else None
+    build_app(first if first in known else None, subcommand)()

@@ -176,20 +176,13 @@ def judge_runs(
 ) -> None:
     """Stored judge runs: prompt version, model, endpoint, rubric version, state (complete,
     stopped at k of n, failed) and counts; the team's judge is marked."""
-    from review_app.services.judging.run_defaults import team_judge
+    from review_app.services.judging.run_defaults import team_judge_runs
     from review_app.services.judging.runs import list_judge_runs
 
     engine = open_engine(db)
-    rubrics = catalog(engine) if rubric else None  # the runs' rubrics: read once, below
-    chosen = rubrics.for_reports(rubric) if rubrics and rubric else None
+    chosen = catalog(engine).for_reports(rubric) if rubric else None
     runs = list_judge_runs(engine, operator(), rubric=chosen)
-    if runs and rubrics is None:
-        rubrics = catalog(engine)
-    teams = {
-        known.ref: team_judge(engine, operator(), rubric=known)
-        for known in {rubrics.for_reports(run.rubric) for run in runs if rubrics}
-    }
-    marked = {run.id for run in runs if (team := teams.get(run.rubric)) and team.matches(run)}
+    marked = team_judge_runs(engine, operator(), runs=runs)
     if as_json:
         print_json([{**run.to_dict(), "team_judge": run.id in marked} for run in runs])
         return

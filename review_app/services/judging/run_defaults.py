@@ -32,7 +32,7 @@ from sqlalchemy import Engine
 from sqlmodel import Session
 
 from review_app.errors import InputError, NotFound
-from review_app.rubrics.model import Rubric
+from review_app.rubrics.model import Rubric, parse_rubric_ref
 from review_app.services.access.actors import Actor, authorize
 from review_app.services.judging.runs import (
     RunListing,
@@ -104,12 +104,27 @@ def team_judge(engine: Engine, actor: Actor, *, rubric: Rubric) -> TeamJudgeChoi
 
 def _team_judge(session: Session, rubric: Rubric) -> TeamJudgeChoice | None:
     row = team_judges.current(session, rubric_id=rubric.id, version=rubric.version)
-    return None if row is None else _choice(row, rubric)
+    return None if row is None else _choice(row, rubric.ref)
 
 
-def _choice(row: TeamJudge, rubric: Rubric) -> TeamJudgeChoice:
+def team_judge_runs(engine: Engine, actor: Actor, *, runs: Sequence[RunListing]) -> set[int]:
+    """The ids of those of ``runs`` made by their rubric version's team judge (same
+    prompt version, model and endpoint): what ``judge runs`` marks. Policy owners and
+    admins; reads the team's choices only, not the rubric files."""
+    authorize(engine, actor, "policy_owner")
+    choices: dict[str, TeamJudgeChoice] = {}
+    with Session(read_only(engine)) as session:
+        for ref in sorted({run.rubric for run in runs}):
+            rubric_id, version = parse_rubric_ref(ref)
+            row = team_judges.current(session, rubric_id=rubric_id, version=version)
+            if row is not None:
+                choices[ref] = _choice(row, ref)
+    return {run.id for run in runs if (team := choices.get(run.rubric)) and team.matches(run)}
+
+
+def _choice(row: TeamJudge, rubric_ref: str) -> TeamJudgeChoice:
     return TeamJudgeChoice(
-        rubric=rubric.ref,
+        rubric=rubric_ref,
         judge=row.judge,
         prompt_version=row.prompt_version,
         model=row.model,
@@ -166,7 +181,7 @@ def choose_team_judge(
             },
         )
         session.commit()
-        return _choice(row, rubric)
+        return _choice(row, rubric.ref)
 
 
 def team_run(runs: Sequence[RunListing], team: TeamJudgeChoice | None) -> RunListing | None:
