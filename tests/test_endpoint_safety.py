@@ -23,7 +23,7 @@ from sqlalchemy import text
 
 from review_app.services.access.actors import operator_actor
 from review_app.services.cases.importing import import_paths
-from review_app.services.judging.endpoints import ENDPOINTS_ENV
+from review_app.services.judging.endpoints import ENDPOINTS_ENV, MAX_ENDPOINTS_FILE_BYTES
 from review_app.services.judging.judge_prompts import prompt_for_run
 from review_app.services.judging.judge_runner import run_judge
 from review_app.services.judging.transport import EndpointSettings
@@ -108,6 +108,29 @@ def test_a_malformed_endpoint_is_one_line_naming_file_endpoint_and_field_on_ever
         assert lines[0].startswith(f"error: {path}, line ")
         assert f"field endpoints.judge.{field}:" in lines[0] and words in lines[0]
         assert "Traceback" not in done.stderr and done.stdout == ""
+
+
+def test_an_endpoints_file_over_its_bound_is_refused_unread(tmp_path: Path) -> None:
+    """An endpoints file is read whole, so at most MAX_ENDPOINTS_FILE_BYTES of it: a huge
+    file (or a device named as one) is one line naming it, not a machine out of memory."""
+    path = tmp_path / "endpoints.toml"
+    body = _endpoint("judge")
+    path.write_text(body + "# " + "x" * MAX_ENDPOINTS_FILE_BYTES + "\n", "utf-8")
+    db = f"sqlite:///{tmp_path / 'review.db'}"
+    home = tmp_path / "home"
+    home.mkdir()
+    for command in COMMANDS[:2]:
+        done = run_review_app(*command, db=db, home=home, env={ENDPOINTS_ENV: str(path)})
+        assert done.returncode == 2, (command, done.stderr)
+        (line,) = done.stderr.strip().splitlines()
+        assert line == (
+            f"error: {path}, field {ENDPOINTS_ENV}: the file is larger than 1024 KB; "
+            "an endpoints file is a short text"
+        )
+    path.write_text(body, "utf-8")
+    listed = run_review_app("judge", "endpoints", db=db, home=home, env={ENDPOINTS_ENV: str(path)})
+    assert listed.returncode == 0, listed.stderr
+    assert "judge" in listed.stdout
 
 
 def test_a_key_from_the_environment_with_a_line_break_is_refused_when_the_file_is_read(

@@ -25,7 +25,6 @@ import hashlib
 import hmac
 import os
 import secrets
-import tomllib
 import unicodedata
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -73,6 +72,8 @@ def sign_in_configured() -> bool:
     chosen = os.environ.get(AUTH_ENV, "").strip().lower()
     if chosen:
         return chosen != "local"
+    import tomllib  # only here: every command imports this module, few read the file
+
     for folder in (Path.cwd(), Path.home()):
         secrets_file = folder / ".streamlit" / "secrets.toml"
         try:

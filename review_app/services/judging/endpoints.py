@@ -34,6 +34,7 @@ from sqlalchemy import Engine
 
 from review_app import input_policy
 from review_app.errors import InputError
+from review_app.files.text import short_text_refusal
 from review_app.services.access.actors import Actor, authorize
 from review_app.services.judging.local_judge import (
     MODEL_ALIAS,
@@ -53,6 +54,8 @@ from review_app.services.judging.transport import (
 )
 
 ENDPOINTS_ENV = "REVIEW_APP_JUDGE_ENDPOINTS"
+MAX_ENDPOINTS_FILE_BYTES = 1024 * 1024
+"""An endpoints file is read whole: a short text (a few endpoints), so bounded."""
 LOCAL = "local"
 """The bundled model's endpoint name (when the ``local-judge`` extra is installed)."""
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
@@ -150,13 +153,20 @@ def parse_endpoints(path: Path) -> dict[str, Endpoint]:
     line and field of the first problem."""
     source = str(path)
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as handle:  # no more than the bound, whatever the file is
+            raw = handle.read(MAX_ENDPOINTS_FILE_BYTES + 1)
     except OSError as error:
         raise InputError(
             f"cannot read the judge endpoints file ({error.strerror or error})",
             source=source,
             field=ENDPOINTS_ENV,
         ) from None
+    if len(raw) > MAX_ENDPOINTS_FILE_BYTES:
+        raise InputError(
+            short_text_refusal(MAX_ENDPOINTS_FILE_BYTES, "an endpoints file"),
+            source=source,
+            field=ENDPOINTS_ENV,
+        )
     try:
         text = raw.decode("utf-8")
         data = tomllib.loads(text)
