@@ -174,13 +174,28 @@ def wait_listening(port: int, process: subprocess.Popen[bytes], log: Path) -> No
     _wait_until(listening, "listen", process, log)
 
 
-def until_equal(found: Callable[[], T], expected: T, *, seconds: float = 60) -> None:
+def until_equal(
+    found: Callable[[], T],
+    expected: T,
+    *,
+    seconds: float = 60,
+    pause: Callable[[], object] | None = None,
+) -> None:
     """Polls ``found()`` until it equals ``expected``: a generous deadline for a loaded
-    machine, not a speed check."""
+    machine, not a speed check.
+
+    ``pause`` waits between polls (0.1 s by default). Give a browser test's
+    ``lambda: tab.wait_for_timeout(100)``: Playwright's sync API runs its event
+    handlers only inside its own calls, so while this loop sleeps a ``context.route``
+    handler holds every request the page makes (the labeling panel's frame, which a
+    loaded machine draws after the last key, never loaded and no key was stored)."""
     deadline = time.monotonic() + seconds
     while (value := found()) != expected:
         assert time.monotonic() < deadline, f"found {value}, expected {expected}"
-        time.sleep(0.1)
+        if pause is None:
+            time.sleep(0.1)
+        else:
+            pause()
 
 
 @dataclass

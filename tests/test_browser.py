@@ -148,8 +148,10 @@ def _labels(server: Served, case_id: str) -> dict[int, str]:
     return {turn: row.code for turn, row in found.mine.items()}
 
 
-def _wait_for_labels(server: Served, case_id: str, expected: dict[int, str]) -> None:
-    until_equal(lambda: _labels(server, case_id), expected)
+def _wait_for_labels(server: Served, case_id: str, expected: dict[int, str], *, tab: Any) -> None:
+    """Until the reviewer's labels on the case are ``expected``; the tab's requests keep
+    being served meanwhile (its route handler runs only inside Playwright's calls)."""
+    until_equal(lambda: _labels(server, case_id), expected, pause=lambda: tab.wait_for_timeout(100))
 
 
 def _assert_only_loopback(traffic: Traffic) -> None:
@@ -242,7 +244,7 @@ def test_fast_typing_on_a_fresh_page_labels_every_turn_once(
         pressed.append(time.time())
         tab.keyboard.press(key)
         tab.wait_for_timeout(100)
-    _wait_for_labels(server, case_id, expected)
+    _wait_for_labels(server, case_id, expected, tab=tab)
     rows = _label_rows(server, case_id)
     assert [(turn, code) for turn, code, _ in rows] == list(expected.items()), (
         "each key stored once, in order, on the turn focused when it was pressed"
@@ -262,7 +264,7 @@ def test_fast_typing_on_a_fresh_page_labels_every_turn_once(
         tab.keyboard.press(key)
         tab.wait_for_timeout(100)
     expected = {turn: rubric.codes[1] for turn in turns}
-    _wait_for_labels(server, case_id, expected)
+    _wait_for_labels(server, case_id, expected, tab=tab)
     rows = _label_rows(server, case_id)
     # The same label again on a turn stores nothing: a row for each change only.
     changed = [i for i, key in enumerate(typed) if key != "2"]
@@ -324,7 +326,7 @@ def test_keyboard_path_from_the_queue_keeps_the_focused_turn_in_view(
             keys_pressed += 1
             tab.wait_for_timeout(250)
             assert _in_view(_focused_rect(tab)), f"after the key on turn {turn}"
-        _wait_for_labels(server, case_id, expected)
+        _wait_for_labels(server, case_id, expected, tab=tab)
         assert keys_pressed <= len(turns) + 1
         print(f"\nkeys: {keys_pressed} for {len(turns)} assistant turns, opening included")
 
@@ -394,7 +396,7 @@ def test_rationale_key_opens_the_rationale_and_enter_returns(
     added = 2 if focused in labeled else 1
     while len(rows := _label_rows(server, case_id)) < len(before) + added:
         assert time.monotonic() < deadline
-        time.sleep(0.1)
+        tab.wait_for_timeout(100)  # not time.sleep: the route handler serves the tab
     assert len(rows) == len(before) + added
     assert {row[0] for row in rows[len(before) :]} == {focused}
     reviewer = sign_in(server.engine, name=REVIEWER, auth_mode="local")
@@ -460,7 +462,7 @@ def test_a_key_pressed_while_the_database_is_busy_is_stored_once_it_is_free(
     deadline = time.monotonic() + 60
     while len(rows := _label_rows(server, case_id)) < len(before) + 1:
         assert time.monotonic() < deadline, "the waiting key was not sent again"
-        time.sleep(0.1)
+        tab.wait_for_timeout(100)
     expect(state).to_have_text("all saved ✓")
     rows = _label_rows(server, case_id)
     assert len(rows) == len(before) + 1, "stored once"
