@@ -16,6 +16,7 @@ from importlib import import_module
 from typing import Annotated, Any
 
 import typer
+from typer.main import get_command_name
 
 from review_app.cli.shared import ErrorsAsMessages
 from review_app.version import VERSION
@@ -104,9 +105,7 @@ def _group_with(group: typer.Typer, command: str | None) -> typer.Typer:
 
 def _command_name(info: Any) -> str:
     """The name a registered command is called by (Typer's rule when none was given)."""
-    if info.name:
-        return str(info.name)
-    return str(info.callback.__name__).lower().replace("_", "-")
+    return str(info.name or get_command_name(info.callback.__name__))
 
 
 @cache

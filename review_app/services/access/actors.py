@@ -191,7 +191,7 @@ def is_self(actor: Actor, name: str) -> bool:
 
 def role_with_article(role: str) -> str:
     """``"a reviewer"``, ``"a policy owner"``, ``"an admin"``."""
-    words = role.replace("_", " ")
+    words = role_words(role)
     return f"{'an' if words[:1] in 'aeiou' else 'a'} {words}"
 
 
